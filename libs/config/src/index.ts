@@ -1,1 +1,122 @@
-export {};
+/**
+ * Baton's configuration: environment → zod-validated, defaulted, frozen object.
+ * Every problem is reported at once, each with the variable's name.
+ */
+import { z } from "zod";
+import { defineError } from "@baton/errors";
+
+export const ConfigInvalid = defineError(
+  "BATON_CONFIG_INVALID",
+  (problems: string[]) => `invalid configuration:\n  ${problems.join("\n  ")}`,
+  { status: 500 },
+);
+
+const MODULE_NAMES = ["gateway", "planner", "executor", "worker", "learner", "memory", "review"] as const;
+export type ModuleName = (typeof MODULE_NAMES)[number];
+export const ALL_MODULES: readonly ModuleName[] = MODULE_NAMES;
+
+const bool = z
+  .enum(["true", "false", "1", "0", "yes", "no"])
+  .transform((v) => v === "true" || v === "1" || v === "yes");
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+/** The environment variables Baton reads, with their defaults. Documented in README.md. */
+export const envSchema = z.object({
+  /** Which modules this process runs: `all` or a comma-separated list. @default "all" */
+  BATON_TARGET: z.string().default("all"),
+  /** @default "nats://127.0.0.1:4222" */
+  BATON_NATS_URL: z.string().default("nats://127.0.0.1:4222"),
+  /** @default "redis://127.0.0.1:6379" */
+  BATON_REDIS_URL: z.string().default("redis://127.0.0.1:6379"),
+  /** @default "postgresql://postgres@127.0.0.1:5432/baton" */
+  BATON_DATABASE_URL: z.string().default("postgresql://postgres@127.0.0.1:5432/baton"),
+  /** Postgres schema holding Baton's tables. @default "public" */
+  BATON_DATABASE_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]*$/).default("public"),
+  /** Prefix of every NATS subject, stream and Redis key; one token. @default "baton" */
+  BATON_BUS_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+$/).default("baton"),
+  /** Gateway listen port. @default 3000 */
+  BATON_PORT: int(0, 65535).default(3000),
+  /** Gateway listen host. @default "127.0.0.1" */
+  BATON_HOST: z.string().default("127.0.0.1"),
+  /** Health/readiness port for processes without the gateway (0 = off). @default 9464 */
+  BATON_HEALTH_PORT: int(0, 65535).default(9464),
+  /** API key of the local tenant; generated and printed at first start when unset. */
+  BATON_API_KEY: z.string().min(16).optional(),
+  /** Start NATS/Redis/Postgres from local binaries when unreachable. @default true */
+  BATON_EMBEDDED: bool.default(true),
+  /** Where local data (embedded servers, generated key file) lives. @default ".baton" */
+  BATON_DATA_DIR: z.string().default(".baton"),
+  /** debug | info | warn | error. @default "info" */
+  BATON_LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
+  /** Tool calls a worker process runs at once. @default 16 */
+  BATON_WORKER_CONCURRENCY: int(1, 10_000).default(16),
+  /** Commands an executor process handles at once. @default 32 */
+  BATON_EXECUTOR_CONCURRENCY: int(1, 10_000).default(32),
+  /** Seconds SIGTERM waits for in-flight work before exiting. @default 25 */
+  BATON_SHUTDOWN_GRACE_SECONDS: int(1, 3600).default(25),
+});
+
+export type Env = z.infer<typeof envSchema>;
+
+export interface BatonConfig {
+  readonly target: readonly ModuleName[];
+  readonly natsUrl: string;
+  readonly redisUrl: string;
+  readonly databaseUrl: string;
+  readonly databaseSchema: string;
+  readonly prefix: string;
+  readonly port: number;
+  readonly host: string;
+  readonly healthPort: number;
+  readonly apiKey: string | undefined;
+  readonly embedded: boolean;
+  readonly dataDir: string;
+  readonly logLevel: "debug" | "info" | "warn" | "error";
+  readonly workerConcurrency: number;
+  readonly executorConcurrency: number;
+  readonly shutdownGraceMs: number;
+}
+
+/** Parses a target list: `all`, or names separated by commas. */
+export function parseTarget(raw: string): ModuleName[] {
+  const parts = raw.split(",").map((s) => s.trim()).filter(Boolean);
+  if (parts.length === 0 || parts.includes("all")) return [...MODULE_NAMES];
+  const unknown = parts.filter((p) => !(MODULE_NAMES as readonly string[]).includes(p));
+  if (unknown.length > 0) {
+    throw ConfigInvalid([`BATON_TARGET: unknown module(s) ${unknown.join(", ")}; known: all, ${MODULE_NAMES.join(", ")}`]);
+  }
+  return [...new Set(parts)] as ModuleName[];
+}
+
+/** Reads configuration from an environment (default `process.env`), reporting every problem at once. */
+export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<Env> = {}): BatonConfig {
+  const source: Record<string, unknown> = {};
+  for (const key of Object.keys(envSchema.shape)) {
+    const v = env[key];
+    if (v !== undefined && v !== "") source[key] = v;
+  }
+  Object.assign(source, overrides);
+  const parsed = envSchema.safeParse(source);
+  if (!parsed.success) {
+    throw ConfigInvalid(parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`));
+  }
+  const e = parsed.data;
+  return Object.freeze({
+    target: Object.freeze(parseTarget(e.BATON_TARGET)),
+    natsUrl: e.BATON_NATS_URL,
+    redisUrl: e.BATON_REDIS_URL,
+    databaseUrl: e.BATON_DATABASE_URL,
+    databaseSchema: e.BATON_DATABASE_SCHEMA,
+    prefix: e.BATON_BUS_PREFIX,
+    port: e.BATON_PORT,
+    host: e.BATON_HOST,
+    healthPort: e.BATON_HEALTH_PORT,
+    apiKey: e.BATON_API_KEY,
+    embedded: e.BATON_EMBEDDED,
+    dataDir: e.BATON_DATA_DIR,
+    logLevel: e.BATON_LOG_LEVEL,
+    workerConcurrency: e.BATON_WORKER_CONCURRENCY,
+    executorConcurrency: e.BATON_EXECUTOR_CONCURRENCY,
+    shutdownGraceMs: e.BATON_SHUTDOWN_GRACE_SECONDS * 1000,
+  });
+}

@@ -1,0 +1,36 @@
+/**
+ * Rules: defaults apply when the environment is empty; every invalid variable is
+ * reported at once by name; targets parse to known module names only.
+ */
+import { describe, expect, it } from "@jest/globals";
+import { ALL_MODULES, loadConfig, parseTarget } from "./index.ts";
+
+describe("loadConfig", () => {
+  it("applies defaults", () => {
+    const c = loadConfig({});
+    expect(c.port).toBe(3000);
+    expect(c.prefix).toBe("baton");
+    expect(c.target).toEqual(ALL_MODULES);
+    expect(c.natsUrl).toBe("nats://127.0.0.1:4222");
+    expect(c.embedded).toBe(true);
+    expect(Object.isFrozen(c)).toBe(true);
+  });
+  it("reports every invalid variable at once", () => {
+    let err: unknown;
+    try {
+      loadConfig({ BATON_PORT: "seventy", BATON_BUS_PREFIX: "a.b", BATON_EMBEDDED: "maybe" });
+    } catch (e) {
+      err = e;
+    }
+    expect((err as { code: string }).code).toBe("BATON_CONFIG_INVALID");
+    const msg = (err as Error).message;
+    expect(msg).toContain("BATON_PORT");
+    expect(msg).toContain("BATON_BUS_PREFIX");
+    expect(msg).toContain("BATON_EMBEDDED");
+  });
+  it("parses targets", () => {
+    expect(parseTarget("gateway, executor")).toEqual(["gateway", "executor"]);
+    expect(parseTarget("all")).toEqual([...ALL_MODULES]);
+    expect(() => parseTarget("gateway,bogus")).toThrow(/bogus/);
+  });
+});

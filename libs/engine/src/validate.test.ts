@@ -1,0 +1,70 @@
+/**
+ * Rules checked: the quickstart example is valid; unknown and unsupported node
+ * types, edges to missing nodes, a missing start, duplicate ids, bad `$.path`s,
+ * bad branch labels, unreachable nodes and unbounded cycles are each reported,
+ * all at once, with a path into the definition.
+ */
+import { describe, expect, it } from "@jest/globals";
+import { readFileSync } from "node:fs";
+import { parsePath, readPath, validateWorkflow, writePath } from "./index.ts";
+
+const quickstart = JSON.parse(readFileSync(new URL("../../../examples/quickstart/workflow.json", import.meta.url), "utf8")) as { definition: unknown };
+
+describe("validateWorkflow", () => {
+  it("accepts the quickstart workflow and canonicalises aliases", () => {
+    const r = validateWorkflow(quickstart.definition);
+    expect(r.ok).toBe(true);
+    const alias = validateWorkflow({ nodes: [{ id: "r", type: "humanReview" }] });
+    expect(alias.ok && alias.workflow.nodes[0]!.type).toBe("agent.humanReview");
+    expect(alias.ok && alias.workflow.start).toBe("r");
+  });
+
+  it("lists every error at once", () => {
+    const r = validateWorkflow({
+      start: "a",
+      nodes: [
+        { id: "a", type: "tool", config: { tool: "x" }, input: { v: "$.input..bad" } },
+        { id: "a", type: "teleport" },
+        { id: "c", type: "condition", config: { left: "$.a", op: "gt", right: 1 } },
+        { id: "d", type: "agent.llm" },
+      ],
+      edges: [{ from: "a", to: "ghost" }, { from: "c", to: "a", when: "maybe" }],
+    });
+    expect(r.ok).toBe(false);
+    const codes = !r.ok ? r.errors.map((e) => `${e.code}@${e.path}`) : [];
+    expect(codes).toEqual(expect.arrayContaining([
+      "invalid_path@nodes[0].input.v", "duplicate_node_id@nodes[1].id", "unknown_node_type@nodes[1].type",
+      "unsupported_node_type@nodes[3].type", "dangling_edge@edges[0].to", "invalid_branch@edges[1].when", "edge_into_start@edges[1].to",
+    ]));
+  });
+
+  it("reports a missing start node and an empty graph", () => {
+    const r = validateWorkflow({ start: "nope", nodes: [{ id: "a", type: "setVariable", config: { values: {} } }] });
+    expect(!r.ok && r.errors.map((e) => e.code)).toEqual(["missing_start"]);
+    const empty = validateWorkflow({ nodes: [] });
+    expect(!empty.ok && empty.errors.map((e) => e.code)).toEqual(["no_nodes"]);
+    const shape = validateWorkflow({ nodes: "x" });
+    expect(!shape.ok && shape.errors[0]!.path).toBe("nodes");
+  });
+
+  it("reports unreachable nodes and cycles without a loop bound", () => {
+    const sv = { type: "setVariable", config: { values: {} } };
+    const unreachable = validateWorkflow({ start: "a", nodes: [{ id: "a", ...sv }, { id: "b", ...sv }] });
+    expect(!unreachable.ok && unreachable.errors).toEqual([expect.objectContaining({ code: "unreachable_node", path: "nodes[1]" })]);
+    const cyc = validateWorkflow({ start: "a", nodes: [{ id: "a", ...sv }, { id: "b", ...sv }, { id: "c", ...sv }], edges: [{ from: "a", to: "b" }, { from: "b", to: "c" }, { from: "c", to: "b" }] });
+    expect(!cyc.ok && cyc.errors[0]!.code).toBe("unbounded_cycle");
+  });
+});
+
+describe("$.path", () => {
+  it("parses, reads and writes", () => {
+    expect(parsePath('$.a[0]["b c"].d')).toEqual({ source: '$.a[0]["b c"].d', segments: ["a", 0, "b c", "d"] });
+    expect("error" in parsePath("a.b")).toBe(true);
+    expect(readPath({ a: [{ "b c": { d: 5 } }] }, '$.a[0]["b c"].d')).toBe(5);
+    expect(readPath({ a: 1 }, "$.a.b.c")).toBeUndefined();
+    const base = { x: { y: 1 } };
+    const w = writePath(base, "$.x.z[1]", 2);
+    expect(w).toEqual({ x: { y: 1, z: [null, 2] } });
+    expect(base).toEqual({ x: { y: 1 } });
+  });
+});
