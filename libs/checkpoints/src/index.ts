@@ -1,1 +1,25 @@
-export {};
+/**
+ * `@baton/checkpoints` — the hot state of running and paused executions in Redis:
+ * versioned compare-and-set checkpoints with a bounded history (time travel), and
+ * idempotency records for side effects.
+ *
+ * The contract ({@link CheckpointStore}) is backend-neutral; every backend passes
+ * `checkpointStoreConformance` from `@baton/checkpoints/testing`.
+ */
+export type { Redis, RedisOptions } from "ioredis";
+export type { Checkpoint, CheckpointStore, HistoryOptions, IdempotencyStore } from "./types.ts";
+export {
+  createRedis,
+  redisCheckpointStore,
+  redisIdempotencyStore,
+  type RedisCheckpointOptions,
+  type RedisCheckpointStore,
+  type RedisIdempotencyOptions,
+} from "./redis.ts";
+export {
+  CheckpointConflict,
+  CheckpointCorrupt,
+  CheckpointInvalidArgument,
+  CheckpointInvalidState,
+  CheckpointUnavailable,
+} from "./errors.ts";
