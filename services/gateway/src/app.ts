@@ -1,0 +1,66 @@
+/**
+ * The gateway's Fastify application, built by a factory so tests can `inject()`
+ * into it and the runtime can `listen()` on it (fastify's Testing guide).
+ *
+ * Layout: docs (OpenAPI + Swagger UI) and health at the root without auth; every
+ * feature plugin under `/api`, in one scope guarded by the auth plugin. One error
+ * handler renders every error as problem+json.
+ */
+import Fastify from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { serializerCompiler } from "fastify-type-provider-zod";
+import type { GatewayDeps, GatewayOptions } from "./deps.ts";
+import { authPlugin } from "./plugins/auth.ts";
+import { docsPlugin } from "./plugins/docs.ts";
+import { executionsPlugin } from "./plugins/executions.ts";
+import { healthPlugin } from "./plugins/health.ts";
+import { memoryPlugin } from "./plugins/memory.ts";
+import { reviewsPlugin } from "./plugins/reviews.ts";
+import { workflowsPlugin } from "./plugins/workflows.ts";
+import { errorHandler, notFoundHandler, validatorCompiler } from "./problem.ts";
+import { SseRegistry } from "./sse.ts";
+
+/** fastify's default JSON parser, which is callback-style. */
+type JsonParser = (request: FastifyRequest, body: string, done: (err: Error | null, body?: unknown) => void) => void;
+
+/** Builds the gateway app (not listening). Close it with `app.close()`; open SSE streams are ended then. */
+export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: opts.logger ?? false,
+    // Bodies carry workflow definitions; 1 MiB is the default, raise it for big graphs.
+    bodyLimit: 4 * 1024 * 1024,
+  });
+  // An empty JSON body counts as no body, so `POST …/execute` with only a content type
+  // works; anything else goes to fastify's parser (which guards against prototype poisoning).
+  const parseJson = app.getDefaultJsonParser("error", "error") as unknown as JsonParser;
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+    const text = typeof body === "string" ? body : body.toString("utf8");
+    if (text.trim() === "") {
+      done(null, undefined);
+      return;
+    }
+    parseJson(request, text, done);
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler(notFoundHandler);
+
+  const sse = new SseRegistry();
+  app.addHook("preClose", async () => sse.closeAll());
+
+  await app.register(docsPlugin, { deps });
+  await app.register(healthPlugin, { deps });
+  await app.register(
+    async (api) => {
+      await api.register(authPlugin, { deps, ...(opts.authCacheTtlMs === undefined ? {} : { cacheTtlMs: opts.authCacheTtlMs }) });
+      await api.register(workflowsPlugin, { deps });
+      await api.register(executionsPlugin, { deps, sse, ...(opts.sseHeartbeatMs === undefined ? {} : { heartbeatMs: opts.sseHeartbeatMs }) });
+      await api.register(memoryPlugin, { deps });
+      await api.register(reviewsPlugin, { deps });
+    },
+    { prefix: "/api" },
+  );
+  return app;
+}

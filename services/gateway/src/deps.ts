@@ -1,0 +1,109 @@
+/**
+ * What the gateway needs from the rest of Baton. The gateway never runs workflow
+ * logic: it reads and writes rows through the store, validates definitions with the
+ * engine's pure validator, and hands commands and events to the bus through these
+ * interfaces. Tests pass the real store and small recording commands/events.
+ */
+import type { Store } from "@baton/store";
+
+/** One event of an execution as streamed to SSE clients. */
+export interface ExecutionEventEnvelope {
+  /** Event type, e.g. `node.started`, `execution.completed`. */
+  type: string;
+  /** Position in the execution's event stream; strictly increasing, used as the SSE `id`. */
+  seq: number;
+  /** ISO-8601 time the event happened. */
+  time: string;
+  data: unknown;
+}
+
+/** One problem found in a workflow definition, with a path into the definition (`nodes[2].type`). */
+export interface DefinitionIssue {
+  path: string;
+  code: string;
+  message: string;
+}
+
+export type ValidateWorkflow = (
+  definition: unknown,
+) => { ok: true; workflow: unknown } | { ok: false; errors: DefinitionIssue[] };
+
+export interface StartExecutionCommand {
+  tenantId: string;
+  executionId: number;
+  workflowId: number;
+  workflowVersion: number;
+  input: Record<string, unknown>;
+}
+
+export type ReviewAction = "approve" | "edit" | "reject";
+
+export interface ResumeExecutionCommand {
+  tenantId: string;
+  executionId: number;
+  nodeId: string;
+  action: ReviewAction;
+  data?: Record<string, unknown>;
+  comment?: string;
+  reviewer?: string;
+}
+
+export interface CancelExecutionCommand {
+  tenantId: string;
+  executionId: number;
+  reason?: string;
+}
+
+export interface GatewayCommands {
+  startExecution(c: StartExecutionCommand): Promise<void>;
+  resumeExecution(c: ResumeExecutionCommand): Promise<void>;
+  cancelExecution(c: CancelExecutionCommand): Promise<void>;
+}
+
+export interface GatewayEvents {
+  /**
+   * Publishes a fact (`workflow.created`, `memory.deleted`, …). `scopeId` is the
+   * workflow id for workflow events and the memory id for memory events; `data`
+   * uses the proto field names of the event's message (snake_case).
+   */
+  publish(type: string, tenantId: string, scopeId: number, data: Record<string, unknown>): Promise<void>;
+  /**
+   * Replays every event of one execution from the beginning, then follows live ones
+   * until `signal` aborts. Resolves once it stopped.
+   */
+  streamExecution(
+    tenantId: string,
+    executionId: number,
+    signal: AbortSignal,
+    onEvent: (e: ExecutionEventEnvelope) => void,
+  ): Promise<void>;
+}
+
+export interface Readiness {
+  ready: boolean;
+  /** Module name → state, e.g. `{ executor: "Running", store: "Running" }`. */
+  modules: Record<string, string>;
+}
+
+export interface GatewayDeps {
+  store: Store;
+  validateWorkflow: ValidateWorkflow;
+  commands: GatewayCommands;
+  events: GatewayEvents;
+  readiness: () => Readiness;
+  /**
+   * JSON Schema of a workflow definition, shown in the OpenAPI document as the
+   * `WorkflowDefinition` component (the engine's `workflowDefinitionJsonSchema`).
+   * @default a free-form object
+   */
+  workflowDefinitionJsonSchema?: Record<string, unknown>;
+}
+
+export interface GatewayOptions {
+  /** Fastify's request logging (pino). @default false */
+  logger?: boolean;
+  /** How long a resolved (or unknown) API key is cached, in ms. @default 10000 */
+  authCacheTtlMs?: number;
+  /** Interval of SSE heartbeat comments, in ms. @default 15000 */
+  sseHeartbeatMs?: number;
+}

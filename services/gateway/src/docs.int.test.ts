@@ -1,0 +1,140 @@
+/**
+ * Rules checked:
+ * - /openapi.json is an OpenAPI 3 document titled "Baton API", generated from the route
+ *   schemas: it lists every route of seed 004 §4 that the gateway serves (and every route the
+ *   app has, apart from the docs' own), with tags and summaries, the API-key security schemes
+ *   on /api routes, problem+json error answers, and the engine's definition schema;
+ * - /docs serves Swagger UI; /healthz, /readyz, /docs and /openapi.json need no key;
+ * - /readyz is 200 only when the process is ready and lists module states, else 503.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import type { TestGateway } from "./test-support.ts";
+import { openTestGateway } from "./test-support.ts";
+
+let gw: TestGateway;
+
+beforeAll(async () => {
+  gw = await openTestGateway();
+});
+afterAll(async () => {
+  await gw.close();
+});
+
+/** Seed 004 §4 (MCP routes excepted) plus the SSE stream and the reviews list. */
+const ROUTES: [string, string][] = [
+  ["get", "/api/agent-workflows"],
+  ["post", "/api/agent-workflows"],
+  ["get", "/api/agent-workflows/{id}"],
+  ["put", "/api/agent-workflows/{id}"],
+  ["delete", "/api/agent-workflows/{id}"],
+  ["get", "/api/agent-workflows/{id}/versions"],
+  ["post", "/api/agent-workflows/{id}/versions/{versionId}/restore"],
+  ["post", "/api/agent-workflows/{id}/execute"],
+  ["get", "/api/agent-workflow-executions"],
+  ["get", "/api/agent-workflow-executions/{id}"],
+  ["post", "/api/agent-workflow-executions/{id}/resume"],
+  ["post", "/api/agent-workflow-executions/{id}/cancel"],
+  ["get", "/api/agent-workflow-executions/{id}/nodes"],
+  ["get", "/api/agent-workflow-executions/{id}/events"],
+  ["get", "/api/agent-memory"],
+  ["post", "/api/agent-memory"],
+  ["delete", "/api/agent-memory/{id}"],
+  ["get", "/api/reviews"],
+  ["get", "/healthz"],
+  ["get", "/readyz"],
+];
+
+interface Operation {
+  summary?: string;
+  tags?: string[];
+  security?: unknown[];
+  responses: Record<string, { content?: Record<string, { schema?: unknown }> }>;
+  requestBody?: { content: Record<string, { schema: unknown }> };
+}
+type Doc = {
+  openapi: string;
+  info: { title: string };
+  paths: Record<string, Record<string, Operation>>;
+  components: { securitySchemes: Record<string, unknown>; schemas: Record<string, Record<string, unknown>> };
+};
+
+describe("OpenAPI document", () => {
+  let doc: Doc;
+  beforeAll(async () => {
+    const res = await gw.app.inject({ method: "GET", url: "/openapi.json" });
+    expect(res.statusCode).toBe(200);
+    doc = res.json<Doc>();
+  });
+
+  test("is OpenAPI 3 titled Baton API with the API-key security schemes", () => {
+    expect(doc.openapi).toMatch(/^3\./);
+    expect(doc.info.title).toBe("Baton API");
+    expect(doc.components.securitySchemes).toMatchObject({
+      bearerAuth: { type: "http", scheme: "bearer" },
+      apiKeyHeader: { type: "apiKey", in: "header", name: "x-api-key" },
+    });
+  });
+
+  test("lists every route with a tag and a summary; /api routes need a key", () => {
+    for (const [method, path] of ROUTES) {
+      const op = doc.paths[path]?.[method];
+      expect({ route: `${method} ${path}`, present: op !== undefined }).toEqual({ route: `${method} ${path}`, present: true });
+      expect(op!.summary).toEqual(expect.any(String));
+      expect(op!.tags).toHaveLength(1);
+      if (path.startsWith("/api/")) {
+        expect(op!.security).toEqual([{ bearerAuth: [] }, { apiKeyHeader: [] }]);
+        expect(op!.responses["401"]).toBeDefined();
+      } else {
+        expect(op!.security).toEqual([]);
+      }
+    }
+  });
+
+  test("documents exactly these routes, and the app serves each of them", () => {
+    const documented = Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m} ${p}`));
+    expect(documented.sort()).toEqual(ROUTES.map(([m, p]) => `${m} ${p}`).sort());
+    for (const [method, path] of ROUTES) {
+      expect(gw.app.hasRoute({ method: method.toUpperCase(), url: path.replace(/\{(\w+)\}/g, ":$1") })).toBe(true);
+    }
+  });
+
+  test("request bodies and answers carry their schemas; the definition is the engine's schema", () => {
+    const create = doc.paths["/api/agent-workflows"]!.post!;
+    const body = create.requestBody!.content["application/json"]!.schema as { properties: Record<string, unknown>; required: string[] };
+    expect(body.required).toEqual(expect.arrayContaining(["name", "definition"]));
+    expect(create.responses["201"]).toBeDefined();
+    expect(JSON.stringify(create.responses["400"])).toContain("#/components/schemas/Problem");
+    const def = doc.components.schemas["WorkflowDefinition"]!;
+    expect(def).toMatchObject({ type: "object", required: ["nodes"] });
+    expect(JSON.stringify(doc)).not.toContain("#/$defs/");
+    expect(doc.components.schemas["Problem"]).toMatchObject({ properties: { code: expect.any(Object), errors: expect.any(Object) } });
+  });
+});
+
+describe("docs and health without a key", () => {
+  test("Swagger UI is served at /docs", async () => {
+    const res = await gw.app.inject({ method: "GET", url: "/docs" });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers["content-type"]).toMatch(/text\/html/);
+  });
+
+  test("/healthz is 200", async () => {
+    const res = await gw.app.inject({ method: "GET", url: "/healthz" });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ status: "ok" });
+  });
+
+  test("/readyz is 200 when ready and 503 otherwise, listing module states", async () => {
+    gw.readiness.ready = true;
+    gw.readiness.modules = { gateway: "Running", executor: "Running" };
+    const ok = await gw.app.inject({ method: "GET", url: "/readyz" });
+    expect(ok.statusCode).toBe(200);
+    expect(ok.json()).toEqual({ ready: true, modules: { gateway: "Running", executor: "Running" } });
+
+    gw.readiness.ready = false;
+    gw.readiness.modules = { gateway: "Running", executor: "Starting" };
+    const notYet = await gw.app.inject({ method: "GET", url: "/readyz" });
+    expect(notYet.statusCode).toBe(503);
+    expect(notYet.json()).toEqual({ ready: false, modules: { gateway: "Running", executor: "Starting" } });
+  });
+});

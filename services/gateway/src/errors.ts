@@ -1,0 +1,82 @@
+/**
+ * The gateway's error catalogue. Codes are stable and never reused; clients and
+ * tests check `code`. Every error the gateway answers with is rendered as
+ * `application/problem+json` by the one error handler in problem.ts.
+ */
+import { defineError } from "@baton/errors";
+
+/** A request part (params, query, body) failed its schema; `details` lists every issue. */
+export const RequestInvalid = defineError(
+  "BATON_GATEWAY_REQUEST_INVALID",
+  (part: string, count: number) => `invalid request ${part}: ${count} problem${count === 1 ? "" : "s"}, listed in errors`,
+  { status: 400 },
+);
+
+/** A workflow definition failed the engine's validation; `details` lists every issue. */
+export const WorkflowDefinitionInvalid = defineError(
+  "BATON_GATEWAY_WORKFLOW_INVALID",
+  (count: number) => `invalid workflow definition: ${count} problem${count === 1 ? "" : "s"}, listed in errors`,
+  { status: 400 },
+);
+
+/** No API key, or one the store does not know (or revoked). */
+export const Unauthenticated = defineError("BATON_GATEWAY_UNAUTHENTICATED", (why: string) => why, { status: 401 });
+
+/** The key's role may not do this (viewers may only read). */
+export const Forbidden = defineError(
+  "BATON_GATEWAY_FORBIDDEN",
+  (role: string, method: string) => `role "${role}" may not ${method} here; writing needs role operator or admin`,
+  { status: 403 },
+);
+
+/** The resource does not exist for this tenant. Another tenant's rows are reported the same way. */
+export const NotFound = defineError(
+  "BATON_GATEWAY_NOT_FOUND",
+  (kind: string, id: number | string) => `${kind} ${id} not found`,
+  { status: 404 },
+);
+
+/** No route matches the method and path. */
+export const RouteNotFound = defineError(
+  "BATON_GATEWAY_ROUTE_NOT_FOUND",
+  (method: string, url: string) => `no route ${method} ${url}`,
+  { status: 404 },
+);
+
+/** Executing a workflow whose `enabled` is false. */
+export const WorkflowDisabled = defineError(
+  "BATON_GATEWAY_WORKFLOW_DISABLED",
+  (id: number) => `workflow ${id} is disabled; enable it before executing`,
+  { status: 409 },
+);
+
+/** Resuming an execution that is not waiting for a person. */
+export const ExecutionNotPaused = defineError(
+  "BATON_GATEWAY_EXECUTION_NOT_PAUSED",
+  (id: number, status: string) => `execution ${id} is ${status}; only a paused execution can be resumed`,
+  { status: 409 },
+);
+
+/** Cancelling an execution that already ended. */
+export const ExecutionFinished = defineError(
+  "BATON_GATEWAY_EXECUTION_FINISHED",
+  (id: number, status: string) => `execution ${id} already ended (${status})`,
+  { status: 409 },
+);
+
+/** The start command could not be handed to the bus; the execution row was marked failed. */
+export const ExecutionStartFailed = defineError(
+  "BATON_GATEWAY_EXECUTION_START_FAILED",
+  (id: number) => `execution ${id} could not be started (the message bus is unavailable); it was marked failed, retry later`,
+  { status: 503, retryable: true },
+);
+
+/** A resume or cancel command could not be handed to the bus. */
+export const CommandUnavailable = defineError(
+  "BATON_GATEWAY_COMMAND_UNAVAILABLE",
+  (what: string, id: number) => `could not ${what} execution ${id} (the message bus is unavailable); retry later`,
+  { status: 503, retryable: true },
+);
+
+/** Anything unexpected. The detail sent to clients is always this generic text. */
+export const Internal = defineError("BATON_GATEWAY_INTERNAL", () => "internal server error", { status: 500 });

@@ -1,0 +1,346 @@
+/**
+ * Rules checked (gateway on a real Postgres store, recording bus):
+ * - execute: 202 + Location + links; the row is queued and pinned to the workflow's current
+ *   version, and the start command carries that version; a missing (or another tenant's)
+ *   workflow is 404, a disabled one 409; when the start command cannot be sent the answer is a
+ *   503 problem and no queued row is left behind (the row is marked failed with the reason);
+ * - execution detail: status, currentState, output, error, tokenUsage, timestamps, per-node
+ *   history, and the pending review while paused; the node list; list filters;
+ * - resume: 409 unless paused; a paused run gets 202 and a resume command for its current node;
+ *   `edit` needs `data`; cancel: 409 once ended, 202 otherwise;
+ * - another tenant's executions, memory entries and reviews are 404 / absent from lists;
+ * - memory: create (memory.created), list with filters, delete (memory.deleted, then 404);
+ *   reviews: list with status and execution filters.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import type { TestGateway } from "./test-support.ts";
+import { bearer, openTestGateway, validDefinition } from "./test-support.ts";
+
+let gw: TestGateway;
+let workflowId: number;
+
+beforeAll(async () => {
+  gw = await openTestGateway();
+  const wf = await gw.store.workflows.create(gw.a.tenantId, { name: "Runner", definition: validDefinition(1) as never });
+  await gw.store.workflows.update(gw.a.tenantId, wf.id, { definition: validDefinition(2) as never });
+  workflowId = wf.id;
+});
+afterAll(async () => {
+  await gw.close();
+});
+
+function problemOf(res: { statusCode: number; headers: Record<string, unknown>; json: () => unknown }, status: number, code: string) {
+  expect({ status: res.statusCode, type: String(res.headers["content-type"]).split(";")[0] }).toEqual({ status, type: "application/problem+json" });
+  const body = res.json() as { code: string; errors?: { path: string; code: string }[] };
+  expect(body.code).toBe(code);
+  return body;
+}
+
+async function execute(key: string, id: number, payload: unknown = { input: { q: "hello" } }) {
+  return gw.app.inject({ method: "POST", url: `/api/agent-workflows/${id}/execute`, headers: bearer(key), payload: payload as Record<string, unknown> });
+}
+
+describe("execute", () => {
+  test("202 with links; the row is queued and the command pinned to the current version", async () => {
+    const res = await execute(gw.a.operator, workflowId, { input: { q: "hello" }, agentId: 7, sessionId: 9 });
+    expect(res.statusCode).toBe(202);
+    const body = res.json<{ id: number; status: string; links: Record<string, string> }>();
+    expect(body).toEqual({
+      id: expect.any(Number),
+      status: "queued",
+      links: {
+        self: `/api/agent-workflow-executions/${body.id}`,
+        events: `/api/agent-workflow-executions/${body.id}/events`,
+        nodes: `/api/agent-workflow-executions/${body.id}/nodes`,
+      },
+    });
+    expect(res.headers.location).toBe(`/api/agent-workflow-executions/${body.id}`);
+    expect(gw.bus.started).toContainEqual({ tenantId: gw.a.tenantId, executionId: body.id, workflowId, workflowVersion: 2, input: { q: "hello" } });
+    expect(await gw.store.executions.get(gw.a.tenantId, body.id)).toMatchObject({
+      status: "queued",
+      agentWorkflowId: workflowId,
+      workflowVersion: 2,
+      input: { q: "hello" },
+      agentId: 7,
+      sessionId: 9,
+      triggerEvent: "api",
+    });
+  });
+
+  test("a body is optional; input defaults to {}", async () => {
+    const res = await gw.app.inject({ method: "POST", url: `/api/agent-workflows/${workflowId}/execute`, headers: bearer(gw.a.admin) });
+    expect(res.statusCode).toBe(202);
+    const { id } = res.json<{ id: number }>();
+    expect(gw.bus.started.find((s) => s.executionId === id)?.input).toEqual({});
+    const emptyJson = await gw.app.inject({
+      method: "POST",
+      url: `/api/agent-workflows/${workflowId}/execute`,
+      headers: { ...bearer(gw.a.admin), "content-type": "application/json" },
+      payload: "",
+    });
+    expect(emptyJson.statusCode).toBe(202);
+  });
+
+  test("a bad body is 400 naming the fields", async () => {
+    const p = problemOf(await execute(gw.a.admin, workflowId, { input: "text", agentId: -1 }), 400, "BATON_GATEWAY_REQUEST_INVALID");
+    expect(p.errors!.map((e) => e.path).sort()).toEqual(["body.agentId", "body.input"]);
+  });
+
+  test("a missing workflow is 404; another tenant's too", async () => {
+    problemOf(await execute(gw.a.admin, 987654), 404, "BATON_GATEWAY_NOT_FOUND");
+    problemOf(await execute(gw.b.admin, workflowId), 404, "BATON_GATEWAY_NOT_FOUND");
+  });
+
+  test("a disabled workflow is 409", async () => {
+    const wf = await gw.store.workflows.create(gw.a.tenantId, { name: "Off", definition: validDefinition() as never, enabled: false });
+    problemOf(await execute(gw.a.admin, wf.id), 409, "BATON_GATEWAY_WORKFLOW_DISABLED");
+    expect(await gw.store.executions.list(gw.a.tenantId, { workflowId: wf.id })).toEqual([]);
+  });
+
+  test("when the start command fails: 503 problem and no queued row left behind", async () => {
+    const wf = await gw.store.workflows.create(gw.a.tenantId, { name: "Bus down", definition: validDefinition() as never });
+    gw.bus.failWith = new Error("no responders");
+    try {
+      const res = await execute(gw.a.admin, wf.id);
+      const p = problemOf(res, 503, "BATON_GATEWAY_EXECUTION_START_FAILED");
+      expect(JSON.stringify(p)).not.toContain("no responders");
+    } finally {
+      gw.bus.failWith = null;
+    }
+    const rows = await gw.store.executions.list(gw.a.tenantId, { workflowId: wf.id });
+    expect(rows.filter((r) => r.status === "queued")).toEqual([]);
+    for (const r of rows) expect(r).toMatchObject({ status: "failed", error: expect.stringContaining("could not be started") });
+  });
+});
+
+describe("execution detail, nodes and lists", () => {
+  test("detail carries status, current node, output, error, token usage, node history and the pending review", async () => {
+    const ex = await gw.store.executions.create(gw.a.tenantId, { workflowId, workflowVersion: 2, input: { a: 1 } });
+    const startedAt = new Date("2030-01-01T00:00:00.000Z");
+    await gw.store.nodeExecutions.record({ tenantId: gw.a.tenantId, executionId: ex.id, nodeId: "set", nodeType: "setVariable", attempt: 1, status: "completed", output: { x: 2 }, durationMs: 3, startedAt });
+    await gw.store.nodeExecutions.record({ tenantId: gw.a.tenantId, executionId: ex.id, nodeId: "check", nodeType: "agent.humanReview", attempt: 1, status: "paused", startedAt: new Date("2030-01-01T00:00:01.000Z") });
+    await gw.store.executions.update(ex.id, { status: "paused", currentState: "check", tokenUsage: { total_tokens: 12 }, startedAt });
+    const { review } = await gw.store.reviews.createPending({ tenantId: gw.a.tenantId, executionId: ex.id, nodeId: "check", pauseSeq: 1, reason: "approve the refund", payload: { amount: 40 } });
+
+    const res = await gw.app.inject({ method: "GET", url: `/api/agent-workflow-executions/${ex.id}`, headers: bearer(gw.a.viewer) });
+    expect(res.statusCode).toBe(200);
+    const d = res.json<Record<string, unknown> & { nodes: Record<string, unknown>[] }>();
+    expect(d).toMatchObject({
+      id: ex.id,
+      workflowId,
+      workflowVersion: 2,
+      status: "paused",
+      currentState: "check",
+      input: { a: 1 },
+      output: null,
+      error: null,
+      tokenUsage: { total_tokens: 12 },
+      startedAt: "2030-01-01T00:00:00.000Z",
+      completedAt: null,
+      createdAt: expect.any(String),
+      pendingReview: { id: review.id, nodeId: "check", status: "pending", reason: "approve the refund", payload: { amount: 40 } },
+    });
+    expect(d.nodes.map((n) => [n.nodeId, n.status])).toEqual([["set", "completed"], ["check", "paused"]]);
+    expect(d.nodes[0]).toMatchObject({ nodeType: "setVariable", attempt: 1, output: { x: 2 }, durationMs: 3, startedAt: "2030-01-01T00:00:00.000Z" });
+
+    const nodes = await gw.app.inject({ method: "GET", url: `/api/agent-workflow-executions/${ex.id}/nodes`, headers: bearer(gw.a.viewer) });
+    expect(nodes.statusCode).toBe(200);
+    expect(nodes.json<{ items: { nodeId: string }[] }>().items.map((n) => n.nodeId)).toEqual(["set", "check"]);
+  });
+
+  test("a run that is not paused has no pending review", async () => {
+    const ex = await gw.store.executions.create(gw.a.tenantId, { workflowId, workflowVersion: 2, input: {} });
+    await gw.store.executions.update(ex.id, { status: "completed", output: { answer: 42 }, completedAt: new Date() });
+    const d = (await gw.app.inject({ method: "GET", url: `/api/agent-workflow-executions/${ex.id}`, headers: bearer(gw.a.viewer) })).json<unknown>();
+    expect(d).toMatchObject({ status: "completed", output: { answer: 42 }, pendingReview: null, nodes: [] });
+  });
+
+  test("the list filters by workflow and status and pages", async () => {
+    const other = await gw.store.workflows.create(gw.a.tenantId, { name: "Other", definition: validDefinition() as never });
+    const e1 = await gw.store.executions.create(gw.a.tenantId, { workflowId: other.id, workflowVersion: 1, input: {} });
+    const e2 = await gw.store.executions.create(gw.a.tenantId, { workflowId: other.id, workflowVersion: 1, input: {} });
+    await gw.store.executions.update(e2.id, { status: "running" });
+
+    const all = await gw.app.inject({ method: "GET", url: `/api/agent-workflow-executions?workflowId=${other.id}`, headers: bearer(gw.a.viewer) });
+    expect(all.json<{ items: { id: number }[] }>().items.map((e) => e.id).sort()).toEqual([e1.id, e2.id].sort());
+    const running = await gw.app.inject({ method: "GET", url: `/api/agent-workflow-executions?workflowId=${other.id}&status=running`, headers: bearer(gw.a.viewer) });
+    expect(running.json<{ items: { id: number }[] }>().items.map((e) => e.id)).toEqual([e2.id]);
+    const paged = await gw.app.inject({ method: "GET", url: `/api/agent-workflow-executions?workflowId=${other.id}&limit=1&offset=1`, headers: bearer(gw.a.viewer) });
+    expect(paged.json()).toMatchObject({ limit: 1, offset: 1, items: [expect.any(Object)] });
+    problemOf(await gw.app.inject({ method: "GET", url: "/api/agent-workflow-executions?status=sleeping", headers: bearer(gw.a.viewer) }), 400, "BATON_GATEWAY_REQUEST_INVALID");
+  });
+});
+
+describe("resume and cancel", () => {
+  test("resume on a run that is not paused is 409 and sends nothing", async () => {
+    const ex = await gw.store.executions.create(gw.a.tenantId, { workflowId, workflowVersion: 2, input: {} });
+    await gw.store.executions.update(ex.id, { status: "running", currentState: "set" });
+    const before = gw.bus.resumed.length;
+    const res = await gw.app.inject({ method: "POST", url: `/api/agent-workflow-executions/${ex.id}/resume`, headers: bearer(gw.a.operator), payload: { action: "approve" } });
+    problemOf(res, 409, "BATON_GATEWAY_EXECUTION_NOT_PAUSED");
+    expect(gw.bus.resumed.length).toBe(before);
+  });
+
+  test("resume on a paused run is 202 and sends the decision for its current node", async () => {
+    const ex = await gw.store.executions.create(gw.a.tenantId, { workflowId, workflowVersion: 2, input: {} });
+    await gw.store.executions.update(ex.id, { status: "paused", currentState: "review_1" });
+    const res = await gw.app.inject({
+      method: "POST",
+      url: `/api/agent-workflow-executions/${ex.id}/resume`,
+      headers: bearer(gw.a.operator),
+      payload: { action: "edit", data: { amount: 30 }, comment: "lower it", reviewer: "ana" },
+    });
+    expect(res.statusCode).toBe(202);
+    expect(res.json()).toMatchObject({ id: ex.id, links: { self: `/api/agent-workflow-executions/${ex.id}` } });
+    expect(gw.bus.resumed).toContainEqual({
+      tenantId: gw.a.tenantId,
+      executionId: ex.id,
+      nodeId: "review_1",
+      action: "edit",
+      data: { amount: 30 },
+      comment: "lower it",
+      reviewer: "ana",
+    });
+  });
+
+  test("edit without data, or an unknown action, is 400", async () => {
+    const ex = await gw.store.executions.create(gw.a.tenantId, { workflowId, workflowVersion: 2, input: {} });
+    await gw.store.executions.update(ex.id, { status: "paused", currentState: "r" });
+    const p1 = problemOf(
+      await gw.app.inject({ method: "POST", url: `/api/agent-workflow-executions/${ex.id}/resume`, headers: bearer(gw.a.admin), payload: { action: "edit" } }),
+      400,
+      "BATON_GATEWAY_REQUEST_INVALID",
+    );
+    expect(p1.errors!.map((e) => e.path)).toEqual(["body.data"]);
+    const p2 = problemOf(
+      await gw.app.inject({ method: "POST", url: `/api/agent-workflow-executions/${ex.id}/resume`, headers: bearer(gw.a.admin), payload: { action: "maybe" } }),
+      400,
+      "BATON_GATEWAY_REQUEST_INVALID",
+    );
+    expect(p2.errors!.map((e) => e.path)).toEqual(["body.action"]);
+  });
+
+  test("a viewer cannot resume", async () => {
+    const ex = await gw.store.executions.create(gw.a.tenantId, { workflowId, workflowVersion: 2, input: {} });
+    await gw.store.executions.update(ex.id, { status: "paused", currentState: "r" });
+    problemOf(
+      await gw.app.inject({ method: "POST", url: `/api/agent-workflow-executions/${ex.id}/resume`, headers: bearer(gw.a.viewer), payload: { action: "approve" } }),
+      403,
+      "BATON_GATEWAY_FORBIDDEN",
+    );
+  });
+
+  test("cancel on an ended run is 409; on a running one 202 with the command sent", async () => {
+    for (const status of ["completed", "failed", "cancelled"] as const) {
+      const ex = await gw.store.executions.create(gw.a.tenantId, { workflowId, workflowVersion: 2, input: {} });
+      await gw.store.executions.update(ex.id, { status });
+      problemOf(
+        await gw.app.inject({ method: "POST", url: `/api/agent-workflow-executions/${ex.id}/cancel`, headers: bearer(gw.a.admin) }),
+        409,
+        "BATON_GATEWAY_EXECUTION_FINISHED",
+      );
+    }
+    const ex = await gw.store.executions.create(gw.a.tenantId, { workflowId, workflowVersion: 2, input: {} });
+    await gw.store.executions.update(ex.id, { status: "running" });
+    const res = await gw.app.inject({ method: "POST", url: `/api/agent-workflow-executions/${ex.id}/cancel`, headers: bearer(gw.a.admin), payload: { reason: "wrong input" } });
+    expect(res.statusCode).toBe(202);
+    expect(gw.bus.cancelled).toContainEqual({ tenantId: gw.a.tenantId, executionId: ex.id, reason: "wrong input" });
+  });
+
+  test("when the bus is down, resume and cancel answer 503", async () => {
+    const ex = await gw.store.executions.create(gw.a.tenantId, { workflowId, workflowVersion: 2, input: {} });
+    await gw.store.executions.update(ex.id, { status: "paused", currentState: "r" });
+    gw.bus.failWith = new Error("timeout");
+    try {
+      problemOf(
+        await gw.app.inject({ method: "POST", url: `/api/agent-workflow-executions/${ex.id}/resume`, headers: bearer(gw.a.admin), payload: { action: "approve" } }),
+        503,
+        "BATON_GATEWAY_COMMAND_UNAVAILABLE",
+      );
+      problemOf(await gw.app.inject({ method: "POST", url: `/api/agent-workflow-executions/${ex.id}/cancel`, headers: bearer(gw.a.admin) }), 503, "BATON_GATEWAY_COMMAND_UNAVAILABLE");
+    } finally {
+      gw.bus.failWith = null;
+    }
+  });
+});
+
+describe("tenant isolation of executions, memory and reviews", () => {
+  test("tenant B gets 404 on every route of A's execution, and A's rows are not in B's lists", async () => {
+    const ex = await gw.store.executions.create(gw.a.tenantId, { workflowId, workflowVersion: 2, input: {} });
+    await gw.store.executions.update(ex.id, { status: "paused", currentState: "r" });
+    await gw.store.reviews.createPending({ tenantId: gw.a.tenantId, executionId: ex.id, nodeId: "r", pauseSeq: 1, reason: "check", payload: {} });
+    const asB = bearer(gw.b.admin);
+    const base = `/api/agent-workflow-executions/${ex.id}`;
+    for (const c of [
+      { method: "GET" as const, url: base },
+      { method: "GET" as const, url: `${base}/nodes` },
+      { method: "GET" as const, url: `${base}/events` },
+      { method: "POST" as const, url: `${base}/resume`, payload: { action: "approve" } },
+      { method: "POST" as const, url: `${base}/cancel` },
+    ]) {
+      problemOf(await gw.app.inject({ ...c, headers: asB }), 404, "BATON_GATEWAY_NOT_FOUND");
+    }
+    const list = await gw.app.inject({ method: "GET", url: "/api/agent-workflow-executions?limit=200", headers: asB });
+    expect(list.json<{ items: unknown[] }>().items).toEqual([]);
+    const reviews = await gw.app.inject({ method: "GET", url: `/api/reviews?executionId=${ex.id}`, headers: asB });
+    expect(reviews.json<{ items: unknown[] }>().items).toEqual([]);
+    expect(gw.bus.resumed.some((r) => r.executionId === ex.id)).toBe(false);
+    expect(gw.bus.cancelled.some((r) => r.executionId === ex.id)).toBe(false);
+  });
+});
+
+describe("memory", () => {
+  test("create, list with filters, delete; events published; another tenant sees nothing", async () => {
+    const created = await gw.app.inject({
+      method: "POST",
+      url: "/api/agent-memory",
+      headers: bearer(gw.a.operator),
+      payload: { agentId: 3, userId: 11, key: "preferred-language", content: "answers in French", metadata: { source: "chat" } },
+    });
+    expect(created.statusCode).toBe(201);
+    const m = created.json<{ id: number }>();
+    expect(m).toMatchObject({ agentId: 3, userId: 11, key: "preferred-language", content: "answers in French", metadata: { source: "chat" } });
+    expect(gw.bus.published).toContainEqual({ type: "memory.created", tenantId: gw.a.tenantId, scopeId: m.id, data: { id: m.id, agent_id: 3, key: "preferred-language" } });
+    await gw.app.inject({ method: "POST", url: "/api/agent-memory", headers: bearer(gw.a.operator), payload: { agentId: 4, key: "k", content: "other agent" } });
+
+    const byAgent = await gw.app.inject({ method: "GET", url: "/api/agent-memory?agentId=3", headers: bearer(gw.a.viewer) });
+    expect(byAgent.json<{ items: { id: number }[] }>().items.map((x) => x.id)).toEqual([m.id]);
+    const byUser = await gw.app.inject({ method: "GET", url: "/api/agent-memory?agentId=3&userId=12", headers: bearer(gw.a.viewer) });
+    expect(byUser.json<{ items: unknown[] }>().items).toEqual([]);
+
+    const asB = bearer(gw.b.admin);
+    expect((await gw.app.inject({ method: "GET", url: "/api/agent-memory", headers: asB })).json<{ items: unknown[] }>().items).toEqual([]);
+    problemOf(await gw.app.inject({ method: "DELETE", url: `/api/agent-memory/${m.id}`, headers: asB }), 404, "BATON_GATEWAY_NOT_FOUND");
+
+    const del = await gw.app.inject({ method: "DELETE", url: `/api/agent-memory/${m.id}`, headers: bearer(gw.a.admin) });
+    expect(del.statusCode).toBe(204);
+    expect(gw.bus.published).toContainEqual({ type: "memory.deleted", tenantId: gw.a.tenantId, scopeId: m.id, data: { id: m.id, agent_id: 3 } });
+    problemOf(await gw.app.inject({ method: "DELETE", url: `/api/agent-memory/${m.id}`, headers: bearer(gw.a.admin) }), 404, "BATON_GATEWAY_NOT_FOUND");
+  });
+
+  test("a bad memory entry is 400 listing every field", async () => {
+    const p = problemOf(
+      await gw.app.inject({ method: "POST", url: "/api/agent-memory", headers: bearer(gw.a.admin), payload: { agentId: "x", key: "", content: 5 } }),
+      400,
+      "BATON_GATEWAY_REQUEST_INVALID",
+    );
+    expect(p.errors!.map((e) => e.path).sort()).toEqual(["body.agentId", "body.content", "body.key"]);
+  });
+});
+
+describe("reviews", () => {
+  test("lists the tenant's reviews, filtered by status and execution", async () => {
+    const ex = await gw.store.executions.create(gw.a.tenantId, { workflowId, workflowVersion: 2, input: {} });
+    const { review: r1 } = await gw.store.reviews.createPending({ tenantId: gw.a.tenantId, executionId: ex.id, nodeId: "n1", pauseSeq: 1, reason: "first", payload: {} });
+    await gw.store.reviews.resolve(gw.a.tenantId, ex.id, "n1", { status: "approved", decision: {}, reviewer: "ana" });
+    const { review: r2 } = await gw.store.reviews.createPending({ tenantId: gw.a.tenantId, executionId: ex.id, nodeId: "n2", pauseSeq: 1, reason: "second", payload: {} });
+
+    const all = await gw.app.inject({ method: "GET", url: `/api/reviews?executionId=${ex.id}`, headers: bearer(gw.a.viewer) });
+    expect(all.statusCode).toBe(200);
+    expect(all.json<{ items: { id: number }[] }>().items.map((r) => r.id).sort()).toEqual([r1.id, r2.id].sort());
+    const pending = await gw.app.inject({ method: "GET", url: `/api/reviews?executionId=${ex.id}&status=pending`, headers: bearer(gw.a.viewer) });
+    expect(pending.json<{ items: { id: number; reason: string }[] }>().items).toEqual([expect.objectContaining({ id: r2.id, reason: "second", status: "pending" })]);
+    const approved = await gw.app.inject({ method: "GET", url: `/api/reviews?executionId=${ex.id}&status=approved`, headers: bearer(gw.a.viewer) });
+    expect(approved.json<{ items: unknown[] }>().items).toEqual([expect.objectContaining({ id: r1.id, reviewer: "ana", resolvedAt: expect.any(String) })]);
+  });
+});

@@ -1,0 +1,107 @@
+/**
+ * The OpenAPI 3.1 document, generated from the routes' zod schemas, served at
+ * `/openapi.json`, and Swagger UI at `/docs`. Neither needs an API key.
+ *
+ * Registered without encapsulation and before the route plugins, so
+ * @fastify/swagger sees every route of the app.
+ */
+import fastifySwagger from "@fastify/swagger";
+import fastifySwaggerUi from "@fastify/swagger-ui";
+import type { FastifyInstance, FastifyPluginAsync } from "fastify";
+import { jsonSchemaTransform, jsonSchemaTransformObject } from "fastify-type-provider-zod";
+import type { GatewayDeps } from "../deps.ts";
+import { TAGS } from "../schemas.ts";
+
+export interface DocsPluginOptions {
+  deps: GatewayDeps;
+  /** @default "0.1.0" */
+  version?: string;
+}
+
+type JsonSchemaObject = Record<string, unknown>;
+
+/**
+ * Puts a self-contained JSON Schema into `components.schemas` under `name`: its
+ * `$defs` become sibling components (`<name>_<def>`) and its `#/$defs/…` references
+ * are rewritten, because inside an OpenAPI document `#` is the document's root.
+ */
+export function embedJsonSchema(components: Record<string, unknown>, name: string, schema: JsonSchemaObject): void {
+  const { $defs, definitions, $schema: _s, $id: _i, ...rest } = schema as JsonSchemaObject & {
+    $defs?: Record<string, unknown>;
+    definitions?: Record<string, unknown>;
+  };
+  const defs = { ...(definitions ?? {}), ...($defs ?? {}) };
+  const rewrite = (v: unknown): unknown =>
+    JSON.parse(
+      JSON.stringify(v).replace(/"#\/(?:\$defs|definitions)\/([^"]+)"/g, (_m, def: string) => JSON.stringify(`#/components/schemas/${name}_${def}`)),
+    );
+  for (const [def, value] of Object.entries(defs)) components[`${name}_${def}`] = rewrite(value);
+  components[name] = rewrite(rest);
+}
+
+/**
+ * Drops component schemas nothing refers to: the zod transform emits every
+ * registered schema in both its input and output form, most of them unused.
+ */
+export function pruneUnusedSchemas(doc: { paths?: unknown; components?: { schemas?: Record<string, unknown> } }): void {
+  const schemas = doc.components?.schemas;
+  if (!schemas) return;
+  const refsOf = (v: unknown): string[] =>
+    [...JSON.stringify(v ?? null).matchAll(/"#\/components\/schemas\/([^"]+)"/g)].map((m) => decodeURIComponent(m[1] ?? ""));
+  const used = new Set<string>();
+  const queue = refsOf(doc.paths);
+  while (queue.length > 0) {
+    const name = queue.pop()!;
+    if (used.has(name)) continue;
+    used.add(name);
+    queue.push(...refsOf(schemas[name]));
+  }
+  for (const name of Object.keys(schemas)) if (!used.has(name)) delete schemas[name];
+}
+
+async function docsPluginImpl(app: FastifyInstance, opts: DocsPluginOptions): Promise<void> {
+  const definitionSchema = opts.deps.workflowDefinitionJsonSchema;
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: "3.1.0",
+      info: {
+        title: "Baton API",
+        description:
+          "Baton runs AI-agent workflows durably. Every `/api` route needs an API key: `Authorization: Bearer <key>` or `x-api-key: <key>`. " +
+          "Errors are `application/problem+json`.",
+        version: opts.version ?? "0.1.0",
+      },
+      tags: [
+        { name: TAGS.workflows, description: "Agent workflow definitions and their versions" },
+        { name: TAGS.executions, description: "Runs, node history, human-in-the-loop, live events" },
+        { name: TAGS.memory, description: "Long-term agent memory" },
+        { name: TAGS.reviews, description: "Human reviews" },
+        { name: TAGS.health, description: "Liveness and readiness" },
+      ],
+      components: {
+        securitySchemes: {
+          bearerAuth: { type: "http", scheme: "bearer", description: "API key as a bearer token" },
+          apiKeyHeader: { type: "apiKey", in: "header", name: "x-api-key", description: "API key in a header" },
+        },
+      },
+    },
+    transform: jsonSchemaTransform,
+    transformObject: (input) => {
+      const doc = jsonSchemaTransformObject(input) as { paths?: unknown; components?: { schemas?: Record<string, unknown> } };
+      if (definitionSchema && doc.components?.schemas) {
+        const schemas = doc.components.schemas;
+        embedJsonSchema(schemas, "WorkflowDefinition", definitionSchema);
+        schemas.WorkflowDefinitionInput = { $ref: "#/components/schemas/WorkflowDefinition" };
+      }
+      pruneUnusedSchemas(doc);
+      return doc as ReturnType<typeof jsonSchemaTransformObject>;
+    },
+  });
+  await app.register(fastifySwaggerUi, { routePrefix: "/docs" });
+
+  app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+}
+
+export const docsPlugin: FastifyPluginAsync<DocsPluginOptions> = Object.assign(docsPluginImpl, {
+  [Symbol.for("skip-override")]: true,
+});

@@ -1,0 +1,252 @@
+/**
+ * `/api/agent-workflows`: definitions, their versions, and starting executions.
+ *
+ * Every definition that enters (create, update) is checked by the engine's
+ * validator first and refused with every problem listed; nothing is written then.
+ * Execute pins the run to the workflow's current version and never leaves a queued
+ * row behind when the start command cannot be handed over.
+ */
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { errorMessage } from "@baton/errors";
+import type { DefinitionIssue, GatewayDeps } from "../deps.ts";
+import { ExecutionStartFailed, NotFound, WorkflowDefinitionInvalid, WorkflowDisabled } from "../errors.ts";
+import type { Issue } from "../problem.ts";
+import { problemSchema } from "../problem.ts";
+import {
+  API_SECURITY,
+  TAGS,
+  executeBody,
+  executionAcceptedSchema,
+  executionLinksFor,
+  idParams,
+  page,
+  pageQuery,
+  toWorkflow,
+  toWorkflowVersion,
+  versionParams,
+  workflowCreateBody,
+  workflowSchema,
+  workflowUpdateBody,
+  workflowVersionSchema,
+} from "../schemas.ts";
+import { apiErrors, defined, orNotFound, publishAfterWrite } from "./common.ts";
+
+export interface WorkflowsPluginOptions {
+  deps: GatewayDeps;
+}
+
+/** Engine issue paths (`nodes[2].type`) → request paths (`body.definition.nodes[2].type`). */
+export function definitionIssues(issues: readonly DefinitionIssue[], at = "body.definition"): Issue[] {
+  return issues.map((i) => {
+    const p = i.path === "" || i.path === "(definition)" ? "" : i.path;
+    const path = p === "" ? at : p.startsWith("[") ? `${at}${p}` : `${at}.${p}`;
+    return { path, code: i.code, message: i.message };
+  });
+}
+
+function checkDefinition(deps: GatewayDeps, definition: unknown, at?: string): void {
+  const result = deps.validateWorkflow(definition);
+  if (!result.ok) {
+    const errors = definitionIssues(result.errors, at);
+    throw WorkflowDefinitionInvalid(errors.length, { details: errors });
+  }
+}
+
+export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = async (app, { deps }) => {
+  const { store } = deps;
+  const tags = [TAGS.workflows];
+  const getWorkflow = (tenantId: string, id: number) => orNotFound("workflow", id, () => store.workflows.get(tenantId, id));
+
+  app.post("/agent-workflows", {
+    schema: {
+      tags,
+      summary: "Create an agent workflow",
+      description: "Validates the definition (every problem is reported at once) and stores version 1.",
+      security: API_SECURITY,
+      body: workflowCreateBody,
+      response: { 201: workflowSchema, ...apiErrors, 409: problemSchema },
+    },
+    handler: async (request, reply) => {
+      const { tenantId } = request.auth;
+      checkDefinition(deps, request.body.definition);
+      const record = await store.workflows.create(tenantId, defined(request.body) as typeof request.body);
+      const wf = toWorkflow(record);
+      await publishAfterWrite(deps, request.log, "workflow.created", tenantId, wf.id, { id: wf.id, name: wf.name, slug: wf.slug });
+      return reply.code(201).header("location", `/api/agent-workflows/${wf.id}`).send(wf);
+    },
+  });
+
+  app.get("/agent-workflows", {
+    schema: {
+      tags,
+      summary: "List agent workflows",
+      security: API_SECURITY,
+      querystring: z.object(pageQuery),
+      response: { 200: page(workflowSchema), ...apiErrors },
+    },
+    handler: async (request) => {
+      const { limit, offset } = request.query;
+      const rows = await store.workflows.list(request.auth.tenantId, { limit, offset });
+      return { items: rows.map(toWorkflow), limit, offset };
+    },
+  });
+
+  app.get("/agent-workflows/:id", {
+    schema: {
+      tags,
+      summary: "Get an agent workflow",
+      security: API_SECURITY,
+      params: idParams,
+      response: { 200: workflowSchema, ...apiErrors },
+    },
+    handler: async (request) => toWorkflow(await getWorkflow(request.auth.tenantId, request.params.id)),
+  });
+
+  app.put("/agent-workflows/:id", {
+    schema: {
+      tags,
+      summary: "Update an agent workflow",
+      description: "Every update creates a new version (the previous one stays in the version history).",
+      security: API_SECURITY,
+      params: idParams,
+      body: workflowUpdateBody,
+      response: { 200: workflowSchema, ...apiErrors, 409: problemSchema },
+    },
+    handler: async (request) => {
+      const { tenantId } = request.auth;
+      const { id } = request.params;
+      if (request.body.definition !== undefined) checkDefinition(deps, request.body.definition);
+      const record = await orNotFound("workflow", id, () =>
+        store.workflows.update(tenantId, id, defined(request.body) as typeof request.body),
+      );
+      const wf = toWorkflow(record);
+      await publishAfterWrite(deps, request.log, "workflow.updated", tenantId, wf.id, {
+        id: wf.id,
+        name: wf.name,
+        slug: wf.slug,
+        version: wf.version,
+      });
+      return wf;
+    },
+  });
+
+  app.delete("/agent-workflows/:id", {
+    schema: {
+      tags,
+      summary: "Delete an agent workflow",
+      description: "Deletes the workflow with its versions and executions.",
+      security: API_SECURITY,
+      params: idParams,
+      response: { 204: z.null().describe("Deleted"), ...apiErrors },
+    },
+    handler: async (request, reply) => {
+      const { tenantId } = request.auth;
+      const { id } = request.params;
+      const wf = toWorkflow(await getWorkflow(tenantId, id));
+      await orNotFound("workflow", id, async () => {
+        const r: unknown = await store.workflows.delete(tenantId, id);
+        return r === false ? null : true;
+      });
+      await publishAfterWrite(deps, request.log, "workflow.deleted", tenantId, id, { id, slug: wf.slug });
+      return reply.code(204).send(null);
+    },
+  });
+
+  app.get("/agent-workflows/:id/versions", {
+    schema: {
+      tags,
+      summary: "List the version history of an agent workflow",
+      security: API_SECURITY,
+      params: idParams,
+      response: { 200: z.object({ items: z.array(workflowVersionSchema) }), ...apiErrors },
+    },
+    handler: async (request) => {
+      const { tenantId } = request.auth;
+      const { id } = request.params;
+      await getWorkflow(tenantId, id);
+      const rows = await store.workflows.listVersions(tenantId, id);
+      return { items: rows.map(toWorkflowVersion) };
+    },
+  });
+
+  app.post("/agent-workflows/:id/versions/:versionId/restore", {
+    schema: {
+      tags,
+      summary: "Restore a previous version",
+      description:
+        "Makes the definition of that version current again, as a new version. `versionId` is the version row's `id` from the versions list. " +
+        "The old definition is validated again first.",
+      security: API_SECURITY,
+      params: versionParams,
+      response: { 200: workflowSchema, ...apiErrors },
+    },
+    handler: async (request) => {
+      const { tenantId } = request.auth;
+      const { id, versionId } = request.params;
+      await getWorkflow(tenantId, id);
+      const old = (await store.workflows.listVersions(tenantId, id)).find((v) => v.id === versionId);
+      if (!old) throw NotFound("workflow version", versionId);
+      // A definition valid when it was saved may not be valid for this engine any more.
+      checkDefinition(deps, old.definition, "version.definition");
+      const record = await orNotFound("workflow version", versionId, () => store.workflows.restoreVersion(tenantId, id, versionId));
+      const wf = toWorkflow(record);
+      await publishAfterWrite(deps, request.log, "workflow.updated", tenantId, wf.id, {
+        id: wf.id,
+        name: wf.name,
+        slug: wf.slug,
+        version: wf.version,
+      });
+      return wf;
+    },
+  });
+
+  app.post("/agent-workflows/:id/execute", {
+    schema: {
+      tags,
+      summary: "Execute an agent workflow",
+      description:
+        "Queues a run of the workflow's current version and answers at once; follow it at `links.events` (SSE) or `links.self`.",
+      security: API_SECURITY,
+      params: idParams,
+      body: executeBody,
+      response: { 202: executionAcceptedSchema, ...apiErrors, 409: problemSchema, 503: problemSchema },
+    },
+    handler: async (request, reply) => {
+      const { tenantId } = request.auth;
+      const { id } = request.params;
+      const body = request.body ?? {};
+      const wf = toWorkflow(await getWorkflow(tenantId, id));
+      if (!wf.enabled) throw WorkflowDisabled(id);
+      const input = body.input ?? {};
+      const execution = await store.executions.create(tenantId, {
+        workflowId: wf.id,
+        workflowVersion: wf.version,
+        input,
+        ...defined({ agentId: body.agentId, sessionId: body.sessionId }),
+        triggerEvent: "api",
+      });
+      const executionId = execution.id;
+      try {
+        await deps.commands.startExecution({ tenantId, executionId, workflowId: wf.id, workflowVersion: wf.version, input });
+      } catch (err) {
+        request.log.error({ err, executionId }, "start command could not be sent");
+        try {
+          await store.executions.update(executionId, {
+            status: "failed",
+            error: `could not be started: ${errorMessage(err)}`,
+            completedAt: new Date(),
+          });
+        } catch (markErr) {
+          request.log.error({ err: markErr, executionId }, "could not mark the unstarted execution failed; deleting it");
+          await store.executions.delete(tenantId, executionId).catch((delErr: unknown) => {
+            request.log.error({ err: delErr, executionId }, "could not delete the unstarted execution");
+          });
+        }
+        throw ExecutionStartFailed(executionId, { cause: err });
+      }
+      const links = executionLinksFor(executionId);
+      return reply.code(202).header("location", links.self).send({ id: executionId, status: "queued" as const, links });
+    },
+  });
+};

@@ -1,0 +1,141 @@
+/**
+ * Errors as `application/problem+json` (RFC 9457) and the zod request validator.
+ *
+ * Every error answer has the shape {@link Problem}. Validation failures of params,
+ * query and body list every issue in `errors`, each path naming the request part
+ * (`body.definition.nodes[2].type`). Errors with a status below 500 (and the
+ * deliberate 503s of Baton errors, which say "retry later") keep their code and
+ * message; anything else becomes a 500 with a generic detail and is logged.
+ */
+import { STATUS_CODES } from "node:http";
+import type { FastifyError, FastifyReply, FastifyRequest, FastifySchemaCompiler } from "fastify";
+import { z } from "zod";
+import type { $ZodIssue, $ZodType } from "zod/v4/core";
+import { hasCode } from "@baton/errors";
+import { Internal, RequestInvalid, RouteNotFound } from "./errors.ts";
+
+export const PROBLEM_CONTENT_TYPE = "application/problem+json";
+const GATEWAY_PREFIX = "BATON_GATEWAY_";
+const UNAVAILABLE_DETAIL = "a service Baton depends on is unavailable; retry later";
+
+/** One validation problem. */
+export const issueSchema = z
+  .object({
+    path: z.string().describe("Where the problem is, naming the request part: `body.definition.nodes[2].type`"),
+    code: z.string().describe("Machine-readable kind of problem, e.g. `invalid_type`, `unknown_node_type`"),
+    message: z.string(),
+  })
+  .meta({ id: "ValidationIssue" });
+export type Issue = z.infer<typeof issueSchema>;
+
+export const problemSchema = z
+  .object({
+    type: z.string().describe("URI reference identifying the kind of problem"),
+    title: z.string().describe("HTTP status text"),
+    status: z.number().int(),
+    detail: z.string().describe("Human-readable explanation; never a stack trace"),
+    code: z.string().describe("Stable error code, e.g. BATON_GATEWAY_NOT_FOUND"),
+    errors: z.array(issueSchema).optional().describe("Every validation problem, when the request was invalid"),
+  })
+  .meta({ id: "Problem", description: "An error, as application/problem+json (RFC 9457)" });
+export type Problem = z.infer<typeof problemSchema>;
+
+/** `definition.nodes[2].type` from `["definition", "nodes", 2, "type"]`. */
+export function formatPath(prefix: string, path: readonly PropertyKey[]): string {
+  let out = prefix;
+  for (const p of path) {
+    if (typeof p === "number") out += `[${p}]`;
+    else if (typeof p === "string" && /^[A-Za-z_$][\w$-]*$/.test(p)) out += out === "" ? p : `.${p}`;
+    else out += `[${JSON.stringify(String(p))}]`;
+  }
+  return out;
+}
+
+/** Zod issues → the problem's `errors`; each unknown key becomes its own issue. */
+export function zodIssuesToProblems(prefix: string, issues: readonly $ZodIssue[]): Issue[] {
+  const out: Issue[] = [];
+  for (const issue of issues) {
+    if (issue.code === "unrecognized_keys") {
+      for (const key of issue.keys) {
+        out.push({ path: formatPath(prefix, [...issue.path, key]), code: "unrecognized_key", message: `unknown property "${key}"` });
+      }
+      continue;
+    }
+    out.push({ path: formatPath(prefix, issue.path), code: issue.code, message: issue.message });
+  }
+  return out;
+}
+
+const PART_NAMES: Record<string, string> = { body: "body", querystring: "query", params: "params", headers: "headers" };
+
+/**
+ * Validator compiler for zod schemas. Unlike the type provider's own, it keeps
+ * array indices apart from keys and names the request part in every path.
+ */
+export const validatorCompiler: FastifySchemaCompiler<$ZodType> = ({ schema, httpPart }) => {
+  const part = PART_NAMES[httpPart ?? "body"] ?? String(httpPart);
+  return (data: unknown) => {
+    const result = z.safeParse(schema, data);
+    if (result.success) return { value: result.data };
+    const errors = zodIssuesToProblems(part, result.error.issues);
+    return { error: RequestInvalid(part, errors.length, { details: errors }) };
+  };
+};
+
+function isIssueList(v: unknown): v is Issue[] {
+  return Array.isArray(v) && v.every((i) => typeof i === "object" && i !== null && typeof (i as Issue).path === "string");
+}
+
+function problem(status: number, code: string, detail: string, errors?: Issue[]): Problem {
+  return {
+    type: `urn:baton:error:${code}`,
+    title: STATUS_CODES[status] ?? "Error",
+    status,
+    detail,
+    code,
+    ...(errors === undefined ? {} : { errors }),
+  };
+}
+
+/** Maps any thrown value to the problem the client sees. `internal` tells the caller to log it. */
+export function toProblem(err: unknown): { problem: Problem; internal: boolean; retryAfterMs?: number } {
+  if (hasCode(err) && (err.status < 500 || err.status === 503)) {
+    const errors = isIssueList(err.details) ? err.details : undefined;
+    // Another library's "unavailable" may name hosts or drivers: keep its code, not its text.
+    const detail = err.status === 503 && !err.code.startsWith(GATEWAY_PREFIX) ? UNAVAILABLE_DETAIL : err.message;
+    const out: { problem: Problem; internal: boolean; retryAfterMs?: number } = {
+      problem: problem(err.status, err.code, detail, errors),
+      internal: false,
+    };
+    if (err.retryDelayMs !== undefined) out.retryAfterMs = err.retryDelayMs;
+    return out;
+  }
+  // Fastify's own client errors: unparsable JSON, wrong content type, body too large, …
+  const fe = err as Partial<FastifyError> | null;
+  if (fe && typeof fe === "object" && typeof fe.statusCode === "number" && fe.statusCode >= 400 && fe.statusCode < 500) {
+    const code = typeof fe.code === "string" && fe.code !== "" ? fe.code : "BATON_GATEWAY_BAD_REQUEST";
+    return { problem: problem(fe.statusCode, code, typeof fe.message === "string" ? fe.message : "bad request"), internal: false };
+  }
+  const e = Internal();
+  return { problem: problem(e.status, e.code, e.message), internal: true };
+}
+
+export function sendProblem(reply: FastifyReply, p: Problem, retryAfterMs?: number): FastifyReply {
+  reply.code(p.status).type(PROBLEM_CONTENT_TYPE);
+  if (p.status === 401) reply.header("www-authenticate", 'Bearer realm="baton"');
+  if (retryAfterMs !== undefined) reply.header("retry-after", String(Math.max(1, Math.ceil(retryAfterMs / 1000))));
+  // Sent as a string so a route's response schema never re-serializes (or rejects) it.
+  return reply.send(JSON.stringify(p));
+}
+
+export function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const { problem: p, internal, retryAfterMs } = toProblem(err);
+  if (internal) request.log.error({ err }, "request failed");
+  else if (p.status >= 500) request.log.warn({ err, code: p.code }, p.detail);
+  return sendProblem(reply, p, retryAfterMs);
+}
+
+export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const e = RouteNotFound(request.method, request.url.split("?")[0] ?? request.url);
+  return sendProblem(reply, problem(e.status, e.code, e.message));
+}

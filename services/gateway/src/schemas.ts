@@ -1,0 +1,380 @@
+/**
+ * The API's wire shapes (zod; they are also the OpenAPI document) and the mapping
+ * from store records to them. Records are mapped field by field so a column added
+ * to the store never leaks to clients unannounced, and timestamps become ISO text.
+ */
+import { z } from "zod";
+import type {
+  ExecutionRecord,
+  JsonObject,
+  MemoryRecord,
+  NodeExecutionRecord,
+  ReviewRecord,
+  WorkflowRecord,
+  WorkflowVersionRecord,
+} from "@baton/store";
+
+export const INT32_MAX = 2_147_483_647;
+
+export const TAGS = {
+  workflows: "Workflows",
+  executions: "Executions",
+  memory: "Memory",
+  reviews: "Reviews",
+  health: "Health",
+} as const;
+
+/** The API-key security requirement of every `/api/*` route. */
+export const API_SECURITY: { [scheme: string]: string[] }[] = [{ bearerAuth: [] }, { apiKeyHeader: [] }];
+
+// ---------------------------------------------------------------- inputs
+
+/** A serial row id taken from the path or query (int32, like the database column). */
+export const rowId = z.coerce.number().int().min(1).max(INT32_MAX);
+
+export const idParams = z.object({ id: rowId.describe("Row id") });
+
+export const pageQuery = {
+  limit: z.coerce.number().int().min(1).max(200).default(50).describe("Page size (1-200)"),
+  offset: z.coerce.number().int().min(0).max(INT32_MAX).default(0).describe("Rows to skip"),
+};
+
+/**
+ * A JSON object. Request bodies come from JSON.parse, so every value in one is JSON;
+ * the cast only tells the type checker so.
+ */
+const jsonObject = z.record(z.string(), z.unknown()) as unknown as z.ZodType<JsonObject, JsonObject>;
+
+/**
+ * A workflow definition. Its full shape is checked by the engine's validator, which
+ * reports every problem at once; here it only has to be a JSON object. In the
+ * OpenAPI document it is the `WorkflowDefinition` component (the engine's schema).
+ */
+export const workflowDefinitionSchema = z
+  .record(z.string(), z.unknown())
+  .meta({ id: "WorkflowDefinition", description: "A workflow graph: nodes, edges, start node" }) as unknown as z.ZodType<JsonObject, JsonObject>;
+
+export const slugSchema = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/, "a slug is lower-case letters and digits separated by single dashes");
+
+export const workflowCreateBody = z.strictObject({
+  name: z.string().trim().min(1).max(200),
+  slug: slugSchema.optional().describe("URL-safe identifier, unique per tenant; derived from the name when absent"),
+  description: z.string().max(10_000).optional(),
+  definition: workflowDefinitionSchema,
+  agentConfig: jsonObject.optional().describe("Default LLM configuration of the workflow's LLM nodes"),
+  memoryConfig: jsonObject.optional().describe("Memory settings: enabled, scope, retrieval strategy"),
+  mcpExport: z.boolean().optional().describe("Expose the workflow as an MCP server"),
+  enabled: z.boolean().optional(),
+});
+
+export const workflowUpdateBody = z
+  .strictObject({
+    name: z.string().trim().min(1).max(200).optional(),
+    slug: slugSchema.optional(),
+    description: z.string().max(10_000).optional(),
+    definition: workflowDefinitionSchema.optional(),
+    agentConfig: jsonObject.optional(),
+    memoryConfig: jsonObject.optional(),
+    mcpExport: z.boolean().optional(),
+    enabled: z.boolean().optional(),
+    changeDescription: z.string().max(10_000).optional().describe("What changed; stored with the new version"),
+  })
+  .refine((b) => Object.keys(b).some((k) => k !== "changeDescription"), {
+    message: "nothing to update: send at least one field besides changeDescription",
+  });
+
+export const versionParams = z.object({ id: rowId, versionId: rowId.describe("Id of the version row (from the versions list)") });
+
+export const executeBody = z
+  .strictObject({
+    input: jsonObject.optional().describe("Initial state of the run"),
+    agentId: z.number().int().min(1).max(INT32_MAX).optional().describe("The agent that triggers the run"),
+    sessionId: z.number().int().min(1).max(INT32_MAX).optional().describe("The agent session the run belongs to"),
+  })
+  .nullish();
+
+export const EXECUTION_STATUSES = ["queued", "running", "paused", "completed", "failed", "cancelled"] as const;
+export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(["completed", "failed", "cancelled"]);
+export const executionStatus = z.enum(EXECUTION_STATUSES);
+
+export const executionListQuery = z.object({
+  workflowId: rowId.optional(),
+  status: executionStatus.optional(),
+  ...pageQuery,
+});
+
+export const resumeBody = z
+  .strictObject({
+    action: z.enum(["approve", "edit", "reject"]).describe("approve: continue as proposed; edit: continue with `data`; reject: take the rejection path"),
+    data: jsonObject.optional().describe("Required for edit: the modified data replacing the node's proposal"),
+    comment: z.string().max(10_000).optional(),
+    reviewer: z.string().max(200).optional().describe("Who decided (user id or name)"),
+  })
+  .superRefine((b, ctx) => {
+    if (b.action === "edit" && b.data === undefined) {
+      ctx.addIssue({ code: "custom", path: ["data"], message: "data is required when action is edit" });
+    }
+  });
+
+export const cancelBody = z.strictObject({ reason: z.string().max(2_000).optional() }).nullish();
+
+export const memoryListQuery = z.object({
+  agentId: rowId.optional(),
+  userId: rowId.optional(),
+  ...pageQuery,
+});
+
+export const memoryCreateBody = z.strictObject({
+  agentId: z.number().int().min(1).max(INT32_MAX),
+  userId: z.number().int().min(1).max(INT32_MAX).nullish(),
+  key: z.string().trim().min(1).max(255),
+  content: z.string().min(1).max(100_000),
+  metadata: jsonObject.optional(),
+});
+
+export const REVIEW_STATUSES = ["pending", "approved", "edited", "rejected"] as const;
+export const reviewListQuery = z.object({
+  status: z.enum(REVIEW_STATUSES).optional(),
+  executionId: rowId.optional(),
+  ...pageQuery,
+});
+
+// ---------------------------------------------------------------- outputs
+
+const timestamp = z.string().describe("ISO-8601 date-time");
+const nullableTimestamp = timestamp.nullable();
+
+export const workflowSchema = z
+  .object({
+    id: z.number().int(),
+    name: z.string(),
+    slug: z.string(),
+    description: z.string(),
+    definition: workflowDefinitionSchema,
+    agentConfig: z.unknown(),
+    memoryConfig: z.unknown(),
+    mcpExport: z.boolean(),
+    enabled: z.boolean(),
+    version: z.number().int().describe("Current version; every update adds one"),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  })
+  .meta({ id: "Workflow" });
+
+export const workflowVersionSchema = z
+  .object({
+    id: z.number().int().describe("Version row id, used to restore"),
+    workflowId: z.number().int(),
+    version: z.number().int(),
+    definition: workflowDefinitionSchema,
+    description: z.string().nullable(),
+    createdAt: timestamp,
+  })
+  .meta({ id: "WorkflowVersion" });
+
+const executionLinks = z.object({ self: z.string(), events: z.string(), nodes: z.string() });
+
+export const executionSchema = z
+  .object({
+    id: z.number().int(),
+    workflowId: z.number().int(),
+    workflowVersion: z.number().int().describe("The definition version this run is pinned to"),
+    agentId: z.number().int().nullable(),
+    sessionId: z.number().int().nullable(),
+    status: z.string().describe(`One of: ${EXECUTION_STATUSES.join(", ")}`),
+    currentState: z.string().nullable().describe("The node the run is at"),
+    input: z.unknown(),
+    output: z.unknown(),
+    error: z.string().nullable(),
+    tokenUsage: z.unknown(),
+    triggerEvent: z.string().nullable(),
+    parentExecutionId: z.number().int().nullable(),
+    startedAt: nullableTimestamp,
+    completedAt: nullableTimestamp,
+    createdAt: timestamp,
+    updatedAt: timestamp,
+    links: executionLinks,
+  })
+  .meta({ id: "Execution" });
+
+export const nodeExecutionSchema = z
+  .object({
+    id: z.number().int(),
+    nodeId: z.string(),
+    nodeType: z.string(),
+    attempt: z.number().int(),
+    status: z.string(),
+    input: z.unknown(),
+    output: z.unknown(),
+    tokenUsage: z.unknown(),
+    toolCalls: z.unknown(),
+    error: z.string().nullable(),
+    durationMs: z.number().int().nullable(),
+    startedAt: timestamp,
+    completedAt: nullableTimestamp,
+  })
+  .meta({ id: "NodeExecution" });
+
+export const reviewSchema = z
+  .object({
+    id: z.number().int(),
+    executionId: z.number().int(),
+    nodeId: z.string(),
+    pauseSeq: z.number().int(),
+    status: z.string().describe(`One of: ${REVIEW_STATUSES.join(", ")}`),
+    reason: z.string(),
+    payload: z.unknown().describe("What the reviewer is shown"),
+    decision: z.unknown(),
+    reviewer: z.string().nullable(),
+    createdAt: timestamp,
+    resolvedAt: nullableTimestamp,
+  })
+  .meta({ id: "Review" });
+
+export const executionDetailSchema = executionSchema
+  .extend({
+    nodes: z.array(nodeExecutionSchema).describe("Per-node history, in start order"),
+    pendingReview: reviewSchema.nullable().describe("The review the run waits for, when paused"),
+  })
+  .meta({ id: "ExecutionDetail" });
+
+export const executionAcceptedSchema = z.object({
+  id: z.number().int(),
+  status: z.literal("queued"),
+  links: executionLinks,
+});
+
+export const commandAcceptedSchema = z.object({
+  id: z.number().int(),
+  status: z.string().describe("The status when the command was accepted; the executor changes it"),
+  links: executionLinks,
+});
+
+export const memorySchema = z
+  .object({
+    id: z.number().int(),
+    agentId: z.number().int(),
+    userId: z.number().int().nullable(),
+    key: z.string(),
+    content: z.string(),
+    metadata: z.unknown(),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  })
+  .meta({ id: "MemoryEntry" });
+
+export function page<T extends z.ZodType>(item: T) {
+  return z.object({ items: z.array(item), limit: z.number().int(), offset: z.number().int() });
+}
+
+// ---------------------------------------------------------------- mapping
+
+const iso = (d: Date): string => d.toISOString();
+const isoOrNull = (d: Date | null): string | null => (d === null ? null : d.toISOString());
+
+export function executionLinksFor(id: number): z.infer<typeof executionLinks> {
+  const self = `/api/agent-workflow-executions/${id}`;
+  return { self, events: `${self}/events`, nodes: `${self}/nodes` };
+}
+
+export function toWorkflow(w: WorkflowRecord): z.infer<typeof workflowSchema> {
+  return {
+    id: w.id,
+    name: w.name,
+    slug: w.slug,
+    description: w.description,
+    definition: w.definition,
+    agentConfig: w.agentConfig,
+    memoryConfig: w.memoryConfig,
+    mcpExport: w.mcpExport,
+    enabled: w.enabled,
+    version: w.version,
+    createdAt: iso(w.createdAt),
+    updatedAt: iso(w.updatedAt),
+  };
+}
+
+export function toWorkflowVersion(v: WorkflowVersionRecord): z.infer<typeof workflowVersionSchema> {
+  return {
+    id: v.id,
+    workflowId: v.agentWorkflowId,
+    version: v.version,
+    definition: v.definition,
+    description: v.description,
+    createdAt: iso(v.createdAt),
+  };
+}
+
+export function toExecution(e: ExecutionRecord): z.infer<typeof executionSchema> {
+  return {
+    id: e.id,
+    workflowId: e.agentWorkflowId,
+    workflowVersion: e.workflowVersion,
+    agentId: e.agentId,
+    sessionId: e.sessionId,
+    status: e.status,
+    currentState: e.currentState,
+    input: e.input,
+    output: e.output,
+    error: e.error,
+    tokenUsage: e.tokenUsage,
+    triggerEvent: e.triggerEvent,
+    parentExecutionId: e.parentExecutionId,
+    startedAt: isoOrNull(e.startedAt),
+    completedAt: isoOrNull(e.completedAt),
+    createdAt: iso(e.createdAt),
+    updatedAt: iso(e.updatedAt),
+    links: executionLinksFor(e.id),
+  };
+}
+
+export function toNodeExecution(n: NodeExecutionRecord): z.infer<typeof nodeExecutionSchema> {
+  return {
+    id: n.id,
+    nodeId: n.nodeId,
+    nodeType: n.nodeType,
+    attempt: n.attempt,
+    status: n.status,
+    input: n.input,
+    output: n.output,
+    tokenUsage: n.tokenUsage,
+    toolCalls: n.toolCalls,
+    error: n.error,
+    durationMs: n.durationMs,
+    startedAt: iso(n.startedAt),
+    completedAt: isoOrNull(n.completedAt),
+  };
+}
+
+export function toReview(r: ReviewRecord): z.infer<typeof reviewSchema> {
+  return {
+    id: r.id,
+    executionId: r.executionId,
+    nodeId: r.nodeId,
+    pauseSeq: r.pauseSeq,
+    status: r.status,
+    reason: r.reason,
+    payload: r.payload,
+    decision: r.decision,
+    reviewer: r.reviewer,
+    createdAt: iso(r.createdAt),
+    resolvedAt: isoOrNull(r.resolvedAt),
+  };
+}
+
+export function toMemory(m: MemoryRecord): z.infer<typeof memorySchema> {
+  return {
+    id: m.id,
+    agentId: m.agentId,
+    userId: m.userId,
+    key: m.key,
+    content: m.content,
+    metadata: m.metadata,
+    createdAt: iso(m.createdAt),
+    updatedAt: iso(m.updatedAt),
+  };
+}

@@ -1,0 +1,117 @@
+/**
+ * Server-Sent Events of one execution.
+ *
+ * Rules: every event is written as `id: <seq>`, `event: <type>`, `data: <json>`;
+ * the stream starts from the execution's first event (a client sending
+ * `Last-Event-ID` gets only later ones); a comment line goes out every heartbeat
+ * interval so proxies keep the connection; after a terminal event
+ * (`execution.completed|failed|cancelled`) the server ends the response. A client
+ * disconnect, the end of the event source, or the server closing aborts the
+ * source's signal and clears the heartbeat timer — nothing outlives the response.
+ */
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { ExecutionEventEnvelope, GatewayEvents } from "./deps.ts";
+
+export const TERMINAL_EVENT_TYPES: ReadonlySet<string> = new Set([
+  "execution.completed",
+  "execution.failed",
+  "execution.cancelled",
+]);
+
+/** Formats one SSE message; `data` is one line of JSON (JSON.stringify never emits raw newlines). */
+export function formatSseEvent(e: ExecutionEventEnvelope): string {
+  const type = e.type.replace(/[\r\n]/g, " ");
+  return `id: ${e.seq}\nevent: ${type}\ndata: ${JSON.stringify({ type: e.type, seq: e.seq, time: e.time, data: e.data ?? null })}\n\n`;
+}
+
+/** Open streams of one app, so closing the app ends them instead of waiting for clients. */
+export class SseRegistry {
+  readonly #open = new Set<() => void>();
+  add(close: () => void): () => void {
+    this.#open.add(close);
+    return () => this.#open.delete(close);
+  }
+  closeAll(): void {
+    for (const close of [...this.#open]) close();
+  }
+  get size(): number {
+    return this.#open.size;
+  }
+}
+
+export interface StreamOptions {
+  tenantId: string;
+  executionId: number;
+  events: GatewayEvents;
+  heartbeatMs: number;
+  registry: SseRegistry;
+}
+
+function lastEventId(request: FastifyRequest): number {
+  const raw = request.headers["last-event-id"];
+  const v = Array.isArray(raw) ? raw[0] : raw;
+  const n = v === undefined ? Number.NaN : Number(v);
+  return Number.isSafeInteger(n) && n >= 0 ? n : -1;
+}
+
+/**
+ * Takes over the response and streams the execution's events until a terminal
+ * event, the client leaving, or the app closing. Resolves when the response ended.
+ */
+export function streamExecutionEvents(request: FastifyRequest, reply: FastifyReply, o: StreamOptions): Promise<void> {
+  const after = lastEventId(request);
+  reply.hijack();
+  const res = reply.raw;
+  res.writeHead(200, {
+    "content-type": "text/event-stream; charset=utf-8",
+    "cache-control": "no-cache, no-transform",
+    connection: "keep-alive",
+    "x-accel-buffering": "no",
+  });
+  res.flushHeaders();
+  res.write(`retry: 3000\n: execution ${o.executionId}\n\n`);
+
+  const abort = new AbortController();
+  let ended = false;
+  let unregister: () => void = () => undefined;
+  let resolveDone: () => void = () => undefined;
+  const done = new Promise<void>((resolve) => {
+    resolveDone = resolve;
+  });
+
+  const heartbeat = setInterval(() => {
+    if (!ended) res.write(`: heartbeat ${new Date().toISOString()}\n\n`);
+  }, o.heartbeatMs);
+
+  const finish = () => {
+    if (ended) return;
+    ended = true;
+    clearInterval(heartbeat);
+    abort.abort();
+    unregister();
+    res.off("close", onClose);
+    if (!res.writableEnded && !res.destroyed) res.end();
+    resolveDone();
+  };
+  const onClose = () => finish();
+  res.on("close", onClose);
+  unregister = o.registry.add(finish);
+
+  const onEvent = (e: ExecutionEventEnvelope) => {
+    if (ended) return;
+    if (e.seq > after) res.write(formatSseEvent(e));
+    if (TERMINAL_EVENT_TYPES.has(e.type)) finish();
+  };
+
+  o.events.streamExecution(o.tenantId, o.executionId, abort.signal, onEvent).then(
+    () => finish(),
+    (err: unknown) => {
+      if (!ended && !abort.signal.aborted) {
+        request.log.warn({ err, executionId: o.executionId }, "execution event stream failed");
+        res.write(`event: stream.error\ndata: ${JSON.stringify({ code: "BATON_GATEWAY_EVENT_STREAM_FAILED", message: "the event stream was interrupted; reconnect to resume" })}\n\n`);
+      }
+      finish();
+    },
+  );
+  return done;
+}

@@ -1,0 +1,204 @@
+/**
+ * Test support for the gateway's integration tests: a gateway app on a real
+ * Postgres store (its own random schema) with two tenants and keys of every role,
+ * and a small recording stand-in for the bus side (commands and events). The real
+ * bus path is covered by the end-to-end tests; here the gateway's own behaviour is
+ * under test.
+ */
+import type { FastifyInstance } from "fastify";
+import { validateWorkflow, workflowDefinitionJsonSchema } from "@baton/engine";
+import type { Store } from "@baton/store";
+import { openTestStore } from "@baton/store/testing";
+import { buildApp } from "./app.ts";
+import type {
+  CancelExecutionCommand,
+  ExecutionEventEnvelope,
+  GatewayCommands,
+  GatewayDeps,
+  GatewayEvents,
+  GatewayOptions,
+  Readiness,
+  ResumeExecutionCommand,
+  StartExecutionCommand,
+  ValidateWorkflow,
+} from "./deps.ts";
+
+export interface PublishedEvent {
+  type: string;
+  tenantId: string;
+  scopeId: number;
+  data: Record<string, unknown>;
+}
+
+interface Listener {
+  key: string;
+  onEvent: (e: ExecutionEventEnvelope) => void;
+}
+
+/** Records every command and event; executions' event logs are kept in memory and streamed like the bus does. */
+export interface RecordingBus {
+  commands: GatewayCommands;
+  events: GatewayEvents;
+  started: StartExecutionCommand[];
+  resumed: ResumeExecutionCommand[];
+  cancelled: CancelExecutionCommand[];
+  published: PublishedEvent[];
+  /** When set, `startExecution` (and resume/cancel) reject with it. */
+  failWith: Error | null;
+  /** Appends an event to an execution's log and delivers it to live streams. */
+  emit(tenantId: string, executionId: number, type: string, data?: Record<string, unknown>): ExecutionEventEnvelope;
+  /** Streams currently following an execution (0 once every client is gone). */
+  openStreams(): number;
+  /** Resolves when at least `n` streams are following. */
+  waitForStreams(n: number): Promise<void>;
+  /** Resolves when no stream is following any more. */
+  waitForNoStreams(): Promise<void>;
+}
+
+export function createRecordingBus(): RecordingBus {
+  const logs = new Map<string, ExecutionEventEnvelope[]>();
+  const listeners = new Set<Listener>();
+  const waiters: { ok: () => boolean; resolve: () => void }[] = [];
+  const key = (t: string, id: number) => `${t}/${id}`;
+  const wake = () => {
+    for (const w of [...waiters]) {
+      if (w.ok()) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve();
+      }
+    }
+  };
+
+  const bus: RecordingBus = {
+    started: [],
+    resumed: [],
+    cancelled: [],
+    published: [],
+    failWith: null,
+    commands: {
+      async startExecution(c) {
+        if (bus.failWith) throw bus.failWith;
+        bus.started.push(c);
+      },
+      async resumeExecution(c) {
+        if (bus.failWith) throw bus.failWith;
+        bus.resumed.push(c);
+      },
+      async cancelExecution(c) {
+        if (bus.failWith) throw bus.failWith;
+        bus.cancelled.push(c);
+      },
+    },
+    events: {
+      async publish(type, tenantId, scopeId, data) {
+        bus.published.push({ type, tenantId, scopeId, data });
+      },
+      async streamExecution(tenantId, executionId, signal, onEvent) {
+        if (signal.aborted) return;
+        const k = key(tenantId, executionId);
+        for (const e of logs.get(k) ?? []) onEvent(e);
+        if (signal.aborted) return;
+        const listener: Listener = { key: k, onEvent };
+        listeners.add(listener);
+        wake();
+        await new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+        listeners.delete(listener);
+        wake();
+      },
+    },
+    emit(tenantId, executionId, type, data = {}) {
+      const k = key(tenantId, executionId);
+      const log = logs.get(k) ?? [];
+      logs.set(k, log);
+      const e: ExecutionEventEnvelope = { type, seq: log.length + 1, time: new Date().toISOString(), data };
+      log.push(e);
+      for (const l of [...listeners]) if (l.key === k) l.onEvent(e);
+      return e;
+    },
+    openStreams: () => listeners.size,
+    waitForStreams(n) {
+      return new Promise<void>((resolve) => {
+        waiters.push({ ok: () => listeners.size >= n, resolve });
+        wake();
+      });
+    },
+    waitForNoStreams() {
+      return new Promise<void>((resolve) => {
+        waiters.push({ ok: () => listeners.size === 0, resolve });
+        wake();
+      });
+    },
+  };
+  return bus;
+}
+
+export interface TestGateway {
+  app: FastifyInstance;
+  /** What the app was built with, to build another app on the same store and bus. */
+  deps: GatewayDeps;
+  store: Store;
+  bus: RecordingBus;
+  /** Tenant ids and raw API keys. */
+  a: { tenantId: string; admin: string; operator: string; viewer: string };
+  b: { tenantId: string; admin: string };
+  /** What `/readyz` reports. */
+  readiness: Readiness;
+  /** Replaces the definition validator (the engine's by default). */
+  setValidator(v: ValidateWorkflow): void;
+  /** Closes the app and the store and drops the schema. */
+  close(): Promise<void>;
+}
+
+/** A gateway on a freshly migrated schema of the test database, with tenants A and B. */
+export async function openTestGateway(opts: GatewayOptions = {}): Promise<TestGateway> {
+  const t = await openTestStore({ prefix: "gateway" });
+  const { store } = t;
+  const bus = createRecordingBus();
+  let validator: ValidateWorkflow = validateWorkflow;
+  const readiness: Readiness = { ready: true, modules: { gateway: "Running" } };
+
+  const ta = await store.tenants.create("tenant A");
+  const tb = await store.tenants.create("tenant B");
+  const a = {
+    tenantId: ta.id,
+    admin: (await store.tenants.createApiKey(ta.id, { role: "admin", name: "a-admin" })).rawKey,
+    operator: (await store.tenants.createApiKey(ta.id, { role: "operator", name: "a-operator" })).rawKey,
+    viewer: (await store.tenants.createApiKey(ta.id, { role: "viewer", name: "a-viewer" })).rawKey,
+  };
+  const b = { tenantId: tb.id, admin: (await store.tenants.createApiKey(tb.id, { role: "admin", name: "b-admin" })).rawKey };
+
+  const deps: GatewayDeps = {
+    store,
+    validateWorkflow: (d) => validator(d),
+    commands: bus.commands,
+    events: bus.events,
+    readiness: () => readiness,
+    workflowDefinitionJsonSchema,
+  };
+  const app = await buildApp(deps, opts);
+  return {
+    app,
+    deps,
+    store,
+    bus,
+    a,
+    b,
+    readiness,
+    setValidator(v) {
+      validator = v;
+    },
+    async close() {
+      await app.close();
+      await t.dispose();
+    },
+  };
+}
+
+/** A definition the engine accepts: one setVariable node. */
+export function validDefinition(value = 1): Record<string, unknown> {
+  return { nodes: [{ id: "set", type: "setVariable", config: { values: { x: value } } }] };
+}
+
+export function bearer(key: string): { authorization: string } {
+  return { authorization: `Bearer ${key}` };
+}

@@ -1,0 +1,287 @@
+/**
+ * Rules checked (gateway on a real Postgres store, recording bus):
+ * - every /api request needs a valid API key (Bearer or x-api-key), else 401 problem+json;
+ *   a viewer may only read (403 on writes); operator and admin may write;
+ * - a tenant never sees another tenant's workflows: 404 on their ids (not 403), absent from lists;
+ * - workflows: create (201 + Location + workflow.created), list, get, update (new version,
+ *   workflow.updated), versions, restore (new version with the old definition), delete (204,
+ *   workflow.deleted, then 404);
+ * - bad input is a 400 problem+json listing EVERY problem, each path naming the request part:
+ *   engine validation (`body.definition.nodes[1].type`), zod body errors, params and query errors;
+ *   nothing is written when a request is refused;
+ * - slug conflicts are 409 with the store's code; unknown routes are 404 problem+json.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import type { TestGateway } from "./test-support.ts";
+import { bearer, openTestGateway, validDefinition } from "./test-support.ts";
+
+let gw: TestGateway;
+
+beforeAll(async () => {
+  gw = await openTestGateway();
+});
+afterAll(async () => {
+  await gw.close();
+});
+
+async function createWorkflow(key: string, body: Record<string, unknown>) {
+  return gw.app.inject({ method: "POST", url: "/api/agent-workflows", headers: bearer(key), payload: body });
+}
+
+function expectProblem(res: { statusCode: number; headers: Record<string, unknown>; json: () => unknown }, status: number, code: string) {
+  expect(res.statusCode).toBe(status);
+  expect(String(res.headers["content-type"])).toMatch(/^application\/problem\+json/);
+  const body = res.json() as Record<string, unknown>;
+  expect(body).toMatchObject({ status, code, title: expect.any(String), detail: expect.any(String), type: expect.any(String) });
+  expect(JSON.stringify(body)).not.toMatch(/\n\s+at /);
+  return body as { errors?: { path: string; code: string; message: string }[]; detail: string };
+}
+
+describe("authentication and roles", () => {
+  test("a request without a key is 401 problem+json", async () => {
+    const res = await gw.app.inject({ method: "GET", url: "/api/agent-workflows" });
+    expectProblem(res, 401, "BATON_GATEWAY_UNAUTHENTICATED");
+    expect(res.headers["www-authenticate"]).toMatch(/^Bearer/);
+  });
+
+  test("an unknown key is 401, in either header", async () => {
+    expectProblem(await gw.app.inject({ method: "GET", url: "/api/agent-workflows", headers: bearer("bk_not-a-real-key-000000") }), 401, "BATON_GATEWAY_UNAUTHENTICATED");
+    expectProblem(await gw.app.inject({ method: "GET", url: "/api/agent-workflows", headers: { "x-api-key": "bk_not-a-real-key-000000" } }), 401, "BATON_GATEWAY_UNAUTHENTICATED");
+  });
+
+  test("a valid key works in Authorization: Bearer and in x-api-key", async () => {
+    expect((await gw.app.inject({ method: "GET", url: "/api/agent-workflows", headers: bearer(gw.a.viewer) })).statusCode).toBe(200);
+    expect((await gw.app.inject({ method: "GET", url: "/api/agent-workflows", headers: { "x-api-key": gw.a.viewer } })).statusCode).toBe(200);
+  });
+
+  test("a viewer may read but not write (403), and nothing is written", async () => {
+    const res = await createWorkflow(gw.a.viewer, { name: "viewer try", definition: validDefinition() });
+    expectProblem(res, 403, "BATON_GATEWAY_FORBIDDEN");
+    expect((await gw.store.workflows.list(gw.a.tenantId)).some((w) => w.name === "viewer try")).toBe(false);
+  });
+
+  test("an operator may write", async () => {
+    const res = await createWorkflow(gw.a.operator, { name: "operator wf", definition: validDefinition() });
+    expect(res.statusCode).toBe(201);
+  });
+});
+
+describe("workflow lifecycle", () => {
+  test("create → get → list → update → versions → restore → delete", async () => {
+    const created = await createWorkflow(gw.a.admin, {
+      name: "Triage",
+      slug: "triage",
+      description: "sorts tickets",
+      definition: validDefinition(1),
+      agentConfig: { model: "openai:gpt-4o-mini" },
+    });
+    expect(created.statusCode).toBe(201);
+    const wf = created.json<{ id: number; version: number; slug: string; createdAt: string; definition: unknown }>();
+    expect(wf).toMatchObject({ name: "Triage", slug: "triage", version: 1, enabled: true, mcpExport: false, definition: validDefinition(1) });
+    expect(created.headers.location).toBe(`/api/agent-workflows/${wf.id}`);
+    expect(Number.isNaN(Date.parse(wf.createdAt))).toBe(false);
+    expect(gw.bus.published).toContainEqual({ type: "workflow.created", tenantId: gw.a.tenantId, scopeId: wf.id, data: { id: wf.id, name: "Triage", slug: "triage" } });
+
+    const got = await gw.app.inject({ method: "GET", url: `/api/agent-workflows/${wf.id}`, headers: bearer(gw.a.viewer) });
+    expect(got.statusCode).toBe(200);
+    expect(got.json()).toEqual(wf);
+
+    const list = await gw.app.inject({ method: "GET", url: "/api/agent-workflows?limit=100", headers: bearer(gw.a.viewer) });
+    expect(list.statusCode).toBe(200);
+    expect(list.json<{ items: { id: number }[]; limit: number; offset: number }>()).toMatchObject({ limit: 100, offset: 0 });
+    expect(list.json<{ items: { id: number }[] }>().items.map((w) => w.id)).toContain(wf.id);
+
+    const updated = await gw.app.inject({
+      method: "PUT",
+      url: `/api/agent-workflows/${wf.id}`,
+      headers: bearer(gw.a.operator),
+      payload: { definition: validDefinition(2), changeDescription: "x is 2 now" },
+    });
+    expect(updated.statusCode).toBe(200);
+    expect(updated.json()).toMatchObject({ id: wf.id, version: 2, definition: validDefinition(2) });
+    expect(gw.bus.published).toContainEqual({ type: "workflow.updated", tenantId: gw.a.tenantId, scopeId: wf.id, data: { id: wf.id, name: "Triage", slug: "triage", version: 2 } });
+
+    const versions = await gw.app.inject({ method: "GET", url: `/api/agent-workflows/${wf.id}/versions`, headers: bearer(gw.a.viewer) });
+    expect(versions.statusCode).toBe(200);
+    const items = versions.json<{ items: { id: number; version: number; workflowId: number; description: string | null; definition: unknown }[] }>().items;
+    expect(items.map((v) => v.version)).toEqual([1, 2]);
+    expect(items[1]).toMatchObject({ workflowId: wf.id, description: "x is 2 now", definition: validDefinition(2) });
+
+    const restored = await gw.app.inject({
+      method: "POST",
+      url: `/api/agent-workflows/${wf.id}/versions/${items[0]!.id}/restore`,
+      headers: bearer(gw.a.admin),
+    });
+    expect(restored.statusCode).toBe(200);
+    expect(restored.json()).toMatchObject({ id: wf.id, version: 3, definition: validDefinition(1) });
+
+    const missingVersion = await gw.app.inject({ method: "POST", url: `/api/agent-workflows/${wf.id}/versions/999999/restore`, headers: bearer(gw.a.admin) });
+    expectProblem(missingVersion, 404, "BATON_GATEWAY_NOT_FOUND");
+
+    const deleted = await gw.app.inject({ method: "DELETE", url: `/api/agent-workflows/${wf.id}`, headers: bearer(gw.a.admin) });
+    expect(deleted.statusCode).toBe(204);
+    expect(deleted.body).toBe("");
+    expect(gw.bus.published).toContainEqual({ type: "workflow.deleted", tenantId: gw.a.tenantId, scopeId: wf.id, data: { id: wf.id, slug: "triage" } });
+    expectProblem(await gw.app.inject({ method: "GET", url: `/api/agent-workflows/${wf.id}`, headers: bearer(gw.a.admin) }), 404, "BATON_GATEWAY_NOT_FOUND");
+    expectProblem(await gw.app.inject({ method: "DELETE", url: `/api/agent-workflows/${wf.id}`, headers: bearer(gw.a.admin) }), 404, "BATON_GATEWAY_NOT_FOUND");
+  });
+
+  test("a taken slug is 409 with the store's code", async () => {
+    expect((await createWorkflow(gw.a.admin, { name: "Dup", slug: "dup", definition: validDefinition() })).statusCode).toBe(201);
+    expectProblem(await createWorkflow(gw.a.admin, { name: "Dup 2", slug: "dup", definition: validDefinition() }), 409, "BATON_STORE_SLUG_TAKEN");
+  });
+});
+
+describe("tenant isolation", () => {
+  test("tenant B gets 404 on tenant A's workflow, for every verb, and A's rows are not in B's list", async () => {
+    const wf = (await createWorkflow(gw.a.admin, { name: "A only", definition: validDefinition() })).json<{ id: number }>();
+    const asB = bearer(gw.b.admin);
+    const calls = [
+      { method: "GET" as const, url: `/api/agent-workflows/${wf.id}` },
+      { method: "PUT" as const, url: `/api/agent-workflows/${wf.id}`, payload: { name: "stolen" } },
+      { method: "GET" as const, url: `/api/agent-workflows/${wf.id}/versions` },
+      { method: "POST" as const, url: `/api/agent-workflows/${wf.id}/execute`, payload: {} },
+      { method: "DELETE" as const, url: `/api/agent-workflows/${wf.id}` },
+    ];
+    for (const c of calls) {
+      const res = await gw.app.inject({ ...c, headers: asB });
+      expectProblem(res, 404, "BATON_GATEWAY_NOT_FOUND");
+    }
+    const list = await gw.app.inject({ method: "GET", url: "/api/agent-workflows?limit=200", headers: asB });
+    expect(list.json<{ items: { id: number }[] }>().items.map((w) => w.id)).not.toContain(wf.id);
+    // Still A's, unchanged.
+    expect(await gw.store.workflows.get(gw.a.tenantId, wf.id)).toMatchObject({ name: "A only", version: 1 });
+    expect(gw.bus.started.filter((s) => s.workflowId === wf.id)).toEqual([]);
+  });
+
+  test("the same slug may exist in two tenants", async () => {
+    expect((await createWorkflow(gw.a.admin, { name: "Shared", slug: "shared", definition: validDefinition() })).statusCode).toBe(201);
+    expect((await createWorkflow(gw.b.admin, { name: "Shared", slug: "shared", definition: validDefinition() })).statusCode).toBe(201);
+  });
+});
+
+describe("bad input", () => {
+  test("an invalid definition is 400 listing every engine problem, with request paths; nothing is written", async () => {
+    const before = (await gw.store.workflows.list(gw.a.tenantId, { limit: 1000 })).length;
+    const res = await createWorkflow(gw.a.admin, {
+      name: "Broken",
+      definition: {
+        nodes: [
+          { id: "a", type: "setVariable", config: { values: {} } },
+          { id: "b", type: "no.such.type" },
+          { id: "a", type: "setVariable", config: { values: {} } },
+        ],
+        edges: [{ from: "a", to: "ghost" }],
+      },
+    });
+    const p = expectProblem(res, 400, "BATON_GATEWAY_WORKFLOW_INVALID");
+    const paths = p.errors!.map((e) => `${e.path} ${e.code}`);
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        "body.definition.nodes[1].type unknown_node_type",
+        "body.definition.nodes[2].id duplicate_node_id",
+        "body.definition.edges[0].to dangling_edge",
+      ]),
+    );
+    expect((await gw.store.workflows.list(gw.a.tenantId, { limit: 1000 })).length).toBe(before);
+  });
+
+  test("every issue the validator returns is in the answer, in order", async () => {
+    const issues = [
+      { path: "nodes[0].type", code: "unknown_node_type", message: "unknown node type \"x\"" },
+      { path: "nodes[3].config.tool", code: "invalid_config", message: "tool names are dot-separated words" },
+      { path: "start", code: "missing_start", message: "no start node" },
+      { path: "(definition)", code: "invalid_shape", message: "expected an object" },
+    ];
+    gw.setValidator(() => ({ ok: false, errors: issues }));
+    try {
+      const res = await createWorkflow(gw.a.admin, { name: "Stubbed", definition: { anything: true } });
+      const p = expectProblem(res, 400, "BATON_GATEWAY_WORKFLOW_INVALID");
+      expect(p.errors).toEqual([
+        { path: "body.definition.nodes[0].type", code: "unknown_node_type", message: "unknown node type \"x\"" },
+        { path: "body.definition.nodes[3].config.tool", code: "invalid_config", message: "tool names are dot-separated words" },
+        { path: "body.definition.start", code: "missing_start", message: "no start node" },
+        { path: "body.definition", code: "invalid_shape", message: "expected an object" },
+      ]);
+      expect(p.detail).toMatch(/4 problems/);
+
+      const wf = (await createWorkflow(gw.a.admin, { name: "Target" })).json<{ errors: unknown[] }>();
+      expect(wf.errors).toHaveLength(1); // definition missing: a zod error, before the validator runs
+    } finally {
+      const { validateWorkflow } = await import("@baton/engine");
+      gw.setValidator(validateWorkflow);
+    }
+  });
+
+  test("an update with an invalid definition is refused and leaves the workflow as it was", async () => {
+    const wf = (await createWorkflow(gw.a.admin, { name: "Keep me", definition: validDefinition() })).json<{ id: number }>();
+    const res = await gw.app.inject({
+      method: "PUT",
+      url: `/api/agent-workflows/${wf.id}`,
+      headers: bearer(gw.a.admin),
+      payload: { definition: { nodes: [] } },
+    });
+    const p = expectProblem(res, 400, "BATON_GATEWAY_WORKFLOW_INVALID");
+    expect(p.errors).toContainEqual(expect.objectContaining({ path: "body.definition.nodes", code: "no_nodes" }));
+    expect(await gw.store.workflows.get(gw.a.tenantId, wf.id)).toMatchObject({ version: 1, definition: validDefinition() });
+  });
+
+  test("zod body errors list every problem, unknown keys included", async () => {
+    const res = await createWorkflow(gw.a.admin, { name: "", slug: "Not A Slug", definition: [], enabled: "yes", colour: "red" });
+    const p = expectProblem(res, 400, "BATON_GATEWAY_REQUEST_INVALID");
+    const byPath = Object.fromEntries(p.errors!.map((e) => [e.path, e.code]));
+    expect(byPath).toMatchObject({
+      "body.name": "too_small",
+      "body.slug": "invalid_format",
+      "body.definition": "invalid_type",
+      "body.enabled": "invalid_type",
+      "body.colour": "unrecognized_key",
+    });
+  });
+
+  test("an empty update is refused", async () => {
+    const wf = (await createWorkflow(gw.a.admin, { name: "Empty update", definition: validDefinition() })).json<{ id: number }>();
+    const res = await gw.app.inject({ method: "PUT", url: `/api/agent-workflows/${wf.id}`, headers: bearer(gw.a.admin), payload: { changeDescription: "nothing" } });
+    expectProblem(res, 400, "BATON_GATEWAY_REQUEST_INVALID");
+  });
+
+  test("params and query are validated and named", async () => {
+    const p1 = expectProblem(await gw.app.inject({ method: "GET", url: "/api/agent-workflows/abc", headers: bearer(gw.a.admin) }), 400, "BATON_GATEWAY_REQUEST_INVALID");
+    expect(p1.errors!.map((e) => e.path)).toEqual(["params.id"]);
+    const p2 = expectProblem(await gw.app.inject({ method: "GET", url: "/api/agent-workflows/99999999999", headers: bearer(gw.a.admin) }), 400, "BATON_GATEWAY_REQUEST_INVALID");
+    expect(p2.errors!.map((e) => e.path)).toEqual(["params.id"]);
+    const p3 = expectProblem(await gw.app.inject({ method: "GET", url: "/api/agent-workflows?limit=0&offset=-1", headers: bearer(gw.a.admin) }), 400, "BATON_GATEWAY_REQUEST_INVALID");
+    expect(p3.errors!.map((e) => e.path).sort()).toEqual(["query.limit", "query.offset"]);
+  });
+
+  test("malformed JSON is a 400 problem, not a 500", async () => {
+    const res = await gw.app.inject({
+      method: "POST",
+      url: "/api/agent-workflows",
+      headers: { ...bearer(gw.a.admin), "content-type": "application/json" },
+      payload: "{ not json",
+    });
+    expect(res.statusCode).toBe(400);
+    expect(String(res.headers["content-type"])).toMatch(/^application\/problem\+json/);
+  });
+
+  test("an unexpected failure is a generic 500 problem that reveals nothing", async () => {
+    gw.setValidator(() => {
+      throw new Error("password=hunter2");
+    });
+    try {
+      const res = await createWorkflow(gw.a.admin, { name: "Crash", definition: validDefinition() });
+      const p = expectProblem(res, 500, "BATON_GATEWAY_INTERNAL");
+      expect(p.detail).toBe("internal server error");
+      expect(res.body).not.toContain("hunter2");
+    } finally {
+      const { validateWorkflow } = await import("@baton/engine");
+      gw.setValidator(validateWorkflow);
+    }
+  });
+
+  test("an unknown route is a 404 problem", async () => {
+    expectProblem(await gw.app.inject({ method: "GET", url: "/api/nothing-here", headers: bearer(gw.a.admin) }), 404, "BATON_GATEWAY_ROUTE_NOT_FOUND");
+    expectProblem(await gw.app.inject({ method: "GET", url: "/nothing" }), 404, "BATON_GATEWAY_ROUTE_NOT_FOUND");
+  });
+});
