@@ -1,0 +1,90 @@
+/**
+ * The `@baton/store` error catalogue. Codes are stable and never reused; check them
+ * with `X.is(err)` or `hasCode(err, "BATON_STORE_…")`.
+ */
+import { defineError } from "@baton/errors";
+
+/** Postgres cannot be reached (refused, timed out, shutting down, too many connections). Retry later. */
+export const StoreUnavailable = defineError(
+  "BATON_STORE_UNAVAILABLE",
+  (detail: string) => `database unavailable: ${detail}`,
+  { status: 503, retryable: true },
+);
+
+/** A tenant-scoped row does not exist (or belongs to another tenant — the two are indistinguishable on purpose). */
+export const StoreNotFound = defineError(
+  "BATON_STORE_NOT_FOUND",
+  (entity: string, id: string | number) => `${entity} ${id} not found`,
+  { status: 404 },
+);
+
+/** A workflow slug is already used by another workflow of the same tenant. */
+export const SlugTaken = defineError(
+  "BATON_STORE_SLUG_TAKEN",
+  (slug: string) => `slug "${slug}" is already taken; choose another slug or name`,
+  { status: 409 },
+);
+
+/** A write collided with a unique constraint other than a slug. */
+export const StoreConflict = defineError(
+  "BATON_STORE_CONFLICT",
+  (what: string) => `conflict: ${what} already exists`,
+  { status: 409 },
+);
+
+/** Two transactions collided (serialization failure or deadlock); running the operation again is safe. */
+export const StoreTxConflict = defineError(
+  "BATON_STORE_TX_CONFLICT",
+  () => "concurrent update collided; retry the operation",
+  { status: 409, retryable: true },
+);
+
+/** The caller passed a value the store will not write. */
+export const StoreInvalidInput = defineError(
+  "BATON_STORE_INVALID_INPUT",
+  (problem: string) => `invalid input: ${problem}`,
+  { status: 400 },
+);
+
+/** A raw API key given to `ensureLocalKey` exists but was revoked; it will not be brought back. */
+export const ApiKeyRevoked = defineError(
+  "BATON_STORE_API_KEY_REVOKED",
+  (prefix: string) => `API key ${prefix}… was revoked; configure a new key`,
+  { status: 403 },
+);
+
+/** The store's tables are missing from the configured schema: `migrate()` has not run. */
+export const SchemaNotMigrated = defineError(
+  "BATON_STORE_SCHEMA_NOT_MIGRATED",
+  (detail: string) => `database schema is not migrated (${detail}); run migrate() first`,
+  { status: 500 },
+);
+
+/** An already-applied migration file was edited: its checksum no longer matches the recorded one. */
+export const MigrationChecksumMismatch = defineError(
+  "BATON_STORE_MIGRATION_CHECKSUM_MISMATCH",
+  (name: string, recorded: string, actual: string) =>
+    `migration ${name} was changed after it was applied (recorded sha256 ${recorded.slice(0, 12)}…, file ${actual.slice(0, 12)}…); add a new migration instead of editing an applied one`,
+  { status: 500 },
+);
+
+/** A migration's SQL failed; its transaction was rolled back and later migrations were not applied. */
+export const MigrationFailed = defineError(
+  "BATON_STORE_MIGRATION_FAILED",
+  (name: string, detail: string) => `migration ${name} failed: ${detail}`,
+  { status: 500 },
+);
+
+/** Another process held the migration lock for longer than `lockTimeoutMs`. */
+export const MigrationLockTimeout = defineError(
+  "BATON_STORE_MIGRATION_LOCK_TIMEOUT",
+  (schema: string, ms: number) => `timed out after ${ms} ms waiting for the migration lock of schema "${schema}"`,
+  { status: 503, retryable: true },
+);
+
+/** An unexpected database error (a bug, not a condition the caller can fix). */
+export const StoreQueryFailed = defineError(
+  "BATON_STORE_QUERY_FAILED",
+  (detail: string) => `database query failed: ${detail}`,
+  { status: 500 },
+);

@@ -1,0 +1,61 @@
+/**
+ * `@baton/store/testing` — helpers for integration tests against the real Postgres:
+ * every test file gets its own freshly migrated schema with a random name, dropped
+ * again by `dispose()`, so suites running in parallel never see each other's rows.
+ */
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { migrate } from "./migrate.ts";
+import { createStore } from "./store.ts";
+import type { Store, StoreOptions } from "./types.ts";
+import { quoteIdent } from "./values.ts";
+
+/** `BATON_TEST_DATABASE_URL`, else the local test database. */
+export const TEST_DATABASE_URL = process.env["BATON_TEST_DATABASE_URL"] ?? "postgresql://postgres@127.0.0.1:5432/test";
+
+/** A fresh schema name: `<prefix>_<16 hex>`. @param prefix @default "test" */
+export function randomSchemaName(prefix = "test"): string {
+  return `${prefix}_${randomBytes(8).toString("hex")}`;
+}
+
+/** Drops a schema and everything in it (no error when it does not exist). */
+export async function dropSchema(databaseUrl: string, schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  client.on("error", () => {});
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A store on its own migrated schema. */
+export interface TestStore {
+  store: Store;
+  /** Options that open (or migrate) the same schema again. */
+  options: Required<Pick<StoreOptions, "databaseUrl" | "schema">>;
+  /** Closes the store and drops the schema. */
+  dispose(): Promise<void>;
+}
+
+/**
+ * Creates a random schema, migrates it and opens a store on it.
+ * @example
+ * let t: TestStore;
+ * beforeAll(async () => { t = await openTestStore(); });
+ * afterAll(() => t.dispose());
+ */
+export async function openTestStore(opts: { databaseUrl?: string; prefix?: string } = {}): Promise<TestStore> {
+  const options = { databaseUrl: opts.databaseUrl ?? TEST_DATABASE_URL, schema: randomSchemaName(opts.prefix) };
+  await migrate(options);
+  const store = createStore(options);
+  return {
+    store,
+    options,
+    async dispose() {
+      await store.close();
+      await dropSchema(options.databaseUrl, options.schema);
+    },
+  };
+}

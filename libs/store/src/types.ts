@@ -1,0 +1,519 @@
+/**
+ * The public shapes of `@baton/store`: options, records and the {@link Store} interface.
+ * Records are plain objects: ids are numbers, timestamps are `Date`, JSON columns are
+ * {@link JsonValue}. Record fields carry the seed 004 column names.
+ */
+import type { PrismaClient } from "./generated/client.ts";
+
+/** A JSON scalar. */
+export type JsonPrimitive = string | number | boolean | null;
+/** Any JSON value. */
+export type JsonValue = JsonPrimitive | JsonValue[] | { [key: string]: JsonValue };
+/** A JSON object. */
+export type JsonObject = { [key: string]: JsonValue };
+
+/** How to reach the database. */
+export interface StoreOptions {
+  /** Postgres connection string, e.g. `postgresql://postgres@127.0.0.1:5432/baton`. */
+  databaseUrl: string;
+  /**
+   * Postgres schema holding Baton's tables (created by {@link migrate} when missing).
+   * Must match `^[A-Za-z_][A-Za-z0-9_]{0,62}$`.
+   * @default "public"
+   */
+  schema?: string;
+  /**
+   * Maximum pooled connections of this store.
+   * @default 10
+   */
+  poolSize?: number;
+  /**
+   * How long to wait for a new connection before failing with `BATON_STORE_UNAVAILABLE`.
+   * @default 5000
+   */
+  connectTimeoutMs?: number;
+}
+
+/** Options of {@link migrate}. */
+export interface MigrateOptions extends StoreOptions {
+  /**
+   * Directory holding `<NNNN_name>/migration.sql` folders.
+   * @default the package's `prisma/migrations`
+   */
+  migrationsDir?: string;
+  /**
+   * How long to wait for another process's migration lock before failing with
+   * `BATON_STORE_MIGRATION_LOCK_TIMEOUT`.
+   * @default 60000
+   */
+  lockTimeoutMs?: number;
+}
+
+/** What {@link migrate} did. */
+export interface MigrateResult {
+  /** Names of the migrations applied by this call, in order (empty when up to date). */
+  applied: string[];
+}
+
+/** API key roles, from most to least privileged. */
+export type Role = "admin" | "operator" | "viewer";
+/** Lifecycle of an execution. */
+export type ExecutionStatus = "queued" | "running" | "paused" | "completed" | "failed" | "cancelled";
+/** Lifecycle of a human review. */
+export type ReviewStatus = "pending" | "approved" | "edited" | "rejected";
+/** How a review is resolved. */
+export type ReviewDecisionStatus = Exclude<ReviewStatus, "pending">;
+
+/** A tenant: the owner of every other row. */
+export interface Tenant {
+  /** `t_<random>`, or `local` for the single-user local tenant. */
+  id: string;
+  name: string;
+  createdAt: Date;
+}
+
+/** An API key as listed (never the raw key, never its hash). */
+export interface ApiKeyRecord {
+  id: number;
+  tenantId: string;
+  name: string;
+  role: Role;
+  /** First 8 characters of the raw key, for display. */
+  prefix: string;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+  revokedAt: Date | null;
+}
+
+/** What a caller gives to create (or patch) a workflow. */
+export interface WorkflowInput {
+  name: string;
+  /** URL-safe id, unique per tenant (`^[a-z0-9]+(-[a-z0-9]+)*$`, ≤ 100 chars). @default derived from `name` */
+  slug?: string;
+  /** @default "" */
+  description?: string;
+  /** The workflow graph (engine format). */
+  definition: JsonObject;
+  /** @default {} */
+  agentConfig?: JsonObject;
+  /** @default {} */
+  memoryConfig?: JsonObject;
+  /** @default false */
+  mcpExport?: boolean;
+  /** @default true */
+  enabled?: boolean;
+}
+
+/** A row of `agent_workflows`. */
+export interface WorkflowRecord {
+  id: number;
+  tenantId: string;
+  name: string;
+  slug: string;
+  description: string;
+  definition: JsonObject;
+  agentConfig: JsonObject;
+  memoryConfig: JsonObject;
+  mcpExport: boolean;
+  enabled: boolean;
+  /** Current version; starts at 1 and grows by one with every update or restore. */
+  version: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** A row of `agent_workflow_versions`: the definition as it was at `version`. */
+export interface WorkflowVersionRecord {
+  /** Row id (what `restoreVersion` takes). */
+  id: number;
+  tenantId: string;
+  agentWorkflowId: number;
+  version: number;
+  definition: JsonObject;
+  /** What changed in this version (`changeDescription` of the update), if given. */
+  description: string | null;
+  createdAt: Date;
+}
+
+/** A patch of a workflow: any input field, plus a note stored on the new version. */
+export type WorkflowPatch = Partial<WorkflowInput> & { changeDescription?: string };
+
+/** A row of `agent_workflow_executions`. */
+export interface ExecutionRecord {
+  id: number;
+  tenantId: string;
+  agentWorkflowId: number;
+  /** The workflow version this execution runs. */
+  workflowVersion: number;
+  agentId: number | null;
+  sessionId: number | null;
+  status: ExecutionStatus;
+  /** Current position in the graph (node id), null before the first node. */
+  currentState: string | null;
+  input: JsonObject;
+  output: JsonValue | null;
+  context: JsonObject;
+  checkpoint: JsonValue | null;
+  triggerEvent: string | null;
+  tokenUsage: JsonObject;
+  parentExecutionId: number | null;
+  error: string | null;
+  startedAt: Date | null;
+  completedAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** What `executions.create` takes. */
+export interface ExecutionCreateInput {
+  workflowId: number;
+  workflowVersion: number;
+  input: JsonObject;
+  agentId?: number | null;
+  sessionId?: number | null;
+  triggerEvent?: string | null;
+  parentExecutionId?: number | null;
+}
+
+/** What `executions.update` changes; `undefined` leaves a column alone, `null` clears a nullable one. */
+export interface ExecutionPatch {
+  status?: ExecutionStatus;
+  currentState?: string | null;
+  context?: JsonObject;
+  checkpoint?: JsonValue | null;
+  output?: JsonValue | null;
+  error?: string | null;
+  tokenUsage?: JsonObject;
+  startedAt?: Date | null;
+  completedAt?: Date | null;
+}
+
+/** Filters of `executions.list`. */
+export interface ExecutionListOptions {
+  workflowId?: number;
+  status?: ExecutionStatus;
+  /** @default 100 (max 1000) */
+  limit?: number;
+  /** @default 0 */
+  offset?: number;
+}
+
+/** A row of `agent_workflow_node_executions`: one attempt of one node (the durable journal). */
+export interface NodeExecutionRecord {
+  id: number;
+  tenantId: string;
+  executionId: number;
+  nodeId: string;
+  nodeType: string;
+  attempt: number;
+  /** e.g. running, completed, failed, paused, skipped, cancelled. */
+  status: string;
+  input: JsonValue | null;
+  output: JsonValue | null;
+  tokenUsage: JsonValue | null;
+  toolCalls: JsonValue | null;
+  error: string | null;
+  durationMs: number | null;
+  startedAt: Date;
+  completedAt: Date | null;
+}
+
+/**
+ * One journal write. Upserted on (executionId, nodeId, attempt): the first write of an
+ * attempt creates the row, later writes update only the fields they carry.
+ */
+export interface NodeExecutionEntry {
+  tenantId: string;
+  executionId: number;
+  nodeId: string;
+  nodeType: string;
+  /** 1-based. */
+  attempt: number;
+  status: string;
+  input?: JsonValue | null;
+  output?: JsonValue | null;
+  error?: string | null;
+  toolCalls?: JsonValue | null;
+  tokenUsage?: JsonValue | null;
+  durationMs?: number | null;
+  /** @default now, on the first write of the attempt */
+  startedAt?: Date;
+  completedAt?: Date | null;
+}
+
+/** A row of `reviews`: a human decision requested by a paused node. */
+export interface ReviewRecord {
+  id: number;
+  tenantId: string;
+  executionId: number;
+  nodeId: string;
+  /** Which pause of the node this review answers. */
+  pauseSeq: number;
+  status: ReviewStatus;
+  reason: string;
+  /** What the reviewer is shown. */
+  payload: JsonValue;
+  /** The reviewer's answer; null while pending. */
+  decision: JsonValue | null;
+  reviewer: string | null;
+  createdAt: Date;
+  resolvedAt: Date | null;
+}
+
+/** What `reviews.createPending` takes. */
+export interface ReviewCreateInput {
+  tenantId: string;
+  executionId: number;
+  nodeId: string;
+  pauseSeq: number;
+  reason: string;
+  payload: JsonValue;
+}
+
+/** What `reviews.resolve` takes. */
+export interface ReviewDecision {
+  status: ReviewDecisionStatus;
+  decision: JsonValue;
+  reviewer?: string;
+}
+
+/** A row of `agent_memory`. */
+export interface MemoryRecord {
+  id: number;
+  tenantId: string;
+  agentId: number;
+  userId: number | null;
+  key: string;
+  content: string;
+  metadata: JsonObject;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** A memory search hit: the record and its text relevance (higher is better). */
+export interface MemorySearchHit extends MemoryRecord {
+  score: number;
+}
+
+/** What `memory.create` takes. */
+export interface MemoryCreateInput {
+  agentId: number;
+  userId?: number | null;
+  key: string;
+  content: string;
+  /** @default {} */
+  metadata?: JsonObject;
+}
+
+/** A text query over memory. */
+export interface MemorySearchQuery {
+  agentId?: number;
+  userId?: number;
+  query: string;
+  /** @default 10 (max 100) */
+  limit?: number;
+}
+
+/** A row of `learned_sequences`: the tool calls one execution made, in order. */
+export interface LearnedSequenceRecord {
+  id: number;
+  tenantId: string;
+  executionId: number;
+  agentId: number | null;
+  sessionId: number | null;
+  /** Ordered tool calls, e.g. `[{ tool, params }]`. */
+  tools: JsonValue;
+  successful: boolean;
+  createdAt: Date;
+}
+
+/** What `learning.recordSequence` takes. */
+export interface LearnedSequenceInput {
+  tenantId: string;
+  executionId: number;
+  agentId?: number | null;
+  sessionId?: number | null;
+  tools: JsonValue;
+  successful: boolean;
+}
+
+/** Whether an MCP server definition is served. */
+export type McpServerStatus = "active" | "disabled";
+
+/** A row of `mcp_server_definitions`: the MCP server generated from one workflow. */
+export interface McpServerRecord {
+  id: number;
+  tenantId: string;
+  agentWorkflowId: number;
+  name: string;
+  slug: string;
+  /** MCP tool definitions generated from the workflow. */
+  toolDefinitions: JsonValue;
+  status: McpServerStatus;
+  lastGeneratedAt: Date;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** What `mcpServers.upsert` takes. */
+export interface McpServerInput {
+  name: string;
+  /** Unique per tenant. @default derived from `name` */
+  slug?: string;
+  toolDefinitions: JsonValue;
+  /** @default "active" on create, unchanged on regenerate */
+  status?: McpServerStatus;
+}
+
+/** Pagination of list calls. */
+export interface PageOptions {
+  /** @default 100 (max 1000) */
+  limit?: number;
+  /** @default 0 */
+  offset?: number;
+}
+
+/** Tenants and API keys. */
+export interface TenantsRepo {
+  /** Creates a tenant with a fresh `t_<random>` id. */
+  create(name: string): Promise<Tenant>;
+  get(id: string): Promise<Tenant | null>;
+  /**
+   * Creates an API key for a tenant. When `rawKey` is absent one is generated
+   * (`bk_` + 32 base64url characters); only its sha256 is stored, so the returned
+   * raw key is the only copy. Given keys must be ≥ 16 printable characters without spaces.
+   * Throws `BATON_STORE_NOT_FOUND` for an unknown tenant, `BATON_STORE_CONFLICT` for a key that exists.
+   * @param opts.role @default "viewer"
+   * @param opts.name @default "default"
+   */
+  createApiKey(tenantId: string, opts?: { name?: string; role?: Role; rawKey?: string }): Promise<{ id: number; rawKey: string; prefix: string }>;
+  /** The tenant and role of a raw key; null for unknown or revoked keys. Records `lastUsedAt` (at most once a minute). */
+  resolveApiKey(rawKey: string): Promise<{ tenantId: string; role: Role; keyId: number } | null>;
+  /** Revokes a key of the tenant; false when no such active key. */
+  revokeApiKey(tenantId: string, keyId: number): Promise<boolean>;
+  /** The tenant's keys, newest first (no secrets). */
+  listApiKeys(tenantId: string): Promise<ApiKeyRecord[]>;
+  /**
+   * Makes sure a local admin key exists, for single-user local runs. The local tenant
+   * has id `local` and is created when missing.
+   * - `rawKey` given: the key is created (admin) unless it already exists; returns it
+   *   with `created` telling which. A revoked key throws `BATON_STORE_API_KEY_REVOKED`.
+   * - `rawKey` absent: when the local tenant has no active key, creates tenant and key
+   *   and returns the new raw key (`created: true`); otherwise returns
+   *   `{ created: false, rawKey: "" }` — raw keys are never stored, so an existing one
+   *   cannot be shown again.
+   */
+  ensureLocalKey(rawKey?: string): Promise<{ tenantId: string; rawKey: string; created: boolean }>;
+}
+
+/** Workflow definitions and their versions. */
+export interface WorkflowsRepo {
+  /** Creates version 1 and its versions row in one transaction. Throws `BATON_STORE_SLUG_TAKEN` (409) on a slug conflict. */
+  create(tenantId: string, input: WorkflowInput): Promise<WorkflowRecord>;
+  /** Newest first. */
+  list(tenantId: string, opts?: PageOptions): Promise<WorkflowRecord[]>;
+  get(tenantId: string, id: number): Promise<WorkflowRecord | null>;
+  /** Applies the patch, bumps `version` and adds a versions row, in one transaction. Throws `BATON_STORE_NOT_FOUND`. */
+  update(tenantId: string, id: number, patch: WorkflowPatch): Promise<WorkflowRecord>;
+  /** Deletes the workflow with its versions, executions, node executions, reviews and MCP definition. */
+  delete(tenantId: string, id: number): Promise<boolean>;
+  /** Oldest first. Empty when the workflow does not exist for this tenant. */
+  listVersions(tenantId: string, id: number): Promise<WorkflowVersionRecord[]>;
+  /** By version number. */
+  getVersion(tenantId: string, id: number, version: number): Promise<WorkflowVersionRecord | null>;
+  /** Makes a new version whose definition is the one of versions row `versionId` (a row id, see {@link WorkflowVersionRecord.id}). */
+  restoreVersion(tenantId: string, id: number, versionId: number): Promise<WorkflowRecord>;
+}
+
+/** Execution records. */
+export interface ExecutionsRepo {
+  /** Creates a `queued` execution. Throws `BATON_STORE_NOT_FOUND` when the workflow (or parent execution) is not the tenant's. */
+  create(tenantId: string, input: ExecutionCreateInput): Promise<ExecutionRecord>;
+  get(tenantId: string, id: number): Promise<ExecutionRecord | null>;
+  /** Internal (executor): not tenant-scoped. */
+  getById(id: number): Promise<ExecutionRecord | null>;
+  /** Newest first. */
+  list(tenantId: string, opts?: ExecutionListOptions): Promise<ExecutionRecord[]>;
+  /** Internal (executor): not tenant-scoped. Throws `BATON_STORE_NOT_FOUND`. */
+  update(id: number, patch: ExecutionPatch): Promise<ExecutionRecord>;
+  delete(tenantId: string, id: number): Promise<boolean>;
+}
+
+/** The durable per-node journal. */
+export interface NodeExecutionsRepo {
+  /** Idempotent upsert on (executionId, nodeId, attempt). Throws `BATON_STORE_NOT_FOUND` when the execution is not the tenant's. */
+  record(entry: NodeExecutionEntry): Promise<NodeExecutionRecord>;
+  /** Ordered by startedAt, id. */
+  list(tenantId: string, executionId: number): Promise<NodeExecutionRecord[]>;
+  /** Internal (executor): not tenant-scoped. Ordered by startedAt, id. */
+  listById(executionId: number): Promise<NodeExecutionRecord[]>;
+}
+
+/** Human reviews. */
+export interface ReviewsRepo {
+  /** Idempotent on (executionId, nodeId, pauseSeq): a redelivered pause returns the existing review with `created: false`. */
+  createPending(entry: ReviewCreateInput): Promise<{ review: ReviewRecord; created: boolean }>;
+  /** Resolves the node's pending review (the latest pause); null when none is pending. */
+  resolve(tenantId: string, executionId: number, nodeId: string, decision: ReviewDecision): Promise<ReviewRecord | null>;
+  /** Newest first. */
+  list(tenantId: string, opts?: { status?: ReviewStatus; executionId?: number } & PageOptions): Promise<ReviewRecord[]>;
+}
+
+/** Long-term agent memory. */
+export interface MemoryRepo {
+  create(tenantId: string, entry: MemoryCreateInput): Promise<MemoryRecord>;
+  /** Newest first. */
+  list(tenantId: string, filter?: { agentId?: number; userId?: number } & PageOptions): Promise<MemoryRecord[]>;
+  /** Returns the deleted record, or null when it was not the tenant's. */
+  delete(tenantId: string, id: number): Promise<MemoryRecord | null>;
+  /** Text relevance over key + content (full-text rank plus substring match), best first. */
+  search(tenantId: string, query: MemorySearchQuery): Promise<MemorySearchHit[]>;
+}
+
+/** Tool sequences captured for learning. */
+export interface LearningRepo {
+  /** Idempotent per executionId: the first record wins. */
+  recordSequence(entry: LearnedSequenceInput): Promise<void>;
+  /** Newest first. */
+  list(tenantId: string, opts?: { agentId?: number; successful?: boolean } & PageOptions): Promise<LearnedSequenceRecord[]>;
+}
+
+/** MCP server definitions generated from workflows (one per workflow). */
+export interface McpServersRepo {
+  /**
+   * Creates or regenerates the workflow's MCP server definition (sets `lastGeneratedAt`).
+   * Throws `BATON_STORE_NOT_FOUND` when the workflow is not the tenant's, `BATON_STORE_SLUG_TAKEN` on a slug conflict.
+   */
+  upsert(tenantId: string, workflowId: number, input: McpServerInput): Promise<McpServerRecord>;
+  get(tenantId: string, id: number): Promise<McpServerRecord | null>;
+  getByWorkflow(tenantId: string, workflowId: number): Promise<McpServerRecord | null>;
+  getBySlug(tenantId: string, slug: string): Promise<McpServerRecord | null>;
+  /** Newest first. */
+  list(tenantId: string, opts?: PageOptions): Promise<McpServerRecord[]>;
+  /** Null when the definition is not the tenant's. */
+  setStatus(tenantId: string, id: number, status: McpServerStatus): Promise<McpServerRecord | null>;
+}
+
+/**
+ * Baton's definitions store. Everything tenant-scoped takes `tenantId` first and never
+ * reads, changes or deletes another tenant's rows; methods marked internal are for the
+ * executor, which works from ids carried by its own commands.
+ */
+export interface Store {
+  /** The underlying Prisma client (escape hatch; bypasses tenant scoping). */
+  readonly prisma: PrismaClient;
+  /** The Postgres schema this store reads and writes. */
+  readonly schema: string;
+  /** Closes the connection pool. */
+  close(): Promise<void>;
+  /** Round-trips to the database; throws `BATON_STORE_UNAVAILABLE` when it cannot. */
+  ping(): Promise<void>;
+  readonly tenants: TenantsRepo;
+  readonly workflows: WorkflowsRepo;
+  readonly executions: ExecutionsRepo;
+  readonly nodeExecutions: NodeExecutionsRepo;
+  readonly reviews: ReviewsRepo;
+  readonly memory: MemoryRepo;
+  readonly learning: LearningRepo;
+  readonly mcpServers: McpServersRepo;
+}

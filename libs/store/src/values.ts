@@ -1,0 +1,122 @@
+/**
+ * Input checks and JSON conversions shared by the repositories. The store checks what
+ * it writes even though the gateway validates requests: internal callers (executor,
+ * learner) write too, and a bad value must be a 400, never a 500.
+ */
+import { Prisma } from "./generated/client.ts";
+import { StoreInvalidInput } from "./errors.ts";
+import type { ExecutionStatus, JsonObject, JsonValue, McpServerStatus, ReviewDecisionStatus, ReviewStatus, Role } from "./types.ts";
+
+export const ROLES: readonly Role[] = ["admin", "operator", "viewer"];
+export const EXECUTION_STATUSES: readonly ExecutionStatus[] = ["queued", "running", "paused", "completed", "failed", "cancelled"];
+export const REVIEW_STATUSES: readonly ReviewStatus[] = ["pending", "approved", "edited", "rejected"];
+export const MCP_STATUSES: readonly McpServerStatus[] = ["active", "disabled"];
+export const REVIEW_DECISIONS: readonly ReviewDecisionStatus[] = ["approved", "edited", "rejected"];
+
+const INT4_MAX = 2_147_483_647;
+
+/** True for a value that can be a serial id; anything else cannot match a row. */
+export function isDbId(id: unknown): id is number {
+  return typeof id === "number" && Number.isInteger(id) && id >= 1 && id <= INT4_MAX;
+}
+
+export function requireId(name: string, id: unknown): number {
+  if (!isDbId(id)) throw StoreInvalidInput(`${name} must be an integer between 1 and ${INT4_MAX}`);
+  return id;
+}
+
+export function optionalInt(name: string, v: unknown, min = 0): number | null | undefined {
+  if (v === undefined || v === null) return v;
+  if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > INT4_MAX) {
+    throw StoreInvalidInput(`${name} must be an integer between ${min} and ${INT4_MAX}`);
+  }
+  return v;
+}
+
+export function requireTenantId(tenantId: unknown): string {
+  if (typeof tenantId !== "string" || tenantId.length === 0 || tenantId.length > 100) {
+    throw StoreInvalidInput("tenantId must be a non-empty string of at most 100 characters");
+  }
+  return tenantId;
+}
+
+export function requireText(name: string, v: unknown, opts: { max?: number; allowEmpty?: boolean } = {}): string {
+  const max = opts.max ?? 10_000;
+  if (typeof v !== "string" || (!opts.allowEmpty && v.trim().length === 0) || v.length > max) {
+    throw StoreInvalidInput(`${name} must be a ${opts.allowEmpty ? "" : "non-empty "}string of at most ${max} characters`);
+  }
+  if (v.includes("\u0000")) throw StoreInvalidInput(`${name} must not contain NUL characters`);
+  return v;
+}
+
+export function oneOf<T extends string>(name: string, v: unknown, allowed: readonly T[]): T {
+  if (typeof v !== "string" || !(allowed as readonly string[]).includes(v)) {
+    throw StoreInvalidInput(`${name} must be one of ${allowed.join(", ")}`);
+  }
+  return v as T;
+}
+
+export function page(opts: { limit?: number; offset?: number } | undefined, defaultLimit = 100, maxLimit = 1000): { take: number; skip: number } {
+  const limit = opts?.limit ?? defaultLimit;
+  const offset = opts?.offset ?? 0;
+  if (!Number.isInteger(limit) || limit < 1 || limit > maxLimit) throw StoreInvalidInput(`limit must be an integer between 1 and ${maxLimit}`);
+  if (!Number.isInteger(offset) || offset < 0 || offset > INT4_MAX) throw StoreInvalidInput("offset must be a non-negative integer");
+  return { take: limit, skip: offset };
+}
+
+export function isJsonObject(v: unknown): v is JsonObject {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** Checks that `v` survives a JSON round trip (no functions, NaN, cycles, bigint, NUL in strings). */
+export function requireJson(name: string, v: unknown): JsonValue {
+  try {
+    const text = JSON.stringify(v);
+    if (text === undefined) throw new Error("not JSON");
+    // Postgres jsonb rejects \u0000 in strings.
+    if (text.includes("\\u0000")) throw StoreInvalidInput(`${name} must not contain NUL characters`);
+  } catch (err) {
+    if (StoreInvalidInput.is(err)) throw err;
+    throw StoreInvalidInput(`${name} must be JSON-serialisable`);
+  }
+  if (typeof v === "number" && !Number.isFinite(v)) throw StoreInvalidInput(`${name} must be a finite number`);
+  return v as JsonValue;
+}
+
+export function requireJsonObject(name: string, v: unknown): JsonObject {
+  if (!isJsonObject(v)) throw StoreInvalidInput(`${name} must be a JSON object`);
+  return requireJson(name, v) as JsonObject;
+}
+
+/** Value for a NOT NULL jsonb column (a JSON `null` is stored as the JSON literal). */
+export function jsonIn(v: JsonValue): Prisma.InputJsonValue | typeof Prisma.JsonNull {
+  return v === null ? Prisma.JsonNull : v;
+}
+
+/** Value for a nullable jsonb column: `null` becomes SQL NULL, `undefined` leaves the column alone. */
+export function nullableJsonIn(v: JsonValue | null | undefined): Prisma.InputJsonValue | typeof Prisma.DbNull | undefined {
+  if (v === undefined) return undefined;
+  return v === null ? Prisma.DbNull : v;
+}
+
+/** Reads a jsonb column that holds an object; anything else reads as `{}`. */
+export function objectOut(v: unknown): JsonObject {
+  return isJsonObject(v) ? v : {};
+}
+
+export function jsonOut(v: unknown): JsonValue {
+  return (v ?? null) as JsonValue;
+}
+
+/** `"my-schema"` → `"my-schema"` quoted as a Postgres identifier. */
+export function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+const SCHEMA_RE = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+export function requireSchemaName(schema: string | undefined): string {
+  const s = schema ?? "public";
+  if (!SCHEMA_RE.test(s)) throw StoreInvalidInput(`schema must match ${String(SCHEMA_RE)}`);
+  return s;
+}

@@ -1,0 +1,148 @@
+import type { Prisma, PrismaClient } from "./generated/client.ts";
+import { guard, type ErrorContext } from "./db-errors.ts";
+import { SlugTaken, StoreInvalidInput, StoreNotFound } from "./errors.ts";
+import { toWorkflow, toWorkflowVersion } from "./records.ts";
+import { requireSlug, slugify } from "./slug.ts";
+import type { JsonObject, WorkflowInput, WorkflowPatch, WorkflowRecord, WorkflowsRepo } from "./types.ts";
+import { isDbId, jsonIn, page, requireJsonObject, requireTenantId, requireText } from "./values.ts";
+
+type Tx = Prisma.TransactionClient;
+
+const NAME_MAX = 200;
+const DESCRIPTION_MAX = 10_000;
+
+function boolOrUndefined(name: string, v: unknown): boolean | undefined {
+  if (v === undefined) return undefined;
+  if (typeof v !== "boolean") throw StoreInvalidInput(`${name} must be a boolean`);
+  return v;
+}
+
+function slugCtx(slug: string, id?: number): ErrorContext {
+  return {
+    entity: "workflow",
+    ...(id === undefined ? {} : { id }),
+    onUnique: (constraint) => (constraint.includes("slug") ? SlugTaken(slug) : undefined),
+  };
+}
+
+/** Checks the fields present in `patch` and returns them as column values. */
+function columns(patch: Partial<WorkflowInput>): Prisma.AgentWorkflowUncheckedUpdateInput & { slug?: string; definition?: Prisma.InputJsonValue } {
+  const out: Prisma.AgentWorkflowUncheckedUpdateInput & { slug?: string; definition?: Prisma.InputJsonValue } = {};
+  if (patch.name !== undefined) out.name = requireText("name", patch.name, { max: NAME_MAX });
+  if (patch.slug !== undefined) out.slug = requireSlug(patch.slug);
+  if (patch.description !== undefined) out.description = requireText("description", patch.description, { max: DESCRIPTION_MAX, allowEmpty: true });
+  if (patch.definition !== undefined) out.definition = jsonIn(requireJsonObject("definition", patch.definition)) as Prisma.InputJsonValue;
+  if (patch.agentConfig !== undefined) out.agentConfig = jsonIn(requireJsonObject("agentConfig", patch.agentConfig));
+  if (patch.memoryConfig !== undefined) out.memoryConfig = jsonIn(requireJsonObject("memoryConfig", patch.memoryConfig));
+  const mcpExport = boolOrUndefined("mcpExport", patch.mcpExport);
+  if (mcpExport !== undefined) out.mcpExport = mcpExport;
+  const enabled = boolOrUndefined("enabled", patch.enabled);
+  if (enabled !== undefined) out.enabled = enabled;
+  return out;
+}
+
+/** Bumps the version (row lock serialises concurrent updates) and records the new version's snapshot. */
+async function bumpVersion(
+  tx: Tx,
+  tenantId: string,
+  id: number,
+  data: Prisma.AgentWorkflowUncheckedUpdateInput,
+  changeDescription: string | null,
+): Promise<WorkflowRecord> {
+  const row = await tx.agentWorkflow.update({ where: { id, tenantId }, data: { ...data, version: { increment: 1 } } });
+  await tx.agentWorkflowVersion.create({
+    data: { tenantId, agentWorkflowId: id, version: row.version, definition: row.definition as Prisma.InputJsonValue, description: changeDescription },
+  });
+  return toWorkflow(row);
+}
+
+export function workflowsRepo(prisma: PrismaClient): WorkflowsRepo {
+  return {
+    async create(tenantId, input) {
+      requireTenantId(tenantId);
+      if (typeof input !== "object" || input === null) throw StoreInvalidInput("workflow input must be an object");
+      if (input.name === undefined) throw StoreInvalidInput("name is required");
+      if (input.definition === undefined) throw StoreInvalidInput("definition is required");
+      const data = columns(input);
+      const name = data.name as string;
+      const slug = data.slug ?? slugify(name);
+      const definition = data.definition as Prisma.InputJsonValue;
+      return guard(slugCtx(slug), () =>
+        prisma.$transaction(async (tx) => {
+          const row = await tx.agentWorkflow.create({
+            data: { ...(data as Prisma.AgentWorkflowUncheckedCreateInput), tenantId, name, slug, definition, version: 1 },
+          });
+          await tx.agentWorkflowVersion.create({
+            data: { tenantId, agentWorkflowId: row.id, version: 1, definition, description: null },
+          });
+          return toWorkflow(row);
+        }),
+      );
+    },
+
+    async list(tenantId, opts) {
+      requireTenantId(tenantId);
+      const { take, skip } = page(opts);
+      const rows = await guard({ entity: "workflow" }, () =>
+        prisma.agentWorkflow.findMany({ where: { tenantId }, orderBy: { id: "desc" }, take, skip }),
+      );
+      return rows.map(toWorkflow);
+    },
+
+    async get(tenantId, id) {
+      requireTenantId(tenantId);
+      if (!isDbId(id)) return null;
+      const row = await guard({ entity: "workflow", id }, () => prisma.agentWorkflow.findFirst({ where: { id, tenantId } }));
+      return row ? toWorkflow(row) : null;
+    },
+
+    async update(tenantId, id, patch) {
+      requireTenantId(tenantId);
+      if (!isDbId(id)) throw StoreNotFound("workflow", String(id));
+      if (typeof patch !== "object" || patch === null) throw StoreInvalidInput("patch must be an object");
+      const { changeDescription, ...fields } = patch satisfies WorkflowPatch;
+      const note = changeDescription === undefined ? null : requireText("changeDescription", changeDescription, { max: DESCRIPTION_MAX, allowEmpty: true });
+      const data = columns(fields);
+      return guard(slugCtx(data.slug ?? "", id), () => prisma.$transaction((tx) => bumpVersion(tx, tenantId, id, data, note)));
+    },
+
+    async delete(tenantId, id) {
+      requireTenantId(tenantId);
+      if (!isDbId(id)) return false;
+      const res = await guard({ entity: "workflow", id }, () => prisma.agentWorkflow.deleteMany({ where: { id, tenantId } }));
+      return res.count > 0;
+    },
+
+    async listVersions(tenantId, id) {
+      requireTenantId(tenantId);
+      if (!isDbId(id)) return [];
+      const rows = await guard({ entity: "workflow", id }, () =>
+        prisma.agentWorkflowVersion.findMany({ where: { agentWorkflowId: id, tenantId }, orderBy: { version: "asc" } }),
+      );
+      return rows.map(toWorkflowVersion);
+    },
+
+    async getVersion(tenantId, id, version) {
+      requireTenantId(tenantId);
+      if (!isDbId(id) || !isDbId(version)) return null;
+      const row = await guard({ entity: "workflow version", id: version }, () =>
+        prisma.agentWorkflowVersion.findFirst({ where: { agentWorkflowId: id, tenantId, version } }),
+      );
+      return row ? toWorkflowVersion(row) : null;
+    },
+
+    async restoreVersion(tenantId, id, versionId) {
+      requireTenantId(tenantId);
+      if (!isDbId(id)) throw StoreNotFound("workflow", String(id));
+      if (!isDbId(versionId)) throw StoreNotFound("workflow version", String(versionId));
+      return guard({ entity: "workflow", id }, () =>
+        prisma.$transaction(async (tx) => {
+          const old = await tx.agentWorkflowVersion.findFirst({ where: { id: versionId, agentWorkflowId: id, tenantId } });
+          if (!old) throw StoreNotFound("workflow version", versionId);
+          const definition = old.definition as JsonObject;
+          return bumpVersion(tx, tenantId, id, { definition }, `restored from version ${old.version}`);
+        }),
+      );
+    },
+  };
+}
