@@ -3,7 +3,7 @@
  *
  * | what | subject | stream |
  * |---|---|---|
- * | events | `{p}.{entity}.{action}.{tenantId}.{scopeId}` | `{P}_EVENTS` |
+ * | events | `{p}.evt.{entity}.{action}.{tenantId}.{scopeId}` | `{P}_EVENTS` |
  * | commands | `{p}.cmd.{name}` | `{P}_COMMANDS` |
  * | tool calls | `{p}.tool.{toolName}` (tool names may contain dots) | `{P}_TOOLS` |
  * | requests | `{p}.rpc.{service}.{method}` (core NATS) | — |
@@ -27,7 +27,7 @@ export interface Subjects {
   /** The validated prefix. */
   readonly prefix: string;
   /**
-   * The subject of one event: `{p}.{type}.{tenantId}.{scopeId}`, e.g. `baton.node.started.t_1.42`.
+   * The subject of one event: `{p}.evt.{type}.{tenantId}.{scopeId}`, e.g. `baton.evt.node.started.t_1.42`.
    * `scopeId` is the execution id for execution, node, review and learning events, the
    * workflow id for workflow and mcp events, the memory id for memory events
    * (see `eventScopeId`).
@@ -40,6 +40,8 @@ export interface Subjects {
    * the workflow and memory events whose (unrelated) id happens to equal the execution id.
    */
   executionEvents(tenantId: string, executionId: number | string): readonly string[];
+  /** One filter over every event of one execution (`{p}.evt.*.*.{t}.{e}`); it also matches workflow/memory events whose own id equals the execution id, which the reader drops by type. Works on servers without multi-filter consumers (NATS < 2.10). */
+  executionEventsFilter(tenantId: string, executionId: number | string): string;
   /** Filter matching one event type across tenants and scopes: `{p}.{type}.*.*`. */
   eventsOfType(type: EventType): string;
   /**
@@ -125,17 +127,18 @@ const EXECUTION_ENTITIES: readonly EventEntity[] = Object.freeze(["execution", "
  */
 export function subjects(prefix: string): Subjects {
   const p = assertPrefix(prefix);
-  const allEvents = Object.freeze(EVENT_ENTITIES.map((e) => `${p}.${e}.*.*.*`));
+  const allEvents = Object.freeze(EVENT_ENTITIES.map((e) => `${p}.evt.${e}.*.*.*`));
   return Object.freeze({
     prefix: p,
     event: (type: EventType, tenantId: string, scopeId: number | string) =>
-      `${p}.${eventType(type)}.${token("tenant id", tenantId)}.${token("scope id", scopeId)}`,
+      `${p}.evt.${eventType(type)}.${token("tenant id", tenantId)}.${token("scope id", scopeId)}`,
     executionEvents: (tenantId: string, executionId: number | string) => {
       const t = token("tenant id", tenantId);
       const e = token("execution id", executionId);
-      return Object.freeze(EXECUTION_ENTITIES.map((entity) => `${p}.${entity}.*.${t}.${e}`));
+      return Object.freeze(EXECUTION_ENTITIES.map((entity) => `${p}.evt.${entity}.*.${t}.${e}`));
     },
-    eventsOfType: (type: EventType) => `${p}.${eventType(type)}.*.*`,
+    executionEventsFilter: (tenantId: string, executionId: number | string) => `${p}.evt.*.*.${token("tenant id", tenantId)}.${token("execution id", executionId)}`,
+    eventsOfType: (type: EventType) => `${p}.evt.${eventType(type)}.*.*`,
     allEvents: () => allEvents,
     command: (name: CommandName) => {
       if (!isCommandName(name)) throw UnknownMessageType("command", name);
@@ -150,8 +153,8 @@ export function subjects(prefix: string): Subjects {
     },
     parseEvent: (subject: string): ParsedEventSubject | undefined => {
       const parts = subject.split(".");
-      if (parts.length !== 5 || parts[0] !== p) return undefined;
-      const [, entity, action, tenantId, scopeId] = parts as [string, string, string, string, string];
+      if (parts.length !== 6 || parts[0] !== p || parts[1] !== "evt") return undefined;
+      const [, , entity, action, tenantId, scopeId] = parts as [string, string, string, string, string, string];
       const type = `${entity}.${action}`;
       if (!isEventType(type) || !TOKEN_RE.test(tenantId) || !TOKEN_RE.test(scopeId)) return undefined;
       return { type, tenantId, scopeId };

@@ -50,7 +50,7 @@ export interface ExecutionState {
 export type EngineEvent =
   | { kind: "node.started"; nodeId: string; nodeType: string; attempt: number }
   | { kind: "node.completed"; nodeId: string; nodeType: string; attempt: number; durationMs: number; output: JsonValue }
-  | { kind: "node.failed"; nodeId: string; nodeType: string; attempt: number; error: string; retrying: boolean }
+  | { kind: "node.failed"; nodeId: string; nodeType: string; attempt: number; code: string; error: string; retrying: boolean }
   | { kind: "execution.started" }
   | { kind: "execution.paused"; nodeId: string; reason: string }
   | { kind: "execution.resumed"; nodeId: string; decision: string }

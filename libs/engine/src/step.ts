@@ -83,7 +83,7 @@ class Stepper {
     return n.output ?? `$.${n.id}`;
   }
 
-  begin(n: NodeDefinition, status: "running" | "paused", input?: JsonValue): NodeRun {
+  begin(n: NodeDefinition, status: "running" | "paused", input?: JsonValue, toolCalls?: JsonValue): NodeRun {
     const run = this.run(n.id);
     run.attempt += 1;
     run.status = status;
@@ -92,7 +92,7 @@ class Stepper {
     delete run.error;
     this.s.lastNode = n.id;
     this.emit({ kind: "emit", event: { kind: "node.started", nodeId: n.id, nodeType: n.type, attempt: run.attempt } });
-    this.journal({ nodeId: n.id, nodeType: n.type, attempt: run.attempt, status, input, startedAt: this.now });
+    this.journal({ nodeId: n.id, nodeType: n.type, attempt: run.attempt, status, input, startedAt: this.now, ...(toolCalls ? { toolCalls } : {}) });
     return run;
   }
 
@@ -166,8 +166,9 @@ class Stepper {
   dispatchTool(n: NodeDefinition): void {
     const cfg = toolConfigSchema.parse(n.config);
     const args = (resolveTemplate(n.input ?? {}, this.s.context) ?? {}) as JsonObject;
-    const run = this.begin(n, "running", args);
-    run.callId = toolCallId(this.s.executionId, n.id, run.attempt);
+    const callId = toolCallId(this.s.executionId, n.id, this.run(n.id).attempt + 1);
+    const run = this.begin(n, "running", args, [{ tool: cfg.tool, callId }]);
+    run.callId = callId;
     this.effects.push({ kind: "callTool", nodeId: n.id, callId: run.callId, tool: cfg.tool, args, attempt: run.attempt, ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
   }
 
@@ -265,7 +266,7 @@ export function step(input: StepInput): StepResult {
         run.status = "failed";
         run.error = command.error.message;
         run.completedAt = now;
-        st.emit({ kind: "emit", event: { kind: "node.failed", nodeId: n.id, nodeType: n.type, attempt: run.attempt, error: command.error.message, retrying } });
+        st.emit({ kind: "emit", event: { kind: "node.failed", nodeId: n.id, nodeType: n.type, attempt: run.attempt, code: command.error.code, error: command.error.message, retrying } });
         st.journal({ nodeId: n.id, nodeType: n.type, attempt: run.attempt, status: "failed", error: `${command.error.code}: ${command.error.message}`, durationMs: st.duration(run), startedAt: run.startedAt, completedAt: now });
         if (retrying) st.dispatchTool(n);
         else st.fail(command.error.code, `node "${n.id}" failed after ${run.attempt} attempt(s): ${command.error.message}`, n.id);
@@ -297,7 +298,7 @@ export function step(input: StepInput): StepResult {
           run.completedAt = now;
           run.error = "rejected by reviewer";
           st.s.context = writePath(st.s.context, st.outputPath(n), output);
-          st.emit({ kind: "emit", event: { kind: "node.failed", nodeId: n.id, nodeType: n.type, attempt: run.attempt, error: "rejected by reviewer", retrying: false } });
+          st.emit({ kind: "emit", event: { kind: "node.failed", nodeId: n.id, nodeType: n.type, attempt: run.attempt, code: "BATON_REVIEW_REJECTED", error: "rejected by reviewer", retrying: false } });
           st.journal({ nodeId: n.id, nodeType: n.type, attempt: run.attempt, status: "failed", output, error: "rejected by reviewer", durationMs: st.duration(run), startedAt: run.startedAt, completedAt: now });
           st.fail("BATON_REVIEW_REJECTED", `review at "${n.id}" was rejected${command.comment ? `: ${command.comment}` : ""}`, n.id);
         }

@@ -1,0 +1,453 @@
+import { SpanKind } from "@opentelemetry/api";
+import type { Attributes } from "@opentelemetry/api";
+import { connect } from "@nats-io/transport-node";
+import { jetstream, jetstreamManager, DeliverPolicy } from "@nats-io/jetstream";
+import type { ConsumerMessages, JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import { headers as natsHeaders, RequestError, TimeoutError } from "@nats-io/nats-core";
+import type { Msg, NatsConnection } from "@nats-io/nats-core";
+import { Kvm } from "@nats-io/kv";
+import type { KV } from "@nats-io/kv";
+import { BatonError, errorMessage, hasCode } from "@baton/errors";
+import { createLogger, extractTraceContext, getTracer, injectTraceContext, withSpan } from "@baton/telemetry";
+import { BusClosed, BusConnectFailed, BusHandlerFailed, BusInvalidOptions, BusNoResponders, BusPublishFailed, BusTimeout } from "./errors.ts";
+import { buildHeaders, fromCoreMsg, fromJsMsg, HEADERS } from "./message.ts";
+import type { BusMessage, MessageMeta } from "./message.ts";
+import { compileBusOptions, isValidFilter, isValidSubject } from "./options.ts";
+import type { BusOptions, StreamKey } from "./options.ts";
+import { startConsumer } from "./consumer.ts";
+import type { ConsumerSpec, MessageHandler, Subscription } from "./consumer.ts";
+import { ensureStream, streamSpecs } from "./topology.ts";
+
+/** Options of {@link Bus.replay}. */
+export interface ReplayOptions {
+  /** First stream sequence to deliver. @default 1 (the oldest event kept) */
+  fromSeq?: number;
+  /** Ends the replay; without one it runs until the bus drains. */
+  signal?: AbortSignal;
+}
+
+/** Options of {@link Bus.request}. */
+export interface RequestOptions {
+  /** @default 5_000 */
+  timeoutMs?: number;
+  meta?: MessageMeta;
+}
+
+/** What a request handler answers. */
+export interface Reply {
+  data: Uint8Array;
+  headers?: Record<string, string>;
+}
+
+/** Options of {@link Bus.serve}. */
+export interface ServeOptions {
+  /** Queue group: one member answers each request. @default "baton" */
+  queue?: string;
+}
+
+/** Options of {@link Bus.kv}. */
+export interface KvBucketOptions {
+  /** Values kept per key. @default 1 */
+  history?: number;
+  /** Age after which values expire, in ms; 0 keeps them. @default 0 */
+  ttlMs?: number;
+}
+
+/** Baton's message bus on NATS JetStream. Get one with {@link connectBus}. */
+export interface Bus {
+  readonly prefix: string;
+  /** Stream names, `{P}_EVENTS`, `{P}_COMMANDS`, `{P}_TOOLS` (docs/dev/contracts.md). */
+  readonly streams: Readonly<Record<StreamKey, string>>;
+  /**
+   * Creates the three streams or updates the settings Baton owns (subjects, max age,
+   * duplicate window, replicas). Idempotent, and safe when many processes call it at once.
+   */
+  ensureTopology(): Promise<void>;
+  /**
+   * Publishes to JetStream and waits for the stream's ack. Adds `traceparent` from the
+   * active context and the `baton-*` / `Nats-Msg-Id` headers from `meta`.
+   * Throws BATON_BUS_PUBLISH_FAILED when no stream stored it.
+   */
+  publish(subject: string, data: Uint8Array, meta?: MessageMeta): Promise<{ seq: number; duplicate: boolean }>;
+  /**
+   * Runs `handler` for each message of a durable pull consumer (created or updated to
+   * `spec`). The handler runs inside the publisher's trace context; its outcome is settled
+   * by {@link settle}: success acks, non-retryable errors and the last delivery term,
+   * other errors nak with backoff.
+   */
+  consume(spec: ConsumerSpec, handler: MessageHandler): Promise<Subscription>;
+  /**
+   * Delivers the events matching `filterSubject` in stream order, from the oldest kept (or
+   * `fromSeq`), then follows new ones until `signal` aborts or the bus drains. Resolves
+   * then; rejects when `onMessage` throws. No durable state: a late reader sees everything.
+   */
+  replay(filterSubject: string | readonly string[], opts: ReplayOptions, onMessage: (msg: BusMessage) => void | Promise<void>): Promise<void>;
+  /**
+   * Core NATS request/reply. Throws BATON_BUS_NO_RESPONDERS (503) when nobody serves the
+   * subject, BATON_BUS_TIMEOUT (504) without an answer in time, and the handler's own error
+   * (same code, status, retryability) when the server answered with one.
+   */
+  request(subject: string, data: Uint8Array, opts?: RequestOptions): Promise<BusMessage>;
+  /**
+   * Answers requests on `subject` in a queue group. A thrown error is answered with
+   * headers `baton-error-code`, `baton-error-message`, `baton-error-status`,
+   * `baton-error-retryable` (errors that are not Baton errors become
+   * BATON_BUS_HANDLER_FAILED, their message only logged).
+   */
+  serve(subject: string, handler: (msg: BusMessage) => Promise<Reply>, opts?: ServeOptions): Promise<Subscription>;
+  /** Opens (creating if needed) the KV bucket `{prefix}_{bucket}` (prefix with `.` → `_`). */
+  kv(bucket: string, opts?: KvBucketOptions): Promise<KV>;
+  isConnected(): boolean;
+  /** Stops every subscription and replay (waiting for handlers in flight), then drains the connection. */
+  drain(): Promise<void>;
+}
+
+const tracer = getTracer("@baton/bus");
+const BUCKET_RE = /^[A-Za-z0-9_-]+$/;
+
+function attrs(values: Record<string, string | number | undefined>): Attributes {
+  const out: Attributes = {};
+  for (const [k, v] of Object.entries(values)) if (v !== undefined) out[k] = v;
+  return out;
+}
+
+function headerValue(v: string): string {
+  return v.replace(/[\r\n]+/g, " ");
+}
+
+function errorReply(err: unknown, subject: string): { headers: Record<string, string>; body: { code: string; message: string } } {
+  const e = hasCode(err) ? err : BusHandlerFailed(subject);
+  return {
+    headers: {
+      [HEADERS.errorCode]: e.code,
+      [HEADERS.errorMessage]: headerValue(e.message),
+      [HEADERS.errorStatus]: String(e.status),
+      [HEADERS.errorRetryable]: String(e.retryable),
+    },
+    body: { code: e.code, message: e.message },
+  };
+}
+
+function remoteError(headers: Record<string, string>, subject: string): BatonError {
+  const status = Number.parseInt(headers[HEADERS.errorStatus] ?? "", 10);
+  return new BatonError(
+    headers[HEADERS.errorCode]!,
+    headers[HEADERS.errorMessage] ?? `request to ${subject} failed`,
+    Number.isInteger(status) ? status : 500,
+    headers[HEADERS.errorRetryable] === "true",
+  );
+}
+
+/**
+ * Connects to NATS, then ensures the streams exist ({@link Bus.ensureTopology}).
+ * Throws BATON_BUS_INVALID_OPTIONS for bad options (every problem at once) and
+ * BATON_BUS_CONNECT_FAILED when no server answers.
+ */
+export async function connectBus(options: BusOptions): Promise<Bus> {
+  const o = compileBusOptions(options);
+  const logger = (o.logger ?? createLogger("bus", "info")).child({ connection: o.name, prefix: o.prefix });
+  let nc: NatsConnection;
+  try {
+    nc = await connect({ servers: [...o.servers], name: o.name, maxReconnectAttempts: -1 });
+  } catch (err) {
+    throw BusConnectFailed(o.servers.join(","), { cause: err });
+  }
+  try {
+    const js = jetstream(nc);
+    const jsm = await jetstreamManager(nc);
+    const bus = new NatsBus(nc, js, jsm, o.prefix, o.streams, logger, streamSpecs(o));
+    await bus.ensureTopology();
+    return bus;
+  } catch (err) {
+    await nc.close().catch(() => undefined);
+    throw err;
+  }
+}
+
+class NatsBus implements Bus {
+  readonly prefix: string;
+  readonly streams: Readonly<Record<StreamKey, string>>;
+  #nc: NatsConnection;
+  #js: JetStreamClient;
+  #jsm: JetStreamManager;
+  #logger: ReturnType<typeof createLogger>;
+  #specs: ReturnType<typeof streamSpecs>;
+  #connected = true;
+  #subscriptions = new Set<Subscription>();
+  #replays = new Set<AbortController>();
+  #kvs = new Map<string, Promise<KV>>();
+  #draining: Promise<void> | undefined;
+
+  constructor(
+    nc: NatsConnection,
+    js: JetStreamClient,
+    jsm: JetStreamManager,
+    prefix: string,
+    streams: Readonly<Record<StreamKey, string>>,
+    logger: ReturnType<typeof createLogger>,
+    specs: ReturnType<typeof streamSpecs>,
+  ) {
+    this.#nc = nc;
+    this.#js = js;
+    this.#jsm = jsm;
+    this.prefix = prefix;
+    this.streams = streams;
+    this.#logger = logger;
+    this.#specs = specs;
+    void this.#watchStatus();
+  }
+
+  async #watchStatus(): Promise<void> {
+    try {
+      for await (const s of this.#nc.status()) {
+        if (s.type === "disconnect") {
+          this.#connected = false;
+          this.#logger.warn("disconnected from NATS", { server: s.server });
+        } else if (s.type === "reconnect") {
+          this.#connected = true;
+          this.#logger.info("reconnected to NATS", { server: s.server });
+        }
+      }
+    } catch {
+      // The status iterator ends with the connection.
+    }
+  }
+
+  #assertOpen(operation: string): void {
+    if (this.#draining !== undefined || this.#nc.isClosed()) throw BusClosed(operation);
+  }
+
+  #serverVersion(): string {
+    return this.#nc.info?.version ?? "0.0.0";
+  }
+
+  async ensureTopology(): Promise<void> {
+    for (const spec of Object.values(this.#specs)) {
+      const result = await ensureStream(this.#jsm, spec);
+      if (result !== "unchanged") this.#logger.info(`stream ${result}`, { stream: spec.name });
+    }
+  }
+
+  async publish(subject: string, data: Uint8Array, meta?: MessageMeta): Promise<{ seq: number; duplicate: boolean }> {
+    this.#assertOpen("publish");
+    if (!isValidSubject(subject)) throw BusInvalidOptions("publish subject", [`"${subject}" is not a subject`]);
+    return withSpan(
+      tracer,
+      `publish ${meta?.type ?? "message"}`,
+      attrs({ "messaging.system": "nats", "messaging.operation.type": "send", "messaging.destination.name": subject, "messaging.message.id": meta?.idempotencyKey, "baton.tenant": meta?.tenantId, "baton.type": meta?.type }),
+      async () => {
+        const h = buildHeaders(meta, injectTraceContext({}));
+        try {
+          const ack = await this.#js.publish(subject, data, h === undefined ? {} : { headers: h });
+          return { seq: ack.seq, duplicate: ack.duplicate };
+        } catch (err) {
+          if (this.#nc.isClosed()) throw BusClosed("publish", { cause: err });
+          throw BusPublishFailed(subject, { cause: err });
+        }
+      },
+      { kind: SpanKind.PRODUCER },
+    );
+  }
+
+  async consume(spec: ConsumerSpec, handler: MessageHandler): Promise<Subscription> {
+    this.#assertOpen("consume");
+    const sub = await startConsumer(
+      {
+        js: this.#js,
+        jsm: this.#jsm,
+        streams: this.streams,
+        serverVersion: this.#serverVersion(),
+        logger: this.#logger,
+        tracer,
+        isClosed: () => this.#nc.isClosed(),
+      },
+      spec,
+      handler,
+    );
+    return this.#track(sub);
+  }
+
+  #track(sub: Subscription): Subscription {
+    this.#subscriptions.add(sub);
+    return {
+      get processed() {
+        return sub.processed;
+      },
+      stop: async () => {
+        try {
+          await sub.stop();
+        } finally {
+          this.#subscriptions.delete(sub);
+        }
+      },
+    };
+  }
+
+  async replay(filterSubject: string | readonly string[], opts: ReplayOptions, onMessage: (msg: BusMessage) => void | Promise<void>): Promise<void> {
+    this.#assertOpen("replay");
+    const filters = typeof filterSubject === "string" ? [filterSubject] : [...filterSubject];
+    const badFilter = filters.find((f) => !isValidFilter(f));
+    if (filters.length === 0 || badFilter !== undefined) throw BusInvalidOptions("replay filter", [`"${badFilter ?? ""}" is not a subject filter`]);
+    if (opts.fromSeq !== undefined && !(Number.isInteger(opts.fromSeq) && opts.fromSeq > 0)) {
+      throw BusInvalidOptions("replay fromSeq", ["fromSeq must be a positive integer"]);
+    }
+    const signal = opts.signal;
+    if (signal?.aborted) return;
+    const consumer = await this.#js.consumers.get(this.streams.events, {
+      // A single filter uses filter_subject, which NATS servers before 2.10 also understand.
+      ...(filters.length === 1 ? { filter_subject: filters[0]! } : { filter_subjects: filters }),
+      ...(opts.fromSeq !== undefined && opts.fromSeq > 1 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: opts.fromSeq } : { deliver_policy: DeliverPolicy.All }),
+    });
+    const messages: ConsumerMessages = await consumer.consume();
+    const local = new AbortController();
+    this.#replays.add(local);
+    const close = (): void => void messages.close();
+    local.signal.addEventListener("abort", close, { once: true });
+    signal?.addEventListener("abort", close, { once: true });
+    if (signal?.aborted) close();
+    try {
+      for await (const m of messages) {
+        if (local.signal.aborted || signal?.aborted) break;
+        await onMessage(fromJsMsg(m));
+      }
+    } finally {
+      signal?.removeEventListener("abort", close);
+      this.#replays.delete(local);
+      await messages.close();
+    }
+  }
+
+  async request(subject: string, data: Uint8Array, opts: RequestOptions = {}): Promise<BusMessage> {
+    this.#assertOpen("request");
+    if (!isValidSubject(subject)) throw BusInvalidOptions("request subject", [`"${subject}" is not a subject`]);
+    const timeoutMs = opts.timeoutMs ?? 5_000;
+    return withSpan(
+      tracer,
+      `request ${opts.meta?.type ?? "rpc"}`,
+      attrs({ "messaging.system": "nats", "messaging.destination.name": subject, "baton.tenant": opts.meta?.tenantId, "baton.type": opts.meta?.type }),
+      async () => {
+        const h = buildHeaders(opts.meta, injectTraceContext({}));
+        let reply: Msg;
+        try {
+          reply = await this.#nc.request(subject, data, { timeout: timeoutMs, ...(h === undefined ? {} : { headers: h }) });
+        } catch (err) {
+          if (err instanceof RequestError && err.isNoResponders()) throw BusNoResponders(subject, { cause: err });
+          if (err instanceof TimeoutError) throw BusTimeout(subject, timeoutMs, { cause: err });
+          if (this.#nc.isClosed()) throw BusClosed("request", { cause: err });
+          throw err;
+        }
+        const msg = fromCoreMsg(reply);
+        if (msg.meta.headers[HEADERS.errorCode] !== undefined) throw remoteError(msg.meta.headers, subject);
+        return msg;
+      },
+      { kind: SpanKind.CLIENT },
+    );
+  }
+
+  async serve(subject: string, handler: (msg: BusMessage) => Promise<Reply>, opts: ServeOptions = {}): Promise<Subscription> {
+    this.#assertOpen("serve");
+    if (!isValidFilter(subject)) throw BusInvalidOptions("serve subject", [`"${subject}" is not a subject`]);
+    const queue = opts.queue ?? "baton";
+    const log = this.#logger.child({ subject, queue });
+    const inflight = new Set<Promise<void>>();
+    let processed = 0;
+
+    const answer = async (m: Msg): Promise<void> => {
+      const msg = fromCoreMsg(m);
+      let data: Uint8Array;
+      let replyHeaders: Record<string, string> | undefined;
+      try {
+        const res = await withSpan(
+          tracer,
+          `serve ${subject}`,
+          attrs({ "messaging.system": "nats", "messaging.destination.name": msg.subject, "baton.tenant": msg.meta.tenantId, "baton.type": msg.meta.type }),
+          () => handler(msg),
+          { kind: SpanKind.SERVER, parent: extractTraceContext(msg.meta.headers) },
+        );
+        data = res.data;
+        replyHeaders = res.headers;
+      } catch (err) {
+        if (hasCode(err)) log.debug("request failed", { err });
+        else log.error("request handler failed", { err });
+        const e = errorReply(err, subject);
+        data = new TextEncoder().encode(JSON.stringify(e.body));
+        replyHeaders = e.headers;
+      }
+      try {
+        if (m.reply !== undefined && m.reply !== "") {
+          if (replyHeaders === undefined) m.respond(data);
+          else {
+            const h = natsHeaders();
+            for (const [k, v] of Object.entries(replyHeaders)) h.set(k, headerValue(v));
+            m.respond(data, { headers: h });
+          }
+        }
+      } catch (err) {
+        log.warn("could not answer a request", { err: errorMessage(err) });
+      }
+      processed += 1;
+    };
+
+    const sub = this.#nc.subscribe(subject, {
+      queue,
+      callback: (err, m) => {
+        if (err !== null) {
+          log.error("subscription failed", { err });
+          return;
+        }
+        const p = answer(m);
+        inflight.add(p);
+        void p.then(() => inflight.delete(p));
+      },
+    });
+    // The server knows the subscription before serve() returns, so a request right after finds it.
+    await this.#nc.flush();
+    let stopping: Promise<void> | undefined;
+    const nc = this.#nc;
+    return this.#track({
+      get processed() {
+        return processed;
+      },
+      stop() {
+        stopping ??= (async () => {
+          if (!nc.isClosed() && !sub.isClosed()) await sub.drain().catch(() => undefined);
+          await Promise.all(inflight);
+        })();
+        return stopping;
+      },
+    });
+  }
+
+  async kv(bucket: string, opts: KvBucketOptions = {}): Promise<KV> {
+    this.#assertOpen("kv");
+    if (!BUCKET_RE.test(bucket)) throw BusInvalidOptions("kv bucket", [`"${bucket}" must be letters, digits, "_" or "-"`]);
+    const name = `${this.prefix.replace(/[^A-Za-z0-9_-]/g, "_")}_${bucket}`;
+    let kv = this.#kvs.get(name);
+    if (kv === undefined) {
+      kv = new Kvm(this.#js).create(name, { history: opts.history ?? 1, ...(opts.ttlMs ? { ttl: opts.ttlMs } : {}) });
+      this.#kvs.set(name, kv);
+      void kv.catch(() => this.#kvs.delete(name));
+    }
+    return kv;
+  }
+
+  isConnected(): boolean {
+    return this.#connected && !this.#nc.isClosed() && this.#draining === undefined;
+  }
+
+  drain(): Promise<void> {
+    this.#draining ??= (async () => {
+      for (const r of this.#replays) r.abort();
+      await Promise.all([...this.#subscriptions].map((s) => s.stop().catch((err: unknown) => this.#logger.warn("stopping a subscription failed", { err }))));
+      this.#subscriptions.clear();
+      if (!this.#nc.isClosed()) {
+        try {
+          await this.#nc.drain();
+        } catch (err) {
+          if (!this.#nc.isClosed()) throw err;
+        }
+      }
+    })();
+    return this.#draining;
+  }
+}

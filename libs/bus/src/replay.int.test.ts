@@ -1,0 +1,87 @@
+/**
+ * Rules checked against the real NATS JetStream:
+ * - replay delivers the stored events matching the filter, in stream order, to a reader
+ *   that arrives late, then keeps following new events until its signal aborts, and
+ *   resolves then;
+ * - events of other executions or tenants are not delivered;
+ * - fromSeq starts at that stream sequence;
+ * - an already aborted signal resolves at once; an error thrown by onMessage rejects the
+ *   replay; drain() ends running replays.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import type { Bus, BusMessage } from "@baton/bus";
+import { dec, enc, openAdmin, openBus, randomPrefix, waitFor } from "./int-helpers.ts";
+import type { Admin } from "./int-helpers.ts";
+
+const prefix = randomPrefix();
+let admin: Admin;
+let bus: Bus;
+const seqs: Record<string, number> = {};
+
+beforeAll(async () => {
+  admin = await openAdmin();
+  bus = await openBus(prefix);
+  const history: [string, string][] = [
+    ["execution.started", "1"],
+    ["node.started", "1"],
+    ["node.started", "2"],
+    ["node.completed", "1"],
+  ];
+  for (const [type, exec] of history) {
+    seqs[`${type}/${exec}`] = (await bus.publish(`${prefix}.${type}.t_1.${exec}`, enc(`${type}/${exec}`), { tenantId: "t_1", type })).seq;
+  }
+  await bus.publish(`${prefix}.node.started.t_2.1`, enc("other tenant"));
+});
+
+afterAll(async () => {
+  await bus.drain();
+  await admin.cleanup(prefix);
+});
+
+describe("replay", () => {
+  it("delivers history to a late reader, then follows live events until aborted", async () => {
+    const got: BusMessage[] = [];
+    const ac = new AbortController();
+    const done = bus.replay(`${prefix}.*.*.t_1.1`, { signal: ac.signal }, (m) => void got.push(m));
+    await waitFor(() => got.length === 3);
+    await bus.publish(`${prefix}.execution.completed.t_1.1`, enc("execution.completed/1"));
+    await bus.publish(`${prefix}.node.started.t_1.2`, enc("not mine"));
+    await waitFor(() => got.length === 4);
+    ac.abort();
+    await done;
+    expect(got.map((m) => dec(m.data))).toEqual(["execution.started/1", "node.started/1", "node.completed/1", "execution.completed/1"]);
+    const seen = got.map((m) => m.seq);
+    expect([...seen].sort((x, y) => x - y)).toEqual(seen);
+    expect(got[0]!.meta).toMatchObject({ tenantId: "t_1", type: "execution.started" });
+  });
+
+  it("starts at fromSeq", async () => {
+    const got: string[] = [];
+    const ac = new AbortController();
+    await bus.replay(`${prefix}.*.*.t_1.1`, { fromSeq: seqs["node.started/1"]!, signal: ac.signal }, (m) => {
+      got.push(dec(m.data));
+      if (got.length === 3) ac.abort();
+    });
+    expect(got).toEqual(["node.started/1", "node.completed/1", "execution.completed/1"]);
+  });
+
+  it("resolves at once for an aborted signal and rejects when onMessage throws", async () => {
+    await bus.replay(`${prefix}.>`, { signal: AbortSignal.abort() }, () => {
+      throw new Error("never called");
+    });
+    await expect(
+      bus.replay(`${prefix}.*.*.t_1.>`, {}, () => {
+        throw new Error("reader broke");
+      }),
+    ).rejects.toThrow("reader broke");
+  });
+
+  it("ends running replays on drain", async () => {
+    const other = await openBus(prefix);
+    let n = 0;
+    const done = other.replay(`${prefix}.>`, {}, () => void (n += 1));
+    await waitFor(() => n > 0);
+    await other.drain();
+    await done;
+  });
+});

@@ -1,0 +1,119 @@
+/**
+ * @baton/messaging — the typed face of the bus: events, commands, tool calls and
+ * requests named by the contract (`@baton/contracts`), encoded as its messages and
+ * carried by `@baton/bus` with tenant, type, schema and idempotency headers.
+ */
+import type { Bus, BusMessage, ConsumerSpec, Subscription } from "@baton/bus";
+import {
+  COMMANDS, EVENTS, RPCS, ToolCallSchema, createEvent, decode, encode, eventScopeId, isCommandName, subjects as makeSubjects,
+} from "@baton/contracts";
+import type {
+  CommandName, EventInit, EventMessage, EventType, MessageInitShape, RpcName, RpcReply, RpcRequest, Subjects,
+} from "@baton/contracts";
+import { defineError } from "@baton/errors";
+
+export const UnexpectedSubject = defineError("BATON_MESSAGING_UNEXPECTED_SUBJECT", (subject: string) => `no contract message is carried on "${subject}"`, { status: 400 });
+export const RemoteError = defineError("BATON_MESSAGING_REMOTE_ERROR", (code: string, message: string) => `${code}: ${message}`, { status: 502 });
+
+export type CommandInit<N extends CommandName> = MessageInitShape<(typeof COMMANDS)[N]>;
+export type AnyCommand = { [N in CommandName]: { name: N; message: ReturnType<typeof decode<(typeof COMMANDS)[N]>> } }[CommandName];
+export type AnyEvent = { [T in EventType]: { type: T; message: EventMessage<T> } }[EventType];
+
+export type ToolCallInit = MessageInitShape<typeof ToolCallSchema> & { tool: string; callId: string; tenantId: string };
+
+export interface ConsumeOptions extends Omit<ConsumerSpec, "stream" | "filterSubjects" | "durable"> {}
+
+export interface Messaging {
+  readonly bus: Bus;
+  readonly subjects: Subjects;
+  /** Publishes an event on `{p}.{type}.{tenant}.{scope}`. */
+  publishEvent<T extends EventType>(type: T, init: EventInit<T>, idempotencyKey?: string): Promise<void>;
+  /** Sends a command on `{p}.cmd.{name}`; the key de-duplicates resends. */
+  sendCommand<N extends CommandName>(name: N, init: CommandInit<N>, idempotencyKey: string): Promise<void>;
+  /** Puts a tool call on the tool's work queue; the call id is its idempotency key. */
+  callTool(init: ToolCallInit): Promise<void>;
+  consumeCommands(durable: string, handler: (cmd: AnyCommand, msg: BusMessage) => Promise<void>, opts?: ConsumeOptions): Promise<Subscription>;
+  consumeEvents(durable: string, types: readonly EventType[], handler: (ev: AnyEvent, msg: BusMessage) => Promise<void>, opts?: ConsumeOptions): Promise<Subscription>;
+  request<N extends RpcName>(name: N, init: MessageInitShape<(typeof RPCS)[N]["request"]>, timeoutMs?: number): Promise<RpcReply<N>>;
+  serve<N extends RpcName>(name: N, handler: (req: RpcRequest<N>) => Promise<MessageInitShape<(typeof RPCS)[N]["reply"]>>): Promise<Subscription>;
+}
+
+export function createMessaging(bus: Bus): Messaging {
+  const s = makeSubjects(bus.prefix);
+  const cmdPrefix = `${bus.prefix}.cmd.`;
+
+  const decodeEvent = (msg: BusMessage): AnyEvent => {
+    const parsed = s.parseEvent(msg.subject);
+    if (!parsed) throw UnexpectedSubject(msg.subject);
+    return { type: parsed.type, message: decode(EVENTS[parsed.type], msg.data) } as AnyEvent;
+  };
+
+  return {
+    bus,
+    subjects: s,
+    async publishEvent(type, init, idempotencyKey) {
+      const ev = createEvent(type, init);
+      const schema = EVENTS[type];
+      await bus.publish(s.event(type, ev.tenantId, eventScopeId(type, ev)), encode(schema, ev as never), {
+        tenantId: ev.tenantId,
+        type,
+        schema: schema.typeName,
+        ...(idempotencyKey ? { idempotencyKey } : {}),
+      });
+    },
+    async sendCommand(name, init, idempotencyKey) {
+      const schema = COMMANDS[name];
+      await bus.publish(s.command(name), encode(schema, init as never), {
+        tenantId: (init as { tenantId?: string }).tenantId ?? "",
+        type: name,
+        schema: schema.typeName,
+        idempotencyKey,
+      });
+    },
+    async callTool(init) {
+      await bus.publish(s.toolCall(init.tool), encode(ToolCallSchema, init), {
+        tenantId: init.tenantId,
+        type: "tool.call",
+        schema: ToolCallSchema.typeName,
+        idempotencyKey: init.callId,
+      });
+    },
+    consumeCommands(durable, handler, opts = {}) {
+      return bus.consume({ ...opts, stream: "commands", durable, filterSubjects: [s.allCommands()] }, async (msg) => {
+        const name = msg.subject.startsWith(cmdPrefix) ? msg.subject.slice(cmdPrefix.length) : "";
+        if (!isCommandName(name)) throw UnexpectedSubject(msg.subject);
+        await handler({ name, message: decode(COMMANDS[name], msg.data) } as AnyCommand, msg);
+      });
+    },
+    consumeEvents(durable, types, handler, opts = {}) {
+      return bus.consume({ ...opts, stream: "events", durable, filterSubjects: types.map((t) => s.eventsOfType(t)) }, async (msg) => {
+        await handler(decodeEvent(msg), msg);
+      });
+    },
+    async request(name, init, timeoutMs) {
+      const rpc = RPCS[name];
+      const reply = await bus.request(s.rpc(name), encode(rpc.request, init as never), {
+        ...(timeoutMs ? { timeoutMs } : {}),
+        meta: { tenantId: (init as { tenantId?: string }).tenantId ?? "", type: name, schema: rpc.request.typeName },
+      });
+      const code = reply.meta.headers["baton-error-code"];
+      if (code) throw RemoteError(code, reply.meta.headers["baton-error-message"] ?? "");
+      return decode(rpc.reply, reply.data) as RpcReply<typeof name>;
+    },
+    serve(name, handler) {
+      const rpc = RPCS[name];
+      return bus.serve(s.rpc(name), async (msg) => {
+        const req = decode(rpc.request, msg.data) as RpcRequest<typeof name>;
+        const reply = await handler(req);
+        return { data: encode(rpc.reply, reply as never) };
+      });
+    },
+  };
+}
+
+/** Decodes an event a subscriber received (e.g. from `bus.replay`). */
+export function decodeEventMessage(prefix: string, msg: Pick<BusMessage, "subject" | "data">): AnyEvent | undefined {
+  const parsed = makeSubjects(prefix).parseEvent(msg.subject);
+  if (!parsed) return undefined;
+  return { type: parsed.type, message: decode(EVENTS[parsed.type], msg.data) } as AnyEvent;
+}

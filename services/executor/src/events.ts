@@ -1,0 +1,30 @@
+/** Maps engine events to contract events. */
+import type { EngineEvent, ExecutionState } from "@baton/engine";
+import type { Messaging } from "@baton/messaging";
+import { valueFromJson } from "@baton/contracts";
+
+export async function publishEngineEvent(m: Messaging, s: ExecutionState, e: EngineEvent, key: string): Promise<void> {
+  const base = { tenantId: s.tenantId };
+  const exec = { ...base, id: s.executionId, agentWorkflowId: s.workflowId };
+  const node = { ...base, executionId: s.executionId };
+  switch (e.kind) {
+    case "execution.started":
+      return m.publishEvent("execution.started", { ...exec, workflowVersion: s.workflowVersion }, key);
+    case "execution.paused":
+      return m.publishEvent("execution.paused", { ...exec, nodeId: e.nodeId, reason: e.reason }, key);
+    case "execution.resumed":
+      return m.publishEvent("execution.resumed", { ...exec, nodeId: e.nodeId, decision: e.decision }, key);
+    case "execution.completed":
+      return m.publishEvent("execution.completed", { ...exec, status: "success", output: valueFromJson(e.output) }, key);
+    case "execution.failed":
+      return m.publishEvent("execution.failed", { ...exec, error: { code: e.error.code, message: e.error.message, retryable: false }, nodeId: e.error.nodeId ?? "" }, key);
+    case "execution.cancelled":
+      return m.publishEvent("execution.cancelled", { ...exec, reason: e.reason }, key);
+    case "node.started":
+      return m.publishEvent("node.started", { ...node, nodeId: e.nodeId, nodeType: e.nodeType, attempt: e.attempt }, key);
+    case "node.completed":
+      return m.publishEvent("node.completed", { ...node, nodeId: e.nodeId, nodeType: e.nodeType, attempt: e.attempt, durationMs: e.durationMs, output: valueFromJson(e.output) }, key);
+    case "node.failed":
+      return m.publishEvent("node.failed", { ...node, nodeId: e.nodeId, nodeType: e.nodeType, attempt: e.attempt, error: { code: e.code, message: e.error, retryable: e.retrying }, retrying: e.retrying }, key);
+  }
+}
