@@ -22,7 +22,7 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
 COPY --from=manifests /out/ ./
-RUN npm ci --no-audit --no-fund --loglevel=error
+RUN npm install --no-audit --no-fund --loglevel=error
 COPY . .
 RUN node scripts/generate.ts prisma
 

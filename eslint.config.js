@@ -18,6 +18,7 @@ export default tseslint.config(
   },
   {
     files: ["libs/engine/src/**/*.ts"],
+    ignores: ["libs/engine/src/**/*.test.ts"],
     rules: {
       "no-restricted-imports": ["error", { patterns: [
         { group: ["node:*", "@baton/bus", "@baton/store", "@baton/checkpoints", "@nats-io/*", "ioredis", "@prisma/*", "pg", "fastify"], message: "The engine is pure: no I/O imports." },

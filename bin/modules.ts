@@ -105,9 +105,9 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
         ctx.onApiKey?.(local.rawKey);
       }
       const deps: GatewayDeps = {
-        store: store as unknown as GatewayDeps["store"],
+        store: store,
         validateWorkflow,
-        workflowDefinitionJsonSchema: workflowDefinitionJsonSchema as Record<string, unknown>,
+        workflowDefinitionJsonSchema: workflowDefinitionJsonSchema,
         readiness: () => {
           const m = ctx.manager();
           return { ready: m.ready(), modules: m.states() };
@@ -119,7 +119,7 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
           cancelExecution: (c) => messaging.sendCommand("execution.cancel", { tenantId: c.tenantId, executionId: c.executionId, reason: c.reason ?? "" }, `cancel:${c.executionId}`),
         },
         events: {
-          publish: (type, tenantId, _scopeId, data) => messaging.publishEvent(type as EventType, { ...data, tenantId } as never),
+          publish: (type, tenantId, _scopeId, data) => messaging.publishEvent(type as EventType, { ...data, tenantId }),
           streamExecution: (tenantId, executionId, signal, onEvent) =>
             // One ordered consumer over the execution's subjects keeps its events in order.
             bus.replay(messaging.subjects.executionEventsFilter(tenantId, executionId), { signal }, (msg) => {

@@ -4,6 +4,9 @@ import { createServer } from "node:net";
 import pg from "pg";
 import type { BatonConfig } from "@baton/config";
 import { loadConfig } from "@baton/config";
+import { streamNames } from "@baton/contracts";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
 
 export const DATABASE_URL = process.env.BATON_TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/test";
 
@@ -78,7 +81,7 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined>,
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ""}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -99,13 +102,10 @@ export async function readSse(url: string, apiKey: string, signal?: AbortSignal)
 
 /** Deletes the streams of a test's bus prefix. */
 export async function deleteStreams(natsUrl: string, prefix: string): Promise<void> {
-  const { connect } = await import("@nats-io/transport-node");
-  const { jetstreamManager } = await import("@nats-io/jetstream");
-  const { streamNames } = await import("@baton/contracts");
   const nc = await connect({ servers: natsUrl });
   try {
     const jsm = await jetstreamManager(nc);
-    for (const name of Object.values(streamNames(prefix))) await jsm.streams.delete(name).catch(() => false);
+    for (const name of Object.values(streamNames(prefix)) as string[]) await jsm.streams.delete(name).catch(() => false);
   } finally {
     await nc.close();
   }

@@ -12,9 +12,9 @@ import { createLogger, extractTraceContext, getTracer, injectTraceContext, withS
 import { BusClosed, BusConnectFailed, BusHandlerFailed, BusInvalidOptions, BusNoResponders, BusPublishFailed, BusTimeout } from "./errors.ts";
 import { buildHeaders, fromCoreMsg, fromJsMsg, HEADERS } from "./message.ts";
 import type { BusMessage, MessageMeta } from "./message.ts";
-import { compileBusOptions, isValidFilter, isValidSubject } from "./options.ts";
+import { compileBusOptions, filterWithin, isValidFilter, isValidSubject, streamSubjects, subjectMatches } from "./options.ts";
 import type { BusOptions, StreamKey } from "./options.ts";
-import { startConsumer } from "./consumer.ts";
+import { serverAtLeast, startConsumer } from "./consumer.ts";
 import type { ConsumerSpec, MessageHandler, Subscription } from "./consumer.ts";
 import { ensureStream, streamSpecs } from "./topology.ts";
 
@@ -77,9 +77,11 @@ export interface Bus {
    */
   consume(spec: ConsumerSpec, handler: MessageHandler): Promise<Subscription>;
   /**
-   * Delivers the events matching `filterSubject` in stream order, from the oldest kept (or
-   * `fromSeq`), then follows new ones until `signal` aborts or the bus drains. Resolves
-   * then; rejects when `onMessage` throws. No durable state: a late reader sees everything.
+   * Delivers the events matching `filterSubject` (one filter or several, each within the
+   * events stream) in stream order, from the oldest kept (or `fromSeq`), then follows new
+   * ones until `signal` aborts or the bus drains. Resolves then; rejects when `onMessage`
+   * throws, and with BATON_BUS_INVALID_OPTIONS for a filter outside the events stream.
+   * No durable state: a late reader sees everything.
    */
   replay(filterSubject: string | readonly string[], opts: ReplayOptions, onMessage: (msg: BusMessage) => void | Promise<void>): Promise<void>;
   /**
@@ -172,6 +174,7 @@ class NatsBus implements Bus {
   #jsm: JetStreamManager;
   #logger: ReturnType<typeof createLogger>;
   #specs: ReturnType<typeof streamSpecs>;
+  #subjects: Readonly<Record<StreamKey, readonly string[]>>;
   #connected = true;
   #subscriptions = new Set<Subscription>();
   #replays = new Set<AbortController>();
@@ -194,6 +197,7 @@ class NatsBus implements Bus {
     this.streams = streams;
     this.#logger = logger;
     this.#specs = specs;
+    this.#subjects = streamSubjects(prefix);
     void this.#watchStatus();
   }
 
@@ -256,6 +260,7 @@ class NatsBus implements Bus {
         js: this.#js,
         jsm: this.#jsm,
         streams: this.streams,
+        streamSubjects: this.#subjects,
         serverVersion: this.#serverVersion(),
         logger: this.#logger,
         tracer,
@@ -288,14 +293,23 @@ class NatsBus implements Bus {
     const filters = typeof filterSubject === "string" ? [filterSubject] : [...filterSubject];
     const badFilter = filters.find((f) => !isValidFilter(f));
     if (filters.length === 0 || badFilter !== undefined) throw BusInvalidOptions("replay filter", [`"${badFilter ?? ""}" is not a subject filter`]);
+    const outside = filters.filter((f) => !this.#subjects.events.some((t) => filterWithin(f, t)));
+    if (outside.length > 0) {
+      // The server would refuse the consumer, and an ordered consumer retries forever.
+      throw BusInvalidOptions("replay filter", outside.map((f) => `"${f}" is outside the events stream (${this.#subjects.events.join(", ")})`));
+    }
     if (opts.fromSeq !== undefined && !(Number.isInteger(opts.fromSeq) && opts.fromSeq > 0)) {
       throw BusInvalidOptions("replay fromSeq", ["fromSeq must be a positive integer"]);
     }
     const signal = opts.signal;
     if (signal?.aborted) return;
+    // One filter: `filter_subjects` as a string becomes the consumer's filter_subject, which
+    // every server knows. Several: a list from NATS 2.10; before, the whole stream,
+    // filtered here (an ordered consumer acks nothing, so skipping costs only bandwidth).
+    const serverFilters = filters.length === 1 ? filters[0]! : serverAtLeast(this.#serverVersion(), 2, 10) ? filters : undefined;
+    const clientFilters = filters.length > 1 && serverFilters === undefined ? filters : undefined;
     const consumer = await this.#js.consumers.get(this.streams.events, {
-      // A single filter uses filter_subject, which NATS servers before 2.10 also understand.
-      ...(filters.length === 1 ? { filter_subject: filters[0]! } : { filter_subjects: filters }),
+      ...(serverFilters === undefined ? {} : { filter_subjects: serverFilters }),
       ...(opts.fromSeq !== undefined && opts.fromSeq > 1 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: opts.fromSeq } : { deliver_policy: DeliverPolicy.All }),
     });
     const messages: ConsumerMessages = await consumer.consume();
@@ -308,6 +322,7 @@ class NatsBus implements Bus {
     try {
       for await (const m of messages) {
         if (local.signal.aborted || signal?.aborted) break;
+        if (clientFilters !== undefined && !clientFilters.some((f) => subjectMatches(f, m.subject))) continue;
         await onMessage(fromJsMsg(m));
       }
     } finally {

@@ -12,7 +12,8 @@
  * - a retryable error on the last of maxDeliver deliveries is terminated;
  * - `concurrency` caps the handlers in flight in one process;
  * - working() keeps a handler slower than ackWait from being redelivered;
- * - several filter subjects deliver exactly the matching events;
+ * - several filter subjects deliver exactly the matching events; filters outside the
+ *   stream are refused with BATON_BUS_INVALID_OPTIONS;
  * - consuming again with changed settings updates the durable in place.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
@@ -49,10 +50,10 @@ async function flushThrough(subject: string, seen: () => string[]): Promise<void
 
 describe("consume", () => {
   it("round-trips data and headers, inside the publisher's trace context", async () => {
-    const subject = `${prefix}.node.started.t_1.42`;
+    const subject = `${prefix}.evt.node.started.t_1.42`;
     const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
     const got = deferred<{ msg: BusMessage; traceId: string | undefined }>();
-    const sub = await bus.consume({ stream: "events", durable: "roundtrip", filterSubjects: [`${prefix}.node.>`] }, async (msg) => {
+    const sub = await bus.consume({ stream: "events", durable: "roundtrip", filterSubjects: [`${prefix}.evt.node.>`] }, async (msg) => {
       got.resolve({ msg, traceId: trace.getSpanContext(context.active())?.traceId });
     });
     const parent = trace.setSpanContext(ROOT_CONTEXT, { traceId, spanId: "00f067aa0ba902b7", traceFlags: 1 });
@@ -74,7 +75,7 @@ describe("consume", () => {
   });
 
   it("de-duplicates by Nats-Msg-Id", async () => {
-    const subject = `${prefix}.workflow.created.t_1.7`;
+    const subject = `${prefix}.evt.workflow.created.t_1.7`;
     const first = await bus.publish(subject, enc("a"), { idempotencyKey: "dup-1" });
     const second = await bus.publish(subject, enc("b"), { idempotencyKey: "dup-1" });
     const other = await bus.publish(subject, enc("c"), { idempotencyKey: "dup-2" });
@@ -101,12 +102,12 @@ describe("consume", () => {
   });
 
   it("terminates non-retryable errors at once and logs the code", async () => {
-    const subject = `${prefix}.node.failed.t_1.1`;
+    const subject = `${prefix}.evt.node.failed.t_1.1`;
     const durable = "permanent";
     const terms = watchTerminations(admin.nc, bus.streams.events, durable);
     await admin.nc.flush();
     const seen: string[] = [];
-    const sub = await bus.consume({ stream: "events", durable, filterSubjects: [`${prefix}.node.failed.>`] }, async (msg) => {
+    const sub = await bus.consume({ stream: "events", durable, filterSubjects: [`${prefix}.evt.node.failed.>`] }, async (msg) => {
       seen.push(dec(msg.data));
       if (dec(msg.data) === "bad") throw Permanent();
     });
@@ -122,13 +123,13 @@ describe("consume", () => {
   });
 
   it("terminates when maxDeliver is exhausted", async () => {
-    const subject = `${prefix}.node.retried.t_1.1`;
+    const subject = `${prefix}.evt.node.retried.t_1.1`;
     const durable = "exhausted";
     const terms = watchTerminations(admin.nc, bus.streams.events, durable);
     await admin.nc.flush();
     const counts: number[] = [];
     const seen: string[] = [];
-    const sub = await bus.consume({ stream: "events", durable, filterSubjects: [`${prefix}.node.retried.>`], maxDeliver: 3, backoffMs: [10] }, async (msg) => {
+    const sub = await bus.consume({ stream: "events", durable, filterSubjects: [`${prefix}.evt.node.retried.>`], maxDeliver: 3, backoffMs: [10] }, async (msg) => {
       seen.push(dec(msg.data));
       if (dec(msg.data) === "flaky") {
         counts.push(msg.deliveryCount);
@@ -186,22 +187,29 @@ describe("consume", () => {
   it("delivers exactly the events matching several filters", async () => {
     const seen: string[] = [];
     const sub = await bus.consume(
-      { stream: "events", durable: "multi", filterSubjects: [`${prefix}.execution.*.t_9.>`, `${prefix}.review.>`] },
+      { stream: "events", durable: "multi", filterSubjects: [`${prefix}.evt.execution.*.t_9.>`, `${prefix}.evt.review.>`] },
       async (msg) => void seen.push(msg.subject),
     );
-    const subjects = [`${prefix}.execution.started.t_9.1`, `${prefix}.node.started.t_9.1`, `${prefix}.review.created.t_9.1`, `${prefix}.execution.started.t_8.1`];
+    const subjects = [`${prefix}.evt.execution.started.t_9.1`, `${prefix}.evt.node.started.t_9.1`, `${prefix}.evt.review.created.t_9.1`, `${prefix}.evt.execution.started.t_8.1`];
     for (const s of subjects) await bus.publish(s, enc("x"));
-    await bus.publish(`${prefix}.review.created.t_9.sentinel`, enc("sentinel"));
-    await waitFor(() => seen.includes(`${prefix}.review.created.t_9.sentinel`));
+    await bus.publish(`${prefix}.evt.review.created.t_9.sentinel`, enc("sentinel"));
+    await waitFor(() => seen.includes(`${prefix}.evt.review.created.t_9.sentinel`));
     await sub.stop();
-    expect(seen).toEqual([`${prefix}.execution.started.t_9.1`, `${prefix}.review.created.t_9.1`, `${prefix}.review.created.t_9.sentinel`]);
+    expect(seen).toEqual([`${prefix}.evt.execution.started.t_9.1`, `${prefix}.evt.review.created.t_9.1`, `${prefix}.evt.review.created.t_9.sentinel`]);
+  });
+
+  it("refuses filters outside the stream before touching the server", async () => {
+    await expect(bus.consume({ stream: "events", durable: "outside", filterSubjects: [`${prefix}.cmd.>`] }, async () => {})).rejects.toMatchObject({
+      code: "BATON_BUS_INVALID_OPTIONS",
+    });
+    await expect(admin.jsm.consumers.info(bus.streams.events, "outside")).rejects.toThrow();
   });
 
   it("updates an existing durable in place", async () => {
-    const spec = { stream: "events" as const, durable: "updated", filterSubjects: [`${prefix}.memory.>`] };
+    const spec = { stream: "events" as const, durable: "updated", filterSubjects: [`${prefix}.evt.memory.>`] };
     await (await bus.consume(spec, async () => {})).stop();
     await (await bus.consume({ ...spec, ackWaitMs: 2_000, maxDeliver: 4 }, async () => {})).stop();
     const info = await admin.jsm.consumers.info(bus.streams.events, "updated");
-    expect(info.config).toMatchObject({ ack_wait: 2e9, max_deliver: 4, filter_subject: `${prefix}.memory.>` });
+    expect(info.config).toMatchObject({ ack_wait: 2e9, max_deliver: 4, filter_subject: `${prefix}.evt.memory.>` });
   });
 });

@@ -8,7 +8,7 @@ import type { Logger } from "@baton/telemetry";
 import { BusInvalidOptions, BusUnsupported } from "./errors.ts";
 import { fromJsMsg } from "./message.ts";
 import type { BusMessage } from "./message.ts";
-import { isValidDurable, isValidFilter, subjectMatches } from "./options.ts";
+import { filterWithin, isValidDurable, isValidFilter, subjectMatches } from "./options.ts";
 import type { StreamKey } from "./options.ts";
 import { settle } from "./settle.ts";
 import type { SettleDecision } from "./settle.ts";
@@ -56,6 +56,8 @@ export interface ConsumerContext {
   js: JetStreamClient;
   jsm: JetStreamManager;
   streams: Readonly<Record<StreamKey, string>>;
+  /** Subjects each stream takes, to refuse filters outside them early. */
+  streamSubjects: Readonly<Record<StreamKey, readonly string[]>>;
   serverVersion: string;
   logger: Logger;
   tracer: Tracer;
@@ -149,6 +151,12 @@ function definedAttributes(attrs: Record<string, string | number | undefined>): 
 export async function startConsumer(ctx: ConsumerContext, rawSpec: ConsumerSpec, handler: MessageHandler): Promise<Subscription> {
   const spec = compileConsumerSpec(rawSpec);
   const streamName = ctx.streams[spec.stream];
+  const taken = ctx.streamSubjects[spec.stream];
+  const outside = spec.filterSubjects.filter((f) => !taken.some((t) => filterWithin(f, t)));
+  if (outside.length > 0) {
+    const problems = outside.map((f) => `filterSubjects: "${f}" is outside the ${spec.stream} stream (${taken.join(", ")})`);
+    throw BusInvalidOptions(`ConsumerSpec ${spec.durable}`, problems, { details: problems });
+  }
   const filters = planFilters(spec, ctx.serverVersion);
   const info = await ensureConsumer(ctx.jsm, streamName, {
     durable_name: spec.durable,

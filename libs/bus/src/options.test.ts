@@ -4,7 +4,8 @@
  *   _EVENTS / _COMMANDS / _TOOLS; subjects follow docs/dev/contracts.md;
  * - options get their defaults, are frozen, and every problem is reported at once as
  *   BATON_BUS_INVALID_OPTIONS;
- * - NATS subject matching (`*`, `>`) and subject / filter / durable validation;
+ * - NATS subject matching (`*`, `>`), whether a filter lies within a stream's subjects,
+ *   and subject / filter / durable validation;
  * - consumer specs get their defaults and report every problem at once;
  * - several filters go to the server from NATS 2.10; before, events consumers filter in
  *   the client and work queues are refused with BATON_BUS_UNSUPPORTED;
@@ -14,7 +15,7 @@ import { describe, expect, it } from "@jest/globals";
 import { hasCode } from "@baton/errors";
 import { compileBusOptions, streamNames, streamSubjects, subjectMatches } from "@baton/bus";
 import { compileConsumerSpec, planFilters, serverAtLeast } from "./consumer.ts";
-import { isValidDurable, isValidFilter, isValidSubject } from "./options.ts";
+import { filterWithin, isValidDurable, isValidFilter, isValidSubject } from "./options.ts";
 import { consumerDrift, streamDrift, streamSpecs } from "./topology.ts";
 import type { ConsumerConfig, StreamConfig } from "@nats-io/jetstream";
 
@@ -36,7 +37,7 @@ describe("names", () => {
 
   it("lists the subjects of each stream", () => {
     expect(streamSubjects("p")).toEqual({
-      events: ["p.workflow.>", "p.execution.>", "p.node.>", "p.review.>", "p.memory.>", "p.learning.>", "p.mcp.>"],
+      events: ["p.evt.>"],
       commands: ["p.cmd.>"],
       tools: ["p.tool.>"],
     });
@@ -81,6 +82,21 @@ describe("subjects", () => {
     [">", "x", true],
   ])("%s matches %s: %s", (filter, subject, expected) => {
     expect(subjectMatches(filter, subject)).toBe(expected);
+  });
+
+  it.each([
+    ["p.evt.*.*.t_1.42", "p.evt.>", true],
+    ["p.evt.>", "p.evt.>", true],
+    ["p.evt", "p.evt.>", false],
+    ["p.>", "p.evt.>", false],
+    ["p.*.node.x", "p.evt.>", false],
+    ["p.cmd.execution.start", "p.cmd.>", true],
+    ["p.tool.a.b", "p.tool.*", false],
+    ["p.tool.a", "p.tool.*", true],
+    ["p.tool.*", "p.tool.*", true],
+    ["p.tool.>", "p.tool.*", false],
+  ])("%s is within %s: %s", (filter, pattern, expected) => {
+    expect(filterWithin(filter, pattern)).toBe(expected);
   });
 
   it("validates subjects, filters and durables", () => {

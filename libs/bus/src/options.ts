@@ -118,6 +118,23 @@ export function subjectMatches(filter: string, subject: string): boolean {
   return f.length === s.length;
 }
 
+/**
+ * True when every subject `filter` matches is also matched by `pattern`, i.e. a consumer
+ * with that filter fits a stream taking `pattern`.
+ */
+export function filterWithin(filter: string, pattern: string): boolean {
+  const f = filter.split(".");
+  const p = pattern.split(".");
+  for (let i = 0; i < p.length; i++) {
+    const pt = p[i];
+    if (pt === ">") return f.length > i;
+    const ft = f[i];
+    if (ft === undefined || ft === ">") return false;
+    if (pt !== "*" && ft !== pt) return false;
+  }
+  return f.length === p.length;
+}
+
 const DURABLE_RE = /^[A-Za-z0-9_-]+$/;
 const SUBJECT_RE = /^[^\s.*>]+(\.[^\s.*>]+)*$/;
 const FILTER_RE = /^([^\s.*>]+|\*)(\.([^\s.*>]+|\*))*(\.>)?$|^>$/;

@@ -4,7 +4,10 @@
  *   that arrives late, then keeps following new events until its signal aborts, and
  *   resolves then;
  * - events of other executions or tenants are not delivered;
- * - fromSeq starts at that stream sequence;
+ * - fromSeq starts at that stream sequence; several filters merge in stream order (on
+ *   NATS before 2.10 by filtering the whole stream in the client);
+ * - a filter outside the events stream is refused with BATON_BUS_INVALID_OPTIONS (the
+ *   server would refuse it, and an ordered consumer would retry for ever);
  * - an already aborted signal resolves at once; an error thrown by onMessage rejects the
  *   replay; drain() ends running replays.
  */
@@ -28,9 +31,9 @@ beforeAll(async () => {
     ["node.completed", "1"],
   ];
   for (const [type, exec] of history) {
-    seqs[`${type}/${exec}`] = (await bus.publish(`${prefix}.${type}.t_1.${exec}`, enc(`${type}/${exec}`), { tenantId: "t_1", type })).seq;
+    seqs[`${type}/${exec}`] = (await bus.publish(`${prefix}.evt.${type}.t_1.${exec}`, enc(`${type}/${exec}`), { tenantId: "t_1", type })).seq;
   }
-  await bus.publish(`${prefix}.node.started.t_2.1`, enc("other tenant"));
+  await bus.publish(`${prefix}.evt.node.started.t_2.1`, enc("other tenant"));
 });
 
 afterAll(async () => {
@@ -42,10 +45,10 @@ describe("replay", () => {
   it("delivers history to a late reader, then follows live events until aborted", async () => {
     const got: BusMessage[] = [];
     const ac = new AbortController();
-    const done = bus.replay(`${prefix}.*.*.t_1.1`, { signal: ac.signal }, (m) => void got.push(m));
+    const done = bus.replay(`${prefix}.evt.*.*.t_1.1`, { signal: ac.signal }, (m) => void got.push(m));
     await waitFor(() => got.length === 3);
-    await bus.publish(`${prefix}.execution.completed.t_1.1`, enc("execution.completed/1"));
-    await bus.publish(`${prefix}.node.started.t_1.2`, enc("not mine"));
+    await bus.publish(`${prefix}.evt.execution.completed.t_1.1`, enc("execution.completed/1"));
+    await bus.publish(`${prefix}.evt.node.started.t_1.2`, enc("not mine"));
     await waitFor(() => got.length === 4);
     ac.abort();
     await done;
@@ -58,19 +61,34 @@ describe("replay", () => {
   it("starts at fromSeq", async () => {
     const got: string[] = [];
     const ac = new AbortController();
-    await bus.replay(`${prefix}.*.*.t_1.1`, { fromSeq: seqs["node.started/1"]!, signal: ac.signal }, (m) => {
+    await bus.replay(`${prefix}.evt.*.*.t_1.1`, { fromSeq: seqs["node.started/1"]!, signal: ac.signal }, (m) => {
       got.push(dec(m.data));
       if (got.length === 3) ac.abort();
     });
     expect(got).toEqual(["node.started/1", "node.completed/1", "execution.completed/1"]);
   });
 
+  it("merges several filters in stream order", async () => {
+    const got: string[] = [];
+    const ac = new AbortController();
+    await bus.replay([`${prefix}.evt.execution.>`, `${prefix}.evt.node.started.t_1.2`], { signal: ac.signal }, (m) => {
+      got.push(dec(m.data));
+      if (got.length === 3) ac.abort();
+    });
+    expect(got).toEqual(["execution.started/1", "node.started/2", "execution.completed/1"]);
+  });
+
+  it("refuses filters outside the events stream", async () => {
+    await expect(bus.replay(`${prefix}.cmd.>`, {}, () => undefined)).rejects.toMatchObject({ code: "BATON_BUS_INVALID_OPTIONS" });
+    await expect(bus.replay(`${prefix}.*.*.t_1.1`, {}, () => undefined)).rejects.toMatchObject({ code: "BATON_BUS_INVALID_OPTIONS" });
+  });
+
   it("resolves at once for an aborted signal and rejects when onMessage throws", async () => {
-    await bus.replay(`${prefix}.>`, { signal: AbortSignal.abort() }, () => {
+    await bus.replay(`${prefix}.evt.>`, { signal: AbortSignal.abort() }, () => {
       throw new Error("never called");
     });
     await expect(
-      bus.replay(`${prefix}.*.*.t_1.>`, {}, () => {
+      bus.replay(`${prefix}.evt.*.*.t_1.>`, {}, () => {
         throw new Error("reader broke");
       }),
     ).rejects.toThrow("reader broke");
@@ -79,7 +97,7 @@ describe("replay", () => {
   it("ends running replays on drain", async () => {
     const other = await openBus(prefix);
     let n = 0;
-    const done = other.replay(`${prefix}.>`, {}, () => void (n += 1));
+    const done = other.replay(`${prefix}.evt.>`, {}, () => void (n += 1));
     await waitFor(() => n > 0);
     await other.drain();
     await done;

@@ -56,10 +56,10 @@ const s = subjects("baton");
 
 describe("subjects", () => {
   it("builds event subjects", () => {
-    expect(s.event("node.started", "t_1", 42)).toBe("baton.node.started.t_1.42");
-    expect(s.event("workflow.created", "t_abc-9", "7")).toBe("baton.workflow.created.t_abc-9.7");
-    expect(s.event("learning.sequence", "t_1", 3)).toBe("baton.learning.sequence.t_1.3");
-    expect(s.eventsOfType("execution.paused")).toBe("baton.execution.paused.*.*");
+    expect(s.event("node.started", "t_1", 42)).toBe("baton.evt.node.started.t_1.42");
+    expect(s.event("workflow.created", "t_abc-9", "7")).toBe("baton.evt.workflow.created.t_abc-9.7");
+    expect(s.event("learning.sequence", "t_1", 3)).toBe("baton.evt.learning.sequence.t_1.3");
+    expect(s.eventsOfType("execution.paused")).toBe("baton.evt.execution.paused.*.*");
   });
 
   it("builds command, tool and rpc subjects", () => {
@@ -78,7 +78,7 @@ describe("subjects", () => {
   it("uses the given prefix everywhere", () => {
     const t = subjects("test_x-1");
     expect(t.prefix).toBe("test_x-1");
-    expect(t.event("node.failed", "t", 1)).toBe("test_x-1.node.failed.t.1");
+    expect(t.event("node.failed", "t", 1)).toBe("test_x-1.evt.node.failed.t.1");
     expect(t.toolCall("a.b")).toBe("test_x-1.tool.a.b");
     expect(t.allEvents().every((f) => f.startsWith("test_x-1."))).toBe(true);
   });
@@ -116,9 +116,9 @@ describe("subjects", () => {
   });
 
   it("parses event subjects of its prefix only", () => {
-    expect(s.parseEvent("baton.node.completed.t_1.42")).toEqual({ type: "node.completed", tenantId: "t_1", scopeId: "42" });
+    expect(s.parseEvent("baton.evt.node.completed.t_1.42")).toEqual({ type: "node.completed", tenantId: "t_1", scopeId: "42" });
     expect(s.parseEvent("other.node.completed.t_1.42")).toBeUndefined();
-    expect(s.parseEvent("baton.node.exploded.t_1.42")).toBeUndefined();
+    expect(s.parseEvent("baton.evt.node.exploded.t_1.42")).toBeUndefined();
     expect(s.parseEvent("baton.cmd.execution.start")).toBeUndefined();
     expect(s.parseEvent("baton.tool.a.b.c")).toBeUndefined();
   });

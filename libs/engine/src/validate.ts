@@ -125,7 +125,14 @@ export function validateWorkflow(input: unknown): ValidationResult {
     }
     const reach = new Set<string>([start]);
     const queue = [start];
-    while (queue.length) for (const next of out.get(queue.shift()!) ?? []) if (!reach.has(next)) (reach.add(next), queue.push(next));
+    while (queue.length) {
+      for (const next of out.get(queue.shift()!) ?? []) {
+        if (!reach.has(next)) {
+          reach.add(next);
+          queue.push(next);
+        }
+      }
+    }
     def.nodes.forEach((n, i) => {
       if (!reach.has(n.id)) errors.push({ path: `nodes[${i}]`, code: "unreachable_node", message: `node "${n.id}" cannot be reached from the start node "${start}"` });
     });

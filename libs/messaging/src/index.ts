@@ -21,7 +21,7 @@ export type AnyEvent = { [T in EventType]: { type: T; message: EventMessage<T> }
 
 export type ToolCallInit = MessageInitShape<typeof ToolCallSchema> & { tool: string; callId: string; tenantId: string };
 
-export interface ConsumeOptions extends Omit<ConsumerSpec, "stream" | "filterSubjects" | "durable"> {}
+export type ConsumeOptions = Omit<ConsumerSpec, "stream" | "filterSubjects" | "durable">;
 
 export interface Messaging {
   readonly bus: Bus;

@@ -12,7 +12,7 @@
  */
 import type { CheckpointStore } from "@baton/checkpoints";
 import { valueToJson } from "@baton/contracts";
-import type { Command, Effect, ExecutionState, JsonObject, JsonValue, WorkflowDefinition } from "@baton/engine";
+import type { Command, Effect, ExecutionState, JsonValue, WorkflowDefinition } from "@baton/engine";
 import { isFinished, step, validateWorkflow } from "@baton/engine";
 import { errorMessage, hasCode } from "@baton/errors";
 import type { AnyCommand, Messaging } from "@baton/messaging";
@@ -135,14 +135,14 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   function toEngineCommand(cmd: AnyCommand): { executionId: number; tenantId: string; command: Command } {
     switch (cmd.name) {
       case "execution.start":
-        return { executionId: cmd.message.executionId, tenantId: cmd.message.tenantId, command: { kind: "start", input: (cmd.message.input ?? {}) as JsonObject } };
+        return { executionId: cmd.message.executionId, tenantId: cmd.message.tenantId, command: { kind: "start", input: (cmd.message.input ?? {}) } };
       case "execution.resume": {
         const m = cmd.message;
         const action = m.action === "edit" || m.action === "reject" ? m.action : "approve";
         return {
           executionId: m.executionId,
           tenantId: m.tenantId,
-          command: { kind: "resume", nodeId: m.nodeId, action, ...(m.data ? { data: m.data as JsonObject } : {}), ...(m.comment ? { comment: m.comment } : {}), ...(m.reviewer ? { reviewer: m.reviewer } : {}) },
+          command: { kind: "resume", nodeId: m.nodeId, action, ...(m.data ? { data: m.data } : {}), ...(m.comment ? { comment: m.comment } : {}), ...(m.reviewer ? { reviewer: m.reviewer } : {}) },
         };
       }
       case "execution.cancel":

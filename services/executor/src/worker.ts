@@ -121,7 +121,7 @@ export function createToolWorker(opts: ToolWorkerOptions): Service & { readonly 
             if (result) {
               logger.debug("tool call already done; resending its result", { callId: call.callId });
             } else {
-              result = await run(call.tool, (call.args ?? {}) as JsonObject, {
+              result = await run(call.tool, (call.args ?? {}), {
                 idempotencyKey: call.callId,
                 executionId: call.executionId,
                 tenantId: call.tenantId,

@@ -4,7 +4,6 @@
  * as `learning.sequence`. Learning patterns from these records comes later.
  */
 import type { Subscription } from "@baton/bus";
-import type { JsonValue } from "@baton/engine";
 import type { Messaging } from "@baton/messaging";
 import type { Service } from "@baton/runtime";
 import type { Store } from "@baton/store";
@@ -30,7 +29,7 @@ export function createLearner(opts: LearnerOptions): Service {
           .filter((n) => n.nodeType === "tool" && n.status === "completed")
           .map((n) => {
             const tc = Array.isArray(n.toolCalls) ? (n.toolCalls[0] as { tool?: string } | undefined) : undefined;
-            return { nodeId: n.nodeId, tool: tc?.tool ?? "unknown", params: (n.input ?? null) as JsonValue };
+            return { nodeId: n.nodeId, tool: tc?.tool ?? "unknown", params: (n.input ?? null) };
           });
         const successful = ev.type === "execution.completed";
         const exec = await store.executions.getById(executionId);

@@ -4,7 +4,6 @@
  * execution ends otherwise), and announces both as `review.*` events.
  */
 import type { Subscription } from "@baton/bus";
-import type { JsonValue } from "@baton/engine";
 import type { Messaging } from "@baton/messaging";
 import type { Service } from "@baton/runtime";
 import type { Store } from "@baton/store";
@@ -34,7 +33,7 @@ export function createReviewService(opts: ReviewServiceOptions): Service {
             nodeId: m.nodeId,
             pauseSeq: msg.seq,
             reason: m.reason,
-            payload: (node?.input ?? null) as JsonValue,
+            payload: (node?.input ?? null),
           });
           if (created) logger.info("review pending", { executionId: m.id, nodeId: m.nodeId, reviewId: review.id });
           await messaging.publishEvent("review.created", { tenantId: m.tenantId, reviewId: review.id, executionId: m.id, nodeId: m.nodeId, reason: m.reason }, `review-created:${review.id}`);

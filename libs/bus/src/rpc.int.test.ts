@@ -1,0 +1,141 @@
+/**
+ * Rules checked against the real NATS server:
+ * - request/serve round-trips data and headers; the handler sees the caller's meta and
+ *   runs inside the caller's trace context;
+ * - a Baton error thrown by the handler reaches the caller with the same code, status and
+ *   retryability (headers baton-error-*); any other error becomes
+ *   BATON_BUS_HANDLER_FAILED (500) without leaking its message;
+ * - nobody serving → BATON_BUS_NO_RESPONDERS (503, retryable); no answer in time →
+ *   BATON_BUS_TIMEOUT (504, retryable);
+ * - servers in one queue group answer each request exactly once between them;
+ * - stop() answers requests in flight before it resolves, and afterwards nobody answers;
+ * - kv() opens a bucket named after the prefix, usable for put/get.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { context, ROOT_CONTEXT, trace } from "@opentelemetry/api";
+import { defineError, hasCode } from "@baton/errors";
+import type { Bus, BusMessage } from "@baton/bus";
+import { dec, deferred, enc, openAdmin, openBus, randomPrefix, waitFor } from "./int-helpers.ts";
+import type { Admin } from "./int-helpers.ts";
+
+const NotFound = defineError("BATON_TEST_NOT_FOUND", (id: string) => `workflow ${id} not found`, { status: 404 });
+
+const prefix = randomPrefix();
+let admin: Admin;
+let a: Bus;
+let b: Bus;
+
+beforeAll(async () => {
+  admin = await openAdmin();
+  [a, b] = await Promise.all([openBus(prefix), openBus(prefix)]);
+});
+
+afterAll(async () => {
+  await Promise.all([a.drain(), b.drain()]);
+  await admin.cleanup(prefix, ["registry"]);
+});
+
+async function failure(p: Promise<unknown>): Promise<{ code: string; status: number; retryable: boolean; message: string }> {
+  try {
+    await p;
+  } catch (err) {
+    if (hasCode(err)) return { code: err.code, status: err.status, retryable: err.retryable, message: err.message };
+    throw err;
+  }
+  throw new Error("expected a failure");
+}
+
+describe("request / serve", () => {
+  it("round-trips data, meta and trace context", async () => {
+    const subject = `${prefix}.rpc.test.echo`;
+    let seen: { msg: BusMessage; traceId: string | undefined } | undefined;
+    const sub = await b.serve(subject, async (msg) => {
+      seen = { msg, traceId: trace.getSpanContext(context.active())?.traceId };
+      return { data: enc(`echo ${dec(msg.data)}`), headers: { "x-answer": "yes" } };
+    });
+    const traceId = "0af7651916cd43dd8448eb211c80319c";
+    const parent = trace.setSpanContext(ROOT_CONTEXT, { traceId, spanId: "b7ad6b7169203331", traceFlags: 1 });
+    const reply = await context.with(parent, () => a.request(subject, enc("hi"), { meta: { tenantId: "t_1", type: "planner.plan" } }));
+    await sub.stop();
+    expect(dec(reply.data)).toBe("echo hi");
+    expect(reply.meta.headers["x-answer"]).toBe("yes");
+    expect(seen?.msg.meta).toMatchObject({ tenantId: "t_1", type: "planner.plan" });
+    expect(seen?.traceId).toBe(traceId);
+    expect(sub.processed).toBe(1);
+  });
+
+  it("carries a Baton error to the caller, and hides others", async () => {
+    const subject = `${prefix}.rpc.test.fail`;
+    const sub = await b.serve(subject, async (msg) => {
+      if (dec(msg.data) === "known") throw NotFound("42");
+      throw new Error("secret internals");
+    });
+    expect(await failure(a.request(subject, enc("known")))).toEqual({ code: "BATON_TEST_NOT_FOUND", status: 404, retryable: false, message: "workflow 42 not found" });
+    const other = await failure(a.request(subject, enc("other")));
+    await sub.stop();
+    expect(other).toMatchObject({ code: "BATON_BUS_HANDLER_FAILED", status: 500, retryable: true });
+    expect(other.message).not.toContain("secret");
+  });
+
+  it("reports no responders and timeouts", async () => {
+    expect(await failure(a.request(`${prefix}.rpc.test.nobody`, enc("x")))).toMatchObject({ code: "BATON_BUS_NO_RESPONDERS", status: 503, retryable: true });
+    const subject = `${prefix}.rpc.test.slow`;
+    const gate = deferred();
+    const sub = await b.serve(subject, async () => {
+      await gate.promise;
+      return { data: enc("late") };
+    });
+    expect(await failure(a.request(subject, enc("x"), { timeoutMs: 200 }))).toMatchObject({ code: "BATON_BUS_TIMEOUT", status: 504, retryable: true });
+    gate.resolve();
+    await sub.stop();
+  });
+
+  it("answers each request once within a queue group", async () => {
+    const subject = `${prefix}.rpc.test.shared`;
+    const answered: string[] = [];
+    const handler = (who: string) => async (msg: BusMessage) => {
+      answered.push(dec(msg.data));
+      return { data: enc(who) };
+    };
+    const s1 = await a.serve(subject, handler("a"));
+    const s2 = await b.serve(subject, handler("b"));
+    const replies = await Promise.all(Array.from({ length: 20 }, (_, i) => a.request(subject, enc(String(i)))));
+    await Promise.all([s1.stop(), s2.stop()]);
+    expect(replies).toHaveLength(20);
+    expect(answered.sort()).toEqual(Array.from({ length: 20 }, (_, i) => String(i)).sort());
+    expect(s1.processed + s2.processed).toBe(20);
+  });
+
+  it("stop() answers requests in flight, then nobody answers", async () => {
+    const subject = `${prefix}.rpc.test.stop`;
+    const gate = deferred();
+    let started = false;
+    const sub = await b.serve(subject, async () => {
+      started = true;
+      await gate.promise;
+      return { data: enc("done") };
+    });
+    const pending = a.request(subject, enc("x"), { timeoutMs: 10_000 });
+    await waitFor(() => started);
+    const log: string[] = [];
+    const stopped = sub.stop().then(() => void log.push("stopped"));
+    await new Promise((r) => setTimeout(r, 100));
+    log.push("released");
+    gate.resolve();
+    await stopped;
+    expect(log).toEqual(["released", "stopped"]);
+    expect(dec((await pending).data)).toBe("done");
+    expect((await failure(a.request(subject, enc("x")))).code).toBe("BATON_BUS_NO_RESPONDERS");
+  });
+});
+
+describe("kv", () => {
+  it("opens a bucket named after the prefix", async () => {
+    const kv = await a.kv("registry");
+    await kv.put("tool.web.search", enc("worker-1"));
+    const again = await b.kv("registry");
+    expect(dec((await again.get("tool.web.search"))!.value)).toBe("worker-1");
+    expect((await admin.jsm.streams.info(`KV_${prefix}_registry`)).config.name).toBe(`KV_${prefix}_registry`);
+    expect(await failure(a.kv("bad.name"))).toMatchObject({ code: "BATON_BUS_INVALID_OPTIONS" });
+  });
+});
