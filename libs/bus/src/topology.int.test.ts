@@ -35,22 +35,22 @@ afterAll(async () => {
 describe("topology", () => {
   it("is created by connectBus, idempotently, also under concurrency", async () => {
     const [a, b] = await Promise.all([openBus(prefix), openBus(prefix)]);
-    buses.push(a!, b!);
-    await a!.ensureTopology();
-    await a!.ensureTopology();
-    await Promise.all([a!.ensureTopology(), b!.ensureTopology(), a!.ensureTopology()]);
+    buses.push(a, b);
+    await a.ensureTopology();
+    await a.ensureTopology();
+    await Promise.all([a.ensureTopology(), b.ensureTopology(), a.ensureTopology()]);
 
-    expect(a!.streams).toEqual(streamNames(prefix));
+    expect(a.streams).toEqual(streamNames(prefix));
     const names: string[] = [];
     for await (const n of admin.jsm.streams.names()) if (n.startsWith(prefix.toUpperCase())) names.push(n);
     expect(names.sort()).toEqual(Object.values(streamNames(prefix)).sort());
 
-    const events = await admin.jsm.streams.info(a!.streams.events);
+    const events = await admin.jsm.streams.info(a.streams.events);
     expect(events.config).toMatchObject({ retention: "limits", max_age: 7 * 24 * 3600 * 1e9, duplicate_window: 120 * 1e9 });
     expect(events.config.subjects).toEqual([`${prefix}.evt.>`]);
-    const commands = await admin.jsm.streams.info(a!.streams.commands);
+    const commands = await admin.jsm.streams.info(a.streams.commands);
     expect(commands.config).toMatchObject({ retention: "workqueue", subjects: [`${prefix}.cmd.>`] });
-    const tools = await admin.jsm.streams.info(a!.streams.tools);
+    const tools = await admin.jsm.streams.info(a.streams.tools);
     expect(tools.config).toMatchObject({ retention: "workqueue", subjects: [`${prefix}.tool.>`] });
   });
 
