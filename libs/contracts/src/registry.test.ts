@@ -12,6 +12,8 @@ import type { DescMessage } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import {
   CancelExecutionSchema,
+  ChildResultSchema,
+  ExecutionTimerSchema,
   COMMANDS,
   commandSchema,
   createEvent,
@@ -46,8 +48,8 @@ function field(schema: DescMessage, name: string) {
 describe("EVENTS", () => {
   it("lists the event types of the brief", () => {
     expect(eventTypes.sort()).toEqual([
-      "execution.cancelled", "execution.completed", "execution.failed", "execution.paused", "execution.resumed", "execution.started",
-      "learning.sequence", "mcp.generated", "memory.created", "memory.deleted", "node.completed", "node.failed", "node.started",
+      "execution.cancelled", "execution.completed", "execution.emitted", "execution.failed", "execution.paused", "execution.resumed", "execution.started",
+      "learning.sequence", "mcp.generated", "memory.created", "memory.deleted", "node.completed", "node.failed", "node.progress", "node.skipped", "node.started",
       "review.created", "review.resolved", "workflow.created", "workflow.deleted", "workflow.updated",
     ]);
     expect([...EVENT_ENTITIES].sort()).toEqual(["execution", "learning", "mcp", "memory", "node", "review", "workflow"]);
@@ -85,6 +87,8 @@ describe("COMMANDS and RPCS", () => {
       "execution.start": StartExecutionSchema,
       "execution.resume": ResumeExecutionSchema,
       "execution.cancel": CancelExecutionSchema,
+      "execution.timer": ExecutionTimerSchema,
+      "execution.child_result": ChildResultSchema,
       "tool.result": ToolResultSchema,
     });
     expect(RPCS["planner.plan"].request.typeName).toBe("baton.v1.PlanRequest");
@@ -111,7 +115,7 @@ describe("the proto files", () => {
     for (const file of files) {
       for (const m of file.messages) {
         for (const f of m.fields.filter((x) => x.name === "id" || x.name.endsWith("_id"))) {
-          const isText = ["tenant_id", "node_id", "call_id", "worker_id"].includes(f.name);
+          const isText = ["tenant_id", "node_id", "parent_node_id", "call_id", "worker_id", "timer_id"].includes(f.name);
           expect([m.typeName, f.name, f.scalar]).toEqual([m.typeName, f.name, isText ? ScalarType.STRING : ScalarType.INT32]);
         }
       }

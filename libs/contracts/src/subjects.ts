@@ -58,6 +58,8 @@ export interface Subjects {
   toolCall(tool: string): string;
   /** The subject of the tools stream: `{p}.tool.>`. */
   allToolCalls(): string;
+  /** Core-NATS broadcast of `ToolCancel` to every worker: `{p}.rpc.tools.cancel` (no reply). */
+  toolCancel(): string;
   /** The request subject of a method: `{p}.rpc.{name}`, e.g. `baton.rpc.planner.plan`. */
   rpc(name: RpcName): string;
   /** Splits an event subject of this prefix; `undefined` when it is not one. */
@@ -147,6 +149,7 @@ export function subjects(prefix: string): Subjects {
     allCommands: () => `${p}.cmd.>`,
     toolCall: (tool: string) => `${p}.tool.${toolName(tool)}`,
     allToolCalls: () => `${p}.tool.>`,
+    toolCancel: () => `${p}.rpc.tools.cancel`,
     rpc: (name: RpcName) => {
       if (!isRpcName(name)) throw UnknownMessageType("rpc", name);
       return `${p}.rpc.${name}`;

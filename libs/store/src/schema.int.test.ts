@@ -172,7 +172,8 @@ describe("schema.prisma and the SQL migrations", () => {
     const expected = [
       ...model.scalars.filter((f) => f.id).map((f) => ({ name: `${model.table}_pkey`, unique: true, columns: [f.name] })),
       ...model.scalars.filter((f) => f.unique).map((f) => ({ name: `${model.table}_${f.name}_key`, unique: true, columns: [f.name] })),
-      ...model.uniques.map((cols) => ({ name: `${model.table}_${cols.join("_")}_key`, unique: true, columns: cols })),
+      // Postgres cuts identifiers to 63 bytes (NAMEDATALEN - 1); the migration spells the cut name.
+      ...model.uniques.map((cols) => ({ name: `${model.table}_${cols.join("_")}_key`.slice(0, 63), unique: true, columns: cols })),
       ...model.indexes.map((cols) => ({ name: `${model.table}_${cols.join("_")}_idx`, unique: false, columns: cols })),
     ];
     const byName = (a: { name: string }, b: { name: string }) => a.name.localeCompare(b.name);
@@ -246,7 +247,8 @@ describe("every model through the Prisma client", () => {
     const execution = {
       id: 401, tenantId: "t_full", agentWorkflowId: 201, workflowVersion: 3, agentId: 7, sessionId: 8, status: "paused",
       currentState: "review", input: { q: "hi" }, output: { a: 1 }, context: { messages: [] }, checkpoint: { v: 2 },
-      triggerEvent: "manual", tokenUsage: { total: 12 }, parentExecutionId: 400, error: "boom", startedAt: at, completedAt: later,
+      triggerEvent: "manual", tokenUsage: { total: 12 }, parentExecutionId: 400, parentNodeId: "each", childKey: "3.1", definitionRef: "each",
+      forkedFromExecutionId: 400, forkedFromVersion: 5, deadlineAt: later, error: "boom", startedAt: at, completedAt: later,
       createdAt: at, updatedAt: later,
     };
     covers(Prisma.AgentWorkflowExecutionScalarFieldEnum, execution);
@@ -255,8 +257,8 @@ describe("every model through the Prisma client", () => {
 
     const node = {
       id: 501, tenantId: "t_full", executionId: 401, nodeId: "review", nodeType: "agent.humanReview", attempt: 2, status: "paused",
-      input: { x: 1 }, output: [1, 2], tokenUsage: { input: 1 }, toolCalls: [{ tool: "search" }], error: "e", durationMs: 42,
-      startedAt: at, completedAt: later,
+      input: { x: 1 }, output: [1, 2], tokenUsage: { input: 1 }, toolCalls: [{ tool: "search" }], error: "e", errorCode: "BATON_X", retryable: true,
+      stepVersion: 9, durationMs: 42, startedAt: at, completedAt: later,
     };
     covers(Prisma.AgentWorkflowNodeExecutionScalarFieldEnum, node);
     await p.agentWorkflowNodeExecution.create({ data: node });
@@ -287,6 +289,11 @@ describe("every model through the Prisma client", () => {
     covers(Prisma.LearnedSequenceScalarFieldEnum, learned);
     await p.learnedSequence.create({ data: learned });
     expect(await p.learnedSequence.findUnique({ where: { id: 901 } })).toEqual(learned);
+
+    const blob = { id: 1001, tenantId: "t_full", hash: "ab".repeat(32), size: 3, data: [1, 2, 3], createdAt: at };
+    covers(Prisma.BlobScalarFieldEnum, blob);
+    await p.blob.create({ data: blob });
+    expect(await p.blob.findUnique({ where: { id: 1001 } })).toEqual(blob);
   });
 
   it("creates every model from its required fields only; defaults and NULLs read back as declared", async () => {

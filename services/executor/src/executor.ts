@@ -154,6 +154,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
           : { kind: "toolResult", nodeId: m.nodeId, callId: m.callId, ok: false, durationMs: m.durationMs, error: { code: m.error?.code || "BATON_TOOL_FAILED", message: m.error?.message || "tool failed", retryable: m.error?.retryable ?? false } };
         return { executionId: m.executionId, tenantId: m.tenantId, command };
       }
+      default:
+        throw new Error(`the executor does not handle "${cmd.name}" yet`);
     }
   }
 

@@ -18,7 +18,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file baton/v1/commands.proto.
  */
 export const file_baton_v1_commands: GenFile = /*@__PURE__*/
-  fileDesc("ChdiYXRvbi92MS9jb21tYW5kcy5wcm90bxIIYmF0b24udjEixAEKDlN0YXJ0RXhlY3V0aW9uEhQKDGV4ZWN1dGlvbl9pZBgBIAEoBRIRCgl0ZW5hbnRfaWQYAiABKAkSEwoLd29ya2Zsb3dfaWQYAyABKAUSGAoQd29ya2Zsb3dfdmVyc2lvbhgEIAEoBRImCgVpbnB1dBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSGwoTcGFyZW50X2V4ZWN1dGlvbl9pZBgGIAEoBRIVCg10cmlnZ2VyX2V2ZW50GAcgASgJIqUBCg9SZXN1bWVFeGVjdXRpb24SFAoMZXhlY3V0aW9uX2lkGAEgASgFEhEKCXRlbmFudF9pZBgCIAEoCRIPCgdub2RlX2lkGAMgASgJEg4KBmFjdGlvbhgEIAEoCRIlCgRkYXRhGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIPCgdjb21tZW50GAYgASgJEhAKCHJldmlld2VyGAcgASgJIkoKD0NhbmNlbEV4ZWN1dGlvbhIUCgxleGVjdXRpb25faWQYASABKAUSEQoJdGVuYW50X2lkGAIgASgJEg4KBnJlYXNvbhgDIAEoCSKvAQoIVG9vbENhbGwSDwoHY2FsbF9pZBgBIAEoCRIUCgxleGVjdXRpb25faWQYAiABKAUSEQoJdGVuYW50X2lkGAMgASgJEg8KB25vZGVfaWQYBCABKAkSDwoHYXR0ZW1wdBgFIAEoBRIMCgR0b29sGAYgASgJEiUKBGFyZ3MYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhIKCnRpbWVvdXRfbXMYCCABKAUi9gEKClRvb2xSZXN1bHQSDwoHY2FsbF9pZBgBIAEoCRIUCgxleGVjdXRpb25faWQYAiABKAUSEQoJdGVuYW50X2lkGAMgASgJEg8KB25vZGVfaWQYBCABKAkSDwoHYXR0ZW1wdBgFIAEoBRIMCgR0b29sGAYgASgJEgoKAm9rGAcgASgIEiYKBm91dHB1dBgIIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIiCgVlcnJvchgJIAEoCzITLmJhdG9uLnYxLkVycm9ySW5mbxITCgtkdXJhdGlvbl9tcxgKIAEoBRIRCgl3b3JrZXJfaWQYCyABKAliBnByb3RvMw", [file_baton_v1_common, file_google_protobuf_struct]);
+  fileDesc("ChdiYXRvbi92MS9jb21tYW5kcy5wcm90bxIIYmF0b24udjEigAMKDlN0YXJ0RXhlY3V0aW9uEhQKDGV4ZWN1dGlvbl9pZBgBIAEoBRIRCgl0ZW5hbnRfaWQYAiABKAkSEwoLd29ya2Zsb3dfaWQYAyABKAUSGAoQd29ya2Zsb3dfdmVyc2lvbhgEIAEoBRImCgVpbnB1dBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSGwoTcGFyZW50X2V4ZWN1dGlvbl9pZBgGIAEoBRIVCg10cmlnZ2VyX2V2ZW50GAcgASgJEhYKDnBhcmVudF9ub2RlX2lkGAggASgJEhEKCWNoaWxkX2tleRgJIAEoCRIWCg5kZWZpbml0aW9uX3JlZhgKIAEoCRIcChRmb3JrX29mX2V4ZWN1dGlvbl9pZBgLIAEoBRIXCg9mb3JrX29mX3ZlcnNpb24YDCABKAUSLgoNY29udGV4dF9wYXRjaBgNIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEAoIZGVhZGxpbmUYDiABKAkiWwoORXhlY3V0aW9uVGltZXISFAoMZXhlY3V0aW9uX2lkGAEgASgFEhEKCXRlbmFudF9pZBgCIAEoCRIQCgh0aW1lcl9pZBgDIAEoCRIOCgZkdWVfYXQYBCABKAki0gEKC0NoaWxkUmVzdWx0EhQKDGV4ZWN1dGlvbl9pZBgBIAEoBRIRCgl0ZW5hbnRfaWQYAiABKAkSDwoHbm9kZV9pZBgDIAEoCRIRCgljaGlsZF9rZXkYBCABKAkSGgoSY2hpbGRfZXhlY3V0aW9uX2lkGAUgASgFEg4KBnN0YXR1cxgGIAEoCRImCgZvdXRwdXQYByABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIgoFZXJyb3IYCCABKAsyEy5iYXRvbi52MS5FcnJvckluZm8ipQEKD1Jlc3VtZUV4ZWN1dGlvbhIUCgxleGVjdXRpb25faWQYASABKAUSEQoJdGVuYW50X2lkGAIgASgJEg8KB25vZGVfaWQYAyABKAkSDgoGYWN0aW9uGAQgASgJEiUKBGRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB2NvbW1lbnQYBiABKAkSEAoIcmV2aWV3ZXIYByABKAkiSgoPQ2FuY2VsRXhlY3V0aW9uEhQKDGV4ZWN1dGlvbl9pZBgBIAEoBRIRCgl0ZW5hbnRfaWQYAiABKAkSDgoGcmVhc29uGAMgASgJIsgBCghUb29sQ2FsbBIPCgdjYWxsX2lkGAEgASgJEhQKDGV4ZWN1dGlvbl9pZBgCIAEoBRIRCgl0ZW5hbnRfaWQYAyABKAkSDwoHbm9kZV9pZBgEIAEoCRIPCgdhdHRlbXB0GAUgASgFEgwKBHRvb2wYBiABKAkSJQoEYXJncxgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKdGltZW91dF9tcxgIIAEoBRIXCg9pZGVtcG90ZW5jeV9rZXkYCSABKAkiLgoKVG9vbENhbmNlbBIQCghjYWxsX2lkcxgBIAMoCRIOCgZyZWFzb24YAiABKAki9gEKClRvb2xSZXN1bHQSDwoHY2FsbF9pZBgBIAEoCRIUCgxleGVjdXRpb25faWQYAiABKAUSEQoJdGVuYW50X2lkGAMgASgJEg8KB25vZGVfaWQYBCABKAkSDwoHYXR0ZW1wdBgFIAEoBRIMCgR0b29sGAYgASgJEgoKAm9rGAcgASgIEiYKBm91dHB1dBgIIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIiCgVlcnJvchgJIAEoCzITLmJhdG9uLnYxLkVycm9ySW5mbxITCgtkdXJhdGlvbl9tcxgKIAEoBRIRCgl3b3JrZXJfaWQYCyABKAliBnByb3RvMw", [file_baton_v1_common, file_google_protobuf_struct]);
 
 /**
  * Starts an execution that already has its row in the database.
@@ -69,6 +69,55 @@ export type StartExecution = Message<"baton.v1.StartExecution"> & {
    * @generated from field: string trigger_event = 7;
    */
   triggerEvent: string;
+
+  /**
+   * For a sub-workflow run: the parent's node that waits for this run.
+   *
+   * @generated from field: string parent_node_id = 8;
+   */
+  parentNodeId: string;
+
+  /**
+   * For a sub-workflow run: which of the parent node's children this is (e.g. "3.2" = item 3, attempt 2).
+   *
+   * @generated from field: string child_key = 9;
+   */
+  childKey: string;
+
+  /**
+   * Run only the body of this node of the workflow (forEach and subworkflow bodies); empty = the whole graph.
+   *
+   * @generated from field: string definition_ref = 10;
+   */
+  definitionRef: string;
+
+  /**
+   * Fork: start from this execution's checkpoint instead of from the beginning; 0 = not a fork.
+   *
+   * @generated from field: int32 fork_of_execution_id = 11;
+   */
+  forkOfExecutionId: number;
+
+  /**
+   * Fork: the checkpoint version to start from.
+   *
+   * @generated from field: int32 fork_of_version = 12;
+   */
+  forkOfVersion: number;
+
+  /**
+   * Fork: values written into the context (keys are `$.path`s) before the run continues.
+   *
+   * @generated from field: google.protobuf.Struct context_patch = 13;
+   */
+  contextPatch?: JsonObject | undefined;
+
+  /**
+   * Deadline of the whole run (RFC 3339); empty = the workflow's own limit, if any.
+   *
+   * @generated from field: string deadline = 14;
+   */
+  deadline: string;
 };
 
 /**
@@ -77,6 +126,105 @@ export type StartExecution = Message<"baton.v1.StartExecution"> & {
  */
 export const StartExecutionSchema: GenMessage<StartExecution> = /*@__PURE__*/
   messageDesc(file_baton_v1_commands, 0);
+
+/**
+ * A durable timer of an execution came due (delay nodes, retry backoff, node
+ * timeouts, deadlines). Published when the timer is set and delivered again
+ * until `due_at`; the executor ignores a timer its state no longer expects.
+ * Subject: `{p}.cmd.execution.timer`.
+ *
+ * @generated from message baton.v1.ExecutionTimer
+ */
+export type ExecutionTimer = Message<"baton.v1.ExecutionTimer"> & {
+  /**
+   * @generated from field: int32 execution_id = 1;
+   */
+  executionId: number;
+
+  /**
+   * @generated from field: string tenant_id = 2;
+   */
+  tenantId: string;
+
+  /**
+   * Stable id of the timer within the execution, e.g. "retry:fetch:2".
+   *
+   * @generated from field: string timer_id = 3;
+   */
+  timerId: string;
+
+  /**
+   * When the timer fires (RFC 3339).
+   *
+   * @generated from field: string due_at = 4;
+   */
+  dueAt: string;
+};
+
+/**
+ * Describes the message baton.v1.ExecutionTimer.
+ * Use `create(ExecutionTimerSchema)` to create a new message.
+ */
+export const ExecutionTimerSchema: GenMessage<ExecutionTimer> = /*@__PURE__*/
+  messageDesc(file_baton_v1_commands, 1);
+
+/**
+ * A sub-workflow run finished; tells its parent. Subject: `{p}.cmd.execution.child_result`.
+ *
+ * @generated from message baton.v1.ChildResult
+ */
+export type ChildResult = Message<"baton.v1.ChildResult"> & {
+  /**
+   * The parent execution.
+   *
+   * @generated from field: int32 execution_id = 1;
+   */
+  executionId: number;
+
+  /**
+   * @generated from field: string tenant_id = 2;
+   */
+  tenantId: string;
+
+  /**
+   * @generated from field: string node_id = 3;
+   */
+  nodeId: string;
+
+  /**
+   * @generated from field: string child_key = 4;
+   */
+  childKey: string;
+
+  /**
+   * @generated from field: int32 child_execution_id = 5;
+   */
+  childExecutionId: number;
+
+  /**
+   * One of: "completed", "failed", "cancelled".
+   *
+   * @generated from field: string status = 6;
+   */
+  status: string;
+
+  /**
+   * @generated from field: google.protobuf.Value output = 7;
+   */
+  output?: Value | undefined;
+
+  /**
+   * @generated from field: baton.v1.ErrorInfo error = 8;
+   */
+  error?: ErrorInfo | undefined;
+};
+
+/**
+ * Describes the message baton.v1.ChildResult.
+ * Use `create(ChildResultSchema)` to create a new message.
+ */
+export const ChildResultSchema: GenMessage<ChildResult> = /*@__PURE__*/
+  messageDesc(file_baton_v1_commands, 2);
 
 /**
  * Resumes an execution paused at a human-review node.
@@ -134,7 +282,7 @@ export type ResumeExecution = Message<"baton.v1.ResumeExecution"> & {
  * Use `create(ResumeExecutionSchema)` to create a new message.
  */
 export const ResumeExecutionSchema: GenMessage<ResumeExecution> = /*@__PURE__*/
-  messageDesc(file_baton_v1_commands, 1);
+  messageDesc(file_baton_v1_commands, 3);
 
 /**
  * Cancels a running or paused execution.
@@ -164,7 +312,7 @@ export type CancelExecution = Message<"baton.v1.CancelExecution"> & {
  * Use `create(CancelExecutionSchema)` to create a new message.
  */
 export const CancelExecutionSchema: GenMessage<CancelExecution> = /*@__PURE__*/
-  messageDesc(file_baton_v1_commands, 2);
+  messageDesc(file_baton_v1_commands, 4);
 
 /**
  * A tool invocation handed to a worker. Subject: `{p}.tool.{tool}`.
@@ -220,6 +368,14 @@ export type ToolCall = Message<"baton.v1.ToolCall"> & {
    * @generated from field: int32 timeout_ms = 8;
    */
   timeoutMs: number;
+
+  /**
+   * Key for the handler's own side effects: the node's `idempotencyKey` when the
+   * workflow sets one, else `call_id` without the attempt ("{execution}.{node}").
+   *
+   * @generated from field: string idempotency_key = 9;
+   */
+  idempotencyKey: string;
 };
 
 /**
@@ -227,7 +383,32 @@ export type ToolCall = Message<"baton.v1.ToolCall"> & {
  * Use `create(ToolCallSchema)` to create a new message.
  */
 export const ToolCallSchema: GenMessage<ToolCall> = /*@__PURE__*/
-  messageDesc(file_baton_v1_commands, 3);
+  messageDesc(file_baton_v1_commands, 5);
+
+/**
+ * Asks every worker to abort the named calls (execution cancelled, deadline,
+ * node timeout). Core NATS broadcast on `{p}.rpc.tools.cancel`; no reply.
+ *
+ * @generated from message baton.v1.ToolCancel
+ */
+export type ToolCancel = Message<"baton.v1.ToolCancel"> & {
+  /**
+   * @generated from field: repeated string call_ids = 1;
+   */
+  callIds: string[];
+
+  /**
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message baton.v1.ToolCancel.
+ * Use `create(ToolCancelSchema)` to create a new message.
+ */
+export const ToolCancelSchema: GenMessage<ToolCancel> = /*@__PURE__*/
+  messageDesc(file_baton_v1_commands, 6);
 
 /**
  * A worker's answer to a ToolCall. Subject: `{p}.cmd.tool.result`.
@@ -302,5 +483,5 @@ export type ToolResult = Message<"baton.v1.ToolResult"> & {
  * Use `create(ToolResultSchema)` to create a new message.
  */
 export const ToolResultSchema: GenMessage<ToolResult> = /*@__PURE__*/
-  messageDesc(file_baton_v1_commands, 4);
+  messageDesc(file_baton_v1_commands, 7);
 

@@ -24,7 +24,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file baton/v1/events.proto.
  */
 export const file_baton_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("ChViYXRvbi92MS9ldmVudHMucHJvdG8SCGJhdG9uLnYxIn0KD1dvcmtmbG93Q3JlYXRlZBIRCgl0ZW5hbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgoKAmlkGAMgASgFEgwKBG5hbWUYBCABKAkSDAoEc2x1ZxgFIAEoCSKOAQoPV29ya2Zsb3dVcGRhdGVkEhEKCXRlbmFudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASCgoCaWQYAyABKAUSDAoEbmFtZRgEIAEoCRIMCgRzbHVnGAUgASgJEg8KB3ZlcnNpb24YBiABKAUibwoPV29ya2Zsb3dEZWxldGVkEhEKCXRlbmFudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASCgoCaWQYAyABKAUSDAoEc2x1ZxgEIAEoCSKpAQoQRXhlY3V0aW9uU3RhcnRlZBIRCgl0ZW5hbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgoKAmlkGAMgASgFEhkKEWFnZW50X3dvcmtmbG93X2lkGAQgASgFEhAKCGFnZW50X2lkGAUgASgFEhgKEHdvcmtmbG93X3ZlcnNpb24YBiABKAUi4gEKEkV4ZWN1dGlvbkNvbXBsZXRlZBIRCgl0ZW5hbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgoKAmlkGAMgASgFEhkKEWFnZW50X3dvcmtmbG93X2lkGAQgASgFEg4KBnN0YXR1cxgFIAEoCRIpCgt0b2tlbl91c2FnZRgGIAEoCzIULmJhdG9uLnYxLlRva2VuVXNhZ2USJgoGb3V0cHV0GAcgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlIrEBCg9FeGVjdXRpb25GYWlsZWQSEQoJdGVuYW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIKCgJpZBgDIAEoBRIZChFhZ2VudF93b3JrZmxvd19pZBgEIAEoBRIiCgVlcnJvchgFIAEoCzITLmJhdG9uLnYxLkVycm9ySW5mbxIPCgdub2RlX2lkGAYgASgJIp0BCg9FeGVjdXRpb25QYXVzZWQSEQoJdGVuYW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIKCgJpZBgDIAEoBRIZChFhZ2VudF93b3JrZmxvd19pZBgEIAEoBRIPCgdub2RlX2lkGAUgASgJEg4KBnJlYXNvbhgGIAEoCSKgAQoQRXhlY3V0aW9uUmVzdW1lZBIRCgl0ZW5hbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgoKAmlkGAMgASgFEhkKEWFnZW50X3dvcmtmbG93X2lkGAQgASgFEhAKCGRlY2lzaW9uGAUgASgJEg8KB25vZGVfaWQYBiABKAkijwEKEkV4ZWN1dGlvbkNhbmNlbGxlZBIRCgl0ZW5hbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgoKAmlkGAMgASgFEhkKEWFnZW50X3dvcmtmbG93X2lkGAQgASgFEg4KBnJlYXNvbhgFIAEoCSKcAQoLTm9kZVN0YXJ0ZWQSEQoJdGVuYW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxleGVjdXRpb25faWQYAyABKAUSDwoHbm9kZV9pZBgEIAEoCRIRCglub2RlX3R5cGUYBSABKAkSDwoHYXR0ZW1wdBgGIAEoBSLbAQoNTm9kZUNvbXBsZXRlZBIRCgl0ZW5hbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhQKDGV4ZWN1dGlvbl9pZBgDIAEoBRIPCgdub2RlX2lkGAQgASgJEhEKCW5vZGVfdHlwZRgFIAEoCRITCgtkdXJhdGlvbl9tcxgGIAEoBRImCgZvdXRwdXQYByABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSDwoHYXR0ZW1wdBgIIAEoBSLRAQoKTm9kZUZhaWxlZBIRCgl0ZW5hbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhQKDGV4ZWN1dGlvbl9pZBgDIAEoBRIPCgdub2RlX2lkGAQgASgJEhEKCW5vZGVfdHlwZRgFIAEoCRIiCgVlcnJvchgGIAEoCzITLmJhdG9uLnYxLkVycm9ySW5mbxIPCgdhdHRlbXB0GAcgASgFEhAKCHJldHJ5aW5nGAggASgIIp0BCg1SZXZpZXdDcmVhdGVkEhEKCXRlbmFudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcmV2aWV3X2lkGAMgASgFEhQKDGV4ZWN1dGlvbl9pZBgEIAEoBRIPCgdub2RlX2lkGAUgASgJEg4KBnJlYXNvbhgGIAEoCSKgAQoOUmV2aWV3UmVzb2x2ZWQSEQoJdGVuYW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglyZXZpZXdfaWQYAyABKAUSFAoMZXhlY3V0aW9uX2lkGAQgASgFEg8KB25vZGVfaWQYBSABKAkSEAoIZGVjaXNpb24YBiABKAkifgoNTWVtb3J5Q3JlYXRlZBIRCgl0ZW5hbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgoKAmlkGAMgASgFEhAKCGFnZW50X2lkGAQgASgFEgsKA2tleRgFIAEoCSJxCg1NZW1vcnlEZWxldGVkEhEKCXRlbmFudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASCgoCaWQYAyABKAUSEAoIYWdlbnRfaWQYBCABKAUilwEKGExlYXJuaW5nU2VxdWVuY2VSZWNvcmRlZBIRCgl0ZW5hbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhQKDGV4ZWN1dGlvbl9pZBgDIAEoBRINCgV0b29scxgEIAMoCRISCgpzdWNjZXNzZnVsGAUgASgIIoQBCgxNY3BHZW5lcmF0ZWQSEQoJdGVuYW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1tY3Bfc2VydmVyX2lkGAMgASgFEhkKEWFnZW50X3dvcmtmbG93X2lkGAQgASgFYgZwcm90bzM", [file_baton_v1_common, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChViYXRvbi92MS9ldmVudHMucHJvdG8SCGJhdG9uLnYxIn0KD1dvcmtmbG93Q3JlYXRlZBIRCgl0ZW5hbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgoKAmlkGAMgASgFEgwKBG5hbWUYBCABKAkSDAoEc2x1ZxgFIAEoCSKOAQoPV29ya2Zsb3dVcGRhdGVkEhEKCXRlbmFudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASCgoCaWQYAyABKAUSDAoEbmFtZRgEIAEoCRIMCgRzbHVnGAUgASgJEg8KB3ZlcnNpb24YBiABKAUibwoPV29ya2Zsb3dEZWxldGVkEhEKCXRlbmFudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASCgoCaWQYAyABKAUSDAoEc2x1ZxgEIAEoCSKpAQoQRXhlY3V0aW9uU3RhcnRlZBIRCgl0ZW5hbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgoKAmlkGAMgASgFEhkKEWFnZW50X3dvcmtmbG93X2lkGAQgASgFEhAKCGFnZW50X2lkGAUgASgFEhgKEHdvcmtmbG93X3ZlcnNpb24YBiABKAUi4gEKEkV4ZWN1dGlvbkNvbXBsZXRlZBIRCgl0ZW5hbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgoKAmlkGAMgASgFEhkKEWFnZW50X3dvcmtmbG93X2lkGAQgASgFEg4KBnN0YXR1cxgFIAEoCRIpCgt0b2tlbl91c2FnZRgGIAEoCzIULmJhdG9uLnYxLlRva2VuVXNhZ2USJgoGb3V0cHV0GAcgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlIrEBCg9FeGVjdXRpb25GYWlsZWQSEQoJdGVuYW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIKCgJpZBgDIAEoBRIZChFhZ2VudF93b3JrZmxvd19pZBgEIAEoBRIiCgVlcnJvchgFIAEoCzITLmJhdG9uLnYxLkVycm9ySW5mbxIPCgdub2RlX2lkGAYgASgJIp0BCg9FeGVjdXRpb25QYXVzZWQSEQoJdGVuYW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIKCgJpZBgDIAEoBRIZChFhZ2VudF93b3JrZmxvd19pZBgEIAEoBRIPCgdub2RlX2lkGAUgASgJEg4KBnJlYXNvbhgGIAEoCSKgAQoQRXhlY3V0aW9uUmVzdW1lZBIRCgl0ZW5hbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgoKAmlkGAMgASgFEhkKEWFnZW50X3dvcmtmbG93X2lkGAQgASgFEhAKCGRlY2lzaW9uGAUgASgJEg8KB25vZGVfaWQYBiABKAkijwEKEkV4ZWN1dGlvbkNhbmNlbGxlZBIRCgl0ZW5hbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgoKAmlkGAMgASgFEhkKEWFnZW50X3dvcmtmbG93X2lkGAQgASgFEg4KBnJlYXNvbhgFIAEoCSKcAQoLTm9kZVN0YXJ0ZWQSEQoJdGVuYW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxleGVjdXRpb25faWQYAyABKAUSDwoHbm9kZV9pZBgEIAEoCRIRCglub2RlX3R5cGUYBSABKAkSDwoHYXR0ZW1wdBgGIAEoBSLbAQoNTm9kZUNvbXBsZXRlZBIRCgl0ZW5hbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhQKDGV4ZWN1dGlvbl9pZBgDIAEoBRIPCgdub2RlX2lkGAQgASgJEhEKCW5vZGVfdHlwZRgFIAEoCRITCgtkdXJhdGlvbl9tcxgGIAEoBRImCgZvdXRwdXQYByABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSDwoHYXR0ZW1wdBgIIAEoBSLRAQoKTm9kZUZhaWxlZBIRCgl0ZW5hbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhQKDGV4ZWN1dGlvbl9pZBgDIAEoBRIPCgdub2RlX2lkGAQgASgJEhEKCW5vZGVfdHlwZRgFIAEoCRIiCgVlcnJvchgGIAEoCzITLmJhdG9uLnYxLkVycm9ySW5mbxIPCgdhdHRlbXB0GAcgASgFEhAKCHJldHJ5aW5nGAggASgIIp0BCg1SZXZpZXdDcmVhdGVkEhEKCXRlbmFudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcmV2aWV3X2lkGAMgASgFEhQKDGV4ZWN1dGlvbl9pZBgEIAEoBRIPCgdub2RlX2lkGAUgASgJEg4KBnJlYXNvbhgGIAEoCSKgAQoOUmV2aWV3UmVzb2x2ZWQSEQoJdGVuYW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglyZXZpZXdfaWQYAyABKAUSFAoMZXhlY3V0aW9uX2lkGAQgASgFEg8KB25vZGVfaWQYBSABKAkSEAoIZGVjaXNpb24YBiABKAkifgoNTWVtb3J5Q3JlYXRlZBIRCgl0ZW5hbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgoKAmlkGAMgASgFEhAKCGFnZW50X2lkGAQgASgFEgsKA2tleRgFIAEoCSJxCg1NZW1vcnlEZWxldGVkEhEKCXRlbmFudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASCgoCaWQYAyABKAUSEAoIYWdlbnRfaWQYBCABKAUilwEKGExlYXJuaW5nU2VxdWVuY2VSZWNvcmRlZBIRCgl0ZW5hbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhQKDGV4ZWN1dGlvbl9pZBgDIAEoBRINCgV0b29scxgEIAMoCRISCgpzdWNjZXNzZnVsGAUgASgIIoQBCgxNY3BHZW5lcmF0ZWQSEQoJdGVuYW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1tY3Bfc2VydmVyX2lkGAMgASgFEhkKEWFnZW50X3dvcmtmbG93X2lkGAQgASgFIosBCgtOb2RlU2tpcHBlZBIRCgl0ZW5hbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhQKDGV4ZWN1dGlvbl9pZBgDIAEoBRIPCgdub2RlX2lkGAQgASgJEhEKCW5vZGVfdHlwZRgFIAEoCSLTAQoMTm9kZVByb2dyZXNzEhEKCXRlbmFudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoMZXhlY3V0aW9uX2lkGAMgASgFEg8KB25vZGVfaWQYBCABKAkSDwoHY2FsbF9pZBgFIAEoCRIQCghmcmFjdGlvbhgGIAEoARIPCgdtZXNzYWdlGAcgASgJEiQKBGRhdGEYCCABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUiwgEKEEV4ZWN1dGlvbkVtaXR0ZWQSEQoJdGVuYW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIKCgJpZBgDIAEoBRIZChFhZ2VudF93b3JrZmxvd19pZBgEIAEoBRIPCgdub2RlX2lkGAUgASgJEgwKBG5hbWUYBiABKAkSJAoEZGF0YRgHIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZWIGcHJvdG8z", [file_baton_v1_common, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Type "workflow.created": a workflow definition was created.
@@ -821,4 +821,150 @@ export type McpGenerated = Message<"baton.v1.McpGenerated"> & {
  */
 export const McpGeneratedSchema: GenMessage<McpGenerated> = /*@__PURE__*/
   messageDesc(file_baton_v1_events, 17);
+
+/**
+ * Type "node.skipped": a node will not run in this pass (its branch was not taken).
+ *
+ * @generated from message baton.v1.NodeSkipped
+ */
+export type NodeSkipped = Message<"baton.v1.NodeSkipped"> & {
+  /**
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: int32 execution_id = 3;
+   */
+  executionId: number;
+
+  /**
+   * @generated from field: string node_id = 4;
+   */
+  nodeId: string;
+
+  /**
+   * @generated from field: string node_type = 5;
+   */
+  nodeType: string;
+};
+
+/**
+ * Describes the message baton.v1.NodeSkipped.
+ * Use `create(NodeSkippedSchema)` to create a new message.
+ */
+export const NodeSkippedSchema: GenMessage<NodeSkipped> = /*@__PURE__*/
+  messageDesc(file_baton_v1_events, 18);
+
+/**
+ * Type "node.progress": a running tool reported progress.
+ *
+ * @generated from message baton.v1.NodeProgress
+ */
+export type NodeProgress = Message<"baton.v1.NodeProgress"> & {
+  /**
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: int32 execution_id = 3;
+   */
+  executionId: number;
+
+  /**
+   * @generated from field: string node_id = 4;
+   */
+  nodeId: string;
+
+  /**
+   * @generated from field: string call_id = 5;
+   */
+  callId: string;
+
+  /**
+   * Fraction done, 0 to 1; negative when unknown.
+   *
+   * @generated from field: double fraction = 6;
+   */
+  fraction: number;
+
+  /**
+   * @generated from field: string message = 7;
+   */
+  message: string;
+
+  /**
+   * @generated from field: google.protobuf.Value data = 8;
+   */
+  data?: Value | undefined;
+};
+
+/**
+ * Describes the message baton.v1.NodeProgress.
+ * Use `create(NodeProgressSchema)` to create a new message.
+ */
+export const NodeProgressSchema: GenMessage<NodeProgress> = /*@__PURE__*/
+  messageDesc(file_baton_v1_events, 19);
+
+/**
+ * Type "execution.emitted": a custom event published by an `emit` node.
+ *
+ * @generated from message baton.v1.ExecutionEmitted
+ */
+export type ExecutionEmitted = Message<"baton.v1.ExecutionEmitted"> & {
+  /**
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: int32 id = 3;
+   */
+  id: number;
+
+  /**
+   * @generated from field: int32 agent_workflow_id = 4;
+   */
+  agentWorkflowId: number;
+
+  /**
+   * @generated from field: string node_id = 5;
+   */
+  nodeId: string;
+
+  /**
+   * The event name the workflow chose.
+   *
+   * @generated from field: string name = 6;
+   */
+  name: string;
+
+  /**
+   * @generated from field: google.protobuf.Value data = 7;
+   */
+  data?: Value | undefined;
+};
+
+/**
+ * Describes the message baton.v1.ExecutionEmitted.
+ * Use `create(ExecutionEmittedSchema)` to create a new message.
+ */
+export const ExecutionEmittedSchema: GenMessage<ExecutionEmitted> = /*@__PURE__*/
+  messageDesc(file_baton_v1_events, 20);
 
