@@ -41,8 +41,8 @@ export interface Reply {
 
 /** Options of {@link Bus.serve}. */
 export interface ServeOptions {
-  /** Queue group: one member answers each request. @default "baton" */
-  queue?: string;
+  /** Queue group: one member answers each request; `false` = every subscriber gets every message (broadcast). @default "baton" */
+  queue?: string | false;
 }
 
 /** Options of {@link Bus.kv}. */
@@ -97,6 +97,11 @@ export interface Bus {
    * BATON_BUS_HANDLER_FAILED, their message only logged).
    */
   serve(subject: string, handler: (msg: BusMessage) => Promise<Reply>, opts?: ServeOptions): Promise<Subscription>;
+  /**
+   * Core NATS publish, fire and forget, to every subscriber (e.g. `serve(..., { queue: false })`):
+   * for signals that are useless once missed, such as "cancel these calls".
+   */
+  broadcast(subject: string, data: Uint8Array, meta?: MessageMeta): Promise<void>;
   /** Opens (creating if needed) the KV bucket `{prefix}_{bucket}` (prefix with `.` → `_`). */
   kv(bucket: string, opts?: KvBucketOptions): Promise<KV>;
   isConnected(): boolean;
@@ -359,6 +364,14 @@ class NatsBus implements Bus {
     );
   }
 
+  async broadcast(subject: string, data: Uint8Array, meta?: MessageMeta): Promise<void> {
+    this.#assertOpen("broadcast");
+    if (!isValidSubject(subject)) throw BusInvalidOptions("broadcast subject", [`"${subject}" is not a subject`]);
+    const h = buildHeaders(meta, injectTraceContext({}));
+    this.#nc.publish(subject, data, h === undefined ? {} : { headers: h });
+    await this.#nc.flush();
+  }
+
   async serve(subject: string, handler: (msg: BusMessage) => Promise<Reply>, opts: ServeOptions = {}): Promise<Subscription> {
     this.#assertOpen("serve");
     if (!isValidFilter(subject)) throw BusInvalidOptions("serve subject", [`"${subject}" is not a subject`]);
@@ -404,7 +417,7 @@ class NatsBus implements Bus {
     };
 
     const sub = this.#nc.subscribe(subject, {
-      queue,
+      ...(queue === false ? {} : { queue }),
       callback: (err, m) => {
         if (err !== null) {
           log.error("subscription failed", { err });

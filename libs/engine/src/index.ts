@@ -8,12 +8,18 @@ export { collectPaths, looksLikePath, parsePath, readPath, resolveTemplate, writ
 export type { ParsedPath, PathSegment } from "./path.ts";
 export {
   CONDITION_OPS, NODE_TYPES, NODE_TYPE_ALIASES, PLANNED_NODE_TYPES, canonicalType,
-  edgeSchema, nodeSchema, workflowDefinitionSchema, jsonValue,
+  bodySchema, edgeSchema, nodeSchema, workflowDefinitionSchema, jsonValue, retryPolicySchema,
 } from "./model.ts";
-export type { EdgeDefinition, NodeDefinition, NodeTypeSpec, WorkflowDefinition } from "./model.ts";
-export { validateWorkflow, workflowDefinitionJsonSchema } from "./validate.ts";
-export type { ValidationIssue, ValidationResult } from "./validate.ts";
+export type { EdgeDefinition, Join, NodeDefinition, NodeTypeSpec, RetryPolicy, WorkflowDefinition, WorkflowRef } from "./model.ts";
+export { validateInput, validateWorkflow, workflowDefinitionJsonSchema } from "./validate.ts";
+export type { ValidateOptions, ValidationIssue, ValidationResult } from "./validate.ts";
+export { compileExpression, evaluateExpression, expressionError } from "./expr.ts";
+export { BlobsNeeded, collectRefs, isBlobRef, resolveRefs } from "./refs.ts";
+export type { BlobRef } from "./refs.ts";
+export { graphOf } from "./graph.ts";
 export { evaluateCondition } from "./condition.ts";
-export { isFinished, isInline, step, toolCallId } from "./step.ts";
+export { backoffDelay, forkState, isFinished, isInline, step, TIMEOUT_GRACE_MS, toolCallId } from "./step.ts";
 export type { StepInput, StepResult } from "./step.ts";
-export type { Command, Effect, EngineEvent, ExecutionError, ExecutionState, ExecutionStatus, JournalEntry, NodeRun, NodeStatus } from "./state.ts";
+export type { Command, Effect, EngineEvent, ExecutionError, ExecutionState, ExecutionStatus, FanItem, JournalEntry, NodeRun, NodeStatus, TimerState } from "./state.ts";
+export { replayJournal } from "./replay.ts";
+export type { ReplayInput, ReplayResult } from "./replay.ts";

@@ -24,7 +24,18 @@ export const jsonValue: z.ZodType<JsonValue> = z.lazy(() =>
 export const retryPolicySchema = z.object({
   /** Attempts in all, the first included. @default 1 */
   maxAttempts: z.number().int().min(1).max(100).default(1),
+  /** Wait before the second attempt; 0 retries at once. @default 1000 */
+  initialDelayMs: z.number().int().min(0).max(86_400_000).default(1000),
+  /** Each further wait is the previous one times this. @default 2 */
+  backoffMultiplier: z.number().min(1).max(10).default(2),
+  /** Cap of one wait. @default 60000 */
+  maxDelayMs: z.number().int().min(0).max(86_400_000).default(60_000),
+  /** Each wait varies by up to this fraction either way (derived from the call id, so replays agree). @default 0.2 */
+  jitter: z.number().min(0).max(1).default(0.2),
 });
+
+/** How a node's incoming edges combine: all decided and one taken (default), the first taken, or n taken. */
+export const joinSchema = z.union([z.literal("all"), z.literal("any"), z.object({ n: z.number().int().min(1) })]);
 
 export const nodeSchema = z.object({
   id: z.string().regex(/^[A-Za-z_][A-Za-z0-9_-]{0,63}$/, "node ids are 1-64 letters, digits, _ or -, starting with a letter or _"),
@@ -38,27 +49,51 @@ export const nodeSchema = z.object({
   retry: retryPolicySchema.optional(),
   /** Per-attempt time limit for the node's work (tool calls). */
   timeoutMs: z.number().int().min(1).max(86_400_000).optional(),
+  /** Key handed to tool handlers for their own side effects (a value or `$.path`). @default "<executionId>.<nodeId>" */
+  idempotencyKey: z.string().min(1).max(256).optional(),
+  /** @default "all" */
+  join: joinSchema.optional(),
+  /** "first": only the first out-edge (in definition order) whose label and guard match is taken. @default "all" */
+  branching: z.enum(["all", "first"]).optional(),
+  /** Bounds re-entering this node through a cycle. */
+  maxVisits: z.number().int().min(1).max(100_000).optional(),
 });
 
 export const edgeSchema = z.object({
   from: z.string(),
   to: z.string(),
   when: z.string().optional(),
+  /** Guard: a JSONata expression over the context (`$output` = the source node's output); the edge is taken only when truthy. */
+  condition: z.string().min(1).optional(),
 });
 
-export const workflowDefinitionSchema = z.object({
+export const limitsSchema = z.object({
+  /** Nodes of one execution doing outside work (tool calls, children, items) at once. @default unlimited */
+  maxConcurrency: z.number().int().min(1).max(10_000).optional(),
+  /** The execution fails with BATON_DEADLINE_EXCEEDED this long after it starts. */
+  deadlineMs: z.number().int().min(1).max(30 * 86_400_000).optional(),
+});
+
+const definitionShape = {
   /** Definition format version. @default 1 */
   schemaVersion: z.literal(1).default(1),
   start: z.string().optional(),
+  /** JSON Schema the execution input must satisfy. */
+  inputSchema: z.record(z.string(), jsonValue).optional(),
+  limits: limitsSchema.optional(),
   nodes: z.array(nodeSchema),
   edges: z.array(edgeSchema).default([]),
   /** Execution output: keys mapped to `$.path`s. Default: the last finished node's output. */
   output: z.record(z.string(), jsonValue).optional(),
-});
+};
+
+export const workflowDefinitionSchema = z.object(definitionShape);
 
 export type NodeDefinition = z.infer<typeof nodeSchema>;
 export type EdgeDefinition = z.infer<typeof edgeSchema>;
 export type WorkflowDefinition = z.infer<typeof workflowDefinitionSchema> & { start: string };
+export type RetryPolicy = z.infer<typeof retryPolicySchema>;
+export type Join = z.infer<typeof joinSchema>;
 
 /** Comparison operators of the condition node. */
 export const CONDITION_OPS = ["eq", "ne", "gt", "gte", "lt", "lte", "exists", "truthy", "in", "contains"] as const;
@@ -69,7 +104,11 @@ export const conditionConfigSchema = z.object({
   right: jsonValue.optional(),
 });
 
-export const toolConfigSchema = z.object({ tool: z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, "tool names are dot-separated words") });
+const toolName = z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, "tool names are dot-separated words");
+export const toolConfigSchema = z.union([
+  z.object({ tool: toolName }).strict(),
+  z.object({ calls: z.array(z.object({ tool: toolName, input: z.record(z.string(), jsonValue).default({}) })).min(1).max(256) }).strict(),
+], { error: "a tool node needs config.tool (one call with the node input) or config.calls (several calls at once)" });
 
 export const reviewConfigSchema = z.object({
   /** Shown to the reviewer and to `execution.paused` subscribers. @default "review required" */
@@ -79,6 +118,60 @@ export const reviewConfigSchema = z.object({
 });
 
 export const setVariableConfigSchema = z.object({ values: z.record(z.string(), jsonValue) });
+
+export const transformConfigSchema = z.object({ expression: z.string().min(1) });
+
+export const delayConfigSchema = z.union([
+  z.object({ ms: z.union([z.number().int().min(0).max(366 * 86_400_000), z.string().startsWith("$")]) }).strict(),
+  z.object({ until: z.string().min(1) }).strict(),
+], { error: "a delay needs config.ms (milliseconds or a $.path) or config.until (an ISO time or a $.path)" });
+
+export const emitConfigSchema = z.object({
+  event: z.string().regex(/^[A-Za-z0-9_.-]{1,128}$/, "event names are letters, digits, _, - and ."),
+  data: jsonValue.optional(),
+});
+
+export const workflowRefSchema = z.object({
+  id: z.number().int().positive().optional(),
+  slug: z.string().min(1).optional(),
+  /** @default the workflow's current version when the child starts */
+  version: z.number().int().positive().optional(),
+}).refine((r) => r.id !== undefined || r.slug !== undefined, { message: "a workflow reference needs id or slug" });
+
+export const subworkflowConfigSchema = z.object({ workflow: workflowRefSchema });
+
+export const whileLoopConfigSchema = z.object({
+  condition: z.union([z.string().min(1), conditionConfigSchema]),
+  maxIterations: z.number().int().min(1).max(100_000),
+  /** What reaching maxIterations does. @default "fail" */
+  onLimit: z.enum(["fail", "exit"]).default("fail"),
+});
+
+export const bodySchema = z.object({
+  start: z.string().optional(),
+  nodes: z.array(nodeSchema).min(1),
+  edges: z.array(edgeSchema).default([]),
+  output: z.record(z.string(), jsonValue).optional(),
+});
+
+export const forEachConfigSchema = z.object({
+  /** `$.path` of the list. */
+  items: z.string().startsWith("$"),
+  /** Items in flight at once. @default 4 */
+  concurrency: z.number().int().min(1).max(256).default(4),
+  tool: toolName.optional(),
+  workflow: workflowRefSchema.optional(),
+  body: bodySchema.optional(),
+  /** Input of each item's call or run; `$.item` and `$.index` are the item and its position. @default { "item": "$.item" } for workflows, "$.item" as the tool's args */
+  itemInput: jsonValue.optional(),
+  /** JSONata over `{ results, items }`; its value becomes the node output instead of the results. */
+  reduce: z.string().min(1).optional(),
+  /** Record a failed item as `{ "error": {code, message} }` instead of failing the node. @default false */
+  continueOnError: z.boolean().default(false),
+}).refine((c) => [c.tool, c.workflow, c.body].filter((x) => x !== undefined).length === 1, { message: "forEach needs exactly one of tool, workflow or body" });
+
+export type ForEachConfig = z.infer<typeof forEachConfigSchema>;
+export type WorkflowRef = z.infer<typeof workflowRefSchema>;
 
 export interface NodeTypeSpec {
   /** Runs inside the executor without leaving it. */
@@ -91,9 +184,15 @@ export interface NodeTypeSpec {
 /** Node types this engine executes. */
 export const NODE_TYPES: Readonly<Record<string, NodeTypeSpec>> = Object.freeze({
   tool: { inline: false, branches: [], config: toolConfigSchema },
-  condition: { inline: true, branches: ["true", "false"], config: conditionConfigSchema },
-  "agent.humanReview": { inline: false, branches: ["approved", "rejected"], config: reviewConfigSchema },
+  condition: { inline: true, branches: ["true", "false"], config: z.union([conditionConfigSchema, transformConfigSchema]) },
+  transform: { inline: true, branches: [], config: transformConfigSchema },
   setVariable: { inline: true, branches: [], config: setVariableConfigSchema },
+  delay: { inline: false, branches: [], config: delayConfigSchema },
+  emit: { inline: true, branches: [], config: emitConfigSchema },
+  forEach: { inline: false, branches: [], config: forEachConfigSchema },
+  whileLoop: { inline: true, branches: ["body", "exit"], config: whileLoopConfigSchema },
+  subworkflow: { inline: false, branches: [], config: subworkflowConfigSchema },
+  "agent.humanReview": { inline: false, branches: ["approved", "rejected"], config: reviewConfigSchema },
 });
 
 /** Aliases accepted in definitions, mapped to the canonical type. */
@@ -101,7 +200,6 @@ export const NODE_TYPE_ALIASES: Readonly<Record<string, string>> = Object.freeze
 
 /** Types named by the seeds that this version cannot execute yet; validation says so. */
 export const PLANNED_NODE_TYPES: readonly string[] = [
-  "transform", "delay", "emit", "forEach", "whileLoop", "subworkflow",
   "agent.llm", "agent.toolExecutor", "agent.toolLoop", "agent.prompt", "agent.memory.read", "agent.memory.write",
   "agent.embed", "agent.rag", "agent.imageGen", "agent.subagent",
 ];

@@ -7,14 +7,48 @@ import type { JsonObject, JsonValue } from "./json.ts";
 export type ExecutionStatus = "running" | "paused" | "completed" | "failed" | "cancelled";
 export type NodeStatus = "waiting" | "running" | "paused" | "completed" | "failed" | "skipped";
 
+/** One unit of outside work of a fan node (a forEach item or one call of a multi-call tool node). */
+export interface FanItem {
+  /** "pending" not started; "running" call or child outstanding. */
+  status: "pending" | "running" | "done";
+  attempts: number;
+  /** The outstanding call id (tools) or child key (workflows). */
+  key?: string;
+  result?: JsonValue;
+}
+
 export interface NodeRun {
   status: NodeStatus;
+  /** Counts every start of the node (retries and loop visits alike); the journal's key. */
   attempt: number;
+  /** Starts of the node through its incoming edges (loop iterations); retries do not count. */
+  visits?: number;
+  /** `attempt` when the current visit began, so retries count per visit. */
+  visitStartAttempt?: number;
   startedAt?: string;
   completedAt?: string;
   /** Idempotency key of the outstanding tool call. */
   callId?: string;
+  /** A timer the node waits for (retry backoff, delay). */
+  timerId?: string;
+  /** Outstanding child execution key (subworkflow). */
+  childKey?: string;
+  /** Fan-out bookkeeping (forEach, multi-call tool nodes). */
+  fan?: { items: FanItem[]; concurrency: number };
+  /** Loop iterations decided by a whileLoop node. */
+  iterations?: number;
   error?: string;
+  /** Resolved input of the current attempt, kept for retries and the journal. */
+  input?: JsonValue;
+}
+
+/** A durable timer the execution waits for. */
+export interface TimerState {
+  dueAt: string;
+  kind: "retry" | "delay" | "timeout" | "deadline";
+  nodeId?: string;
+  /** For node timeouts: the call the timer guards. */
+  callId?: string;
 }
 
 export interface ExecutionError {
@@ -35,6 +69,17 @@ export interface ExecutionState {
   nodes: Record<string, NodeRun>;
   /** Edge decisions, keyed `from->to`: taken or dead. */
   edges: Record<string, "taken" | "dead">;
+  /** Edges leaving a cycle that were not taken: decided dead only once the graph is quiet (the cycle may still take them). */
+  deferred?: string[];
+  /** Timers not yet fired, by id. */
+  timers?: Record<string, TimerState>;
+  deadlineAt?: string;
+  /** Set when this run is a sub-workflow of another execution. */
+  parent?: { executionId: number; nodeId: string; childKey: string };
+  /** Set when this run was forked from another execution's checkpoint. */
+  forkedFrom?: { executionId: number; version: number };
+  /** Which body of the workflow this run executes (forEach / subworkflow bodies), "" = the whole graph. */
+  definitionRef?: string;
   /** Nodes whose inputs are settled and that have not started yet, in order. */
   ready: string[];
   pause?: { nodeId: string; reason: string; seq: number };
@@ -49,6 +94,8 @@ export interface ExecutionState {
 
 export type EngineEvent =
   | { kind: "node.started"; nodeId: string; nodeType: string; attempt: number }
+  | { kind: "node.skipped"; nodeId: string; nodeType: string }
+  | { kind: "execution.emitted"; nodeId: string; name: string; data: JsonValue }
   | { kind: "node.completed"; nodeId: string; nodeType: string; attempt: number; durationMs: number; output: JsonValue }
   | { kind: "node.failed"; nodeId: string; nodeType: string; attempt: number; code: string; error: string; retrying: boolean }
   | { kind: "execution.started" }
@@ -66,6 +113,8 @@ export interface JournalEntry {
   input?: JsonValue;
   output?: JsonValue;
   error?: string;
+  errorCode?: string;
+  retryable?: boolean;
   durationMs?: number;
   startedAt?: string;
   completedAt?: string;
@@ -75,15 +124,31 @@ export interface JournalEntry {
 export type Effect =
   | { kind: "emit"; event: EngineEvent }
   | { kind: "journal"; entry: JournalEntry }
-  | { kind: "callTool"; nodeId: string; callId: string; tool: string; args: JsonObject; attempt: number; timeoutMs?: number }
-  | { kind: "review"; nodeId: string; reason: string; subject: JsonValue; seq: number };
+  | { kind: "callTool"; nodeId: string; callId: string; tool: string; args: JsonObject; attempt: number; idempotencyKey: string; timeoutMs?: number }
+  | { kind: "cancelTools"; callIds: string[]; reason: string }
+  | { kind: "review"; nodeId: string; reason: string; subject: JsonValue; seq: number }
+  | { kind: "setTimer"; timerId: string; dueAt: string }
+  /** Start (or find) the child run `childKey` of `nodeId`: a stored workflow, or a body of this definition (`definitionRef`). */
+  | { kind: "startChild"; nodeId: string; childKey: string; workflow?: { id?: number; slug?: string; version?: number }; definitionRef?: string; input: JsonObject }
+  | { kind: "cancelChildren"; nodeId: string; childKeys: string[]; reason: string };
 
 /** What drives an execution forward. */
 export type Command =
-  | { kind: "start"; input: JsonObject }
+  | {
+    kind: "start";
+    input: JsonObject;
+    /** RFC 3339 deadline of the run; else the definition's `limits.deadlineMs`. */
+    deadline?: string;
+    parent?: { executionId: number; nodeId: string; childKey: string };
+    definitionRef?: string;
+    /** Start from another execution's checkpoint (time travel). */
+    fork?: { state: ExecutionState; executionId: number; version: number; contextPatch?: JsonObject };
+  }
   | { kind: "toolResult"; nodeId: string; callId: string; ok: true; output: JsonValue; durationMs: number }
   | { kind: "toolResult"; nodeId: string; callId: string; ok: false; error: { code: string; message: string; retryable: boolean }; durationMs: number }
   | { kind: "resume"; nodeId: string; action: "approve" | "edit" | "reject"; data?: JsonObject; comment?: string; reviewer?: string }
   | { kind: "cancel"; reason: string }
+  | { kind: "timer"; timerId: string }
+  | { kind: "childResult"; nodeId: string; childKey: string; status: "completed" | "failed" | "cancelled"; output?: JsonValue; error?: { code: string; message: string } }
   /** Runs the next ready inline node, if any. */
   | { kind: "continue" };

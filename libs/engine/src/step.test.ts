@@ -1,18 +1,15 @@
 /**
- * Rules checked: a start creates the state and readies the start node; each
- * `continue` moves one node; condition branches are taken and the other branch
- * is skipped (dead-path elimination) while the join still runs; tool results
- * complete nodes and duplicates are ignored; retryable failures retry up to
- * maxAttempts; human review pauses and approve / edit / reject resume it;
- * cancel finishes the execution; finished executions ignore every command.
+ * The step function, driven through every control-flow shape with a simulated
+ * outside world: tools answer from functions, timers fire in due order on a
+ * virtual clock, child runs execute recursively, people answer reviews.
  */
 import { describe, expect, it } from "@jest/globals";
 import { readFileSync } from "node:fs";
-import { step, validateWorkflow } from "./index.ts";
-import type { Command, Effect, ExecutionState, JsonObject, JsonValue, WorkflowDefinition } from "./index.ts";
+import { backoffDelay, forkState, replayJournal, step, validateWorkflow } from "./index.ts";
+import type { Command, Effect, ExecutionState, JournalEntry, JsonObject, JsonValue, WorkflowDefinition } from "./index.ts";
 
 const quickstart = JSON.parse(readFileSync(new URL("../../../examples/quickstart/workflow.json", import.meta.url), "utf8")) as { definition: unknown };
-const input = (JSON.parse(readFileSync(new URL("../../../examples/quickstart/input.json", import.meta.url), "utf8")) as { input: JsonObject }).input;
+const qsInput = (JSON.parse(readFileSync(new URL("../../../examples/quickstart/input.json", import.meta.url), "utf8")) as { input: JsonObject }).input;
 
 function def(d: unknown): WorkflowDefinition {
   const v = validateWorkflow(d);
@@ -21,141 +18,448 @@ function def(d: unknown): WorkflowDefinition {
 }
 
 const identity = { executionId: 7, tenantId: "t_1", workflowId: 1, workflowVersion: 1 };
-let clock = 0;
-const now = () => new Date(Date.UTC(2026, 0, 1, 0, 0, clock++)).toISOString();
+type ToolFn = (args: JsonObject, callId: string) => { ok: true; output: JsonValue } | { ok: false; retryable: boolean; message: string; code?: string } | "hang";
+type Tools = Record<string, ToolFn>;
 
-type Tools = Record<string, (args: JsonObject) => { ok: true; output: JsonValue } | { ok: false; retryable: boolean; message: string }>;
+interface World {
+  tools?: Tools;
+  /** Stored workflows for subworkflow nodes, by slug. */
+  workflows?: Record<string, WorkflowDefinition>;
+  /** Stop before delivering this many tool calls (simulates in-flight work). */
+  holdCalls?: boolean;
+}
 
-/** Drives an execution until it waits on nothing but people, collecting every effect. */
-function drive(d: WorkflowDefinition, tools: Tools, state: ExecutionState | null, first: Command): { state: ExecutionState; effects: Effect[] } {
+interface Run {
+  state: ExecutionState;
+  effects: Effect[];
+  events: string[];
+  journal: JournalEntry[];
+  now: number;
+}
+
+let t0 = Date.UTC(2026, 0, 1);
+
+/** Drives an execution until it waits on nothing but people (or held calls). */
+async function drive(d: WorkflowDefinition, world: World, state: ExecutionState | null, first: Command, id = identity): Promise<Run> {
   const effects: Effect[] = [];
   const queue: Command[] = [first];
+  const timers: { id: string; due: number }[] = [];
   let s = state;
-  while (queue.length) {
-    const r = step({ definition: d, state: s, command: queue.shift()!, now: now(), identity });
+  let now = t0;
+  for (;;) {
+    if (queue.length === 0) {
+      if (timers.length === 0) break;
+      timers.sort((a, b) => a.due - b.due);
+      const t = timers.shift()!;
+      now = Math.max(now, t.due);
+      queue.push({ kind: "timer", timerId: t.id });
+    }
+    now += 1;
+    const r = await step({ definition: d, state: s, command: queue.shift()!, now: new Date(now).toISOString(), identity: id });
     s = r.state;
     effects.push(...r.effects);
     if (r.more) queue.push({ kind: "continue" });
     for (const e of r.effects) {
-      if (e.kind !== "callTool") continue;
-      const res = tools[e.tool]!(e.args);
-      queue.push(res.ok
-        ? { kind: "toolResult", nodeId: e.nodeId, callId: e.callId, ok: true, output: res.output, durationMs: 1 }
-        : { kind: "toolResult", nodeId: e.nodeId, callId: e.callId, ok: false, error: { code: "E", message: res.message, retryable: res.retryable }, durationMs: 1 });
+      if (e.kind === "setTimer") timers.push({ id: e.timerId, due: Date.parse(e.dueAt) });
+      if (e.kind === "callTool" && !world.holdCalls) {
+        const res = world.tools![e.tool]!(e.args, e.callId);
+        if (res === "hang") continue;
+        queue.push(res.ok
+          ? { kind: "toolResult", nodeId: e.nodeId, callId: e.callId, ok: true, output: res.output, durationMs: 1 }
+          : { kind: "toolResult", nodeId: e.nodeId, callId: e.callId, ok: false, error: { code: res.code ?? "E_TOOL", message: res.message, retryable: res.retryable }, durationMs: 1 });
+      }
+      if (e.kind === "startChild") {
+        const childDef = e.workflow ? world.workflows![e.workflow.slug!]! : bodyOf(d, e.definitionRef!);
+        const child = await drive(childDef, world, null, { kind: "start", input: e.input }, { ...id, executionId: id.executionId * 100 + effects.length });
+        queue.push({ kind: "childResult", nodeId: e.nodeId, childKey: e.childKey, status: child.state.status as "completed", output: child.state.output ?? null, ...(child.state.error ? { error: child.state.error } : {}) });
+      }
     }
   }
-  return { state: s!, effects };
+  t0 = now + 1000;
+  return {
+    state: s!,
+    effects,
+    events: effects.flatMap((e) => (e.kind === "emit" ? [`${e.event.kind}${"nodeId" in e.event ? ":" + e.event.nodeId : ""}`] : [])),
+    journal: effects.flatMap((e) => (e.kind === "journal" ? [e.entry] : [])),
+    now,
+  };
 }
 
-const sum: Tools[string] = (a) => {
-  const items = a.values as { amount: number }[];
-  return { ok: true, output: { sum: items.reduce((x, i) => x + i.amount, 0), count: items.length } };
-};
-const template: Tools[string] = (a) => ({ ok: true, output: { text: `${JSON.stringify(a.template)}|${JSON.stringify(a.values)}` } });
-const events = (effects: Effect[]) => effects.flatMap((e) => (e.kind === "emit" ? [`${e.event.kind}${"nodeId" in e.event ? ":" + e.event.nodeId : ""}`] : []));
+function bodyOf(d: WorkflowDefinition, ref: string): WorkflowDefinition {
+  const n = d.nodes.find((x) => x.id === ref.split("/").pop())!;
+  return def(n.config.body);
+}
 
-describe("step", () => {
+const echo: ToolFn = (a) => ({ ok: true, output: a });
+const calls = (r: Run) => r.effects.flatMap((e) => (e.kind === "callTool" ? [e] : []));
+
+describe("step: sequence, branches, reviews (the quickstart)", () => {
   const d = def(quickstart.definition);
+  const sum: ToolFn = (a) => {
+    const items = a.values as { amount: number }[];
+    return { ok: true, output: { sum: items.reduce((x, i) => x + i.amount, 0), count: items.length } };
+  };
+  const template: ToolFn = (a) => ({ ok: true, output: { text: `${JSON.stringify(a.template)}|${JSON.stringify(a.values)}` } });
+  const tools = { "math.sum": sum, "text.template": template };
 
-  it("runs tool → condition → taken branch → review and pauses there, skipping the other branch", () => {
-    const { state, effects } = drive(d, { "math.sum": sum, "text.template": template }, null, { kind: "start", input });
-    expect(state.status).toBe("paused");
-    expect(state.pause).toEqual({ nodeId: "review", reason: "Expense report needs a manager's approval", seq: 1 });
-    expect(state.nodes.routine!.status).toBe("skipped");
-    expect(state.nodes.flag!.status).toBe("completed");
-    expect(events(effects)).toEqual([
+  it("runs tool → condition → taken branch → review and pauses there, skipping the other branch", async () => {
+    const r = await drive(d, { tools }, null, { kind: "start", input: qsInput });
+    expect(r.state.status).toBe("paused");
+    expect(r.state.pause).toEqual({ nodeId: "review", reason: "Expense report needs a manager's approval", seq: 1 });
+    expect(r.state.nodes.routine!.status).toBe("skipped");
+    expect(r.events).toEqual([
       "execution.started", "node.started:total", "node.completed:total", "node.started:large", "node.completed:large",
-      "node.started:flag", "node.completed:flag", "node.started:review", "execution.paused:review",
+      "node.skipped:routine", "node.started:flag", "node.completed:flag", "node.started:review", "execution.paused:review",
     ]);
-    expect(effects.find((e) => e.kind === "review")).toMatchObject({ subject: { employee: "Ada", amount: 455 } });
+    expect(r.effects.find((e) => e.kind === "review")).toMatchObject({ subject: { employee: "Ada", amount: 455 } });
   });
 
-  it("takes the false branch for small amounts and still reaches the join", () => {
-    const { state } = drive(d, { "math.sum": sum, "text.template": template }, null, { kind: "start", input: { employee: "Bo", items: [{ amount: 5 }] } });
-    expect(state.nodes.flag!.status).toBe("skipped");
-    expect(state.nodes.routine!.status).toBe("completed");
-    expect(state.context.note).toEqual({ text: "routine expense" });
-    expect(state.status).toBe("paused");
+  it("approve completes with the mapped output; edit passes the data on; reject fails with a stable code", async () => {
+    const paused = (await drive(d, { tools }, null, { kind: "start", input: qsInput })).state;
+    const approved = await drive(d, { tools }, paused, { kind: "resume", nodeId: "review", action: "approve", reviewer: "grace" });
+    expect(approved.state.status).toBe("completed");
+    expect(approved.state.output).toMatchObject({ decision: "approve", amount: 455 });
+    const edited = await drive(d, { tools }, paused, { kind: "resume", nodeId: "review", action: "edit", data: { employee: "Ada", amount: 400 } });
+    expect(edited.state.output).toMatchObject({ decision: "edit", amount: 400 });
+    const rejected = await drive(d, { tools }, paused, { kind: "resume", nodeId: "review", action: "reject", comment: "no receipts" });
+    expect(rejected.state.status).toBe("failed");
+    expect(rejected.state.error).toMatchObject({ code: "BATON_REVIEW_REJECTED", nodeId: "review" });
   });
 
-  it("approve continues to the last tool and completes with the mapped output", () => {
-    const paused = drive(d, { "math.sum": sum, "text.template": template }, null, { kind: "start", input }).state;
-    const { state, effects } = drive(d, { "math.sum": sum, "text.template": template }, paused, { kind: "resume", nodeId: "review", action: "approve", reviewer: "grace" });
-    expect(state.status).toBe("completed");
-    expect(events(effects)).toEqual(["execution.resumed:review", "node.completed:review", "node.started:file", "node.completed:file", "execution.completed"]);
-    expect(state.output).toMatchObject({ decision: "approve", amount: 455 });
-  });
-
-  it("edit hands the edited data to the next node", () => {
-    const paused = drive(d, { "math.sum": sum, "text.template": template }, null, { kind: "start", input }).state;
-    const { state } = drive(d, { "math.sum": sum, "text.template": template }, paused, { kind: "resume", nodeId: "review", action: "edit", data: { employee: "Ada", amount: 400 } });
-    expect(state.status).toBe("completed");
-    expect(state.output).toMatchObject({ decision: "edit", amount: 400 });
-    expect(JSON.stringify((state.context.file as JsonObject).text)).toContain('amount');
-  });
-
-  it("reject without a rejected edge fails the execution with a stable code", () => {
-    const paused = drive(d, { "math.sum": sum, "text.template": template }, null, { kind: "start", input }).state;
-    const { state } = drive(d, {}, paused, { kind: "resume", nodeId: "review", action: "reject", comment: "no receipts" });
-    expect(state.status).toBe("failed");
-    expect(state.error).toMatchObject({ code: "BATON_REVIEW_REJECTED", nodeId: "review" });
-  });
-
-  it("ignores a resume for another node, a duplicate tool result and any command after the end", () => {
-    const paused = drive(d, { "math.sum": sum, "text.template": template }, null, { kind: "start", input }).state;
-    expect(step({ definition: d, state: paused, command: { kind: "resume", nodeId: "total", action: "approve" }, now: now() }).ignored).toMatch(/not paused/);
-    const dup = step({ definition: d, state: paused, command: { kind: "toolResult", nodeId: "total", callId: "7.total.1", ok: true, output: 1, durationMs: 1 }, now: now() });
+  it("ignores a resume for another node, a duplicate tool result and any command after the end", async () => {
+    const paused = (await drive(d, { tools }, null, { kind: "start", input: qsInput })).state;
+    const now = new Date(t0).toISOString();
+    expect((await step({ definition: d, state: paused, command: { kind: "resume", nodeId: "total", action: "approve" }, now })).ignored).toMatch(/not paused/);
+    const dup = await step({ definition: d, state: paused, command: { kind: "toolResult", nodeId: "total", callId: "7.total.1", ok: true, output: 1, durationMs: 1 }, now });
     expect(dup.ignored).toBeDefined();
     expect(dup.state).toEqual(paused);
-    const done = drive(d, { "math.sum": sum, "text.template": template }, paused, { kind: "resume", nodeId: "review", action: "approve" }).state;
-    expect(step({ definition: d, state: done, command: { kind: "cancel", reason: "x" }, now: now() }).ignored).toMatch(/completed/);
-    expect(step({ definition: d, state: done, command: { kind: "start", input: {} }, now: now() }).ignored).toBeDefined();
+    const done = (await drive(d, { tools }, paused, { kind: "resume", nodeId: "review", action: "approve" })).state;
+    expect((await step({ definition: d, state: done, command: { kind: "cancel", reason: "x" }, now })).ignored).toMatch(/completed/);
+  });
+});
+
+describe("step: parallel fan-out and joins", () => {
+  const fan = (join?: unknown) => def({
+    start: "s",
+    nodes: [
+      { id: "s", type: "setVariable", config: { values: { x: 1 } } },
+      { id: "a", type: "tool", config: { tool: "slow" }, input: { v: "A" } },
+      { id: "b", type: "tool", config: { tool: "fast" }, input: { v: "B" } },
+      { id: "c", type: "tool", config: { tool: "fast" }, input: { v: "C" } },
+      { id: "j", type: "transform", config: { expression: "[a.v, b.v, c.v]" }, ...(join ? { join } : {}) },
+    ],
+    edges: [{ from: "s", to: "a" }, { from: "s", to: "b" }, { from: "s", to: "c" }, { from: "a", to: "j" }, { from: "b", to: "j" }, { from: "c", to: "j" }],
   });
 
-  it("retries retryable failures up to maxAttempts, then fails the execution", () => {
-    const flaky = def({ start: "a", nodes: [{ id: "a", type: "tool", config: { tool: "f" }, retry: { maxAttempts: 3 } }] });
-    let calls = 0;
-    const okOnThird = drive(flaky, { f: () => (++calls < 3 ? { ok: false, retryable: true, message: "busy" } : { ok: true, output: "done" }) }, null, { kind: "start", input: {} });
-    expect(okOnThird.state.status).toBe("completed");
-    expect(okOnThird.state.nodes.a!.attempt).toBe(3);
-    expect(okOnThird.effects.filter((e) => e.kind === "callTool").map((e) => (e as { callId: string }).callId)).toEqual(["7.a.1", "7.a.2", "7.a.3"]);
-    const never = drive(flaky, { f: () => ({ ok: false, retryable: true, message: "down" }) }, null, { kind: "start", input: {} });
-    expect(never.state.status).toBe("failed");
-    expect(never.state.error!.message).toContain("after 3 attempt(s)");
-    const fatal = drive(flaky, { f: () => ({ ok: false, retryable: false, message: "bad args" }) }, null, { kind: "start", input: {} });
-    expect(fatal.state.nodes.a!.attempt).toBe(1);
-    expect(fatal.state.status).toBe("failed");
+  it("starts every ready branch in the same step, and an all-join waits for all", async () => {
+    const first = await step({ definition: fan(), state: null, command: { kind: "start", input: {} }, now: new Date(t0).toISOString(), identity });
+    expect(first.effects.filter((e) => e.kind === "callTool").map((e) => (e as { nodeId: string }).nodeId)).toEqual(["a", "b", "c"]);
+    const r = await drive(fan(), { tools: { slow: echo, fast: echo } }, null, { kind: "start", input: {} });
+    expect(r.state.status).toBe("completed");
+    expect(r.state.output).toEqual(["A", "B", "C"]);
   });
 
-  it("runs parallel branches and joins when both have finished", () => {
-    const fan = def({
-      start: "s",
-      nodes: [{ id: "s", type: "setVariable", config: { values: { x: 1 } } }, { id: "a", type: "tool", config: { tool: "t" } }, { id: "b", type: "tool", config: { tool: "t" } }, { id: "j", type: "setVariable", config: { values: { a: "$.a", b: "$.b" } } }],
-      edges: [{ from: "s", to: "a" }, { from: "s", to: "b" }, { from: "a", to: "j" }, { from: "b", to: "j" }],
+  it("an any-join fires on the first arrival and runs once", async () => {
+    const onlyB: ToolFn = (a) => (a.v === "B" ? { ok: true, output: a } : "hang");
+    const r = await drive(fan("any"), { tools: { slow: onlyB, fast: onlyB } }, null, { kind: "start", input: {} });
+    expect(r.state.nodes.j!.status).toBe("completed");
+    expect(r.state.context.j).toEqual(["B"]); // JSONata drops the missing a.v and c.v
+    expect(r.state.status).toBe("running"); // a and c are still out
+    const late = await drive(fan("any"), { tools: { slow: echo, fast: echo } }, r.state, { kind: "toolResult", nodeId: "c", callId: "7.c.1", ok: true, output: { v: "C" }, durationMs: 1 });
+    expect(late.journal.filter((j) => j.nodeId === "j")).toHaveLength(0);
+  });
+
+  it("an n-of join fires once n branches arrived", async () => {
+    const notA: ToolFn = (a) => (a.v === "A" ? "hang" : { ok: true, output: a });
+    const r = await drive(fan({ n: 2 }), { tools: { slow: notA, fast: notA } }, null, { kind: "start", input: {} });
+    expect(r.state.context.j).toEqual(["B", "C"]);
+    expect(r.state.nodes.a!.status).toBe("running");
+  });
+
+  it("caps the nodes in flight with limits.maxConcurrency", async () => {
+    const d = fan();
+    const capped = def({ ...d, limits: { maxConcurrency: 1 } });
+    const first = await step({ definition: capped, state: null, command: { kind: "start", input: {} }, now: new Date(t0).toISOString(), identity });
+    expect(first.effects.filter((e) => e.kind === "callTool")).toHaveLength(1);
+    const r = await drive(capped, { tools: { slow: echo, fast: echo } }, null, { kind: "start", input: {} });
+    expect(r.state.output).toEqual(["A", "B", "C"]);
+  });
+
+  it("runs several calls of one tool node at once and keeps their order", async () => {
+    const d = def({ nodes: [{ id: "m", type: "tool", config: { calls: [{ tool: "echo", input: { n: 1 } }, { tool: "echo", input: { n: "$.input.x" } }] } }] });
+    const r = await drive(d, { tools: { echo } }, null, { kind: "start", input: { x: 2 } });
+    expect(calls(r)).toHaveLength(2);
+    expect(r.state.output).toEqual([{ n: 1 }, { n: 2 }]);
+  });
+});
+
+describe("step: guards, transform, setVariable, emit", () => {
+  it("edge guards decide branches; branching first takes only the first match", async () => {
+    const d = def({
+      start: "s", nodes: [
+        { id: "s", type: "transform", config: { expression: "input.n * 2" }, branching: "first" },
+        { id: "big", type: "setVariable", config: { values: { size: "big" } } },
+        { id: "any", type: "setVariable", config: { values: { size: "any" } } },
+      ],
+      edges: [{ from: "s", to: "big", condition: "$output > 10" }, { from: "s", to: "any" }],
     });
-    let s = step({ definition: fan, state: null, command: { kind: "start", input: {} }, now: now(), identity }).state;
-    s = step({ definition: fan, state: s, command: { kind: "continue" }, now: now() }).state;
-    const ra = step({ definition: fan, state: s, command: { kind: "continue" }, now: now() });
-    const rb = step({ definition: fan, state: ra.state, command: { kind: "continue" }, now: now() });
-    expect(rb.state.nodes.a!.status).toBe("running");
-    expect(rb.state.nodes.b!.status).toBe("running");
-    const afterA = step({ definition: fan, state: rb.state, command: { kind: "toolResult", nodeId: "a", callId: "7.a.1", ok: true, output: "A", durationMs: 1 }, now: now() });
-    expect(afterA.state.ready).toEqual([]);
-    const afterB = step({ definition: fan, state: afterA.state, command: { kind: "toolResult", nodeId: "b", callId: "7.b.1", ok: true, output: "B", durationMs: 1 }, now: now() });
-    expect(afterB.state.ready).toEqual(["j"]);
-    const end = step({ definition: fan, state: afterB.state, command: { kind: "continue" }, now: now() });
-    expect(end.state.status).toBe("completed");
-    expect(end.state.output).toEqual({ a: "A", b: "B" });
+    const big = await drive(d, {}, null, { kind: "start", input: { n: 6 } });
+    expect(big.state.nodes.big!.status).toBe("completed");
+    expect(big.state.nodes.any!.status).toBe("skipped");
+    const small = await drive(d, {}, null, { kind: "start", input: { n: 2 } });
+    expect(small.state.nodes.big!.status).toBe("skipped");
+    expect(small.state.output).toEqual({ size: "any" });
   });
 
-  it("cancel marks running nodes and ends the execution as cancelled", () => {
-    const one = def({ start: "a", nodes: [{ id: "a", type: "tool", config: { tool: "t" } }] });
-    let s = step({ definition: one, state: null, command: { kind: "start", input: {} }, now: now(), identity }).state;
-    s = step({ definition: one, state: s, command: { kind: "continue" }, now: now() }).state;
-    const r = step({ definition: one, state: s, command: { kind: "cancel", reason: "user" }, now: now() });
+  it("setVariable writes $.path keys into the context; emit publishes a custom event", async () => {
+    const d = def({
+      nodes: [
+        { id: "v", type: "setVariable", config: { values: { "$.vars.count": 3, plain: "$.input.a" } } },
+        { id: "e", type: "emit", config: { event: "order.shipped", data: { count: "$.vars.count" } } },
+      ],
+      edges: [{ from: "v", to: "e" }],
+    });
+    const r = await drive(d, {}, null, { kind: "start", input: { a: "x" } });
+    expect(r.state.context.vars).toEqual({ count: 3 });
+    expect(r.state.context.v).toEqual({ plain: "x" });
+    expect(r.effects).toContainEqual({ kind: "emit", event: { kind: "execution.emitted", nodeId: "e", name: "order.shipped", data: { count: 3 } } });
+  });
+
+  it("a failing expression fails the node with a stable code", async () => {
+    const d = def({ nodes: [{ id: "x", type: "transform", config: { expression: "$error('nope')" } }] });
+    const r = await drive(d, {}, null, { kind: "start", input: {} });
+    expect(r.state.status).toBe("failed");
+    expect(r.state.error).toMatchObject({ code: "BATON_EXPRESSION_FAILED", nodeId: "x" });
+  });
+});
+
+describe("step: loops", () => {
+  const loop = (max: number, onLimit = "fail") => def({
+    start: "init",
+    nodes: [
+      { id: "init", type: "setVariable", config: { values: { "$.vars.i": 0, "$.vars.seen": [] } } },
+      { id: "loop", type: "whileLoop", config: { condition: "vars.i < input.n", maxIterations: max, onLimit } },
+      { id: "work", type: "tool", config: { tool: "echo" }, input: { i: "$.vars.i" } },
+      { id: "inc", type: "setVariable", config: { values: { "$.vars.i": "$.vars.next" } } },
+      { id: "done", type: "transform", config: { expression: "{ 'i': vars.i, 'loops': loop.iterations }" } },
+    ],
+    edges: [
+      { from: "init", to: "loop" }, { from: "loop", to: "work", when: "body" }, { from: "work", to: "inc" },
+      { from: "inc", to: "loop" }, { from: "loop", to: "done", when: "exit" },
+    ],
+  });
+  const tools: Tools = { echo: (a) => ({ ok: true, output: a }) };
+
+  it("runs the body until the condition is false, counting iterations, and re-runs body nodes each time", async () => {
+    // The "inc" step needs i+1; compute it in the tool so the loop advances.
+    const t: Tools = { echo: (a) => ({ ok: true, output: a }) };
+    const d = def({
+      ...loop(10),
+      nodes: loop(10).nodes.map((n) => (n.id === "inc" ? { ...n, type: "setVariable", config: { values: { "$.vars.i": "$.work.next" } } } : n.id === "work" ? { ...n, type: "transform", config: { expression: "{ 'next': vars.i + 1 }" } } : n)),
+    });
+    const r = await drive(d, { tools: t }, null, { kind: "start", input: { n: 3 } });
+    expect(r.state.status).toBe("completed");
+    expect(r.state.output).toEqual({ i: 3, loops: 3 });
+    expect(r.journal.filter((j) => j.nodeId === "work" && j.status === "completed").map((j) => j.attempt)).toEqual([1, 2, 3]);
+    expect(r.state.nodes.done!.status).toBe("completed");
+  });
+
+  it("fails at maxIterations (or exits with onLimit: exit)", async () => {
+    const forever = (onLimit: string) => def({
+      ...loop(2, onLimit),
+      nodes: loop(2, onLimit).nodes.map((n) => (n.id === "inc" ? { ...n, config: { values: { "$.vars.i": 0 } } } : n)),
+    });
+    const failed = await drive(forever("fail"), { tools }, null, { kind: "start", input: { n: 1 } });
+    expect(failed.state.status).toBe("failed");
+    expect(failed.state.error).toMatchObject({ code: "BATON_LOOP_LIMIT", nodeId: "loop" });
+    const exited = await drive(forever("exit"), { tools }, null, { kind: "start", input: { n: 1 } });
+    expect(exited.state.status).toBe("completed");
+    expect(exited.state.output).toEqual({ i: 0, loops: 2 });
+  });
+
+  it("a state-machine cycle bounded by maxVisits runs until its exit transition is taken", async () => {
+    const d = def({
+      start: "ask",
+      nodes: [
+        { id: "ask", type: "tool", config: { tool: "guess" }, input: { n: "$.vars.n" }, branching: "first", maxVisits: 5 },
+        { id: "count", type: "setVariable", config: { values: { "$.vars.n": "$.ask.next" } } },
+        { id: "win", type: "setVariable", config: { values: { won: true } } },
+      ],
+      edges: [{ from: "ask", to: "win", condition: "ask.hit" }, { from: "ask", to: "count" }, { from: "count", to: "ask" }],
+    });
+    const guess: ToolFn = (a) => {
+      const n = typeof a.n === "number" ? a.n : 0;
+      return { ok: true, output: { hit: n >= 2, next: n + 1 } };
+    };
+    const r = await drive(d, { tools: { guess } }, null, { kind: "start", input: {} });
+    expect(r.state.status).toBe("completed");
+    expect(r.state.output).toEqual({ won: true });
+    expect(r.state.nodes.ask!.visits).toBe(3);
+    const never = await drive(d, { tools: { guess: () => ({ ok: true, output: { hit: false, next: 0 } }) } }, null, { kind: "start", input: {} });
+    expect(never.state.error).toMatchObject({ code: "BATON_LOOP_LIMIT", nodeId: "ask" });
+  });
+});
+
+describe("step: forEach and sub-workflows", () => {
+  it("maps a tool over a list with a concurrency cap, in order, then reduces", async () => {
+    const d = def({ nodes: [{ id: "each", type: "forEach", config: { items: "$.input.xs", tool: "sq", concurrency: 2, itemInput: { x: "$.item", i: "$.index" }, reduce: "$sum(results.y)" } }] });
+    const first = await step({ definition: d, state: null, command: { kind: "start", input: { xs: [1, 2, 3, 4, 5] } }, now: new Date(t0).toISOString(), identity });
+    expect(first.effects.filter((e) => e.kind === "callTool")).toHaveLength(2);
+    const r = await drive(d, { tools: { sq: (a) => ({ ok: true, output: { y: (a.x as number) ** 2, i: a.i } }) } }, null, { kind: "start", input: { xs: [1, 2, 3, 4, 5] } });
+    expect(r.state.output).toBe(55);
+    expect(calls(r)).toHaveLength(5);
+  });
+
+  it("fails on an item's error unless continueOnError; an empty list completes at once", async () => {
+    const mk = (continueOnError: boolean) => def({ nodes: [{ id: "each", type: "forEach", config: { items: "$.input.xs", tool: "t", continueOnError } }] });
+    const t: ToolFn = (a) => (a.value === 2 ? { ok: false, retryable: false, message: "two", code: "E_TWO" } : { ok: true, output: a.value ?? null });
+    const failed = await drive(mk(false), { tools: { t } }, null, { kind: "start", input: { xs: [1, 2, 3] } });
+    expect(failed.state.error).toMatchObject({ code: "E_TWO", nodeId: "each" });
+    const kept = await drive(mk(true), { tools: { t } }, null, { kind: "start", input: { xs: [1, 2, 3] } });
+    expect(kept.state.output).toEqual([1, { error: { code: "E_TWO", message: "two" } }, 3]);
+    const empty = await drive(mk(false), { tools: { t } }, null, { kind: "start", input: { xs: [] } });
+    expect(empty.state.output).toEqual([]);
+    const notList = await drive(mk(false), { tools: { t } }, null, { kind: "start", input: { xs: 5 } });
+    expect(notList.state.error).toMatchObject({ code: "BATON_FOREACH_NOT_A_LIST" });
+  });
+
+  it("runs an inline body as a child run per item", async () => {
+    const d = def({
+      nodes: [{
+        id: "each", type: "forEach",
+        config: { items: "$.input.xs", body: { nodes: [{ id: "dbl", type: "transform", config: { expression: "input.item * 2" } }] } },
+      }],
+    });
+    const r = await drive(d, {}, null, { kind: "start", input: { xs: [1, 2, 3] } });
+    expect(r.state.output).toEqual([2, 4, 6]);
+    expect(r.effects.filter((e) => e.kind === "startChild").map((e) => (e as { definitionRef: string }).definitionRef)).toEqual(["each", "each", "each"]);
+  });
+
+  it("a subworkflow node waits for its child and takes its output; a failed child fails the node", async () => {
+    const child = def({ nodes: [{ id: "c", type: "transform", config: { expression: "input.q & '!'" } }] });
+    const d = def({ nodes: [{ id: "sub", type: "subworkflow", config: { workflow: { slug: "shout" } }, input: { q: "$.input.q" } }] });
+    const r = await drive(d, { workflows: { shout: child } }, null, { kind: "start", input: { q: "hi" } });
+    expect(r.state.output).toBe("hi!");
+    const bad = def({ nodes: [{ id: "c", type: "transform", config: { expression: "$error('child broke')" } }] });
+    const f = await drive(d, { workflows: { shout: bad } }, null, { kind: "start", input: { q: "hi" } });
+    expect(f.state.status).toBe("failed");
+    expect(f.state.error).toMatchObject({ code: "BATON_EXPRESSION_FAILED", nodeId: "sub" });
+  });
+});
+
+describe("step: retries, timeouts, delays, deadlines, cancel", () => {
+  it("retries with exponential backoff timers, then succeeds or gives up", async () => {
+    const d = def({ nodes: [{ id: "a", type: "tool", config: { tool: "f" }, retry: { maxAttempts: 3, initialDelayMs: 1000, jitter: 0 } }] });
+    let n = 0;
+    const ok = await drive(d, { tools: { f: () => (++n < 3 ? { ok: false, retryable: true, message: "busy" } : { ok: true, output: "done" }) } }, null, { kind: "start", input: {} });
+    expect(ok.state.status).toBe("completed");
+    expect(calls(ok).map((c) => c.callId)).toEqual(["7.a.1", "7.a.2", "7.a.3"]);
+    const timers = ok.effects.flatMap((e) => (e.kind === "setTimer" ? [e] : []));
+    expect(timers.map((t) => t.timerId)).toEqual(["retry:a:1", "retry:a:2"]);
+    const waits = ok.effects.filter((e) => e.kind === "setTimer").map((e, i) => Date.parse((e as { dueAt: string }).dueAt) - Date.parse(ok.journal.filter((j) => j.status === "failed")[i]!.completedAt!));
+    expect(waits).toEqual([1000, 2000]);
+    const never = await drive(d, { tools: { f: () => ({ ok: false, retryable: true, message: "down" }) } }, null, { kind: "start", input: {} });
+    expect(never.state.error!.message).toContain("after 3 attempt(s)");
+    const fatal = await drive(d, { tools: { f: () => ({ ok: false, retryable: false, message: "bad args" }) } }, null, { kind: "start", input: {} });
+    expect(fatal.state.nodes.a!.attempt).toBe(1);
+  });
+
+  it("backoff is capped and its jitter is deterministic per call", () => {
+    const p = { maxAttempts: 10, initialDelayMs: 100, backoffMultiplier: 3, maxDelayMs: 1000, jitter: 0.5 };
+    expect(backoffDelay(p, 1, "x")).toBe(backoffDelay(p, 1, "x"));
+    expect(backoffDelay({ ...p, jitter: 0 }, 5, "x")).toBe(1000);
+    for (const seed of ["a", "b", "c", "d"]) {
+      const d = backoffDelay(p, 2, seed);
+      expect(d).toBeGreaterThanOrEqual(150);
+      expect(d).toBeLessThanOrEqual(450);
+    }
+  });
+
+  it("a call without a result past timeoutMs (plus grace) is cancelled and retried", async () => {
+    const d = def({ nodes: [{ id: "a", type: "tool", config: { tool: "f" }, timeoutMs: 1000, retry: { maxAttempts: 2, initialDelayMs: 0 } }] });
+    let n = 0;
+    const r = await drive(d, { tools: { f: () => (++n === 1 ? "hang" : { ok: true, output: "second" }) } }, null, { kind: "start", input: {} });
+    expect(r.state.output).toBe("second");
+    expect(r.effects).toContainEqual({ kind: "cancelTools", callIds: ["7.a.1"], reason: "node timeout" });
+    expect(r.journal).toContainEqual(expect.objectContaining({ nodeId: "a", attempt: 1, status: "failed", errorCode: "BATON_NODE_TIMEOUT" }));
+  });
+
+  it("a delay node waits for its durable timer", async () => {
+    const d = def({ nodes: [{ id: "w", type: "delay", config: { ms: 60000 } }] });
+    const first = await step({ definition: d, state: null, command: { kind: "start", input: {} }, now: "2026-01-01T00:00:00.000Z", identity });
+    expect(first.effects).toContainEqual({ kind: "setTimer", timerId: "delay:w:1", dueAt: "2026-01-01T00:01:00.000Z" });
+    expect(first.state.status).toBe("running");
+    const early = await step({ definition: d, state: first.state, command: { kind: "timer", timerId: "nope" }, now: "2026-01-01T00:01:00.000Z" });
+    expect(early.ignored).toBeDefined();
+    const fired = await step({ definition: d, state: first.state, command: { kind: "timer", timerId: "delay:w:1" }, now: "2026-01-01T00:01:00.000Z" });
+    expect(fired.state.status).toBe("completed");
+  });
+
+  it("the deadline fails the execution and cancels what is running", async () => {
+    const d = def({ limits: { deadlineMs: 5000 }, nodes: [{ id: "a", type: "tool", config: { tool: "f" } }] });
+    const r = await drive(d, { tools: { f: () => "hang" } }, null, { kind: "start", input: {} });
+    expect(r.state.status).toBe("failed");
+    expect(r.state.error!.code).toBe("BATON_DEADLINE_EXCEEDED");
+    expect(r.effects).toContainEqual(expect.objectContaining({ kind: "cancelTools", callIds: ["7.a.1"] }));
+  });
+
+  it("cancel stops running calls and children and leaves a consistent record", async () => {
+    const d = def({ nodes: [{ id: "a", type: "tool", config: { tool: "f" } }] });
+    const running = await drive(d, { tools: { f: () => "hang" } }, null, { kind: "start", input: {} });
+    const r = await step({ definition: d, state: running.state, command: { kind: "cancel", reason: "user" }, now: new Date(t0).toISOString() });
     expect(r.state.status).toBe("cancelled");
-    expect(r.effects).toContainEqual(expect.objectContaining({ kind: "journal", entry: expect.objectContaining({ nodeId: "a", status: "failed", error: "cancelled" }) }));
-    const late = step({ definition: one, state: r.state, command: { kind: "toolResult", nodeId: "a", callId: "7.a.1", ok: true, output: 1, durationMs: 1 }, now: now() });
+    expect(r.effects).toContainEqual({ kind: "cancelTools", callIds: ["7.a.1"], reason: "cancelled" });
+    expect(r.effects).toContainEqual(expect.objectContaining({ kind: "journal", entry: expect.objectContaining({ nodeId: "a", status: "failed", errorCode: "BATON_CANCELLED" }) }));
+    const late = await step({ definition: d, state: r.state, command: { kind: "toolResult", nodeId: "a", callId: "7.a.1", ok: true, output: 1, durationMs: 1 }, now: new Date(t0).toISOString() });
     expect(late.ignored).toBeDefined();
+  });
+});
+
+describe("step: references, forks and replay", () => {
+  it("reads through blob references and asks for blobs it lacks", async () => {
+    const d = def({ nodes: [{ id: "a", type: "tool", config: { tool: "big" } }, { id: "b", type: "transform", config: { expression: "$count(a.rows)" } }], edges: [{ from: "a", to: "b" }] });
+    const s1 = await step({ definition: d, state: null, command: { kind: "start", input: {} }, now: new Date(t0).toISOString(), identity });
+    const s2 = await step({ definition: d, state: s1.state, command: { kind: "toolResult", nodeId: "a", callId: "7.a.1", ok: true, output: { $ref: "blob:abc", size: 99999 }, durationMs: 1 }, now: new Date(t0).toISOString() });
+    await expect(step({ definition: d, state: s2.state, command: { kind: "continue" }, now: new Date(t0).toISOString() })).rejects.toMatchObject({ name: "BlobsNeeded", refs: ["blob:abc"] });
+    const s3 = await step({ definition: d, state: s2.state, command: { kind: "continue" }, now: new Date(t0).toISOString(), blobs: new Map([["blob:abc", { rows: [1, 2, 3] }]]) });
+    expect(s3.state.output).toBe(3);
+    expect(s3.state.context.a).toEqual({ $ref: "blob:abc", size: 99999 });
+  });
+
+  it("a fork starts from a checkpoint with edited context and re-runs what was in flight", async () => {
+    const d = def({ nodes: [{ id: "a", type: "tool", config: { tool: "f" } }, { id: "b", type: "tool", config: { tool: "g" }, input: { x: "$.vars.x" } }], edges: [{ from: "a", to: "b" }] });
+    const mid = await drive(d, { tools: { f: echo, g: () => "hang" } }, null, { kind: "start", input: {} });
+    expect(mid.state.nodes.b!.status).toBe("running");
+    const forked = forkState(mid.state, { ...identity, executionId: 8 }, { executionId: 7, version: 3, contextPatch: { "$.vars.x": 42 } }, new Date(t0).toISOString());
+    expect(forked.ready).toEqual(["b"]);
+    const r = await drive(d, { tools: { f: echo, g: echo } }, null, { kind: "start", input: {}, fork: { state: mid.state, executionId: 7, version: 3, contextPatch: { "$.vars.x": 42 } } }, { ...identity, executionId: 8 });
+    expect(r.state.status).toBe("completed");
+    expect(r.state.forkedFrom).toEqual({ executionId: 7, version: 3 });
+    expect(r.state.output).toEqual({ x: 42 });
+    expect(calls(r).map((c) => c.tool)).toEqual(["g"]);
+  });
+
+  it("replaying the journal rebuilds the state, and only in-flight work is re-issued", async () => {
+    const d = def({
+      nodes: [
+        { id: "a", type: "tool", config: { tool: "f" }, retry: { maxAttempts: 2, initialDelayMs: 10 } },
+        { id: "c", type: "condition", config: { left: "$.a.v", op: "gt", right: 1 } },
+        { id: "b", type: "tool", config: { tool: "g" } },
+        { id: "r", type: "humanReview", config: { reason: "ok?" } },
+      ],
+      edges: [{ from: "a", to: "c" }, { from: "c", to: "b", when: "true" }, { from: "b", to: "r" }],
+    });
+    let n = 0;
+    const live = await drive(d, { tools: { f: () => (++n === 1 ? { ok: false, retryable: true, message: "flaky" } : { ok: true, output: { v: 2 } }), g: () => "hang" } }, null, { kind: "start", input: { q: 1 } });
+    const rebuilt = await replayJournal({ definition: d, identity, start: { kind: "start", input: { q: 1 } }, journal: live.journal, startedAt: new Date(t0).toISOString() });
+    expect(rebuilt.unplaced).toEqual([]);
+    expect(rebuilt.state.context).toEqual(live.state.context);
+    expect(rebuilt.state.nodes.b).toMatchObject({ status: "running", callId: "7.b.1" });
+    expect(rebuilt.rearm).toEqual([expect.objectContaining({ kind: "callTool", callId: "7.b.1" })]);
+    // finish b, pause at the review, and rebuild again: the review is re-armed, nothing else
+    const paused = await drive(d, { tools: { g: echo } }, live.state, { kind: "toolResult", nodeId: "b", callId: "7.b.1", ok: true, output: "B", durationMs: 1 });
+    const again = await replayJournal({ definition: d, identity, start: { kind: "start", input: { q: 1 } }, journal: [...live.journal, ...paused.journal], startedAt: new Date(t0).toISOString() });
+    expect(again.state.status).toBe("paused");
+    expect(again.rearm.map((e) => e.kind)).toEqual(["review"]);
   });
 });

@@ -1,18 +1,29 @@
 /**
  * The engine's one decision function: (definition, state, command, now) → new
- * state + effects. Pure: no clock, no I/O, no randomness. The executor persists
- * the state (checkpoint) and then carries out the effects; replaying the same
- * command against the state it produced is a no-op, which makes redelivery safe.
+ * state + effects. No clock, no I/O, no randomness (retry jitter is derived from the
+ * call id): the executor persists the state (checkpoint) and then carries out the
+ * effects; replaying the same command against the state it produced is a no-op,
+ * which makes redelivery safe. Async only because JSONata evaluates asynchronously.
  *
- * A step moves at most one node forward, so the executor checkpoints after
- * every node.
+ * A step completes at most one node, so the executor checkpoints after every node;
+ * it may start any number of nodes whose work leaves the executor (tool calls,
+ * children, timers, reviews): every ready node starts at once, up to the
+ * execution's concurrency cap.
  */
 import type { JsonObject, JsonValue } from "./json.ts";
-import type { NodeDefinition, WorkflowDefinition } from "./model.ts";
-import { conditionConfigSchema, NODE_TYPES, reviewConfigSchema, setVariableConfigSchema, toolConfigSchema } from "./model.ts";
-import { readPath, resolveTemplate, writePath } from "./path.ts";
+import { isJsonObject } from "./json.ts";
+import type { ForEachConfig, NodeDefinition, RetryPolicy, WorkflowDefinition } from "./model.ts";
+import {
+  conditionConfigSchema, delayConfigSchema, emitConfigSchema, forEachConfigSchema, NODE_TYPES, reviewConfigSchema,
+  setVariableConfigSchema, subworkflowConfigSchema, toolConfigSchema, transformConfigSchema, whileLoopConfigSchema,
+} from "./model.ts";
+import { looksLikePath, readPath, resolveTemplate, writePath } from "./path.ts";
 import { evaluateCondition } from "./condition.ts";
-import type { Command, Effect, ExecutionState, JournalEntry, NodeRun } from "./state.ts";
+import { evaluateExpression, ExpressionFailed, truthy } from "./expr.ts";
+import { graphOf, loopRegion } from "./graph.ts";
+import type { GraphInfo } from "./graph.ts";
+import { resolveRefs } from "./refs.ts";
+import type { Command, Effect, ExecutionState, FanItem, JournalEntry, NodeRun, TimerState } from "./state.ts";
 
 export interface StepInput {
   definition: WorkflowDefinition;
@@ -23,6 +34,8 @@ export interface StepInput {
   now: string;
   /** Identity used when the state is created by a start command. */
   identity?: { executionId: number; tenantId: string; workflowId: number; workflowVersion: number };
+  /** Blobs the step may read through references (see refs.ts); a step that needs others throws `BlobsNeeded`. */
+  blobs?: ReadonlyMap<string, JsonValue>;
 }
 
 export interface StepResult {
@@ -34,6 +47,9 @@ export interface StepResult {
   ignored?: string;
 }
 
+/** Grace the executor gives a worker past a node's own timeout before it gives up on the call. */
+export const TIMEOUT_GRACE_MS = 5_000;
+
 export function isFinished(s: ExecutionState): boolean {
   return s.status === "completed" || s.status === "failed" || s.status === "cancelled";
 }
@@ -43,17 +59,45 @@ export function toolCallId(executionId: number, nodeId: string, attempt: number)
   return `${executionId}.${nodeId}.${attempt}`;
 }
 
+/** Wait before attempt `attempt + 1`: exponential, capped, with deterministic jitter from `seed`. */
+export function backoffDelay(policy: RetryPolicy, attempt: number, seed: string): number {
+  const base = Math.min(policy.maxDelayMs, policy.initialDelayMs * policy.backoffMultiplier ** Math.max(0, attempt - 1));
+  if (base === 0 || policy.jitter === 0) return Math.round(base);
+  let h = 2166136261;
+  for (let i = 0; i < seed.length; i++) h = Math.imul(h ^ seed.charCodeAt(i), 16777619);
+  const unit = ((h >>> 0) % 10_000) / 10_000; // 0..1
+  return Math.max(0, Math.round(base * (1 + policy.jitter * (2 * unit - 1))));
+}
+
+function addMs(iso: string, ms: number): string {
+  return new Date(Date.parse(iso) + ms).toISOString();
+}
+
+const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 1, initialDelayMs: 1000, backoffMultiplier: 2, maxDelayMs: 60_000, jitter: 0.2 };
+
+interface Failure {
+  code: string;
+  message: string;
+  retryable: boolean;
+}
+
 class Stepper {
   readonly effects: Effect[] = [];
   readonly def: WorkflowDefinition;
+  readonly g: GraphInfo;
   readonly now: string;
   readonly nodesById: Map<string, NodeDefinition>;
+  readonly blobs: ReadonlyMap<string, JsonValue>;
   s: ExecutionState;
+  private view: JsonObject | undefined;
+  private completedOne = false;
 
-  constructor(def: WorkflowDefinition, state: ExecutionState, now: string) {
+  constructor(def: WorkflowDefinition, state: ExecutionState, now: string, blobs: ReadonlyMap<string, JsonValue>) {
     this.def = def;
+    this.g = graphOf(def);
     this.now = now;
     this.s = structuredClone(state);
+    this.blobs = blobs;
     this.nodesById = new Map(def.nodes.map((n) => [n.id, n]));
   }
 
@@ -67,8 +111,19 @@ class Stepper {
     return (this.s.nodes[id] ??= { status: "waiting", attempt: 0 });
   }
 
-  emit(event: Effect & { kind: "emit" }): void {
-    this.effects.push(event);
+  /** The context with blob references resolved, for reads. */
+  ctx(): JsonObject {
+    this.view ??= resolveRefs(this.s.context, this.blobs) as JsonObject;
+    return this.view;
+  }
+
+  write(path: string, value: JsonValue): void {
+    this.s.context = writePath(this.s.context, path, value);
+    this.view = undefined;
+  }
+
+  emit(event: (Effect & { kind: "emit" })["event"]): void {
+    this.effects.push({ kind: "emit", event });
   }
 
   journal(entry: JournalEntry): void {
@@ -83,6 +138,24 @@ class Stepper {
     return n.output ?? `$.${n.id}`;
   }
 
+  retryPolicy(n: NodeDefinition): RetryPolicy {
+    return { ...DEFAULT_RETRY, ...n.retry };
+  }
+
+  // ---- timers -------------------------------------------------------------
+
+  setTimer(timerId: string, timer: TimerState): void {
+    (this.s.timers ??= {})[timerId] = timer;
+    this.effects.push({ kind: "setTimer", timerId, dueAt: timer.dueAt });
+  }
+
+  clearNodeTimers(nodeId: string): void {
+    if (!this.s.timers) return;
+    for (const [id, t] of Object.entries(this.s.timers)) if (t.nodeId === nodeId) delete this.s.timers[id];
+  }
+
+  // ---- node lifecycle -----------------------------------------------------
+
   begin(n: NodeDefinition, status: "running" | "paused", input?: JsonValue, toolCalls?: JsonValue): NodeRun {
     const run = this.run(n.id);
     run.attempt += 1;
@@ -90,199 +163,685 @@ class Stepper {
     run.startedAt = this.now;
     delete run.completedAt;
     delete run.error;
+    if (input !== undefined) run.input = input;
+    else delete run.input;
     this.s.lastNode = n.id;
-    this.emit({ kind: "emit", event: { kind: "node.started", nodeId: n.id, nodeType: n.type, attempt: run.attempt } });
+    this.emit({ kind: "node.started", nodeId: n.id, nodeType: n.type, attempt: run.attempt });
     this.journal({ nodeId: n.id, nodeType: n.type, attempt: run.attempt, status, input, startedAt: this.now, ...(toolCalls ? { toolCalls } : {}) });
     return run;
   }
 
   /** Completes a node, stores its output, decides its outgoing edges. */
-  complete(n: NodeDefinition, output: JsonValue, branch: string | undefined, input?: JsonValue): void {
+  async complete(n: NodeDefinition, output: JsonValue, branch: string | undefined): Promise<void> {
     const run = this.run(n.id);
     run.status = "completed";
     run.completedAt = this.now;
     delete run.callId;
+    delete run.timerId;
+    delete run.childKey;
+    delete run.fan;
+    this.clearNodeTimers(n.id);
     const durationMs = this.duration(run);
-    this.s.context = writePath(this.s.context, this.outputPath(n), output);
+    this.write(this.outputPath(n), output);
     this.s.lastNode = n.id;
-    this.emit({ kind: "emit", event: { kind: "node.completed", nodeId: n.id, nodeType: n.type, attempt: run.attempt, durationMs, output } });
-    this.journal({ nodeId: n.id, nodeType: n.type, attempt: run.attempt, status: "completed", input, output, durationMs, startedAt: run.startedAt, completedAt: this.now });
-    this.decideEdges(n, branch);
+    this.completedOne = true;
+    this.emit({ kind: "node.completed", nodeId: n.id, nodeType: n.type, attempt: run.attempt, durationMs, output });
+    this.journal({ nodeId: n.id, nodeType: n.type, attempt: run.attempt, status: "completed", input: run.input, output, durationMs, startedAt: run.startedAt, completedAt: this.now });
+    delete run.input;
+    await this.decideEdges(n, branch, output);
   }
 
-  decideEdges(n: NodeDefinition, branch: string | undefined): void {
-    for (const e of this.def.edges) {
-      if (e.from !== n.id) continue;
-      const label = e.when ?? (n.type === "agent.humanReview" ? "approved" : undefined);
-      this.s.edges[`${e.from}->${e.to}`] = label === undefined || label === branch ? "taken" : "dead";
-      this.settle(e.to);
+  /** A node's attempt failed: retry it after its backoff, or fail the execution. */
+  failNode(n: NodeDefinition, f: Failure, output?: JsonValue): void {
+    const run = this.run(n.id);
+    const policy = this.retryPolicy(n);
+    const retrying = f.retryable && run.attempt - (run.visitStartAttempt ?? 0) < policy.maxAttempts;
+    const callId = run.callId ?? `${this.s.executionId}.${n.id}.${run.attempt}`;
+    run.status = retrying ? "running" : "failed";
+    run.error = f.message;
+    run.completedAt = this.now;
+    delete run.callId;
+    delete run.childKey;
+    delete run.fan;
+    this.clearNodeTimers(n.id);
+    this.completedOne = true;
+    this.emit({ kind: "node.failed", nodeId: n.id, nodeType: n.type, attempt: run.attempt, code: f.code, error: f.message, retrying });
+    this.journal({
+      nodeId: n.id, nodeType: n.type, attempt: run.attempt, status: "failed", input: run.input, ...(output !== undefined ? { output } : {}),
+      error: f.message, errorCode: f.code, retryable: f.retryable, durationMs: this.duration(run), startedAt: run.startedAt, completedAt: this.now,
+    });
+    if (retrying) {
+      const delay = backoffDelay(policy, run.attempt - (run.visitStartAttempt ?? 0), callId);
+      const timerId = `retry:${n.id}:${run.attempt}`;
+      run.timerId = timerId;
+      this.setTimer(timerId, { dueAt: addMs(this.now, delay), kind: "retry", nodeId: n.id });
+    } else {
+      this.failExecution(f.code, `node "${n.id}" failed after ${run.attempt - (run.visitStartAttempt ?? 0)} attempt(s): ${f.message}`, n.id);
     }
   }
 
-  /** Dead-path elimination: a node is ready once all incoming edges are decided and one was taken. */
-  settle(id: string): void {
-    const incoming = this.def.edges.filter((e) => e.to === id);
-    const decisions = incoming.map((e) => this.s.edges[`${e.from}->${e.to}`]);
-    if (decisions.some((d) => d === undefined)) return;
-    const run = this.run(id);
-    if (run.status !== "waiting" || this.s.ready.includes(id)) return;
-    if (decisions.includes("taken")) {
-      this.s.ready.push(id);
-    } else {
-      run.status = "skipped";
-      for (const e of this.def.edges) {
-        if (e.from !== id) continue;
-        this.s.edges[`${e.from}->${e.to}`] = "dead";
-        this.settle(e.to);
+  async decideEdges(n: NodeDefinition, branch: string | undefined, output: JsonValue): Promise<void> {
+    const out = this.g.outgoing.get(n.id) ?? [];
+    const first = n.branching === "first";
+    let took = false;
+    for (const e of out) {
+      const label = e.when ?? (n.type === "agent.humanReview" ? "approved" : undefined);
+      let take = label === undefined || label === branch;
+      // A loop that iterates leaves its exit edges open: it decides them when it exits.
+      if (n.type === "whileLoop" && branch === "body" && label === "exit") continue;
+      if (take && e.condition !== undefined) {
+        take = truthy(await evaluateExpression(e.condition, this.ctx(), this.now, { output }));
+      }
+      if (take && first && took) take = false;
+      if (take) {
+        took = true;
+        this.take(e.from, e.to);
+      } else {
+        this.kill(e.from, e.to);
       }
     }
   }
 
-  fail(code: string, message: string, nodeId?: string): void {
+  take(from: string, to: string): void {
+    const target = this.run(to);
+    // Taking an edge into a node that already ran in this pass closes a loop: run the region again.
+    if (target.status !== "waiting" && this.g.reach.get(to)?.has(from)) this.resetRegion(to, from);
+    this.s.edges[`${from}->${to}`] = "taken";
+    this.settle(to);
+  }
+
+  kill(from: string, to: string, flushing = false): void {
+    const key = `${from}->${to}`;
+    if (!flushing && this.g.cyclic.has(from) && this.g.scc.get(from) !== this.g.scc.get(to)) {
+      // Leaving a cycle: a later pass of the cycle may still take this edge.
+      if (!(this.s.deferred ??= []).includes(key)) this.s.deferred.push(key);
+      return;
+    }
+    this.s.edges[key] = "dead";
+    this.settle(to);
+  }
+
+  resetRegion(head: string, from: string): void {
+    const region = loopRegion(this.g, head, from);
+    const cancel: string[] = [];
+    for (const id of region) {
+      const run = this.s.nodes[id];
+      if (!run) continue;
+      if (run.callId) cancel.push(run.callId);
+      for (const it of run.fan?.items ?? []) if (it.status === "running" && it.key) cancel.push(it.key);
+      run.status = "waiting";
+      delete run.callId;
+      delete run.timerId;
+      delete run.childKey;
+      delete run.fan;
+      if (id !== head) delete run.iterations;
+      this.clearNodeTimers(id);
+      this.s.ready = this.s.ready.filter((r) => r !== id);
+    }
+    if (cancel.length) this.effects.push({ kind: "cancelTools", callIds: cancel, reason: "loop iteration restarted" });
+    for (const key of Object.keys(this.s.edges)) {
+      if (region.has(key.slice(0, key.indexOf("->")))) delete this.s.edges[key];
+    }
+    if (this.s.deferred) this.s.deferred = this.s.deferred.filter((k) => !region.has(k.slice(0, k.indexOf("->"))));
+  }
+
+  joinOf(id: string): "all" | "any" | { n: number } {
+    const n = this.node(id);
+    if (n.join) return n.join;
+    const scc = this.g.scc.get(id);
+    const loopHead = this.g.cyclic.has(id) && (this.g.incoming.get(id) ?? []).some((e) => this.g.scc.get(e.from) === scc);
+    return loopHead ? "any" : "all";
+  }
+
+  /** Dead-path elimination with joins: ready, skipped or still waiting. */
+  settle(id: string): void {
+    const run = this.run(id);
+    if (run.status !== "waiting" || this.s.ready.includes(id)) return;
+    const incoming = this.g.incoming.get(id) ?? [];
+    let taken = 0;
+    let undecided = 0;
+    for (const e of incoming) {
+      const d = this.s.edges[`${e.from}->${e.to}`];
+      if (d === "taken") taken++;
+      else if (d === undefined) undecided++;
+    }
+    const join = this.joinOf(id);
+    const need = join === "all" ? (undecided > 0 ? Infinity : 1) : join === "any" ? 1 : join.n;
+    if (taken >= need) {
+      this.s.ready.push(id);
+    } else if (taken + undecided < (join === "all" ? 1 : need) || (join === "all" && undecided === 0)) {
+      this.skip(id);
+    }
+  }
+
+  skip(id: string): void {
+    const n = this.node(id);
+    const run = this.run(id);
+    run.status = "skipped";
+    this.emit({ kind: "node.skipped", nodeId: id, nodeType: n.type });
+    for (const e of this.g.outgoing.get(id) ?? []) this.kill(e.from, e.to);
+  }
+
+  failExecution(code: string, message: string, nodeId?: string): void {
+    this.cancelOutstanding(message);
     this.s.status = "failed";
     this.s.error = { code, message, ...(nodeId ? { nodeId } : {}) };
     this.s.finishedAt = this.now;
     this.s.ready = [];
     delete this.s.pause;
-    this.emit({ kind: "emit", event: { kind: "execution.failed", error: this.s.error } });
+    delete this.s.timers;
+    this.s.output = this.outputValue();
+    this.emit({ kind: "execution.failed", error: this.s.error });
   }
 
-  /** Completes the execution when nothing is ready, running or paused. */
+  /** Stops every call, child and timer still out (cancel, deadline, failure elsewhere). */
+  cancelOutstanding(reason: string): void {
+    const calls: string[] = [];
+    for (const [id, run] of Object.entries(this.s.nodes)) {
+      if (run.status !== "running" && run.status !== "paused") continue;
+      const n = this.node(id);
+      const children: string[] = [];
+      if (run.callId) calls.push(run.callId);
+      if (run.childKey) children.push(run.childKey);
+      for (const it of run.fan?.items ?? []) {
+        if (it.status !== "running" || !it.key) continue;
+        if (n.type === "tool" || (n.type === "forEach" && forEachConfigSchema.parse(n.config).tool)) calls.push(it.key);
+        else children.push(it.key);
+      }
+      if (children.length) this.effects.push({ kind: "cancelChildren", nodeId: id, childKeys: children, reason });
+      run.status = "failed";
+      run.error = reason;
+      run.completedAt = this.now;
+      delete run.callId;
+      delete run.childKey;
+      delete run.fan;
+      delete run.timerId;
+      this.journal({ nodeId: id, nodeType: n.type, attempt: run.attempt, status: "failed", error: reason, errorCode: "BATON_CANCELLED", retryable: false, durationMs: this.duration(run), startedAt: run.startedAt, completedAt: this.now });
+    }
+    if (calls.length) this.effects.push({ kind: "cancelTools", callIds: calls, reason });
+    delete this.s.timers;
+  }
+
+  outputValue(): JsonValue {
+    if (this.def.output) return resolveTemplate(this.def.output, this.ctx()) ?? null;
+    if (this.s.lastNode) {
+      const n = this.nodesById.get(this.s.lastNode);
+      if (n) return readPath(this.ctx(), this.outputPath(n)) ?? null;
+    }
+    return null;
+  }
+
+  busy(): boolean {
+    return Object.values(this.s.nodes).some((r) => r.status === "running" || r.status === "paused");
+  }
+
+  /** Completes the execution when nothing is ready, running or paused; first settles edges left open by cycles. */
   maybeFinish(): void {
     if (this.s.status !== "running") return;
-    if (this.s.ready.length > 0) return;
-    if (Object.values(this.s.nodes).some((r) => r.status === "running" || r.status === "paused")) return;
-    const output = this.def.output
-      ? (resolveTemplate(this.def.output, this.s.context) ?? null)
-      : this.s.lastNode
-        ? (readPath(this.s.context, this.outputPath(this.node(this.s.lastNode))) ?? null)
-        : null;
-    this.s.output = output;
+    if (this.s.ready.length > 0 || this.busy()) return;
+    while (this.s.deferred?.length) {
+      const keys = this.s.deferred;
+      delete this.s.deferred;
+      for (const key of keys) {
+        const [from, to] = key.split("->") as [string, string];
+        this.kill(from, to, true);
+      }
+      if (this.s.ready.length > 0) return;
+    }
+    this.s.output = this.outputValue();
     this.s.status = "completed";
     this.s.finishedAt = this.now;
-    this.emit({ kind: "emit", event: { kind: "execution.completed", output } });
+    delete this.s.timers;
+    this.emit({ kind: "execution.completed", output: this.s.output });
   }
 
-  dispatchTool(n: NodeDefinition): void {
-    const cfg = toolConfigSchema.parse(n.config);
-    const args = (resolveTemplate(n.input ?? {}, this.s.context) ?? {}) as JsonObject;
-    const callId = toolCallId(this.s.executionId, n.id, this.run(n.id).attempt + 1);
-    const run = this.begin(n, "running", args, [{ tool: cfg.tool, callId }]);
-    run.callId = callId;
-    this.effects.push({ kind: "callTool", nodeId: n.id, callId: run.callId, tool: cfg.tool, args, attempt: run.attempt, ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
+  inFlight(): number {
+    return Object.values(this.s.nodes).filter((r) => r.status === "running").length;
   }
 
-  /** Starts the first ready node. */
-  advance(): void {
-    const id = this.s.ready.shift();
-    if (id === undefined) return;
-    const n = this.node(id);
+  canStart(id: string): boolean {
+    const type = this.node(id).type;
+    if (NODE_TYPES[type]?.inline) return !this.completedOne;
+    const cap = this.def.limits?.maxConcurrency;
+    return cap === undefined || this.inFlight() < cap;
+  }
+
+  /** Starts what may start now: every ready node doing outside work (up to the cap), and one inline node if none completed yet. */
+  async advance(): Promise<void> {
+    for (;;) {
+      if (this.s.status !== "running" && this.s.status !== "paused") return;
+      const id = this.s.ready.find((r) => this.canStart(r));
+      if (id === undefined) return;
+      this.s.ready = this.s.ready.filter((r) => r !== id);
+      await this.activate(this.node(id));
+    }
+  }
+
+  more(): boolean {
+    if (this.s.status !== "running" && this.s.status !== "paused") return false;
+    this.completedOne = false;
+    return this.s.ready.some((r) => this.canStart(r));
+  }
+
+  // ---- node types ---------------------------------------------------------
+
+  async activate(n: NodeDefinition): Promise<void> {
+    const run = this.run(n.id);
+    run.visits = (run.visits ?? 0) + 1;
+    run.visitStartAttempt = run.attempt;
+    if (n.maxVisits !== undefined && run.visits > n.maxVisits) {
+      this.begin(n, "running");
+      this.failNode(n, { code: "BATON_LOOP_LIMIT", message: `node "${n.id}" was reached more than maxVisits=${n.maxVisits} times`, retryable: false });
+      return;
+    }
+    try {
+      await this.startWork(n);
+    } catch (err) {
+      if (!(err instanceof ExpressionFailed) && !(err instanceof NodeInputError)) throw err;
+      if (this.run(n.id).status !== "running") this.begin(n, "running");
+      this.failNode(n, { code: err instanceof ExpressionFailed ? "BATON_EXPRESSION_FAILED" : err.code, message: err.message, retryable: false });
+    }
+  }
+
+  async startWork(n: NodeDefinition): Promise<void> {
+    const ctx = this.ctx();
     switch (n.type) {
       case "condition": {
-        const input = resolveTemplate(n.input ?? {}, this.s.context);
+        const input = resolveTemplate(n.input ?? {}, ctx);
         this.begin(n, "running", input);
-        const result = evaluateCondition(conditionConfigSchema.parse(n.config), this.s.context);
-        this.complete(n, { result }, String(result), input);
-        break;
+        const cfg = n.config;
+        const result = typeof cfg.expression === "string"
+          ? truthy(await evaluateExpression(cfg.expression, ctx, this.now))
+          : evaluateCondition(conditionConfigSchema.parse(cfg), ctx);
+        await this.complete(n, { result }, String(result));
+        return;
+      }
+      case "transform": {
+        const cfg = transformConfigSchema.parse(n.config);
+        this.begin(n, "running");
+        await this.complete(n, await evaluateExpression(cfg.expression, ctx, this.now), undefined);
+        return;
       }
       case "setVariable": {
         const cfg = setVariableConfigSchema.parse(n.config);
         this.begin(n, "running");
-        const values = (resolveTemplate(cfg.values, this.s.context) ?? {}) as JsonObject;
-        this.complete(n, values, undefined);
-        break;
+        const output: JsonObject = {};
+        for (const [k, v] of Object.entries(cfg.values)) {
+          const value = resolveTemplate(v, ctx) ?? null;
+          if (looksLikePath(k)) this.write(k, value);
+          else output[k] = value;
+        }
+        await this.complete(n, output, undefined);
+        return;
       }
-      case "tool":
-        this.dispatchTool(n);
-        break;
+      case "emit": {
+        const cfg = emitConfigSchema.parse(n.config);
+        const data = resolveTemplate(cfg.data ?? null, ctx) ?? null;
+        this.begin(n, "running");
+        this.emit({ kind: "execution.emitted", nodeId: n.id, name: cfg.event, data });
+        await this.complete(n, { event: cfg.event, data }, undefined);
+        return;
+      }
+      case "whileLoop": {
+        const cfg = whileLoopConfigSchema.parse(n.config);
+        const run = this.run(n.id);
+        const iterations = run.iterations ?? 0;
+        const go = typeof cfg.condition === "string"
+          ? truthy(await evaluateExpression(cfg.condition, ctx, this.now, { iteration: iterations }))
+          : evaluateCondition(cfg.condition, ctx);
+        this.begin(n, "running", { iteration: iterations });
+        if (go && iterations >= cfg.maxIterations) {
+          if (cfg.onLimit === "fail") {
+            this.failNode(n, { code: "BATON_LOOP_LIMIT", message: `loop "${n.id}" reached maxIterations=${cfg.maxIterations}`, retryable: false });
+            return;
+          }
+          await this.complete(n, { iterations, limitReached: true }, "exit");
+          return;
+        }
+        if (go) run.iterations = iterations + 1;
+        await this.complete(n, { iterations: go ? iterations + 1 : iterations }, go ? "body" : "exit");
+        return;
+      }
+      case "tool": {
+        const cfg = toolConfigSchema.parse(n.config);
+        if ("tool" in cfg) {
+          this.dispatchTool(n, cfg.tool);
+        } else {
+          const calls = cfg.calls.map((c) => ({ tool: c.tool, args: asArgs(resolveTemplate(c.input, ctx)) }));
+          this.begin(n, "running", calls as unknown as JsonValue, calls.map((c) => ({ tool: c.tool })));
+          this.startFan(n, calls.length, calls.length);
+        }
+        return;
+      }
+      case "delay": {
+        const cfg = delayConfigSchema.parse(n.config);
+        let dueAt: string;
+        if ("ms" in cfg) {
+          const ms = typeof cfg.ms === "number" ? cfg.ms : readPath(ctx, cfg.ms);
+          if (typeof ms !== "number" || !(ms >= 0)) throw new NodeInputError("BATON_DELAY_INVALID", `delay "${n.id}": ms must be a non-negative number, got ${JSON.stringify(ms ?? null)}`);
+          dueAt = addMs(this.now, ms);
+        } else {
+          const until = looksLikePath(cfg.until) ? readPath(ctx, cfg.until) : cfg.until;
+          if (typeof until !== "string" || Number.isNaN(Date.parse(until))) throw new NodeInputError("BATON_DELAY_INVALID", `delay "${n.id}": until must be an ISO time, got ${JSON.stringify(until ?? null)}`);
+          dueAt = new Date(Date.parse(until)).toISOString();
+        }
+        const run = this.begin(n, "running", { dueAt });
+        const timerId = `delay:${n.id}:${run.attempt}`;
+        run.timerId = timerId;
+        this.setTimer(timerId, { dueAt, kind: "delay", nodeId: n.id });
+        return;
+      }
+      case "forEach": {
+        const cfg = forEachConfigSchema.parse(n.config);
+        const items = readPath(ctx, cfg.items);
+        if (!Array.isArray(items)) throw new NodeInputError("BATON_FOREACH_NOT_A_LIST", `forEach "${n.id}": ${cfg.items} is ${items === undefined ? "missing" : `not a list (${typeof items})`}`);
+        this.begin(n, "running", { items: items.length });
+        if (items.length === 0) {
+          await this.complete(n, await this.reduce(cfg, [], []), undefined);
+          return;
+        }
+        this.startFan(n, items.length, cfg.concurrency);
+        return;
+      }
+      case "subworkflow": {
+        const cfg = subworkflowConfigSchema.parse(n.config);
+        const input = asArgs(resolveTemplate(n.input ?? {}, ctx));
+        const run = this.begin(n, "running", input);
+        run.childKey = String(run.attempt);
+        this.effects.push({ kind: "startChild", nodeId: n.id, childKey: run.childKey, workflow: cfg.workflow, input });
+        return;
+      }
       case "agent.humanReview": {
         const cfg = reviewConfigSchema.parse(n.config);
-        const subject = resolveTemplate(cfg.subject ?? null, this.s.context) ?? null;
+        const subject = resolveTemplate(cfg.subject ?? null, ctx) ?? null;
         this.begin(n, "paused", { reason: cfg.reason, subject });
         this.s.pauseSeq += 1;
         this.s.status = "paused";
         this.s.pause = { nodeId: n.id, reason: cfg.reason, seq: this.s.pauseSeq };
-        this.emit({ kind: "emit", event: { kind: "execution.paused", nodeId: n.id, reason: cfg.reason } });
+        this.emit({ kind: "execution.paused", nodeId: n.id, reason: cfg.reason });
         this.effects.push({ kind: "review", nodeId: n.id, reason: cfg.reason, subject, seq: this.s.pauseSeq });
-        break;
+        return;
       }
       default:
-        this.fail("BATON_ENGINE_NODE_TYPE", `node type "${n.type}" cannot be executed`, n.id);
+        this.begin(n, "running");
+        this.failNode(n, { code: "BATON_ENGINE_NODE_TYPE", message: `node type "${n.type}" cannot be executed`, retryable: false });
     }
+  }
+
+  idempotencyKey(n: NodeDefinition): string {
+    if (n.idempotencyKey === undefined) return `${this.s.executionId}.${n.id}`;
+    const v = looksLikePath(n.idempotencyKey) ? readPath(this.ctx(), n.idempotencyKey) : n.idempotencyKey;
+    return typeof v === "string" ? v : JSON.stringify(v ?? null);
+  }
+
+  dispatchTool(n: NodeDefinition, tool: string): void {
+    const args = asArgs(resolveTemplate(n.input ?? {}, this.ctx()));
+    const callId = toolCallId(this.s.executionId, n.id, this.run(n.id).attempt + 1);
+    const run = this.begin(n, "running", args, [{ tool, callId }]);
+    run.callId = callId;
+    this.effects.push({ kind: "callTool", nodeId: n.id, callId, tool, args, attempt: run.attempt, idempotencyKey: this.idempotencyKey(n), ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
+    if (n.timeoutMs) this.setTimer(`timeout:${n.id}:${run.attempt}`, { dueAt: addMs(this.now, n.timeoutMs + TIMEOUT_GRACE_MS), kind: "timeout", nodeId: n.id, callId });
+  }
+
+  // ---- fan-out (forEach, multi-call tool nodes) ------------------------------
+
+  startFan(n: NodeDefinition, count: number, concurrency: number): void {
+    const run = this.run(n.id);
+    run.fan = { items: Array.from({ length: count }, (): FanItem => ({ status: "pending", attempts: 0 })), concurrency };
+    this.pump(n);
+  }
+
+  pump(n: NodeDefinition): void {
+    const run = this.run(n.id);
+    const fan = run.fan!;
+    let running = fan.items.filter((i) => i.status === "running").length;
+    const ctx = this.ctx();
+    for (let i = 0; i < fan.items.length && running < fan.concurrency; i++) {
+      const item = fan.items[i]!;
+      if (item.status !== "pending") continue;
+      item.attempts += 1;
+      item.status = "running";
+      running++;
+      const suffix = `${i}${item.attempts > 1 ? `-${item.attempts}` : ""}`;
+      if (n.type === "tool") {
+        const cfg = toolConfigSchema.parse(n.config);
+        const call = "calls" in cfg ? cfg.calls[i]! : undefined;
+        if (!call) continue;
+        item.key = `${this.s.executionId}.${n.id}.${run.attempt}.${suffix}`;
+        this.effects.push({ kind: "callTool", nodeId: n.id, callId: item.key, tool: call.tool, args: asArgs(resolveTemplate(call.input, ctx)), attempt: run.attempt, idempotencyKey: `${this.idempotencyKey(n)}.${i}`, ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
+        continue;
+      }
+      const cfg = forEachConfigSchema.parse(n.config);
+      const list = readPath(ctx, cfg.items) as JsonValue[];
+      const value = list[i] ?? null;
+      const scope: JsonObject = { ...ctx, item: value, index: i };
+      if (cfg.tool) {
+        item.key = `${this.s.executionId}.${n.id}.${run.attempt}.${suffix}`;
+        const args = cfg.itemInput !== undefined ? asArgs(resolveTemplate(cfg.itemInput, scope)) : asArgs(value);
+        this.effects.push({ kind: "callTool", nodeId: n.id, callId: item.key, tool: cfg.tool, args, attempt: run.attempt, idempotencyKey: `${this.idempotencyKey(n)}.${i}`, ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
+      } else {
+        item.key = `${run.attempt}.${suffix}`;
+        const input = cfg.itemInput !== undefined ? asArgs(resolveTemplate(cfg.itemInput, scope)) : { item: value, index: i };
+        this.effects.push({
+          kind: "startChild", nodeId: n.id, childKey: item.key, input,
+          ...(cfg.workflow ? { workflow: cfg.workflow } : { definitionRef: this.bodyRef(n.id) }),
+        });
+      }
+    }
+  }
+
+  bodyRef(nodeId: string): string {
+    return this.s.definitionRef ? `${this.s.definitionRef}/${nodeId}` : nodeId;
+  }
+
+  async fanResult(n: NodeDefinition, index: number, ok: boolean, output: JsonValue, f?: Failure): Promise<void> {
+    const run = this.run(n.id);
+    const item = run.fan!.items[index]!;
+    const cfg = n.type === "forEach" ? forEachConfigSchema.parse(n.config) : undefined;
+    if (ok) {
+      item.status = "done";
+      item.result = output;
+    } else if (f!.retryable && item.attempts < this.retryPolicy(n).maxAttempts) {
+      item.status = "pending";
+    } else if (cfg?.continueOnError) {
+      item.status = "done";
+      item.result = { error: { code: f!.code, message: f!.message } };
+    } else {
+      item.status = "done";
+      const others = run.fan!.items.filter((i) => i.status === "running" && i.key).map((i) => i.key!);
+      if (others.length) {
+        if (n.type === "tool" || cfg?.tool) this.effects.push({ kind: "cancelTools", callIds: others, reason: `item ${index} of "${n.id}" failed` });
+        else this.effects.push({ kind: "cancelChildren", nodeId: n.id, childKeys: others, reason: `item ${index} of "${n.id}" failed` });
+      }
+      delete item.key;
+      this.failNode(n, { code: f!.code, message: `item ${index}: ${f!.message}`, retryable: false });
+      return;
+    }
+    delete item.key;
+    this.pump(n);
+    if (run.fan!.items.every((i) => i.status === "done")) {
+      const results = run.fan!.items.map((i) => i.result ?? null);
+      const out = cfg ? await this.reduce(cfg, results, readPath(this.ctx(), cfg.items) as JsonValue[]) : results;
+      await this.complete(n, out, undefined);
+    }
+  }
+
+  async reduce(cfg: ForEachConfig, results: JsonValue[], items: JsonValue[]): Promise<JsonValue> {
+    if (cfg.reduce === undefined) return results;
+    return evaluateExpression(cfg.reduce, { results, items }, this.now);
+  }
+
+  fanIndex(run: NodeRun, key: string): number {
+    return run.fan?.items.findIndex((i) => i.status === "running" && i.key === key) ?? -1;
   }
 }
 
-function newState(input: StepInput, cmdInput: JsonObject): ExecutionState {
+class NodeInputError extends Error {
+  override name = "NodeInputError";
+  readonly code: string;
+  constructor(code: string, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
+function asArgs(v: JsonValue | undefined): JsonObject {
+  return isJsonObject(v) ? v : { value: v ?? null };
+}
+
+function newState(input: StepInput, cmd: Command & { kind: "start" }): ExecutionState {
   if (!input.identity) throw new Error("a start command needs the execution identity");
   return {
     v: 1,
     ...input.identity,
     status: "running",
-    context: { input: cmdInput },
+    context: { input: cmd.input },
     nodes: {},
     edges: {},
     ready: [input.definition.start],
     pauseSeq: 0,
     startedAt: input.now,
+    ...(cmd.parent ? { parent: cmd.parent } : {}),
+    ...(cmd.definitionRef ? { definitionRef: cmd.definitionRef } : {}),
   };
 }
 
+/**
+ * The state a fork starts from: the source checkpoint with this run's identity,
+ * the context patch applied, and every node that was in flight made ready again.
+ */
+export function forkState(source: ExecutionState, identity: NonNullable<StepInput["identity"]>, fork: { executionId: number; version: number; contextPatch?: JsonObject }, now: string): ExecutionState {
+  const s = structuredClone(source);
+  Object.assign(s, identity);
+  s.status = "running";
+  s.startedAt = now;
+  s.forkedFrom = { executionId: fork.executionId, version: fork.version };
+  delete s.finishedAt;
+  delete s.output;
+  delete s.error;
+  delete s.pause;
+  delete s.timers;
+  delete s.deadlineAt;
+  delete s.parent;
+  const again: string[] = [];
+  for (const [id, run] of Object.entries(s.nodes)) {
+    if (run.status === "running" || run.status === "paused" || (run.status === "failed" && source.status === "failed" && source.error?.nodeId === id)) {
+      run.status = "waiting";
+      delete run.callId;
+      delete run.timerId;
+      delete run.childKey;
+      delete run.fan;
+      delete run.error;
+      again.push(id);
+    }
+  }
+  s.ready = [...again, ...s.ready.filter((r) => !again.includes(r))];
+  for (const [path, value] of Object.entries(fork.contextPatch ?? {})) s.context = writePath(s.context, path, value);
+  return s;
+}
+
 /** Applies one command to an execution. */
-export function step(input: StepInput): StepResult {
+export async function step(input: StepInput): Promise<StepResult> {
   const { definition, command, now } = input;
+  const blobs = input.blobs ?? new Map<string, JsonValue>();
   const unchanged = (state: ExecutionState, ignored: string): StepResult => ({ state, effects: [], more: false, ignored });
 
   if (input.state === null) {
     if (command.kind !== "start") throw new Error(`execution has no state; "${command.kind}" needs a prior start`);
-    const st = new Stepper(definition, newState(input, command.input), now);
-    st.emit({ kind: "emit", event: { kind: "execution.started" } });
-    return { state: st.s, effects: st.effects, more: st.s.ready.length > 0 };
+    const base = command.fork ? forkState(command.fork.state, input.identity!, command.fork, now) : newState(input, command);
+    const st = new Stepper(definition, base, now, blobs);
+    st.emit({ kind: "execution.started" });
+    const deadlineAt = command.deadline ?? (definition.limits?.deadlineMs ? addMs(now, definition.limits.deadlineMs) : undefined);
+    if (deadlineAt) {
+      st.s.deadlineAt = deadlineAt;
+      st.setTimer("deadline", { dueAt: deadlineAt, kind: "deadline" });
+    }
+    await st.advance();
+    st.maybeFinish();
+    return { state: st.s, effects: st.effects, more: st.more() };
   }
 
   const state = input.state;
   if (command.kind === "start") return unchanged(state, "already started");
   if (isFinished(state)) return unchanged(state, `execution is ${state.status}`);
-  const st = new Stepper(definition, state, now);
+  const st = new Stepper(definition, state, now, blobs);
 
   switch (command.kind) {
-    case "continue": {
-      if (st.s.status === "cancelled" || st.s.ready.length === 0) {
-        st.maybeFinish();
-        break;
-      }
-      st.advance();
-      st.maybeFinish();
+    case "continue":
       break;
-    }
     case "toolResult": {
       const run = st.s.nodes[command.nodeId];
-      if (!run || run.status !== "running" || run.callId !== command.callId) return unchanged(state, `no outstanding call ${command.callId}`);
+      if (!run || run.status !== "running") return unchanged(state, `no outstanding call ${command.callId}`);
       const n = st.node(command.nodeId);
-      if (command.ok) {
-        st.complete(n, command.output, undefined);
+      if (run.callId === command.callId) {
+        if (command.ok) await st.complete(n, command.output, undefined);
+        else st.failNode(n, command.error);
       } else {
-        const maxAttempts = n.retry?.maxAttempts ?? 1;
-        const retrying = command.error.retryable && run.attempt < maxAttempts;
-        run.status = "failed";
-        run.error = command.error.message;
-        run.completedAt = now;
-        st.emit({ kind: "emit", event: { kind: "node.failed", nodeId: n.id, nodeType: n.type, attempt: run.attempt, code: command.error.code, error: command.error.message, retrying } });
-        st.journal({ nodeId: n.id, nodeType: n.type, attempt: run.attempt, status: "failed", error: `${command.error.code}: ${command.error.message}`, durationMs: st.duration(run), startedAt: run.startedAt, completedAt: now });
-        if (retrying) st.dispatchTool(n);
-        else st.fail(command.error.code, `node "${n.id}" failed after ${run.attempt} attempt(s): ${command.error.message}`, n.id);
+        const index = st.fanIndex(run, command.callId);
+        if (index < 0) return unchanged(state, `no outstanding call ${command.callId}`);
+        if (command.ok) await st.fanResult(n, index, true, command.output);
+        else await st.fanResult(n, index, false, null, command.error);
       }
-      st.maybeFinish();
+      break;
+    }
+    case "childResult": {
+      const run = st.s.nodes[command.nodeId];
+      if (!run || run.status !== "running") return unchanged(state, `no outstanding child ${command.childKey}`);
+      const n = st.node(command.nodeId);
+      const failure: Failure = { code: command.error?.code || (command.status === "cancelled" ? "BATON_CHILD_CANCELLED" : "BATON_CHILD_FAILED"), message: command.error?.message || `child run ${command.status}`, retryable: false };
+      if (run.childKey === command.childKey) {
+        if (command.status === "completed") await st.complete(n, command.output ?? null, undefined);
+        else st.failNode(n, failure);
+      } else {
+        const index = st.fanIndex(run, command.childKey);
+        if (index < 0) return unchanged(state, `no outstanding child ${command.childKey}`);
+        await st.fanResult(n, index, command.status === "completed", command.output ?? null, failure);
+      }
+      break;
+    }
+    case "timer": {
+      const t = st.s.timers?.[command.timerId];
+      if (!t) return unchanged(state, `no timer ${command.timerId}`);
+      delete st.s.timers![command.timerId];
+      if (t.kind === "deadline") {
+        st.failExecution("BATON_DEADLINE_EXCEEDED", `the execution's deadline (${t.dueAt}) passed`);
+        break;
+      }
+      const n = st.node(t.nodeId!);
+      const run = st.run(n.id);
+      if (t.kind === "retry" && run.timerId === command.timerId && run.status === "running") {
+        delete run.timerId;
+        try {
+          await st.startWork(n);
+        } catch (err) {
+          if (!(err instanceof ExpressionFailed) && !(err instanceof NodeInputError)) throw err;
+          st.failNode(n, { code: err instanceof ExpressionFailed ? "BATON_EXPRESSION_FAILED" : err.code, message: err.message, retryable: false });
+        }
+      } else if (t.kind === "delay" && run.timerId === command.timerId && run.status === "running") {
+        await st.complete(n, { firedAt: now, dueAt: t.dueAt }, undefined);
+      } else if (t.kind === "timeout" && run.callId === t.callId && run.status === "running") {
+        st.effects.push({ kind: "cancelTools", callIds: [t.callId!], reason: "node timeout" });
+        st.failNode(n, { code: "BATON_NODE_TIMEOUT", message: `no result within timeoutMs=${n.timeoutMs}`, retryable: true });
+      } else {
+        return unchanged(state, `timer ${command.timerId} is stale`);
+      }
       break;
     }
     case "resume": {
-      if (st.s.status !== "paused" || st.s.pause?.nodeId !== command.nodeId) return unchanged(state, `execution is not paused at "${command.nodeId}"`);
+      const run = st.s.nodes[command.nodeId];
+      if (!run || run.status !== "paused") return unchanged(state, `execution is not paused at "${command.nodeId}"`);
       const n = st.node(command.nodeId);
-      const run = st.run(n.id);
       const cfg = reviewConfigSchema.parse(n.config);
-      const subject = resolveTemplate(cfg.subject ?? null, st.s.context) ?? null;
-      delete st.s.pause;
-      st.s.status = "running";
-      st.emit({ kind: "emit", event: { kind: "execution.resumed", nodeId: n.id, decision: command.action } });
+      const subject = resolveTemplate(cfg.subject ?? null, st.ctx()) ?? null;
+      const others = Object.entries(st.s.nodes).filter(([id, r]) => id !== n.id && r.status === "paused");
+      if (others.length === 0) {
+        delete st.s.pause;
+        st.s.status = "running";
+      } else {
+        const [id] = others[0]!;
+        st.s.pause = { nodeId: id, reason: reviewConfigSchema.parse(st.node(id).config).reason, seq: st.s.pauseSeq };
+      }
+      st.emit({ kind: "execution.resumed", nodeId: n.id, decision: command.action });
       const output: JsonObject = {
         decision: command.action,
         data: command.action === "edit" ? (command.data ?? {}) : subject,
@@ -292,44 +851,32 @@ export function step(input: StepInput): StepResult {
       if (command.action === "reject") {
         const hasRejectPath = definition.edges.some((e) => e.from === n.id && e.when === "rejected");
         if (hasRejectPath) {
-          st.complete(n, output, "rejected");
+          await st.complete(n, output, "rejected");
         } else {
-          run.status = "failed";
-          run.completedAt = now;
-          run.error = "rejected by reviewer";
-          st.s.context = writePath(st.s.context, st.outputPath(n), output);
-          st.emit({ kind: "emit", event: { kind: "node.failed", nodeId: n.id, nodeType: n.type, attempt: run.attempt, code: "BATON_REVIEW_REJECTED", error: "rejected by reviewer", retrying: false } });
-          st.journal({ nodeId: n.id, nodeType: n.type, attempt: run.attempt, status: "failed", output, error: "rejected by reviewer", durationMs: st.duration(run), startedAt: run.startedAt, completedAt: now });
-          st.fail("BATON_REVIEW_REJECTED", `review at "${n.id}" was rejected${command.comment ? `: ${command.comment}` : ""}`, n.id);
+          st.write(st.outputPath(n), output);
+          st.failNode(n, { code: "BATON_REVIEW_REJECTED", message: `rejected by reviewer${command.comment ? `: ${command.comment}` : ""}`, retryable: false }, output);
         }
       } else {
-        st.complete(n, output, "approved");
+        await st.complete(n, output, "approved");
       }
-      st.maybeFinish();
       break;
     }
     case "cancel": {
-      for (const [id, run] of Object.entries(st.s.nodes)) {
-        if (run.status === "running" || run.status === "paused") {
-          run.status = "failed";
-          run.error = "cancelled";
-          run.completedAt = now;
-          const n = st.node(id);
-          st.journal({ nodeId: id, nodeType: n.type, attempt: run.attempt, status: "failed", error: "cancelled", durationMs: st.duration(run), startedAt: run.startedAt, completedAt: now });
-        }
-      }
+      st.cancelOutstanding("cancelled");
       st.s.status = "cancelled";
       st.s.ready = [];
       delete st.s.pause;
       st.s.finishedAt = now;
-      st.emit({ kind: "emit", event: { kind: "execution.cancelled", reason: command.reason } });
-      break;
+      st.emit({ kind: "execution.cancelled", reason: command.reason });
+      return { state: st.s, effects: st.effects, more: false };
     }
   }
-  return { state: st.s, effects: st.effects, more: st.s.status === "running" && st.s.ready.length > 0 };
+  await st.advance();
+  st.maybeFinish();
+  return { state: st.s, effects: st.effects, more: st.more() };
 }
 
-/** Node types whose work leaves the executor (tool calls, people). */
+/** Node types whose work stays inside the executor. */
 export function isInline(type: string): boolean {
   return NODE_TYPES[type]?.inline ?? false;
 }

@@ -3,9 +3,23 @@
  * definition (`nodes[2].type`), a stable code and a message.
  */
 import { z } from "zod";
+import { Ajv } from "ajv";
+import type { ErrorObject, ValidateFunction } from "ajv";
 import { collectPaths, parsePath } from "./path.ts";
 import type { WorkflowDefinition } from "./model.ts";
-import { NODE_TYPES, PLANNED_NODE_TYPES, canonicalType, workflowDefinitionSchema } from "./model.ts";
+import { NODE_TYPES, PLANNED_NODE_TYPES, bodySchema, canonicalType, forEachConfigSchema, toolConfigSchema, workflowDefinitionSchema } from "./model.ts";
+import { expressionError } from "./expr.ts";
+import { graphOf } from "./graph.ts";
+import type { JsonValue } from "./json.ts";
+
+/** What validation may check beyond the definition itself. */
+export interface ValidateOptions {
+  /** Whether a tool exists (and this tenant may call it); tool nodes naming others fail validation. */
+  hasTool?: (name: string) => boolean;
+}
+
+/** Config keys that hold JSONata expressions rather than `$.path`s or nested graphs. */
+const EXPRESSION_KEYS = new Set(["expression", "condition", "reduce"]);
 
 export interface ValidationIssue {
   path: string;
@@ -22,12 +36,25 @@ function zodPath(path: PropertyKey[]): string {
 }
 
 /** Validates a workflow definition; on success returns it parsed, with defaults and canonical types. */
-export function validateWorkflow(input: unknown): ValidationResult {
-  const parsed = workflowDefinitionSchema.safeParse(input);
+export function validateWorkflow(input: unknown, opts: ValidateOptions = {}): ValidationResult {
+  const result = validateGraph(input, opts, "", workflowDefinitionSchema);
+  if (result.ok && result.workflow.inputSchema !== undefined) {
+    const err = schemaError(result.workflow.inputSchema);
+    if (err) return { ok: false, errors: [{ path: "inputSchema", code: "invalid_input_schema", message: err }] };
+  }
+  return result;
+}
+
+function prefixed(prefix: string, path: string): string {
+  return prefix === "" ? path : `${prefix}.${path}`;
+}
+
+function validateGraph(input: unknown, opts: ValidateOptions, prefix: string, schema: z.ZodType): ValidationResult {
+  const parsed = schema.safeParse(input) as z.ZodSafeParseResult<z.infer<typeof workflowDefinitionSchema>>;
   if (!parsed.success) {
     return {
       ok: false,
-      errors: parsed.error.issues.map((i) => ({ path: zodPath(i.path) || "(definition)", code: "invalid_shape", message: i.message })),
+      errors: parsed.error.issues.map((i) => ({ path: prefixed(prefix, zodPath(i.path) || "(definition)"), code: "invalid_shape", message: i.message })),
     };
   }
   const def = parsed.data;
@@ -54,9 +81,12 @@ export function validateWorkflow(input: unknown): ValidationResult {
         for (const issue of c.error.issues) {
           errors.push({ path: `nodes[${i}].config${issue.path.length ? "." + zodPath(issue.path) : ""}`, code: "invalid_config", message: issue.message });
         }
+      } else {
+        checkNodeConfig(type, n.config, `nodes[${i}]`, opts, errors);
       }
     }
-    for (const ref of collectPaths(n.input ?? {}, `nodes[${i}].input`).concat(collectPaths(n.config, `nodes[${i}].config`))) {
+    const configPaths = Object.entries(n.config).filter(([k]) => !EXPRESSION_KEYS.has(k) && k !== "body");
+    for (const ref of collectPaths(n.input ?? {}, `nodes[${i}].input`).concat(collectPaths(Object.fromEntries(configPaths), `nodes[${i}].config`))) {
       const p = parsePath(ref.path);
       if ("error" in p) errors.push({ path: ref.at, code: "invalid_path", message: p.error });
     }
@@ -82,9 +112,12 @@ export function validateWorkflow(input: unknown): ValidationResult {
 
   const out = new Map<string, string[]>();
   def.edges.forEach((e, i) => {
+    if (e.condition !== undefined) {
+      const err = expressionError(e.condition);
+      if (err) errors.push({ path: `edges[${i}].condition`, code: "invalid_expression", message: err });
+    }
     if (!ids.has(e.from)) errors.push({ path: `edges[${i}].from`, code: "dangling_edge", message: `edge from missing node "${e.from}"` });
     if (!ids.has(e.to)) errors.push({ path: `edges[${i}].to`, code: "dangling_edge", message: `edge to missing node "${e.to}"` });
-    if (e.to === start) errors.push({ path: `edges[${i}].to`, code: "edge_into_start", message: `the start node "${start}" cannot have incoming edges` });
     const fromIdx = ids.get(e.from);
     const from = fromIdx === undefined ? undefined : def.nodes[fromIdx];
     const spec = from ? NODE_TYPES[canonicalType(from.type)] : undefined;
@@ -100,49 +133,115 @@ export function validateWorkflow(input: unknown): ValidationResult {
     out.set(e.from, [...(out.get(e.from) ?? []), e.to]);
   });
 
-  // Cycles: loops need loop nodes (with iteration limits), so a plain cycle is an error.
   if (errors.length === 0 && start !== undefined) {
-    const color = new Map<string, 1 | 2>();
-    const cycle: string[] = [];
-    const visit = (id: string, trail: string[]): boolean => {
-      color.set(id, 1);
-      for (const next of out.get(id) ?? []) {
-        const c = color.get(next);
-        if (c === 1) {
-          cycle.push(...trail.slice(trail.indexOf(next)), id, next);
-          return true;
-        }
-        if (c === undefined && visit(next, [...trail, id])) return true;
-      }
-      color.set(id, 2);
-      return false;
-    };
+    const g = graphOf(def);
+    // Cycles are fine when bounded: each must pass through a whileLoop or a node with maxVisits.
+    const seen = new Set<number>();
     for (const n of def.nodes) {
-      if (!color.has(n.id) && visit(n.id, [])) {
-        errors.push({ path: "edges", code: "unbounded_cycle", message: `cycle ${[...new Set(cycle)].join(" → ")} has no loop bound` });
-        break;
+      if (!g.cyclic.has(n.id)) continue;
+      const comp = g.scc.get(n.id)!;
+      if (seen.has(comp)) continue;
+      seen.add(comp);
+      const members = def.nodes.filter((m) => g.scc.get(m.id) === comp);
+      const bounded = members.some((m) => canonicalType(m.type) === "whileLoop" || m.maxVisits !== undefined);
+      if (!bounded) {
+        errors.push({ path: "edges", code: "unbounded_cycle", message: `cycle ${members.map((m) => m.id).join(" → ")} → ${members[0]!.id} has no loop bound: route it through a whileLoop node or give one of its nodes maxVisits` });
       }
     }
-    const reach = new Set<string>([start]);
-    const queue = [start];
-    while (queue.length) {
-      for (const next of out.get(queue.shift()!) ?? []) {
-        if (!reach.has(next)) {
-          reach.add(next);
-          queue.push(next);
+    def.nodes.forEach((n, i) => {
+      if (canonicalType(n.type) === "whileLoop" && !g.reach.get(n.id)!.has(n.id)) {
+        errors.push({ path: `nodes[${i}]`, code: "loop_without_body", message: `whileLoop "${n.id}" has no path from its body back to itself` });
+      }
+      if (n.join !== undefined && typeof n.join === "object") {
+        // Edges from one branching node with different labels are exclusive: at most one of them is taken.
+        const incoming = g.incoming.get(n.id) ?? [];
+        const sources = new Map<string, Set<string>>();
+        for (const e of incoming) sources.set(e.from, (sources.get(e.from) ?? new Set()).add(e.when ?? ""));
+        let possible = 0;
+        for (const [from, labels] of sources) {
+          const fromNode = def.nodes[ids.get(from)!]!;
+          possible += (NODE_TYPES[canonicalType(fromNode.type)]?.branches.length ?? 0) > 0 ? Math.min(1, labels.size) : labels.size;
+        }
+        if (n.join.n > possible) {
+          errors.push({ path: `nodes[${i}].join`, code: "join_never_fires", message: `node "${n.id}" waits for ${n.join.n} incoming branches but at most ${possible} can arrive` });
         }
       }
-    }
+    });
+    const reach = new Set<string>([start, ...g.reach.get(start)!]);
     def.nodes.forEach((n, i) => {
       if (!reach.has(n.id)) errors.push({ path: `nodes[${i}]`, code: "unreachable_node", message: `node "${n.id}" cannot be reached from the start node "${start}"` });
     });
   }
 
-  if (errors.length > 0) return { ok: false, errors };
+  if (errors.length > 0) return { ok: false, errors: errors.map((e) => ({ ...e, path: prefixed(prefix, e.path) })) };
   return {
     ok: true,
     workflow: { ...def, start: start!, nodes: def.nodes.map((n) => ({ ...n, type: canonicalType(n.type) })) },
   };
+}
+
+function checkNodeConfig(type: string, config: Record<string, JsonValue>, at: string, opts: ValidateOptions, errors: ValidationIssue[]): void {
+  for (const key of EXPRESSION_KEYS) {
+    const v = config[key];
+    if (typeof v === "string") {
+      const err = expressionError(v);
+      if (err) errors.push({ path: `${at}.config.${key}`, code: "invalid_expression", message: err });
+    }
+  }
+  const tools: { name: string; path: string }[] = [];
+  if (type === "tool") {
+    const cfg = toolConfigSchema.parse(config);
+    if ("tool" in cfg) tools.push({ name: cfg.tool, path: `${at}.config.tool` });
+    else cfg.calls.forEach((c, k) => tools.push({ name: c.tool, path: `${at}.config.calls[${k}].tool` }));
+  }
+  if (type === "forEach") {
+    const cfg = forEachConfigSchema.parse(config);
+    if (cfg.tool) tools.push({ name: cfg.tool, path: `${at}.config.tool` });
+    if (cfg.body) {
+      const body = validateGraph(cfg.body, opts, `${at}.config.body`, bodySchema);
+      if (!body.ok) errors.push(...body.errors);
+    }
+  }
+  if (opts.hasTool) {
+    for (const t of tools) {
+      if (!opts.hasTool(t.name)) errors.push({ path: t.path, code: "unknown_tool", message: `tool "${t.name}" is not registered (no worker serves it, or this tenant may not call it)` });
+    }
+  }
+}
+
+const ajv = new Ajv({ allErrors: true, strict: false });
+const compiledSchemas = new Map<string, ValidateFunction>();
+
+function compileSchema(schema: unknown): ValidateFunction {
+  const key = JSON.stringify(schema);
+  let fn = compiledSchemas.get(key);
+  if (!fn) {
+    fn = ajv.compile(schema as object);
+    if (compiledSchemas.size > 500) compiledSchemas.delete(compiledSchemas.keys().next().value!);
+    compiledSchemas.set(key, fn);
+  }
+  return fn;
+}
+
+function schemaError(schema: unknown): string | undefined {
+  try {
+    compileSchema(schema);
+    return undefined;
+  } catch (err) {
+    return `not a valid JSON Schema: ${(err as Error).message}`;
+  }
+}
+
+/** Checks an execution input against the definition's `inputSchema`; every violation, each with a path. */
+export function validateInput(definition: Pick<WorkflowDefinition, "inputSchema">, input: unknown): ValidationIssue[] {
+  if (definition.inputSchema === undefined) return [];
+  const fn = compileSchema(definition.inputSchema);
+  if (fn(input)) return [];
+  return (fn.errors ?? []).map((e: ErrorObject) => ({
+    path: `input${e.instancePath.replace(/\/([^/]+)/g, (_, seg: string) => (/^\d+$/.test(seg) ? `[${seg}]` : `.${seg}`))}`,
+    code: "invalid_input",
+    message: e.keyword === "required" ? `missing required property "${(e.params as { missingProperty: string }).missingProperty}"` : e.message ?? "invalid",
+  }));
 }
 
 /** JSON Schema of the definition format, for the OpenAPI document. */

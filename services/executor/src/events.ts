@@ -24,6 +24,10 @@ export async function publishEngineEvent(m: Messaging, s: ExecutionState, e: Eng
       return m.publishEvent("node.started", { ...node, nodeId: e.nodeId, nodeType: e.nodeType, attempt: e.attempt }, key);
     case "node.completed":
       return m.publishEvent("node.completed", { ...node, nodeId: e.nodeId, nodeType: e.nodeType, attempt: e.attempt, durationMs: e.durationMs, output: valueFromJson(e.output) }, key);
+    case "node.skipped":
+      return m.publishEvent("node.skipped", { ...node, nodeId: e.nodeId, nodeType: e.nodeType }, key);
+    case "execution.emitted":
+      return m.publishEvent("execution.emitted", { ...exec, nodeId: e.nodeId, name: e.name, data: valueFromJson(e.data) }, key);
     case "node.failed":
       return m.publishEvent("node.failed", { ...node, nodeId: e.nodeId, nodeType: e.nodeType, attempt: e.attempt, error: { code: e.code, message: e.error, retryable: e.retrying }, retrying: e.retrying }, key);
   }

@@ -1,23 +1,26 @@
 /**
- * The executor: consumes execution commands and tool results, applies them with
- * the engine's pure `step`, and after every node writes the checkpoint to Redis
- * (compare-and-set on its version) before it carries out the step's effects.
+ * The executor: consumes execution commands, tool results, timers and child results,
+ * applies them with the engine's pure `step`, and after every node writes the
+ * checkpoint to Redis (compare-and-set on its version) before it carries out the
+ * step's effects.
  *
- * Crash safety: the effects of a step are written into the checkpoint (the
+ * Crash safety (ADR 002): the effects of a step are written into the checkpoint (the
  * outbox) in the same compare-and-set, then carried out with idempotency keys
- * (journal upserts, `Nats-Msg-Id` on every publish). A command redelivered after
- * a crash finds the outbox, carries it out again harmlessly, and the command
- * itself is ignored by `step` because the state already reflects it. So no
- * completed node runs twice and nothing is lost.
+ * (journal upserts, `Nats-Msg-Id` on every publish, child rows unique per key). A
+ * command redelivered after a crash finds the outbox, carries it out again
+ * harmlessly, and the command itself is ignored by `step` because the state already
+ * reflects it. On start the executor also sweeps every active execution for an
+ * unfinished outbox. When Redis lost a checkpoint, it is rebuilt from the journal in
+ * Postgres (ADR 004).
  */
-import type { CheckpointStore } from "@baton/checkpoints";
-import { valueToJson } from "@baton/contracts";
-import type { Command, Effect, ExecutionState, JsonValue, WorkflowDefinition } from "@baton/engine";
-import { isFinished, step, validateWorkflow } from "@baton/engine";
-import { errorMessage, hasCode } from "@baton/errors";
+import type { Checkpoint, CheckpointStore } from "@baton/checkpoints";
+import { encode, ToolCancelSchema, valueFromJson, valueToJson } from "@baton/contracts";
+import type { Command, Effect, ExecutionState, JsonObject, JsonValue, WorkflowDefinition } from "@baton/engine";
+import { BlobsNeeded, isFinished, replayJournal, step, validateWorkflow } from "@baton/engine";
+import { defineError, errorMessage, hasCode } from "@baton/errors";
 import type { AnyCommand, Messaging } from "@baton/messaging";
 import type { Service } from "@baton/runtime";
-import type { Store } from "@baton/store";
+import type { ExecutionRecord, Store } from "@baton/store";
 import type { Subscription } from "@baton/bus";
 import type { Logger } from "@baton/telemetry";
 import { DefinitionInvalid, DefinitionMissing, ExecutionMissing, NotStarted } from "./errors.ts";
@@ -28,15 +31,27 @@ export interface CheckpointState extends ExecutionState {
   outbox?: Effect[];
 }
 
+/** The checkpoint store as the executor uses it; `getVersion` and `expire` are optional extras of the Redis store. */
+export type ExecutorCheckpoints = CheckpointStore<CheckpointState> & {
+  getVersion?(executionId: number, version: number): Promise<Checkpoint<CheckpointState> | null>;
+  expire?(executionId: number, seconds?: number): Promise<void>;
+};
+
 export interface ExecutorOptions {
   messaging: Messaging;
   store: Store;
-  checkpoints: CheckpointStore<CheckpointState>;
+  checkpoints: ExecutorCheckpoints;
   logger: Logger;
   /** Commands handled at once by this process. @default 32 */
   concurrency?: number;
   /** Durable consumer name shared by every executor replica. @default "executor" */
   durable?: string;
+  /** How long a taken command may go unacknowledged before another replica gets it. @default 30_000 */
+  ackWaitMs?: number;
+  /** Tool results larger than this (bytes of JSON) are stored once as blobs and referenced. @default 65_536 */
+  largeResultBytes?: number;
+  /** Sweep active executions for unfinished work (outboxes, lost checkpoints) on start. @default true */
+  recoverOnStart?: boolean;
   /** @default () => new Date() */
   clock?: () => Date;
 }
@@ -44,26 +59,56 @@ export interface ExecutorOptions {
 export interface Executor extends Service {
   /** Applies one command now (used by the consumer; exposed for tests and tools). */
   handle(cmd: AnyCommand): Promise<void>;
+  /** Finishes any unfinished outbox and rebuilds lost checkpoints of active executions. */
+  recover(): Promise<number>;
+}
+
+const TimerNotDue = defineError("BATON_EXECUTOR_TIMER_NOT_DUE", (timerId: string) => `timer ${timerId} is not due yet`, { status: 425, retryable: true });
+const ForkSourceMissing = defineError("BATON_EXECUTOR_FORK_SOURCE_MISSING", (id: number, v: number) => `checkpoint version ${v} of execution ${id} is gone`, { status: 404 });
+const ChildWorkflowMissing = defineError("BATON_EXECUTOR_CHILD_WORKFLOW_MISSING", (ref: string) => `sub-workflow ${ref} does not exist`, { status: 404 });
+
+type EngineStart = Command & { kind: "start" };
+
+function jsonSize(v: JsonValue): number {
+  return Buffer.byteLength(JSON.stringify(v));
 }
 
 export function createExecutor(opts: ExecutorOptions): Executor {
   const { messaging, store, checkpoints, logger } = opts;
   const clock = opts.clock ?? (() => new Date());
+  const largeResultBytes = opts.largeResultBytes ?? 65_536;
   const definitions = new Map<string, WorkflowDefinition>();
   const locks = new Map<number, Promise<void>>();
   let sub: Subscription | undefined;
 
-  async function definitionFor(tenantId: string, workflowId: number, version: number): Promise<WorkflowDefinition> {
-    const key = `${workflowId}:${version}`;
+  async function definitionFor(tenantId: string, workflowId: number, version: number, ref: string | null): Promise<WorkflowDefinition> {
+    const key = `${workflowId}:${version}:${ref ?? ""}`;
     const cached = definitions.get(key);
     if (cached) return cached;
-    const v = await store.workflows.getVersion(tenantId, workflowId, version);
-    if (!v) throw DefinitionMissing(workflowId, version);
-    const parsed = validateWorkflow(v.definition);
-    if (!parsed.ok) throw DefinitionInvalid(workflowId, version, parsed.errors.map((e) => `${e.path}: ${e.message}`).join("; "));
+    let parsed: WorkflowDefinition;
+    if (ref) {
+      // A body of a forEach node: walk the path of node ids from the whole definition.
+      const parts = ref.split("/");
+      let def = await definitionFor(tenantId, workflowId, version, null);
+      for (const id of parts) {
+        const n = def.nodes.find((x) => x.id === id);
+        const body = n?.config.body;
+        if (!body) throw DefinitionInvalid(workflowId, version, `node "${id}" of ${ref} has no body`);
+        const v = validateWorkflow(body);
+        if (!v.ok) throw DefinitionInvalid(workflowId, version, v.errors.map((e) => `${ref}: ${e.path}: ${e.message}`).join("; "));
+        def = v.workflow;
+      }
+      parsed = def;
+    } else {
+      const v = await store.workflows.getVersion(tenantId, workflowId, version);
+      if (!v) throw DefinitionMissing(workflowId, version);
+      const result = validateWorkflow(v.definition);
+      if (!result.ok) throw DefinitionInvalid(workflowId, version, result.errors.map((e) => `${e.path}: ${e.message}`).join("; "));
+      parsed = result.workflow;
+    }
     if (definitions.size > 1000) definitions.delete(definitions.keys().next().value!);
-    definitions.set(key, parsed.workflow);
-    return parsed.workflow;
+    definitions.set(key, parsed);
+    return parsed;
   }
 
   /** Runs `fn` after every earlier call for the same execution in this process has finished. */
@@ -79,84 +124,237 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     }
   }
 
-  async function perform(state: ExecutionState, effects: Effect[], version: number): Promise<void> {
+  async function startChild(state: ExecutionState, e: Effect & { kind: "startChild" }): Promise<void> {
+    let workflowId = state.workflowId;
+    let version = state.workflowVersion;
+    if (e.workflow) {
+      const w = e.workflow.id !== undefined ? await store.workflows.get(state.tenantId, e.workflow.id) : await store.workflows.getBySlug(state.tenantId, e.workflow.slug!);
+      if (!w) {
+        await messaging.sendCommand("execution.child_result", {
+          executionId: state.executionId, tenantId: state.tenantId, nodeId: e.nodeId, childKey: e.childKey, status: "failed",
+          error: { code: "BATON_EXECUTOR_CHILD_WORKFLOW_MISSING", message: ChildWorkflowMissing(e.workflow.slug ?? String(e.workflow.id)).message, retryable: false },
+        }, `child-missing:${state.executionId}:${e.nodeId}:${e.childKey}`);
+        return;
+      }
+      workflowId = w.id;
+      version = e.workflow.version ?? w.version;
+    }
+    const { row } = await store.executions.createChild({
+      tenantId: state.tenantId, parentExecutionId: state.executionId, parentNodeId: e.nodeId, childKey: e.childKey,
+      agentWorkflowId: workflowId, workflowVersion: version, input: e.input,
+      ...(e.definitionRef ? { definitionRef: e.definitionRef } : {}),
+      ...(state.deadlineAt ? { deadlineAt: new Date(state.deadlineAt) } : {}),
+    });
+    await messaging.sendCommand("execution.start", {
+      executionId: row.id, tenantId: state.tenantId, workflowId, workflowVersion: version, input: e.input as never,
+      parentExecutionId: state.executionId, parentNodeId: e.nodeId, childKey: e.childKey, triggerEvent: "subworkflow",
+      definitionRef: e.definitionRef ?? "", deadline: state.deadlineAt ?? "",
+    }, `start:${row.id}`);
+  }
+
+  async function perform(prev: ExecutionState | null, state: ExecutionState, effects: Effect[], version: number): Promise<void> {
     // Durable records first, so a subscriber reacting to an event finds them.
-    for (const e of effects) {
-      if (e.kind !== "journal") continue;
-      const j = e.entry;
-      await store.nodeExecutions.record({
-        tenantId: state.tenantId,
-        executionId: state.executionId,
-        nodeId: j.nodeId,
-        nodeType: j.nodeType,
-        attempt: j.attempt,
-        status: j.status,
+    const journal = effects.flatMap((e) => (e.kind === "journal" ? [e.entry] : []));
+    if (journal.length > 0) {
+      await store.nodeExecutions.recordMany(journal.map((j) => ({
+        tenantId: state.tenantId, executionId: state.executionId, nodeId: j.nodeId, nodeType: j.nodeType, attempt: j.attempt, status: j.status,
         ...(j.input !== undefined ? { input: j.input } : {}),
         ...(j.output !== undefined ? { output: j.output } : {}),
         ...(j.error !== undefined ? { error: j.error } : {}),
+        ...(j.errorCode !== undefined ? { errorCode: j.errorCode } : {}),
+        ...(j.retryable !== undefined ? { retryable: j.retryable } : {}),
         ...(j.toolCalls !== undefined ? { toolCalls: j.toolCalls } : {}),
         ...(j.durationMs !== undefined ? { durationMs: j.durationMs } : {}),
         ...(j.startedAt ? { startedAt: new Date(j.startedAt) } : {}),
         ...(j.completedAt ? { completedAt: new Date(j.completedAt) } : {}),
-      });
+        stepVersion: version,
+      })));
     }
-    if (effects.length > 0) {
-      const { outbox: _o, ...snapshot } = state as CheckpointState;
+    // The execution row changes only with the status (and the pause point), not every node.
+    const pauseChanged = prev?.pause?.nodeId !== state.pause?.nodeId;
+    if (prev === null || prev.status !== state.status || pauseChanged) {
       await store.executions.update(state.executionId, {
         status: state.status,
         currentState: state.pause?.nodeId ?? state.lastNode ?? null,
         context: state.context,
-        checkpoint: snapshot as unknown as JsonValue,
+        ...(prev === null ? { startedAt: new Date(state.startedAt) } : {}),
         ...(state.output !== undefined ? { output: state.output } : {}),
         ...(state.error ? { error: `${state.error.code}: ${state.error.message}` } : {}),
         ...(state.finishedAt ? { completedAt: new Date(state.finishedAt) } : {}),
+        ...(state.deadlineAt ? { deadlineAt: new Date(state.deadlineAt) } : {}),
       });
     }
+    const sends: Promise<unknown>[] = [];
     let i = 0;
     for (const e of effects) {
       i++;
-      if (e.kind === "emit") {
-        await publishEngineEvent(messaging, state, e.event, `evt:${state.executionId}:${version}:${i}`);
-      } else if (e.kind === "callTool") {
-        await messaging.callTool({
-          callId: e.callId,
-          executionId: state.executionId,
-          tenantId: state.tenantId,
-          nodeId: e.nodeId,
-          attempt: e.attempt,
-          tool: e.tool,
-          args: e.args,
-          timeoutMs: e.timeoutMs ?? 0,
-        });
+      switch (e.kind) {
+        case "emit":
+          sends.push(publishEngineEvent(messaging, state, e.event, `evt:${state.executionId}:${version}:${i}`));
+          break;
+        case "callTool":
+          sends.push(messaging.callTool({
+            callId: e.callId, executionId: state.executionId, tenantId: state.tenantId, nodeId: e.nodeId, attempt: e.attempt,
+            tool: e.tool, args: e.args as never, timeoutMs: e.timeoutMs ?? 0, idempotencyKey: e.idempotencyKey,
+          }));
+          break;
+        case "cancelTools":
+          sends.push(messaging.bus.broadcast(messaging.subjects.toolCancel(), encode(ToolCancelSchema, { callIds: e.callIds, reason: e.reason }), { tenantId: state.tenantId, type: "tools.cancel" }));
+          break;
+        case "setTimer":
+          sends.push(messaging.sendCommand("execution.timer", { executionId: state.executionId, tenantId: state.tenantId, timerId: e.timerId, dueAt: e.dueAt }, `timer:${state.executionId}:${e.timerId}`));
+          break;
+        case "startChild":
+          sends.push(startChild(state, e));
+          break;
+        case "cancelChildren":
+          for (const key of e.childKeys) {
+            sends.push(store.executions.getChild(state.executionId, e.nodeId, key).then((child) =>
+              child ? messaging.sendCommand("execution.cancel", { executionId: child.id, tenantId: state.tenantId, reason: e.reason }, `cancel:${child.id}`) : undefined));
+          }
+          break;
+        case "journal":
+        case "review":
+          break;
       }
     }
+    await Promise.all(sends);
+    if (isFinished(state) && (prev === null || !isFinished(prev))) await finished(state);
   }
 
-  function toEngineCommand(cmd: AnyCommand): { executionId: number; tenantId: string; command: Command } {
+  async function finished(state: ExecutionState): Promise<void> {
+    if (state.parent) {
+      await messaging.sendCommand("execution.child_result", {
+        executionId: state.parent.executionId, tenantId: state.tenantId, nodeId: state.parent.nodeId, childKey: state.parent.childKey,
+        childExecutionId: state.executionId, status: state.status,
+        ...(state.status === "completed" ? { output: valueFromJson(state.output ?? null) } : {}),
+        ...(state.error ? { error: { code: state.error.code, message: state.error.message, retryable: false } } : {}),
+      }, `child-result:${state.executionId}`);
+    }
+    await checkpoints.expire?.(state.executionId);
+  }
+
+  async function toEngineCommand(cmd: AnyCommand): Promise<{ executionId: number; tenantId: string; command: Command }> {
     switch (cmd.name) {
-      case "execution.start":
-        return { executionId: cmd.message.executionId, tenantId: cmd.message.tenantId, command: { kind: "start", input: (cmd.message.input ?? {}) } };
+      case "execution.start": {
+        const m = cmd.message;
+        const command: EngineStart = {
+          kind: "start",
+          input: (m.input ?? {}) as JsonObject,
+          ...(m.deadline ? { deadline: new Date(m.deadline).toISOString() } : {}),
+          ...(m.parentExecutionId && m.parentNodeId ? { parent: { executionId: m.parentExecutionId, nodeId: m.parentNodeId, childKey: m.childKey } } : {}),
+          ...(m.definitionRef ? { definitionRef: m.definitionRef } : {}),
+        };
+        if (m.forkOfExecutionId) {
+          const source = await checkpoints.getVersion?.(m.forkOfExecutionId, m.forkOfVersion) ?? null;
+          if (!source) throw ForkSourceMissing(m.forkOfExecutionId, m.forkOfVersion);
+          const { outbox: _o, ...sourceState } = source.state;
+          command.fork = { state: sourceState, executionId: m.forkOfExecutionId, version: m.forkOfVersion, ...(m.contextPatch ? { contextPatch: m.contextPatch as JsonObject } : {}) };
+        }
+        return { executionId: m.executionId, tenantId: m.tenantId, command };
+      }
       case "execution.resume": {
         const m = cmd.message;
         const action = m.action === "edit" || m.action === "reject" ? m.action : "approve";
         return {
           executionId: m.executionId,
           tenantId: m.tenantId,
-          command: { kind: "resume", nodeId: m.nodeId, action, ...(m.data ? { data: m.data } : {}), ...(m.comment ? { comment: m.comment } : {}), ...(m.reviewer ? { reviewer: m.reviewer } : {}) },
+          command: { kind: "resume", nodeId: m.nodeId, action, ...(m.data ? { data: m.data as JsonObject } : {}), ...(m.comment ? { comment: m.comment } : {}), ...(m.reviewer ? { reviewer: m.reviewer } : {}) },
         };
       }
       case "execution.cancel":
         return { executionId: cmd.message.executionId, tenantId: cmd.message.tenantId, command: { kind: "cancel", reason: cmd.message.reason || "cancelled" } };
+      case "execution.timer": {
+        const m = cmd.message;
+        const wait = Date.parse(m.dueAt) - clock().getTime();
+        if (wait > 0) throw TimerNotDue(m.timerId, { retryDelayMs: wait });
+        return { executionId: m.executionId, tenantId: m.tenantId, command: { kind: "timer", timerId: m.timerId } };
+      }
+      case "execution.child_result": {
+        const m = cmd.message;
+        const status = m.status === "completed" || m.status === "cancelled" ? m.status : "failed";
+        return {
+          executionId: m.executionId,
+          tenantId: m.tenantId,
+          command: {
+            kind: "childResult", nodeId: m.nodeId, childKey: m.childKey, status,
+            ...(status === "completed" ? { output: await canonical(m.tenantId, valueToJson(m.output) ?? null) } : {}),
+            ...(m.error ? { error: { code: m.error.code, message: m.error.message } } : {}),
+          },
+        };
+      }
       case "tool.result": {
         const m = cmd.message;
         const command: Command = m.ok
-          ? { kind: "toolResult", nodeId: m.nodeId, callId: m.callId, ok: true, output: valueToJson(m.output) ?? null, durationMs: m.durationMs }
+          ? { kind: "toolResult", nodeId: m.nodeId, callId: m.callId, ok: true, output: await canonical(m.tenantId, valueToJson(m.output) ?? null), durationMs: m.durationMs }
           : { kind: "toolResult", nodeId: m.nodeId, callId: m.callId, ok: false, durationMs: m.durationMs, error: { code: m.error?.code || "BATON_TOOL_FAILED", message: m.error?.message || "tool failed", retryable: m.error?.retryable ?? false } };
         return { executionId: m.executionId, tenantId: m.tenantId, command };
       }
-      default:
-        throw new Error(`the executor does not handle "${cmd.name}" yet`);
     }
+  }
+
+  /** Large values are stored once and referenced, so checkpoints, events and the journal stay small. */
+  async function canonical(tenantId: string, value: JsonValue): Promise<JsonValue> {
+    if (value === null || typeof value !== "object" || jsonSize(value) <= largeResultBytes) return value;
+    const { ref, size } = await store.blobs.put(tenantId, value);
+    return { $ref: ref, size };
+  }
+
+  async function stepLoaded(args: Parameters<typeof step>[0], blobs: Map<string, JsonValue>): Promise<Awaited<ReturnType<typeof step>>> {
+    for (;;) {
+      try {
+        return await step({ ...args, blobs });
+      } catch (err) {
+        if (!(err instanceof BlobsNeeded)) throw err;
+        const tenantId = args.state?.tenantId ?? args.identity!.tenantId;
+        const hashes = err.refs.map((r) => r.slice("blob:".length));
+        const rows = (await store.blobs.getMany(tenantId, hashes)).values();
+        for (const r of rows) blobs.set(`blob:${r.hash}`, r.data);
+        const missing = err.refs.filter((r) => !blobs.has(r));
+        if (missing.length) throw new Error(`blobs missing from the store: ${missing.join(", ")}`);
+      }
+    }
+  }
+
+  function startCommandOf(row: ExecutionRecord): EngineStart {
+    return {
+      kind: "start",
+      input: row.input,
+      ...(row.deadlineAt ? { deadline: row.deadlineAt.toISOString() } : {}),
+      ...(row.parentExecutionId && row.parentNodeId ? { parent: { executionId: row.parentExecutionId, nodeId: row.parentNodeId, childKey: row.childKey ?? "" } } : {}),
+      ...(row.definitionRef ? { definitionRef: row.definitionRef } : {}),
+    };
+  }
+
+  /** Redis lost the checkpoint of an active execution: replay the journal, write the result, re-issue outstanding work. */
+  async function rebuild(row: ExecutionRecord, definition: WorkflowDefinition, blobs: Map<string, JsonValue>): Promise<{ state: CheckpointState; version: number }> {
+    const journal = await store.nodeExecutions.listForReplay(row.id);
+    const identity = { executionId: row.id, tenantId: row.tenantId, workflowId: row.agentWorkflowId, workflowVersion: row.workflowVersion };
+    let replay: Awaited<ReturnType<typeof replayJournal>> | undefined;
+    for (;;) {
+      try {
+        replay = await replayJournal({
+          definition, identity, start: startCommandOf(row), startedAt: (row.startedAt ?? row.createdAt).toISOString(), blobs,
+          journal: journal.map((j) => ({
+            nodeId: j.nodeId, nodeType: j.nodeType, attempt: j.attempt, status: j.status as never,
+            ...(j.output !== null ? { output: j.output } : {}), ...(j.error !== null ? { error: j.error } : {}),
+            ...(j.errorCode !== null ? { errorCode: j.errorCode } : {}), ...(j.retryable !== null ? { retryable: j.retryable } : {}),
+            ...(j.durationMs !== null ? { durationMs: j.durationMs } : {}),
+            startedAt: j.startedAt.toISOString(), ...(j.completedAt ? { completedAt: j.completedAt.toISOString() } : {}),
+          })),
+        });
+        break;
+      } catch (err) {
+        if (!(err instanceof BlobsNeeded)) throw err;
+        for (const r of (await store.blobs.getMany(row.tenantId, err.refs.map((x) => x.slice(5)))).values()) blobs.set(`blob:${r.hash}`, r.data);
+      }
+    }
+    if (replay.unplaced.length) logger.warn("journal rows the replay could not place", { executionId: row.id, rows: replay.unplaced.map((j) => `${j.nodeId}#${j.attempt}`) });
+    const written = await checkpoints.put(row.id, { ...replay.state, outbox: replay.rearm }, 0);
+    logger.warn("checkpoint rebuilt from the journal", { executionId: row.id, status: replay.state.status, rearmed: replay.rearm.length });
+    await perform(replay.state, replay.state, replay.rearm, written.version);
+    const cleared = await checkpoints.put(row.id, { ...replay.state, outbox: [] }, written.version);
+    return { state: replay.state, version: cleared.version };
   }
 
   async function apply(executionId: number, tenantId: string, first: Command): Promise<void> {
@@ -165,44 +363,43 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     const cp = await checkpoints.get(executionId);
     let state: CheckpointState | null = cp?.state ?? null;
     let version = cp?.version ?? 0;
+    const definition = await definitionFor(tenantId, row.agentWorkflowId, row.workflowVersion, row.definitionRef);
+    const blobs = new Map<string, JsonValue>();
     if (state === null && first.kind !== "start") {
-      if (row.status === "queued") throw NotStarted(executionId);
-      throw NotStarted(executionId, { retryable: false });
+      if (row.status === "running" || row.status === "paused") {
+        ({ state, version } = await rebuild(row, definition, blobs));
+      } else if (row.status === "queued") {
+        throw NotStarted(executionId);
+      } else {
+        logger.debug("command for a finished execution without checkpoint ignored", { executionId, command: first.kind });
+        return;
+      }
     }
-    const definition = await definitionFor(tenantId, row.agentWorkflowId, row.workflowVersion);
 
     // A crash may have left effects of the last write not carried out.
-    if (state?.outbox?.length) {
-      await perform(state, state.outbox, version);
-    }
-    let command: Command = first;
     let outboxPending = Boolean(state?.outbox?.length);
+    if (state?.outbox?.length) await perform(state, state, state.outbox, version);
+    let command: Command = first;
     for (;;) {
-      const r = step({
-        definition,
-        state,
-        command,
-        now: clock().toISOString(),
+      const r = await stepLoaded({
+        definition, state, command, now: clock().toISOString(),
         identity: { executionId, tenantId, workflowId: row.agentWorkflowId, workflowVersion: row.workflowVersion },
-      });
+      }, blobs);
       if (r.ignored !== undefined) {
         if (command.kind !== "continue") logger.debug("command ignored", { executionId, command: command.kind, why: r.ignored });
-        // Another command may have left ready nodes behind (e.g. after a lost race).
-        if (command.kind !== "continue" && state && state.status === "running" && state.ready.length > 0) {
-          command = { kind: "continue" };
-          continue;
-        }
         break;
       }
+      if (command.kind === "continue" && r.effects.length === 0 && !r.more) break;
       const written = await checkpoints.put(executionId, { ...r.state, outbox: r.effects }, version);
+      const prev = state;
       version = written.version;
       state = r.state;
       outboxPending = r.effects.length > 0;
-      await perform(state, r.effects, version);
+      await perform(prev, state, r.effects, version);
       if (!r.more) break;
       command = { kind: "continue" };
     }
-    if (state && outboxPending) {
+    if (state && outboxPending && !isFinished(state)) {
       const written = await checkpoints.put(executionId, { ...state, outbox: [] }, version);
       version = written.version;
     }
@@ -210,7 +407,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   }
 
   async function handle(cmd: AnyCommand): Promise<void> {
-    const { executionId, tenantId, command } = toEngineCommand(cmd);
+    const { executionId, tenantId, command } = await toEngineCommand(cmd);
     await serially(executionId, async () => {
       try {
         await apply(executionId, tenantId, command);
@@ -219,6 +416,12 @@ export function createExecutor(opts: ExecutorOptions): Executor {
           // A start that can never run (missing or invalid definition): record why, do not retry.
           await store.executions.update(executionId, { status: "failed", error: `${err.code}: ${err.message}`, completedAt: clock() }).catch(() => undefined);
           await messaging.publishEvent("execution.failed", { tenantId, id: executionId, agentWorkflowId: cmd.message.workflowId, error: { code: err.code, message: err.message, retryable: false }, nodeId: "" }, `evt:${executionId}:start-failed`).catch(() => undefined);
+          if (cmd.message.parentExecutionId && cmd.message.parentNodeId) {
+            await messaging.sendCommand("execution.child_result", {
+              executionId: cmd.message.parentExecutionId, tenantId, nodeId: cmd.message.parentNodeId, childKey: cmd.message.childKey,
+              childExecutionId: executionId, status: "failed", error: { code: err.code, message: err.message, retryable: false },
+            }, `child-result:${executionId}`);
+          }
           logger.warn("execution could not start", { executionId, code: err.code, error: errorMessage(err) });
           return;
         }
@@ -227,14 +430,41 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     });
   }
 
+  async function recover(): Promise<number> {
+    let afterId = 0;
+    let count = 0;
+    for (;;) {
+      const rows = await store.executions.listActive({ statuses: ["running", "paused"], limit: 200, afterId });
+      if (rows.length === 0) return count;
+      for (const row of rows) {
+        afterId = row.id;
+        try {
+          await serially(row.id, async () => {
+            const cp = await checkpoints.get(row.id);
+            if (cp && !cp.state.outbox?.length) return;
+            count++;
+            await apply(row.id, row.tenantId, { kind: "continue" });
+          });
+        } catch (err) {
+          logger.warn("recovery of an execution failed; its next command retries", { executionId: row.id, error: errorMessage(err) });
+        }
+      }
+    }
+  }
+
   return {
     handle,
+    recover,
     async start() {
-      sub = await messaging.consumeCommands("executor", (cmd) => handle(cmd), {
+      sub = await messaging.consumeCommands(opts.durable ?? "executor", (cmd) => handle(cmd), {
         concurrency: opts.concurrency ?? 32,
-        ackWaitMs: 30_000,
+        ackWaitMs: opts.ackWaitMs ?? 30_000,
         maxDeliver: 20,
       });
+      if (opts.recoverOnStart ?? true) {
+        const n = await recover();
+        if (n > 0) logger.info("recovered executions", { count: n });
+      }
     },
     async stop() {
       await sub?.stop();

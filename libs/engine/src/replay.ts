@@ -1,0 +1,144 @@
+/**
+ * Rebuilding an execution's state from its journal, for when Redis lost the
+ * checkpoint. The journal (node executions in Postgres) is the source of truth: the
+ * step function is deterministic, so running it again from the start command and
+ * feeding it each recorded outcome in order arrives at the state the lost
+ * checkpoint held. Inline nodes are recomputed; outside work (tools, children,
+ * reviews, timers) takes its recorded result. Work that was in flight when the
+ * checkpoint was lost stays in flight: the caller re-issues it with the same ids,
+ * so workers answer from their idempotency records instead of running it again.
+ */
+import type { JsonValue } from "./json.ts";
+import { isJsonObject } from "./json.ts";
+import type { WorkflowDefinition } from "./model.ts";
+import { NODE_TYPES } from "./model.ts";
+import type { Command, Effect, ExecutionState, JournalEntry } from "./state.ts";
+import { step } from "./step.ts";
+import type { StepInput } from "./step.ts";
+
+export interface ReplayInput {
+  definition: WorkflowDefinition;
+  identity: NonNullable<StepInput["identity"]>;
+  /** The start command as first given (input, deadline, parent...). */
+  start: Command & { kind: "start" };
+  /** Journal rows in the order they were written. */
+  journal: JournalEntry[];
+  /** Time of the start step (the execution's startedAt). */
+  startedAt: string;
+  blobs?: ReadonlyMap<string, JsonValue>;
+}
+
+export interface ReplayResult {
+  state: ExecutionState;
+  /** Effects that must be carried out again: calls, children, timers and reviews still outstanding. */
+  rearm: Effect[];
+  /** Journal rows the replay could not place (should be empty). */
+  unplaced: JournalEntry[];
+}
+
+export async function replayJournal(input: ReplayInput): Promise<ReplayResult> {
+  const { definition, identity, blobs } = input;
+  let now = input.startedAt;
+  let effects: Effect[] = [];
+  const apply = async (state: ExecutionState | null, command: Command): Promise<ExecutionState> => {
+    const r = await step({ definition, state, command, now, identity, ...(blobs ? { blobs } : {}) });
+    effects.push(...r.effects);
+    let s = r.state;
+    let more = r.more;
+    while (more) {
+      const c = await step({ definition, state: s, command: { kind: "continue" }, now, identity, ...(blobs ? { blobs } : {}) });
+      effects.push(...c.effects);
+      s = c.state;
+      more = c.more;
+    }
+    return s;
+  };
+
+  let state = await apply(null, input.start);
+  const unplaced: JournalEntry[] = [];
+  const types = new Map(definition.nodes.map((n) => [n.id, n.type]));
+  for (const entry of input.journal) {
+    const type = types.get(entry.nodeId);
+    if (!type || NODE_TYPES[type]?.inline) continue;
+    if (entry.status !== "completed" && entry.status !== "failed") continue;
+    if (entry.errorCode === "BATON_CANCELLED") continue;
+    if (entry.completedAt) now = entry.completedAt;
+    let run = state.nodes[entry.nodeId];
+    // A retry waits on its backoff timer: fire it so the recorded attempt is outstanding.
+    if (run?.status === "running" && run.timerId && run.attempt < entry.attempt) {
+      state = await apply(state, { kind: "timer", timerId: run.timerId });
+      run = state.nodes[entry.nodeId];
+    }
+    if (!run || (run.status !== "running" && run.status !== "paused") || run.attempt !== entry.attempt) {
+      unplaced.push(entry);
+      continue;
+    }
+    const cmd = commandFor(type, entry, run);
+    if (!cmd) {
+      unplaced.push(entry);
+      continue;
+    }
+    state = await apply(state, cmd);
+  }
+
+  return { state, rearm: stillOutstanding(state, effects), unplaced };
+}
+
+/** Of the effects issued on the way, those whose work the final state still waits for. */
+function stillOutstanding(state: ExecutionState, effects: Effect[]): Effect[] {
+  const calls = new Set<string>();
+  const children = new Set<string>();
+  for (const [id, run] of Object.entries(state.nodes)) {
+    if (run.status !== "running") continue;
+    if (run.callId) calls.add(run.callId);
+    if (run.childKey) children.add(`${id}/${run.childKey}`);
+    for (const it of run.fan?.items ?? []) {
+      if (it.status === "running" && it.key) {
+        calls.add(it.key);
+        children.add(`${id}/${it.key}`);
+      }
+    }
+  }
+  const out: Effect[] = [];
+  for (const e of effects) {
+    if (e.kind === "callTool" && calls.has(e.callId)) out.push(e);
+    else if (e.kind === "startChild" && children.has(`${e.nodeId}/${e.childKey}`)) out.push(e);
+    else if (e.kind === "review" && state.nodes[e.nodeId]?.status === "paused") out.push(e);
+    else if (e.kind === "setTimer" && state.timers?.[e.timerId]) out.push(e);
+  }
+  return out;
+}
+
+function commandFor(type: string, entry: JournalEntry, run: ExecutionState["nodes"][string]): Command | undefined {
+  const output = entry.output ?? null;
+  if (type === "agent.humanReview") {
+    const o = isJsonObject(output) ? output : {};
+    const decision = o.decision === "edit" || o.decision === "reject" ? o.decision : entry.status === "failed" ? "reject" : "approve";
+    return {
+      kind: "resume", nodeId: entry.nodeId, action: decision,
+      ...(decision === "edit" && isJsonObject(o.data) ? { data: o.data } : {}),
+      ...(typeof o.comment === "string" ? { comment: o.comment } : {}),
+      ...(typeof o.reviewer === "string" ? { reviewer: o.reviewer } : {}),
+    };
+  }
+  if (type === "delay" && run.timerId) return { kind: "timer", timerId: run.timerId };
+  const error = { code: entry.errorCode ?? "BATON_TOOL_FAILED", message: stripCode(entry.error ?? "failed"), retryable: entry.retryable ?? false };
+  if (type === "tool" && run.callId) {
+    return entry.status === "completed"
+      ? { kind: "toolResult", nodeId: entry.nodeId, callId: run.callId, ok: true, output, durationMs: entry.durationMs ?? 0 }
+      : { kind: "toolResult", nodeId: entry.nodeId, callId: run.callId, ok: false, error, durationMs: entry.durationMs ?? 0 };
+  }
+  if (type === "subworkflow" && run.childKey) {
+    return entry.status === "completed"
+      ? { kind: "childResult", nodeId: entry.nodeId, childKey: run.childKey, status: "completed", output }
+      : { kind: "childResult", nodeId: entry.nodeId, childKey: run.childKey, status: "failed", error };
+  }
+  // Fan nodes (forEach, multi-call tools) record the node's outcome, not each item: items
+  // are issued again with the same ids and answered from the workers' records.
+  return undefined;
+}
+
+function stripCode(message: string): string {
+  const m = /^[A-Z][A-Z0-9_]+: (.*)$/s.exec(message);
+  return m ? m[1]! : message;
+}
