@@ -52,6 +52,16 @@ export const envSchema = z.object({
   BATON_WORKER_CONCURRENCY: int(1, 10_000).default(16),
   /** Commands an executor process handles at once. @default 32 */
   BATON_EXECUTOR_CONCURRENCY: int(1, 10_000).default(32),
+  /** How long a command taken by an executor may go unacknowledged before another executor gets it (crash recovery time). @default 30000 */
+  BATON_EXECUTOR_ACK_WAIT_MS: int(1_000, 3_600_000).default(30_000),
+  /** Executions of one tenant running at once; further starts wait queued. 0 = no cap. @default 0 */
+  BATON_TENANT_MAX_RUNNING: int(0, 1_000_000).default(0),
+  /** Tool results above this many bytes of JSON are stored once as blobs and referenced. @default 65536 */
+  BATON_LARGE_RESULT_BYTES: int(1_024, 64 * 1024 * 1024).default(65_536),
+  /** Checkpoint versions kept per execution for time travel (older ones are pruned). @default 100 */
+  BATON_CHECKPOINT_HISTORY: int(1, 100_000).default(100),
+  /** Seconds the checkpoint and history of a finished execution are kept. @default 604800 (7 days) */
+  BATON_CHECKPOINT_FINISHED_TTL_SECONDS: int(1, 2_147_483_647).default(604_800),
   /** Seconds SIGTERM waits for in-flight work before exiting. @default 25 */
   BATON_SHUTDOWN_GRACE_SECONDS: int(1, 3600).default(25),
 });
@@ -74,6 +84,16 @@ export interface BatonConfig {
   readonly logLevel: "debug" | "info" | "warn" | "error";
   readonly workerConcurrency: number;
   readonly executorConcurrency: number;
+  /** `BATON_EXECUTOR_ACK_WAIT_MS`. */
+  readonly executorAckWaitMs: number;
+  /** `BATON_TENANT_MAX_RUNNING`; 0 = no cap. */
+  readonly tenantMaxRunning: number;
+  /** `BATON_LARGE_RESULT_BYTES`. */
+  readonly largeResultBytes: number;
+  /** Checkpoint versions kept per execution (`BATON_CHECKPOINT_HISTORY`). */
+  readonly checkpointHistory: number;
+  /** Seconds a finished execution's checkpoints are kept (`BATON_CHECKPOINT_FINISHED_TTL_SECONDS`). */
+  readonly checkpointFinishedTtlSeconds: number;
   readonly shutdownGraceMs: number;
 }
 
@@ -117,6 +137,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: e.BATON_LOG_LEVEL,
     workerConcurrency: e.BATON_WORKER_CONCURRENCY,
     executorConcurrency: e.BATON_EXECUTOR_CONCURRENCY,
+    executorAckWaitMs: e.BATON_EXECUTOR_ACK_WAIT_MS,
+    tenantMaxRunning: e.BATON_TENANT_MAX_RUNNING,
+    largeResultBytes: e.BATON_LARGE_RESULT_BYTES,
+    checkpointHistory: e.BATON_CHECKPOINT_HISTORY,
+    checkpointFinishedTtlSeconds: e.BATON_CHECKPOINT_FINISHED_TTL_SECONDS,
     shutdownGraceMs: e.BATON_SHUTDOWN_GRACE_SECONDS * 1000,
   });
 }

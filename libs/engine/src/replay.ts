@@ -39,7 +39,7 @@ export interface ReplayResult {
 export async function replayJournal(input: ReplayInput): Promise<ReplayResult> {
   const { definition, identity, blobs } = input;
   let now = input.startedAt;
-  let effects: Effect[] = [];
+  const effects: Effect[] = [];
   const apply = async (state: ExecutionState | null, command: Command): Promise<ExecutionState> => {
     const r = await step({ definition, state, command, now, identity, ...(blobs ? { blobs } : {}) });
     effects.push(...r.effects);

@@ -305,7 +305,7 @@ describe("step: forEach and sub-workflows", () => {
     const d = def({ nodes: [{ id: "each", type: "forEach", config: { items: "$.input.xs", tool: "sq", concurrency: 2, itemInput: { x: "$.item", i: "$.index" }, reduce: "$sum(results.y)" } }] });
     const first = await step({ definition: d, state: null, command: { kind: "start", input: { xs: [1, 2, 3, 4, 5] } }, now: new Date(t0).toISOString(), identity });
     expect(first.effects.filter((e) => e.kind === "callTool")).toHaveLength(2);
-    const r = await drive(d, { tools: { sq: (a) => ({ ok: true, output: { y: (a.x as number) ** 2, i: a.i } }) } }, null, { kind: "start", input: { xs: [1, 2, 3, 4, 5] } });
+    const r = await drive(d, { tools: { sq: (a) => ({ ok: true, output: { y: (a.x as number) ** 2, i: a.i ?? null } }) } }, null, { kind: "start", input: { xs: [1, 2, 3, 4, 5] } });
     expect(r.state.output).toBe(55);
     expect(calls(r)).toHaveLength(5);
   });

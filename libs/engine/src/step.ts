@@ -508,7 +508,7 @@ class Stepper {
           this.dispatchTool(n, cfg.tool);
         } else {
           const calls = cfg.calls.map((c) => ({ tool: c.tool, args: asArgs(resolveTemplate(c.input, ctx)) }));
-          this.begin(n, "running", calls as unknown as JsonValue, calls.map((c) => ({ tool: c.tool })));
+          this.begin(n, "running", calls, calls.map((c) => ({ tool: c.tool })));
           this.startFan(n, calls.length, calls.length);
         }
         return;

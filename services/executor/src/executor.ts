@@ -15,7 +15,7 @@
  */
 import type { Checkpoint, CheckpointStore } from "@baton/checkpoints";
 import { encode, ToolCancelSchema, valueFromJson, valueToJson } from "@baton/contracts";
-import type { Command, Effect, ExecutionState, JsonObject, JsonValue, WorkflowDefinition } from "@baton/engine";
+import type { Command, Effect, ExecutionState, JsonValue, WorkflowDefinition } from "@baton/engine";
 import { BlobsNeeded, isFinished, replayJournal, step, validateWorkflow } from "@baton/engine";
 import { defineError, errorMessage, hasCode } from "@baton/errors";
 import type { AnyCommand, Messaging } from "@baton/messaging";
@@ -50,6 +50,11 @@ export interface ExecutorOptions {
   ackWaitMs?: number;
   /** Tool results larger than this (bytes of JSON) are stored once as blobs and referenced. @default 65_536 */
   largeResultBytes?: number;
+  /**
+   * Executions of one tenant running at once; a start beyond it waits (stays queued, retried
+   * with backoff). A soft cap: two starts racing may both pass. 0 = no cap. @default 0
+   */
+  tenantMaxRunning?: number;
   /** Sweep active executions for unfinished work (outboxes, lost checkpoints) on start. @default true */
   recoverOnStart?: boolean;
   /** @default () => new Date() */
@@ -63,6 +68,7 @@ export interface Executor extends Service {
   recover(): Promise<number>;
 }
 
+const TenantBusy = defineError("BATON_EXECUTOR_TENANT_BUSY", (tenant: string, cap: number) => `tenant ${tenant} already runs ${cap} executions; this one waits`, { status: 429, retryable: true });
 const TimerNotDue = defineError("BATON_EXECUTOR_TIMER_NOT_DUE", (timerId: string) => `timer ${timerId} is not due yet`, { status: 425, retryable: true });
 const ForkSourceMissing = defineError("BATON_EXECUTOR_FORK_SOURCE_MISSING", (id: number, v: number) => `checkpoint version ${v} of execution ${id} is gone`, { status: 404 });
 const ChildWorkflowMissing = defineError("BATON_EXECUTOR_CHILD_WORKFLOW_MISSING", (ref: string) => `sub-workflow ${ref} does not exist`, { status: 404 });
@@ -146,7 +152,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       ...(state.deadlineAt ? { deadlineAt: new Date(state.deadlineAt) } : {}),
     });
     await messaging.sendCommand("execution.start", {
-      executionId: row.id, tenantId: state.tenantId, workflowId, workflowVersion: version, input: e.input as never,
+      executionId: row.id, tenantId: state.tenantId, workflowId, workflowVersion: version, input: e.input,
       parentExecutionId: state.executionId, parentNodeId: e.nodeId, childKey: e.childKey, triggerEvent: "subworkflow",
       definitionRef: e.definitionRef ?? "", deadline: state.deadlineAt ?? "",
     }, `start:${row.id}`);
@@ -195,7 +201,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         case "callTool":
           sends.push(messaging.callTool({
             callId: e.callId, executionId: state.executionId, tenantId: state.tenantId, nodeId: e.nodeId, attempt: e.attempt,
-            tool: e.tool, args: e.args as never, timeoutMs: e.timeoutMs ?? 0, idempotencyKey: e.idempotencyKey,
+            tool: e.tool, args: e.args, timeoutMs: e.timeoutMs ?? 0, idempotencyKey: e.idempotencyKey,
           }));
           break;
         case "cancelTools":
@@ -240,7 +246,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         const m = cmd.message;
         const command: EngineStart = {
           kind: "start",
-          input: (m.input ?? {}) as JsonObject,
+          input: (m.input ?? {}),
           ...(m.deadline ? { deadline: new Date(m.deadline).toISOString() } : {}),
           ...(m.parentExecutionId && m.parentNodeId ? { parent: { executionId: m.parentExecutionId, nodeId: m.parentNodeId, childKey: m.childKey } } : {}),
           ...(m.definitionRef ? { definitionRef: m.definitionRef } : {}),
@@ -249,7 +255,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
           const source = await checkpoints.getVersion?.(m.forkOfExecutionId, m.forkOfVersion) ?? null;
           if (!source) throw ForkSourceMissing(m.forkOfExecutionId, m.forkOfVersion);
           const { outbox: _o, ...sourceState } = source.state;
-          command.fork = { state: sourceState, executionId: m.forkOfExecutionId, version: m.forkOfVersion, ...(m.contextPatch ? { contextPatch: m.contextPatch as JsonObject } : {}) };
+          command.fork = { state: sourceState, executionId: m.forkOfExecutionId, version: m.forkOfVersion, ...(m.contextPatch ? { contextPatch: m.contextPatch } : {}) };
         }
         return { executionId: m.executionId, tenantId: m.tenantId, command };
       }
@@ -259,7 +265,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         return {
           executionId: m.executionId,
           tenantId: m.tenantId,
-          command: { kind: "resume", nodeId: m.nodeId, action, ...(m.data ? { data: m.data as JsonObject } : {}), ...(m.comment ? { comment: m.comment } : {}), ...(m.reviewer ? { reviewer: m.reviewer } : {}) },
+          command: { kind: "resume", nodeId: m.nodeId, action, ...(m.data ? { data: m.data } : {}), ...(m.comment ? { comment: m.comment } : {}), ...(m.reviewer ? { reviewer: m.reviewer } : {}) },
         };
       }
       case "execution.cancel":
@@ -365,6 +371,11 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     let version = cp?.version ?? 0;
     const definition = await definitionFor(tenantId, row.agentWorkflowId, row.workflowVersion, row.definitionRef);
     const blobs = new Map<string, JsonValue>();
+    if (state === null && first.kind === "start" && !first.parent && (opts.tenantMaxRunning ?? 0) > 0) {
+      const cap = opts.tenantMaxRunning!;
+      const running = await store.executions.list(tenantId, { status: "running", limit: cap });
+      if (running.length >= cap) throw TenantBusy(tenantId, cap, { retryDelayMs: 1_000 });
+    }
     if (state === null && first.kind !== "start") {
       if (row.status === "running" || row.status === "paused") {
         ({ state, version } = await rebuild(row, definition, blobs));
