@@ -1,9 +1,17 @@
 /**
  * Rules checked against the real Redis (BATON_REDIS_URL, default redis://127.0.0.1:6379):
  * - the Redis checkpoint store passes the checkpoint contract's conformance suite,
- *   with the default history limit and with a small one;
- * - expire() puts a TTL on checkpoint and history, falls back to ttlSeconds, needs a
- *   TTL from somewhere, and a later put makes the execution permanent again;
+ *   with the defaults, a small history, frequent snapshots with pruning, whole
+ *   snapshots only, and no state cache;
+ * - history is stored as deltas: when one field of a large state changes over 200
+ *   versions, the history's size stays near (historyLimit / snapshotEvery + 1) states,
+ *   not historyLimit states;
+ * - a delta is never made against a state that was replaced behind the store's back
+ *   (delete and write again from another process), and history written with another
+ *   snapshotEvery still reads back;
+ * - expire() puts a TTL on checkpoint and history, defaults to finishedTtlSeconds
+ *   (7 days unless configured), and a later put makes the execution permanent again;
+ * - options are checked when the store is built and reported by name;
  * - damaged records and Redis being away surface as catalogue errors
  *   (BATON_CHECKPOINT_CORRUPT, BATON_CHECKPOINT_UNAVAILABLE), never as raw errors;
  * - idempotency: of concurrent remember() calls on one key exactly one stores, all
@@ -14,8 +22,8 @@ import { randomUUID } from "node:crypto";
 import { createServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createRedis, redisCheckpointStore, redisIdempotencyStore } from "@baton/checkpoints";
-import type { Redis } from "@baton/checkpoints";
-import { checkpointStoreConformance } from "@baton/checkpoints/testing";
+import type { Redis, RedisCheckpointOptions } from "@baton/checkpoints";
+import { checkpointStoreConformance, type ConformanceOptions } from "@baton/checkpoints/testing";
 
 const REDIS_URL = process.env.BATON_REDIS_URL ?? "redis://127.0.0.1:6379";
 
@@ -41,21 +49,28 @@ async function freePort(): Promise<number> {
   return address.port;
 }
 
-for (const historyLimit of [undefined, 3]) {
+const variants: { name: string; options: Omit<RedisCheckpointOptions, "prefix">; suite: ConformanceOptions }[] = [
+  { name: "defaults", options: {}, suite: {} },
+  { name: "historyLimit 3", options: { historyLimit: 3 }, suite: { historyLimit: 3 } },
+  { name: "historyLimit 10, snapshotEvery 4", options: { historyLimit: 10, snapshotEvery: 4 }, suite: { historyLimit: 10, timeTravelVersions: 30 } },
+  { name: "snapshotEvery 1, no state cache", options: { snapshotEvery: 1, stateCacheSize: 0 }, suite: {} },
+  { name: "snapshotEvery 7, no state cache", options: { snapshotEvery: 7, stateCacheSize: 0 }, suite: {} },
+];
+for (const v of variants) {
   checkpointStoreConformance(
-    `redis (historyLimit ${historyLimit ?? "default"})`,
+    `redis (${v.name})`,
     async () => {
       const redis = createRedis(REDIS_URL);
       const prefix = testPrefix();
       return {
-        store: redisCheckpointStore(redis, { prefix, ...(historyLimit === undefined ? {} : { historyLimit }) }),
+        store: redisCheckpointStore(redis, { prefix, ...v.options }),
         cleanup: async () => {
           await deleteByPrefix(redis, prefix);
           await redis.quit();
         },
       };
     },
-    historyLimit === undefined ? {} : { historyLimit },
+    v.suite,
   );
 }
 
@@ -87,22 +102,59 @@ describe("redisCheckpointStore", () => {
     expect(await redis.ttl(historyKey(1))).toBe(-1);
   });
 
-  it("uses ttlSeconds when expire() gets no seconds, and needs one of the two", async () => {
-    const withDefault = redisCheckpointStore(redis, { prefix, ttlSeconds: 3600 });
-    await withDefault.put(2, "finished", 0);
-    await withDefault.expire(2);
-    expect(await redis.ttl(checkpointKey(2))).toBeGreaterThan(60);
+  it("expires after finishedTtlSeconds when expire() gets no seconds (7 days by default)", async () => {
+    const configured = redisCheckpointStore(redis, { prefix, finishedTtlSeconds: 3600 });
+    await configured.put(2, "finished", 0);
+    await configured.expire(2);
+    const ttl = await redis.ttl(checkpointKey(2));
+    expect(ttl).toBeGreaterThan(60);
+    expect(ttl).toBeLessThanOrEqual(3600);
 
-    const without = redisCheckpointStore(redis, { prefix });
-    await expect(without.expire(2)).rejects.toMatchObject({ code: "BATON_CHECKPOINT_INVALID_ARGUMENT", status: 400 });
+    const defaults = redisCheckpointStore(redis, { prefix });
+    expect(defaults.options).toEqual({ prefix, historyLimit: 100, snapshotEvery: 20, finishedTtlSeconds: 604_800, stateCacheSize: 64 });
+    await defaults.expire(2);
+    expect(await redis.ttl(historyKey(2))).toBeGreaterThan(3600);
   });
 
-  it("refuses bad arguments with BATON_CHECKPOINT_INVALID_ARGUMENT", async () => {
+  it("refuses bad options by name", () => {
+    for (const bad of [{ historyLimit: 0 }, { snapshotEvery: 0 }, { finishedTtlSeconds: 1.5 }, { stateCacheSize: -1 }]) {
+      const name = Object.keys(bad)[0]!;
+      expect(() => redisCheckpointStore(redis, { prefix, ...bad })).toThrow(expect.objectContaining({ code: "BATON_CHECKPOINT_INVALID_ARGUMENT", message: expect.stringContaining(name) }));
+    }
+    expect(() => redisCheckpointStore(redis, { prefix: "" })).toThrow(expect.objectContaining({ code: "BATON_CHECKPOINT_INVALID_ARGUMENT" }));
+  });
+
+  it("keeps the history of 200 one-field changes of a large state near a few full states", async () => {
     const store = redisCheckpointStore(redis, { prefix });
-    await expect(store.put(-1, {}, 0)).rejects.toMatchObject({ code: "BATON_CHECKPOINT_INVALID_ARGUMENT" });
-    await expect(store.put(3, {}, 1.5)).rejects.toMatchObject({ code: "BATON_CHECKPOINT_INVALID_ARGUMENT" });
-    await expect(store.history(3, { limit: 0 })).rejects.toMatchObject({ code: "BATON_CHECKPOINT_INVALID_ARGUMENT" });
-    expect(() => redisCheckpointStore(redis, { prefix, historyLimit: 0 })).toThrow(expect.objectContaining({ code: "BATON_CHECKPOINT_INVALID_ARGUMENT" }));
+    const large = { documents: Array.from({ length: 200 }, (_, i) => ({ id: i, body: `document ${i} `.repeat(20) })), counter: 0 };
+    const stateBytes = JSON.stringify(large).length;
+    for (let v = 0; v < 200; v++) await store.put(10, { ...large, counter: v }, v);
+    const entries = await redis.lrange(historyKey(10), 0, -1);
+    expect(entries).toHaveLength(100);
+    const historyBytes = entries.reduce((sum, e) => sum + Buffer.byteLength(e), 0);
+    // 100 versions / a snapshot every 20 = 5 full states; the 95 deltas are a few dozen bytes each.
+    expect(historyBytes).toBeLessThan(6 * stateBytes);
+    expect(historyBytes).toBeGreaterThan(4 * stateBytes);
+    expect((await store.getVersion(10, 101))?.state).toEqual({ ...large, counter: 100 });
+    expect((await store.getVersion(10, 123))?.state).toEqual({ ...large, counter: 122 });
+  });
+
+  it("never applies a delta made against a state that was replaced by another process", async () => {
+    const a = redisCheckpointStore(redis, { prefix });
+    const b = redisCheckpointStore(redis, { prefix });
+    await a.put(11, { who: "a", n: 1 }, 0); // a caches version 1
+    await b.delete(11);
+    await b.put(11, { who: "b", n: 1, extra: [1, 2] }, 0);
+    await a.put(11, { who: "a", n: 2 }, 1);
+    expect((await a.getVersion(11, 1))?.state).toEqual({ who: "b", n: 1, extra: [1, 2] });
+    expect((await a.history(11)).map((c) => c.state)).toEqual([{ who: "a", n: 2 }, { who: "b", n: 1, extra: [1, 2] }]);
+  });
+
+  it("reads history written with another snapshotEvery", async () => {
+    const writer = redisCheckpointStore(redis, { prefix, snapshotEvery: 3 });
+    for (let v = 0; v < 12; v++) await writer.put(12, { v: v + 1, list: Array.from({ length: v + 1 }, (_, i) => i) }, v);
+    const reader = redisCheckpointStore(redis, { prefix, snapshotEvery: 5 });
+    for (let v = 1; v <= 12; v++) expect((await reader.getVersion(12, v))?.state).toEqual({ v, list: Array.from({ length: v }, (_, i) => i) });
   });
 
   it("reports damaged records as BATON_CHECKPOINT_CORRUPT", async () => {

@@ -4,13 +4,21 @@
  * Key layout (the `{id}` hash tag keeps an execution's keys in one cluster slot, so
  * one script can touch both):
  *   `<prefix>:checkpoint:{<executionId>}`          hash  v (version), s (state JSON), t (ms)
- *   `<prefix>:checkpoint:{<executionId>}:history`  list  newest first, `{"v":…,"t":…,"s":…}`
+ *   `<prefix>:checkpoint:{<executionId>}:history`  list  newest first, one entry per version:
+ *       `{"v":N,"t":ms}`             the latest version (its state is the hash's `s`);
+ *       `{"v":N,"t":ms,"d":patch}`  a delta: applying it to version N+1's state gives N's;
+ *       `{"v":N,"t":ms,"s":state}`  a full snapshot (every `snapshotEvery`-th version).
  *   `<prefix>:idempotency:<key>`                   string, the JSON value
+ *
+ * Deltas point backwards (newer → older), so trimming the oldest entries never
+ * strands a delta without its base: a version is rebuilt from the nearest newer
+ * snapshot, or from the latest state, by applying deltas down to it.
  */
 import { createHash } from "node:crypto";
 import { Redis } from "ioredis";
 import type { RedisOptions } from "ioredis";
 import { errorMessage, hasCode } from "@baton/errors";
+import { applyPatch, diffJson, type Json, type JsonPatch } from "./delta.ts";
 import {
   CheckpointConflict,
   CheckpointCorrupt,
@@ -20,22 +28,64 @@ import {
 } from "./errors.ts";
 import type { Checkpoint, CheckpointStore, HistoryOptions, IdempotencyStore } from "./types.ts";
 
-/** Options of {@link redisCheckpointStore}. */
+/** Options of {@link redisCheckpointStore}. Compiled (checked, defaults filled in) by {@link compileRedisCheckpointOptions}. */
 export interface RedisCheckpointOptions {
   /** Prefix of every key, e.g. `"baton"`; lets several deployments or tests share one Redis. */
   prefix: string;
   /**
-   * How many versions each execution's history keeps (older ones are trimmed on write).
-   * @default 50
+   * How many versions each execution's history keeps, the latest included (older ones
+   * are trimmed on write). Env `BATON_CHECKPOINT_HISTORY` through `@baton/config`.
+   * @default 100
    */
   historyLimit?: number;
   /**
-   * Default time to live of a finished execution's checkpoint and history, used by
+   * Every `snapshotEvery`-th version is kept in the history as a full state; the
+   * versions between are deltas. Lower means faster `getVersion`/`history` and more
+   * storage; 1 keeps every version whole.
+   * @default 20
+   */
+  snapshotEvery?: number;
+  /**
+   * How long the checkpoint and history of a finished execution stay, used by
    * `expire(executionId)` when it is called without `seconds`. Running executions
-   * never expire: every write clears a TTL set before.
-   * @default undefined (no default; `expire` then needs `seconds`)
+   * never expire: every write clears a TTL set before. Env
+   * `BATON_CHECKPOINT_FINISHED_TTL_SECONDS` through `@baton/config`.
+   * @default 604800 (7 days)
+   */
+  finishedTtlSeconds?: number;
+  /**
+   * @deprecated use `finishedTtlSeconds` (this is its old name; `finishedTtlSeconds` wins when both are given).
    */
   ttlSeconds?: number;
+  /**
+   * How many executions' latest state this store keeps in memory to compute the next
+   * delta without reading it back from Redis (a miss costs one extra read). 0 disables it.
+   * @default 64
+   */
+  stateCacheSize?: number;
+}
+
+/** {@link RedisCheckpointOptions} with every default filled in, frozen. */
+export type CompiledRedisCheckpointOptions = Readonly<Required<Omit<RedisCheckpointOptions, "ttlSeconds">>>;
+
+/** The defaults of {@link RedisCheckpointOptions}. */
+export const CHECKPOINT_DEFAULTS = Object.freeze({
+  historyLimit: 100,
+  snapshotEvery: 20,
+  finishedTtlSeconds: 604_800,
+  stateCacheSize: 64,
+});
+
+/** Checks the options and fills in the defaults; throws `BATON_CHECKPOINT_INVALID_ARGUMENT` naming a bad field. */
+export function compileRedisCheckpointOptions(opts: RedisCheckpointOptions): CompiledRedisCheckpointOptions {
+  if (typeof opts?.prefix !== "string" || opts.prefix.length === 0) throw CheckpointInvalidArgument("prefix", opts?.prefix, "a non-empty string");
+  return Object.freeze({
+    prefix: opts.prefix,
+    historyLimit: requireInteger("historyLimit", opts.historyLimit ?? CHECKPOINT_DEFAULTS.historyLimit, 1),
+    snapshotEvery: requireInteger("snapshotEvery", opts.snapshotEvery ?? CHECKPOINT_DEFAULTS.snapshotEvery, 1),
+    finishedTtlSeconds: requireInteger("finishedTtlSeconds", opts.finishedTtlSeconds ?? opts.ttlSeconds ?? CHECKPOINT_DEFAULTS.finishedTtlSeconds, 1),
+    stateCacheSize: requireInteger("stateCacheSize", opts.stateCacheSize ?? CHECKPOINT_DEFAULTS.stateCacheSize, 0),
+  });
 }
 
 /** A {@link CheckpointStore} on Redis, plus TTLs for finished executions. */
@@ -43,9 +93,11 @@ export interface RedisCheckpointStore<S = unknown> extends CheckpointStore<S> {
   /**
    * Lets the checkpoint and history of a finished execution expire after `seconds`.
    * A later `put` makes them permanent again.
-   * @param seconds @default the store's `ttlSeconds`
+   * @param seconds @default the store's `finishedTtlSeconds`
    */
   expire(executionId: number, seconds?: number): Promise<void>;
+  /** The compiled options this store runs with. */
+  readonly options: CompiledRedisCheckpointOptions;
 }
 
 /** Options of {@link redisIdempotencyStore}. */
@@ -53,8 +105,6 @@ export interface RedisIdempotencyOptions {
   /** Prefix of every key, e.g. `"baton"`. */
   prefix: string;
 }
-
-const DEFAULT_HISTORY_LIMIT = 50;
 
 /**
  * An ioredis client with the options Baton's services need: connect at once, queue
@@ -93,8 +143,12 @@ async function runScript(redis: Redis, script: LuaScript, keys: string[], args: 
   }
 }
 
-// The version check, the write and the history append happen in one script, so no
-// reader or writer ever sees one without the others. The time comes from Redis, so
+// The version check, the write, turning the previous head into its delta (or
+// snapshot) and the history append happen in one script, so no reader or writer ever
+// sees one without the others. The delta was computed by the caller against a state
+// it read: ARGV[5] is that state's sha1, and a different stored state (deleted and
+// written again since) answers {2} so the caller diffs again. An empty ARGV[4] makes
+// the previous version a snapshot of the stored state. The time comes from Redis, so
 // all executors share one clock.
 const PUT = lua(`
 local current = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
@@ -102,15 +156,47 @@ local expected = tonumber(ARGV[1])
 if current ~= expected then
   return {0, current}
 end
+if current > 0 then
+  local old = redis.call('HMGET', KEYS[1], 's', 't')
+  local payload = ARGV[4]
+  if payload == '' then
+    payload = '"s":' .. old[1]
+  elseif redis.sha1hex(old[1]) ~= ARGV[5] then
+    return {2, current}
+  end
+  local marker = '{"v":' .. string.format('%d', current) .. ','
+  local head = redis.call('LINDEX', KEYS[2], 0)
+  if head and string.sub(head, 1, string.len(marker)) == marker then
+    redis.call('LSET', KEYS[2], 0, marker .. '"t":' .. old[2] .. ',' .. payload .. '}')
+  end
+end
 local now = redis.call('TIME')
 local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 local version = current + 1
 redis.call('HSET', KEYS[1], 'v', version, 's', ARGV[2], 't', string.format('%d', ms))
 redis.call('PERSIST', KEYS[1])
-redis.call('LPUSH', KEYS[2], '{"v":' .. string.format('%d', version) .. ',"t":' .. string.format('%d', ms) .. ',"s":' .. ARGV[2] .. '}')
+redis.call('LPUSH', KEYS[2], '{"v":' .. string.format('%d', version) .. ',"t":' .. string.format('%d', ms) .. '}')
 redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[3]) - 1)
 redis.call('PERSIST', KEYS[2])
 return {1, version, ms}
+`);
+
+// Reads what rebuilding version ARGV[1] needs, atomically: the history entries from
+// the nearest newer snapshot (a multiple of ARGV[2]) down to the version, plus the
+// latest state when no snapshot lies between.
+const GET_VERSION = lua(`
+local current = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
+local target = tonumber(ARGV[1])
+if target > current then
+  return {current}
+end
+local every = tonumber(ARGV[2])
+local base = math.min(math.ceil(target / every) * every, current)
+local state = ''
+if base == current then
+  state = redis.call('HGET', KEYS[1], 's')
+end
+return {current, state, redis.call('LRANGE', KEYS[2], current - base, current - target)}
 `);
 
 const REMEMBER = lua(`
@@ -155,26 +241,97 @@ function wrapRedisError(operation: string, key: string, err: unknown): unknown {
   return CheckpointUnavailable(operation, { cause: err });
 }
 
+const sha1 = (text: string): string => createHash("sha1").update(text).digest("hex");
+
+interface HistoryEntry {
+  v: number;
+  t: number;
+  s?: Json;
+  d?: JsonPatch | null;
+}
+
+function parseEntry(key: string, text: string): HistoryEntry {
+  const e = decodeJson(key, text) as Partial<HistoryEntry> | null;
+  if (e === null || typeof e !== "object" || typeof e.v !== "number" || typeof e.t !== "number") throw CheckpointCorrupt(key);
+  return e as HistoryEntry;
+}
+
+/**
+ * Rebuilds versions from `entries` (newest first, contiguous). The first entry is
+ * either the latest version (its state is `headState`) or a snapshot; otherwise
+ * nothing can be rebuilt and the result is empty. Stops at a gap, which only a
+ * damaged list has.
+ */
+function rebuild(key: string, entries: readonly string[], headState: Json | undefined): { version: number; t: number; state: Json }[] {
+  const out: { version: number; t: number; state: Json }[] = [];
+  let state: Json | undefined;
+  for (const text of entries) {
+    const e = parseEntry(key, text);
+    const previous = out[out.length - 1];
+    if (previous !== undefined && e.v !== previous.version - 1) break;
+    if (e.s !== undefined) state = e.s;
+    else if (state === undefined) {
+      // The first entry is neither a snapshot nor the latest version: no base to rebuild from.
+      if (headState === undefined || e.d !== undefined) return [];
+      state = headState;
+    } else if (e.d !== undefined) {
+      try {
+        state = applyPatch(state, e.d);
+      } catch (err) {
+        throw CheckpointCorrupt(key, { cause: err });
+      }
+    } else throw CheckpointCorrupt(key);
+    out.push({ version: e.v, t: e.t, state });
+  }
+  return out;
+}
+
 /**
  * A checkpoint store on Redis. `put` is one Lua script: compare the version, write,
- * append to the history, trim it. States are stored as JSON, so `get` returns a
- * JSON round-trip of what was put.
+ * turn the previous version's history entry into a delta (or a snapshot), append,
+ * trim. States are stored as JSON, so `get` returns a JSON round-trip of what was
+ * put, and `history`/`getVersion` rebuild older versions from the deltas.
  */
 export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheckpointOptions): RedisCheckpointStore<S> {
-  const prefix = opts.prefix;
-  const historyLimit = requireInteger("historyLimit", opts.historyLimit ?? DEFAULT_HISTORY_LIMIT, 1);
-  const ttlSeconds = opts.ttlSeconds === undefined ? undefined : requireInteger("ttlSeconds", opts.ttlSeconds, 1);
+  const options = compileRedisCheckpointOptions(opts);
+  const { prefix, historyLimit, snapshotEvery, finishedTtlSeconds, stateCacheSize } = options;
 
   const checkpointKey = (id: number): string => `${prefix}:checkpoint:{${id}}`;
   const historyKey = (id: number): string => `${prefix}:checkpoint:{${id}}:history`;
 
-  const fromHistoryEntry = (executionId: number, key: string, text: string): Checkpoint<S> => {
-    const entry = decodeJson(key, text) as { v?: unknown; t?: unknown; s?: unknown } | null;
-    if (entry === null || typeof entry.v !== "number" || typeof entry.t !== "number") throw CheckpointCorrupt(key);
-    return { executionId, version: entry.v, state: entry.s as S, updatedAt: new Date(entry.t).toISOString() };
+  // executionId → the JSON of its latest state as this process last saw it.
+  const cache = new Map<number, { version: number; json: string }>();
+  const remember = (executionId: number, version: number, json: string): void => {
+    if (stateCacheSize === 0) return;
+    cache.delete(executionId);
+    cache.set(executionId, { version, json });
+    if (cache.size > stateCacheSize) cache.delete(cache.keys().next().value as number);
   };
 
-  return {
+  const toCheckpoint = (executionId: number, r: { version: number; t: number; state: Json }): Checkpoint<S> => ({
+    executionId,
+    version: r.version,
+    // Rebuilt versions share unchanged subtrees; callers get their own copy.
+    state: structuredClone(r.state) as S,
+    updatedAt: new Date(r.t).toISOString(),
+  });
+
+  /** The stored latest version and state JSON. */
+  const readLatest = async (executionId: number): Promise<{ version: number; json: string | null }> => {
+    const key = checkpointKey(executionId);
+    let fields: (string | null)[];
+    try {
+      fields = await redis.hmget(key, "v", "s");
+    } catch (err) {
+      throw wrapRedisError("put", key, err);
+    }
+    const [v, s] = fields;
+    return { version: v === null || v === undefined ? 0 : Number(v), json: s ?? null };
+  };
+
+  const store: RedisCheckpointStore<S> = {
+    options,
+
     async get(executionId) {
       requireInteger("executionId", executionId, 0);
       const key = checkpointKey(executionId);
@@ -189,7 +346,9 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
       const version = Number(v);
       const ms = Number(t);
       if (!Number.isSafeInteger(version) || s === null || s === undefined || !Number.isFinite(ms)) throw CheckpointCorrupt(key);
-      return { executionId, version, state: decodeJson(key, s) as S, updatedAt: new Date(ms).toISOString() };
+      const state = decodeJson(key, s) as S;
+      remember(executionId, version, s);
+      return { executionId, version, state, updatedAt: new Date(ms).toISOString() };
     },
 
     async put(executionId, state, expectedVersion) {
@@ -197,35 +356,92 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
       requireInteger("expectedVersion", expectedVersion, 0);
       const json = encodeState(state);
       const key = checkpointKey(executionId);
-      let reply: unknown;
-      try {
-        reply = await runScript(redis, PUT, [key, historyKey(executionId)], [expectedVersion, json, historyLimit]);
-      } catch (err) {
-        throw wrapRedisError("put", key, err);
+      const next = decodeJson(key, json) as Json;
+      // The previous version becomes a snapshot every snapshotEvery versions, else a delta.
+      const needsDelta = expectedVersion > 0 && expectedVersion % snapshotEvery !== 0;
+      let previous = cache.get(executionId);
+      for (let attempt = 0; ; attempt++) {
+        let payload = "";
+        let previousSha = "";
+        if (needsDelta) {
+          if (previous?.version !== expectedVersion) {
+            const latest = await readLatest(executionId);
+            if (latest.version !== expectedVersion || latest.json === null) {
+              cache.delete(executionId);
+              throw CheckpointConflict(executionId, expectedVersion, latest.version, { details: { expected: expectedVersion, actual: latest.version } });
+            }
+            previous = { version: latest.version, json: latest.json };
+          }
+          payload = `"d":${JSON.stringify(diffJson(next, decodeJson(key, previous.json) as Json))}`;
+          previousSha = sha1(previous.json);
+        }
+        let reply: unknown;
+        try {
+          reply = await runScript(redis, PUT, [key, historyKey(executionId)], [expectedVersion, json, historyLimit, payload, previousSha]);
+        } catch (err) {
+          throw wrapRedisError("put", key, err);
+        }
+        const [ok, version, ms] = reply as [number, number, number?];
+        if (ok === 1) {
+          remember(executionId, version, json);
+          return { executionId, version, state: next as S, updatedAt: new Date(ms ?? 0).toISOString() };
+        }
+        cache.delete(executionId);
+        previous = undefined;
+        // 2: the stored state is not the one the delta was made from; read it and diff again.
+        if (ok !== 2 || attempt >= 2) {
+          throw CheckpointConflict(executionId, expectedVersion, version, { details: { expected: expectedVersion, actual: version } });
+        }
       }
-      const [ok, version, ms] = reply as [number, number, number?];
-      if (ok !== 1) {
-        throw CheckpointConflict(executionId, expectedVersion, version, { details: { expected: expectedVersion, actual: version } });
-      }
-      return { executionId, version, state: decodeJson(key, json) as S, updatedAt: new Date(ms ?? 0).toISOString() };
     },
 
-    async history(executionId, options: HistoryOptions = {}) {
+    async history(executionId, historyOptions: HistoryOptions = {}) {
       requireInteger("executionId", executionId, 0);
-      const limit = requireInteger("limit", options.limit ?? historyLimit, 1);
+      const limit = requireInteger("limit", historyOptions.limit ?? historyLimit, 1);
       const key = historyKey(executionId);
-      let entries: string[];
+      let results: [Error | null, unknown][] | null;
       try {
-        entries = await redis.lrange(key, 0, limit - 1);
+        results = await redis.multi().hget(checkpointKey(executionId), "s").lrange(key, 0, limit - 1).exec();
       } catch (err) {
         throw wrapRedisError("history", key, err);
       }
-      return entries.map((text) => fromHistoryEntry(executionId, key, text));
+      const failed = results?.find(([err]) => err !== null)?.[0];
+      if (failed) throw wrapRedisError("history", key, failed);
+      const head = results?.[0]?.[1] as string | null | undefined;
+      const entries = (results?.[1]?.[1] ?? []) as string[];
+      if (head === null || head === undefined || entries.length === 0) return [];
+      return rebuild(key, entries, decodeJson(key, head) as Json).map((r) => toCheckpoint(executionId, r));
+    },
+
+    async getVersion(executionId, version) {
+      requireInteger("executionId", executionId, 0);
+      requireInteger("version", version, 1);
+      const key = historyKey(executionId);
+      let reply: unknown;
+      try {
+        reply = await runScript(redis, GET_VERSION, [checkpointKey(executionId), key], [version, snapshotEvery]);
+      } catch (err) {
+        throw wrapRedisError("getVersion", key, err);
+      }
+      const [current, head, entries] = reply as [number, string?, string[]?];
+      if (version > current || entries === undefined || entries.length === 0) return null;
+      let rebuilt = rebuild(key, entries, head ? (decodeJson(key, head) as Json) : undefined);
+      if (rebuilt.length === 0) {
+        // No snapshot where one was expected (written with another snapshotEvery): rebuild from the latest.
+        rebuilt = (await store.history(executionId, { limit: current - version + 1 })).map((c) => ({
+          version: c.version,
+          t: Date.parse(c.updatedAt),
+          state: c.state as Json,
+        }));
+      }
+      const found = rebuilt.find((r) => r.version === version);
+      return found ? toCheckpoint(executionId, found) : null;
     },
 
     async delete(executionId) {
       requireInteger("executionId", executionId, 0);
       const key = checkpointKey(executionId);
+      cache.delete(executionId);
       try {
         await redis.del(key, historyKey(executionId));
       } catch (err) {
@@ -233,10 +449,11 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
       }
     },
 
-    async expire(executionId, seconds = ttlSeconds) {
+    async expire(executionId, seconds = finishedTtlSeconds) {
       requireInteger("executionId", executionId, 0);
       const ttl = requireInteger("seconds", seconds, 1);
       const key = checkpointKey(executionId);
+      cache.delete(executionId);
       let results: [Error | null, unknown][] | null;
       try {
         results = await redis.multi().expire(key, ttl).expire(historyKey(executionId), ttl).exec();
@@ -247,6 +464,7 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
       if (failed) throw wrapRedisError("expire", key, failed);
     },
   };
+  return store;
 }
 
 /**

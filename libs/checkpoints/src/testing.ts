@@ -14,8 +14,11 @@
  * stale writer gets `BATON_CHECKPOINT_CONFLICT` with `{ expected, actual }` and
  * changes nothing; of concurrent writers with the same expected version exactly one
  * wins; `get` returns what was put (deep-equal); history is newest first and
- * bounded; delete removes checkpoint and history; executions are independent; a
- * state that is not JSON is refused.
+ * bounded; every kept version — read with `getVersion` or `history` — is deep-equal
+ * to what was put then, also when states change in nested objects and arrays across
+ * many versions (so across a delta store's snapshot boundaries); versions never
+ * written or pruned read as null; delete removes checkpoint and history; executions
+ * are independent; a state that is not JSON is refused.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { CheckpointStore } from "./types.ts";
@@ -31,9 +34,15 @@ export interface ConformanceSubject {
 export interface ConformanceOptions {
   /**
    * The history limit the factory's store was built with.
-   * @default 50
+   * @default 100
    */
   historyLimit?: number;
+  /**
+   * How many versions the time-travel test writes; make it several times the store's
+   * snapshot interval, if it has one.
+   * @default 45
+   */
+  timeTravelVersions?: number;
   /**
    * How many writers race for the same version.
    * @default 20
@@ -58,7 +67,8 @@ export function checkpointStoreConformance(
   factory: () => Promise<ConformanceSubject>,
   options: ConformanceOptions = {},
 ): void {
-  const historyLimit = options.historyLimit ?? 50;
+  const historyLimit = options.historyLimit ?? 100;
+  const travelVersions = options.timeTravelVersions ?? 45;
   const writers = options.concurrentWriters ?? 20;
 
   describe(`CheckpointStore conformance: ${name}`, () => {
@@ -173,6 +183,39 @@ export function checkpointStoreConformance(
       expect(three.map((c) => c.version)).toEqual([writes, writes - 1, writes - 2]);
     });
 
+    it(`rebuilds every kept version of ${travelVersions} nested changes with getVersion and history`, async () => {
+      const id = newExecution();
+      const written: unknown[] = [];
+      let state: Record<string, unknown> = { input: { q: "same every time", big: "x".repeat(2_000) }, steps: [], vars: {} };
+      for (let v = 1; v <= travelVersions; v++) {
+        const steps = (state.steps as unknown[]).slice(v % 7 === 0 ? 1 : 0); // sometimes shrink
+        steps.push({ node: `n${v}`, out: v % 3 === 0 ? [v, { deep: v }] : null });
+        const vars: Record<string, unknown> = { ...(state.vars as Record<string, unknown>), [`k${v % 5}`]: v };
+        if (v % 4 === 0) delete vars[`k${(v + 1) % 5}`];
+        state = { ...state, steps, vars, cursor: v % 2 === 0 ? { at: v } : [v], ...(v % 6 === 0 ? { flag: true } : {}) };
+        if (v % 6 !== 0) delete state.flag;
+        await store().put(id, state, v - 1);
+        written.push(JSON.parse(JSON.stringify(state)));
+      }
+      const kept = Math.min(travelVersions, historyLimit);
+      const history = await store().history(id);
+      expect(history.map((c) => c.version)).toEqual(Array.from({ length: kept }, (_, i) => travelVersions - i));
+      for (const cp of history) expect(cp.state).toEqual(written[cp.version - 1]);
+      for (let v = travelVersions; v > travelVersions - kept; v--) {
+        const cp = await store().getVersion(id, v);
+        expect(cp).toMatchObject({ executionId: id, version: v });
+        expect(cp?.state).toEqual(written[v - 1]);
+        expect(cp?.updatedAt).toBe(history[travelVersions - v]?.updatedAt);
+      }
+      expect(await store().getVersion(id, travelVersions + 1)).toBeNull();
+      if (kept < travelVersions) expect(await store().getVersion(id, travelVersions - kept)).toBeNull();
+      expect(await store().getVersion(newExecution(), 1)).toBeNull();
+      // What a reader gets is its own: changing it changes nothing stored.
+      const mine = (await store().getVersion(id, travelVersions))!.state as Record<string, unknown>;
+      mine.vars = "changed";
+      expect((await store().get(id))?.state).toEqual(written[travelVersions - 1]);
+    });
+
     it("deletes checkpoint and history, after which the execution starts again at version 1", async () => {
       const id = newExecution();
       await store().put(id, { a: 1 }, 0);
@@ -180,7 +223,10 @@ export function checkpointStoreConformance(
       await store().delete(id);
       expect(await store().get(id)).toBeNull();
       expect(await store().history(id)).toEqual([]);
+      expect(await store().getVersion(id, 1)).toBeNull();
       expect((await store().put(id, { a: 3 }, 0)).version).toBe(1);
+      expect((await store().put(id, { a: 4 }, 1)).version).toBe(2);
+      expect((await store().getVersion(id, 1))?.state).toEqual({ a: 3 });
       await store().delete(newExecution());
     });
 

@@ -43,6 +43,11 @@ export interface CheckpointStore<S = unknown> {
   put(executionId: number, state: S, expectedVersion: number): Promise<Checkpoint<S>>;
   /** Past versions, newest first (the latest is included), at most the store's history limit. */
   history(executionId: number, opts?: HistoryOptions): Promise<Checkpoint<S>[]>;
+  /**
+   * One version as it was written (deep-equal to what was put then), or `null` when the
+   * execution never reached it or it was pruned from the history.
+   */
+  getVersion(executionId: number, version: number): Promise<Checkpoint<S> | null>;
   /** Removes the checkpoint and its history. Deleting what does not exist is not an error. */
   delete(executionId: number): Promise<void>;
 }

@@ -28,6 +28,14 @@ describe("loadConfig", () => {
     expect(msg).toContain("BATON_BUS_PREFIX");
     expect(msg).toContain("BATON_EMBEDDED");
   });
+  it("reads the checkpoint pruning knobs", () => {
+    expect(loadConfig({})).toMatchObject({ checkpointHistory: 100, checkpointFinishedTtlSeconds: 604_800 });
+    expect(loadConfig({ BATON_CHECKPOINT_HISTORY: "20", BATON_CHECKPOINT_FINISHED_TTL_SECONDS: "3600" })).toMatchObject({
+      checkpointHistory: 20,
+      checkpointFinishedTtlSeconds: 3600,
+    });
+    expect(() => loadConfig({ BATON_CHECKPOINT_HISTORY: "0" })).toThrow(/BATON_CHECKPOINT_HISTORY/);
+  });
   it("parses targets", () => {
     expect(parseTarget("gateway, executor")).toEqual(["gateway", "executor"]);
     expect(parseTarget("all")).toEqual([...ALL_MODULES]);

@@ -1,8 +1,9 @@
-import type { Prisma, PrismaClient } from "./generated/client.ts";
+import { Prisma } from "./generated/client.ts";
+import type { PrismaClient } from "./generated/client.ts";
 import { guard, toStoreError } from "./db-errors.ts";
 import { StoreInvalidInput, StoreNotFound } from "./errors.ts";
 import { toExecution, toNodeExecution } from "./records.ts";
-import type { ExecutionPatch, ExecutionsRepo, NodeExecutionEntry, NodeExecutionsRepo } from "./types.ts";
+import type { ExecutionPatch, ExecutionStatus, ExecutionsRepo, JsonValue, NodeExecutionEntry, NodeExecutionsRepo } from "./types.ts";
 import {
   EXECUTION_STATUSES,
   isDbId,
@@ -11,6 +12,7 @@ import {
   oneOf,
   optionalInt,
   page,
+  quoteIdent,
   requireJson,
   requireJsonObject,
   requireTenantId,
@@ -48,11 +50,29 @@ function executionPatch(patch: ExecutionPatch): Prisma.AgentWorkflowExecutionUnc
   if (patch.tokenUsage !== undefined) data.tokenUsage = jsonIn(requireJsonObject("tokenUsage", patch.tokenUsage));
   if (patch.startedAt !== undefined) data.startedAt = optionalDate("startedAt", patch.startedAt);
   if (patch.completedAt !== undefined) data.completedAt = optionalDate("completedAt", patch.completedAt);
+  if (patch.deadlineAt !== undefined) data.deadlineAt = optionalDate("deadlineAt", patch.deadlineAt);
   return data;
 }
 
+const ACTIVE_STATUSES: ExecutionStatus[] = ["queued", "running", "paused"];
+
+async function requireSameTenantExecution(prisma: PrismaClient, tenantId: string, id: unknown, what: string): Promise<number> {
+  if (!isDbId(id)) throw StoreNotFound(what, String(id));
+  const row = await guard({ entity: "execution", id }, () =>
+    prisma.agentWorkflowExecution.findFirst({ where: { id, tenantId }, select: { id: true } }),
+  );
+  if (!row) throw StoreNotFound(what, id);
+  return id;
+}
+
+function optionalBool(name: string, v: unknown): boolean | null | undefined {
+  if (v === undefined || v === null) return v;
+  if (typeof v !== "boolean") throw StoreInvalidInput(`${name} must be a boolean`);
+  return v;
+}
+
 export function executionsRepo(prisma: PrismaClient): ExecutionsRepo {
-  return {
+  const repo: ExecutionsRepo = {
     async create(tenantId, input) {
       requireTenantId(tenantId);
       if (typeof input !== "object" || input === null) throw StoreInvalidInput("execution input must be an object");
@@ -69,17 +89,84 @@ export function executionsRepo(prisma: PrismaClient): ExecutionsRepo {
         sessionId: optionalInt("sessionId", input.sessionId) ?? null,
         triggerEvent: optionalText("triggerEvent", input.triggerEvent, STATE_MAX) ?? null,
       };
-      const parentId = input.parentExecutionId;
-      if (parentId !== undefined && parentId !== null) {
-        if (!isDbId(parentId)) throw StoreNotFound("parent execution", String(parentId));
-        const parent = await guard({ entity: "execution", id: parentId }, () =>
-          prisma.agentWorkflowExecution.findFirst({ where: { id: parentId, tenantId }, select: { id: true } }),
-        );
-        if (!parent) throw StoreNotFound("parent execution", parentId);
-        data.parentExecutionId = parentId;
+      data.parentNodeId = optionalText("parentNodeId", input.parentNodeId, STATE_MAX) ?? null;
+      data.childKey = optionalText("childKey", input.childKey, STATE_MAX) ?? null;
+      data.definitionRef = optionalText("definitionRef", input.definitionRef, STATE_MAX) ?? null;
+      data.deadlineAt = optionalDate("deadlineAt", input.deadlineAt) ?? null;
+      const forkedFromVersion = optionalInt("forkedFromVersion", input.forkedFromVersion, 1) ?? null;
+      const hasFork = input.forkedFromExecutionId !== undefined && input.forkedFromExecutionId !== null;
+      if (forkedFromVersion !== null && !hasFork) throw StoreInvalidInput("forkedFromVersion needs forkedFromExecutionId");
+      data.forkedFromVersion = forkedFromVersion;
+      if (input.parentExecutionId !== undefined && input.parentExecutionId !== null) {
+        data.parentExecutionId = await requireSameTenantExecution(prisma, tenantId, input.parentExecutionId, "parent execution");
+      }
+      if (hasFork) {
+        data.forkedFromExecutionId = await requireSameTenantExecution(prisma, tenantId, input.forkedFromExecutionId, "forked-from execution");
       }
       const row = await guard({ entity: "workflow", id: input.workflowId }, () => prisma.agentWorkflowExecution.create({ data }));
       return toExecution(row);
+    },
+
+    async createChild(input) {
+      if (typeof input !== "object" || input === null) throw StoreInvalidInput("child input must be an object");
+      const tenantId = requireTenantId(input.tenantId);
+      const parentNodeId = requireText("parentNodeId", input.parentNodeId, { max: STATE_MAX });
+      const childKey = requireText("childKey", input.childKey, { max: STATE_MAX });
+      const parentExecutionId = input.parentExecutionId;
+      if (!isDbId(parentExecutionId)) throw StoreNotFound("parent execution", String(parentExecutionId));
+      const existing = () =>
+        guard({ entity: "execution", id: parentExecutionId }, () =>
+          prisma.agentWorkflowExecution.findFirst({ where: { parentExecutionId, parentNodeId, childKey, tenantId } }),
+        );
+      const before = await existing();
+      if (before) return { row: toExecution(before), created: false };
+      try {
+        const row = await repo.create(tenantId, {
+          workflowId: input.agentWorkflowId,
+          workflowVersion: input.workflowVersion,
+          input: input.input,
+          parentExecutionId,
+          parentNodeId,
+          childKey,
+          triggerEvent: input.triggerEvent === undefined ? "subworkflow" : input.triggerEvent,
+          ...(input.definitionRef === undefined ? {} : { definitionRef: input.definitionRef }),
+          ...(input.deadlineAt === undefined ? {} : { deadlineAt: input.deadlineAt }),
+        });
+        return { row, created: true };
+      } catch (err) {
+        // Two deliveries of the same "start child" raced; the unique key picked the winner.
+        if (!(toStoreError(err).code === "BATON_STORE_CONFLICT")) throw err;
+        const after = await existing();
+        if (!after) throw err;
+        return { row: toExecution(after), created: false };
+      }
+    },
+
+    async getChild(parentExecutionId, parentNodeId, childKey) {
+      if (!isDbId(parentExecutionId) || typeof parentNodeId !== "string" || typeof childKey !== "string") return null;
+      const row = await guard({ entity: "execution", id: parentExecutionId }, () =>
+        prisma.agentWorkflowExecution.findFirst({ where: { parentExecutionId, parentNodeId, childKey } }),
+      );
+      return row ? toExecution(row) : null;
+    },
+
+    async listChildren(tenantId, id) {
+      requireTenantId(tenantId);
+      if (!isDbId(id)) return [];
+      const rows = await guard({ entity: "execution", id }, () =>
+        prisma.agentWorkflowExecution.findMany({ where: { parentExecutionId: id, tenantId }, orderBy: { id: "asc" } }),
+      );
+      return rows.map(toExecution);
+    },
+
+    async listActive(query = {}) {
+      const statuses = (query.statuses ?? ACTIVE_STATUSES).map((st) => oneOf("status", st, EXECUTION_STATUSES));
+      const { take } = page({ limit: query.limit ?? 100 });
+      const afterId = optionalInt("afterId", query.afterId, 0) ?? 0;
+      const rows = await guard({ entity: "execution" }, () =>
+        prisma.agentWorkflowExecution.findMany({ where: { status: { in: statuses }, id: { gt: afterId } }, orderBy: { id: "asc" }, take }),
+      );
+      return rows.map(toExecution);
     },
 
     async get(tenantId, id) {
@@ -124,33 +211,72 @@ export function executionsRepo(prisma: PrismaClient): ExecutionsRepo {
       return res.count > 0;
     },
   };
+  return repo;
 }
 
-export function nodeExecutionsRepo(prisma: PrismaClient): NodeExecutionsRepo {
+interface NormalizedEntry {
+  tenantId: string;
+  executionId: number;
+  nodeId: string;
+  attempt: number;
+  changes: Prisma.AgentWorkflowNodeExecutionUncheckedUpdateInput;
+  /** The entry as sent to SQL by recordMany: only the keys the entry carries, dates as ISO text. */
+  doc: Record<string, JsonValue>;
+}
+
+const JSON_FIELDS = ["input", "output", "toolCalls", "tokenUsage"] as const;
+
+function normalizeEntry(entry: unknown): NormalizedEntry {
+  if (typeof entry !== "object" || entry === null) throw StoreInvalidInput("entry must be an object");
+  const e = entry as NodeExecutionEntry;
+  const tenantId = requireTenantId(e.tenantId);
+  if (!isDbId(e.executionId)) throw StoreNotFound("execution", String(e.executionId));
+  const executionId = e.executionId;
+  const nodeId = requireText("nodeId", e.nodeId, { max: STATE_MAX });
+  const nodeType = requireText("nodeType", e.nodeType, { max: STATE_MAX });
+  const attempt = optionalInt("attempt", e.attempt, 1);
+  if (attempt == null) throw StoreInvalidInput("attempt is required");
+  const status = requireText("status", e.status, { max: 50 });
+
+  const changes: Prisma.AgentWorkflowNodeExecutionUncheckedUpdateInput = { status, nodeType };
+  const doc: Record<string, JsonValue> = { tenantId, executionId, nodeId, nodeType, attempt, status };
+  for (const f of JSON_FIELDS) {
+    if (e[f] === undefined) continue;
+    changes[f] = optionalJson(f, e[f]);
+    doc[f] = e[f] ?? null;
+  }
+  if (e.error !== undefined) doc.error = changes.error = optionalText("error", e.error, ERROR_MAX) ?? null;
+  if (e.errorCode !== undefined) doc.errorCode = changes.errorCode = optionalText("errorCode", e.errorCode, STATE_MAX) ?? null;
+  if (e.retryable !== undefined) doc.retryable = changes.retryable = optionalBool("retryable", e.retryable) ?? null;
+  if (e.stepVersion !== undefined) doc.stepVersion = changes.stepVersion = optionalInt("stepVersion", e.stepVersion, 0) ?? null;
+  if (e.durationMs !== undefined) doc.durationMs = changes.durationMs = optionalInt("durationMs", e.durationMs) ?? null;
+  if (e.completedAt !== undefined) {
+    const completedAt = optionalDate("completedAt", e.completedAt) ?? null;
+    changes.completedAt = completedAt;
+    doc.completedAt = completedAt === null ? null : completedAt.toISOString();
+  }
+  const startedAt = optionalDate("startedAt", e.startedAt);
+  if (startedAt) {
+    changes.startedAt = startedAt;
+    doc.startedAt = startedAt.toISOString();
+  }
+  return { tenantId, executionId, nodeId, attempt, changes, doc };
+}
+
+export function nodeExecutionsRepo(prisma: PrismaClient, schema: string): NodeExecutionsRepo {
   const orderBy: Prisma.AgentWorkflowNodeExecutionOrderByWithRelationInput[] = [{ startedAt: "asc" }, { id: "asc" }];
+  const table = Prisma.raw(`${quoteIdent(schema)}."agent_workflow_node_executions"`);
+  const executions = Prisma.raw(`${quoteIdent(schema)}."agent_workflow_executions"`);
+  // An update keeps a column the entry does not carry: "carries" is looked up in the batch itself.
+  const carries = (key: string): Prisma.Sql =>
+    Prisma.sql`(SELECT s.doc ? ${key} FROM src s WHERE (s.doc->>'executionId')::int = EXCLUDED."executionId" AND s.doc->>'nodeId' = EXCLUDED."nodeId" AND (s.doc->>'attempt')::int = EXCLUDED."attempt")`;
+  const keep = (column: string, key = column): Prisma.Sql => {
+    const col = Prisma.raw(`"${column}"`);
+    return Prisma.sql`${col} = CASE WHEN ${carries(key)} THEN EXCLUDED.${col} ELSE t.${col} END`;
+  };
   return {
     async record(entry) {
-      if (typeof entry !== "object" || entry === null) throw StoreInvalidInput("entry must be an object");
-      const e: NodeExecutionEntry = entry;
-      const tenantId = requireTenantId(e.tenantId);
-      if (!isDbId(e.executionId)) throw StoreNotFound("execution", String(e.executionId));
-      const executionId = e.executionId;
-      const nodeId = requireText("nodeId", e.nodeId, { max: STATE_MAX });
-      const nodeType = requireText("nodeType", e.nodeType, { max: STATE_MAX });
-      const attempt = optionalInt("attempt", e.attempt, 1);
-      if (attempt == null) throw StoreInvalidInput("attempt is required");
-      const status = requireText("status", e.status, { max: 50 });
-
-      const changes: Prisma.AgentWorkflowNodeExecutionUncheckedUpdateInput = { status, nodeType };
-      if (e.input !== undefined) changes.input = optionalJson("input", e.input);
-      if (e.output !== undefined) changes.output = optionalJson("output", e.output);
-      if (e.toolCalls !== undefined) changes.toolCalls = optionalJson("toolCalls", e.toolCalls);
-      if (e.tokenUsage !== undefined) changes.tokenUsage = optionalJson("tokenUsage", e.tokenUsage);
-      if (e.error !== undefined) changes.error = optionalText("error", e.error, ERROR_MAX);
-      if (e.durationMs !== undefined) changes.durationMs = optionalInt("durationMs", e.durationMs);
-      if (e.completedAt !== undefined) changes.completedAt = optionalDate("completedAt", e.completedAt);
-      const startedAt = optionalDate("startedAt", e.startedAt);
-      if (startedAt) changes.startedAt = startedAt;
+      const { tenantId, executionId, nodeId, attempt, changes } = normalizeEntry(entry);
 
       // The journal row of an attempt can only belong to its execution's tenant (composite
       // foreign key), so checking the execution once makes the upsert tenant-safe.
@@ -176,6 +302,49 @@ export function nodeExecutionsRepo(prisma: PrismaClient): NodeExecutionsRepo {
       }
     },
 
+    async recordMany(entries) {
+      if (!Array.isArray(entries)) throw StoreInvalidInput("entries must be an array");
+      // ON CONFLICT DO UPDATE may touch a row once per statement: merge writes of one attempt, in order.
+      const merged = new Map<string, NormalizedEntry>();
+      for (const raw of entries) {
+        const n = normalizeEntry(raw);
+        const key = `${n.executionId}\u0000${n.nodeId}\u0000${n.attempt}`;
+        const prev = merged.get(key);
+        if (prev) Object.assign(prev.doc, n.doc);
+        else merged.set(key, n);
+      }
+      if (merged.size === 0) return 0;
+      const docs = [...merged.values()].map((n) => n.doc);
+      const first = docs[0]!;
+      // One statement: the tenant check, inserts and updates all happen or none does
+      // (an entry whose execution is not its tenant's makes the whole batch write nothing).
+      const count = await guard({ entity: "execution", id: first.executionId as number }, () => prisma.$executeRaw`
+        WITH src AS (SELECT e AS doc FROM jsonb_array_elements(${JSON.stringify(docs)}::jsonb) AS e),
+        foreign_entries AS (
+          SELECT 1 FROM src LEFT JOIN ${executions} x ON x."id" = (src.doc->>'executionId')::int AND x."tenantId" = src.doc->>'tenantId'
+          WHERE x."id" IS NULL
+        )
+        INSERT INTO ${table} AS t ("tenantId", "executionId", "nodeId", "nodeType", "attempt", "status", "input", "output", "toolCalls", "tokenUsage",
+          "error", "errorCode", "retryable", "stepVersion", "durationMs", "startedAt", "completedAt")
+        SELECT doc->>'tenantId', (doc->>'executionId')::int, doc->>'nodeId', doc->>'nodeType', (doc->>'attempt')::int, doc->>'status',
+          NULLIF(doc->'input', 'null'::jsonb), NULLIF(doc->'output', 'null'::jsonb), NULLIF(doc->'toolCalls', 'null'::jsonb), NULLIF(doc->'tokenUsage', 'null'::jsonb),
+          doc->>'error', doc->>'errorCode', (doc->>'retryable')::boolean, (doc->>'stepVersion')::int, (doc->>'durationMs')::int,
+          COALESCE((doc->>'startedAt')::timestamptz, CURRENT_TIMESTAMP), (doc->>'completedAt')::timestamptz
+        FROM src
+        WHERE NOT EXISTS (SELECT 1 FROM foreign_entries)
+        ON CONFLICT ("executionId", "nodeId", "attempt") DO UPDATE SET
+          "status" = EXCLUDED."status", "nodeType" = EXCLUDED."nodeType",
+          ${keep("input")}, ${keep("output")}, ${keep("toolCalls")}, ${keep("tokenUsage")},
+          ${keep("error")}, ${keep("errorCode")}, ${keep("retryable")}, ${keep("stepVersion")}, ${keep("durationMs")},
+          ${keep("startedAt")}, ${keep("completedAt")}
+      `);
+      if (count !== docs.length) {
+        const ids = [...new Set([...merged.values()].map((n) => n.executionId))].join(", ");
+        throw StoreNotFound("execution", `${ids} (of the entries' tenants)`);
+      }
+      return count;
+    },
+
     async list(tenantId, executionId) {
       requireTenantId(tenantId);
       if (!isDbId(executionId)) return [];
@@ -189,6 +358,17 @@ export function nodeExecutionsRepo(prisma: PrismaClient): NodeExecutionsRepo {
       if (!isDbId(executionId)) return [];
       const rows = await guard({ entity: "execution", id: executionId }, () =>
         prisma.agentWorkflowNodeExecution.findMany({ where: { executionId }, orderBy }),
+      );
+      return rows.map(toNodeExecution);
+    },
+
+    async listForReplay(executionId) {
+      if (!isDbId(executionId)) return [];
+      const rows = await guard({ entity: "execution", id: executionId }, () =>
+        prisma.agentWorkflowNodeExecution.findMany({
+          where: { executionId },
+          orderBy: [{ stepVersion: { sort: "asc", nulls: "last" } }, { id: "asc" }],
+        }),
       );
       return rows.map(toNodeExecution);
     },

@@ -20,6 +20,7 @@ export { createStore } from "./store.ts";
 export { generateApiKey, hashApiKey, LOCAL_TENANT_ID } from "./tenants.ts";
 export { isSlug, slugify, SLUG_MAX } from "./slug.ts";
 export { toStoreError } from "./db-errors.ts";
+export { BLOB_REF_PREFIX, canonicalJson } from "./blobs.ts";
 export { EXECUTION_STATUSES, MCP_STATUSES, REVIEW_STATUSES, ROLES } from "./values.ts";
 export {
   ApiKeyRevoked,
@@ -38,7 +39,11 @@ export {
 export { Prisma } from "./generated/client.ts";
 export type { PrismaClient } from "./generated/client.ts";
 export type {
+  ActiveExecutionsQuery,
   ApiKeyRecord,
+  BlobRecord,
+  BlobsRepo,
+  ChildExecutionInput,
   ExecutionCreateInput,
   ExecutionListOptions,
   ExecutionPatch,

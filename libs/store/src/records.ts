@@ -9,6 +9,7 @@ import type {
   AgentWorkflowNodeExecution,
   AgentWorkflowVersion,
   ApiKey,
+  Blob,
   LearnedSequence,
   McpServerDefinition,
   Review,
@@ -16,6 +17,7 @@ import type {
 } from "./generated/client.ts";
 import type {
   ApiKeyRecord,
+  BlobRecord,
   ExecutionRecord,
   ExecutionStatus,
   LearnedSequenceRecord,
@@ -96,6 +98,12 @@ export function toExecution(r: AgentWorkflowExecution): ExecutionRecord {
     triggerEvent: r.triggerEvent,
     tokenUsage: objectOut(r.tokenUsage),
     parentExecutionId: r.parentExecutionId,
+    parentNodeId: r.parentNodeId,
+    childKey: r.childKey,
+    definitionRef: r.definitionRef,
+    forkedFromExecutionId: r.forkedFromExecutionId,
+    forkedFromVersion: r.forkedFromVersion,
+    deadlineAt: r.deadlineAt,
     error: r.error,
     startedAt: r.startedAt,
     completedAt: r.completedAt,
@@ -118,6 +126,9 @@ export function toNodeExecution(r: AgentWorkflowNodeExecution): NodeExecutionRec
     tokenUsage: r.tokenUsage === null ? null : jsonOut(r.tokenUsage),
     toolCalls: r.toolCalls === null ? null : jsonOut(r.toolCalls),
     error: r.error,
+    errorCode: r.errorCode,
+    retryable: r.retryable,
+    stepVersion: r.stepVersion,
     durationMs: r.durationMs,
     startedAt: r.startedAt,
     completedAt: r.completedAt,
@@ -181,4 +192,8 @@ export function toMcpServer(r: McpServerDefinition): McpServerRecord {
     createdAt: r.createdAt,
     updatedAt: r.updatedAt,
   };
+}
+
+export function toBlob(r: Blob): BlobRecord {
+  return { tenantId: r.tenantId, hash: r.hash, size: r.size, data: jsonOut(r.data), createdAt: r.createdAt };
 }

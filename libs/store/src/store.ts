@@ -1,5 +1,6 @@
 import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient } from "./generated/client.ts";
+import { blobsRepo } from "./blobs.ts";
 import { guard } from "./db-errors.ts";
 import { StoreInvalidInput } from "./errors.ts";
 import { executionsRepo, nodeExecutionsRepo } from "./executions.ts";
@@ -50,10 +51,11 @@ export function createStore(opts: StoreOptions): Store {
     tenants: tenantsRepo(prisma, schema),
     workflows: workflowsRepo(prisma),
     executions: executionsRepo(prisma),
-    nodeExecutions: nodeExecutionsRepo(prisma),
+    nodeExecutions: nodeExecutionsRepo(prisma, schema),
     reviews: reviewsRepo(prisma),
     memory: memoryRepo(prisma, schema),
     learning: learningRepo(prisma),
     mcpServers: mcpServersRepo(prisma),
+    blobs: blobsRepo(prisma),
   };
 }

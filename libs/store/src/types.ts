@@ -157,6 +157,18 @@ export interface ExecutionRecord {
   triggerEvent: string | null;
   tokenUsage: JsonObject;
   parentExecutionId: number | null;
+  /** Sub-workflow runs: the parent's node that waits for this run. */
+  parentNodeId: string | null;
+  /** Sub-workflow runs: which of the parent node's children this is (e.g. `"3.2"`). */
+  childKey: string | null;
+  /** Runs only the body of this node of the definition (forEach and subworkflow bodies). */
+  definitionRef: string | null;
+  /** Forks: the execution this run was forked from. */
+  forkedFromExecutionId: number | null;
+  /** Forks: the checkpoint version of the source this run started from. */
+  forkedFromVersion: number | null;
+  /** When the whole run must have ended. */
+  deadlineAt: Date | null;
   error: string | null;
   startedAt: Date | null;
   completedAt: Date | null;
@@ -172,7 +184,42 @@ export interface ExecutionCreateInput {
   agentId?: number | null;
   sessionId?: number | null;
   triggerEvent?: string | null;
+  /** Must be an execution of the same tenant. */
   parentExecutionId?: number | null;
+  parentNodeId?: string | null;
+  childKey?: string | null;
+  definitionRef?: string | null;
+  /** Must be an execution of the same tenant. */
+  forkedFromExecutionId?: number | null;
+  /** ≥ 1; only with `forkedFromExecutionId`. */
+  forkedFromVersion?: number | null;
+  deadlineAt?: Date | null;
+}
+
+/** What `executions.createChild` takes: one child run of a parent's node. */
+export interface ChildExecutionInput {
+  tenantId: string;
+  parentExecutionId: number;
+  parentNodeId: string;
+  /** Which of the node's children this is; unique per (parent, node). */
+  childKey: string;
+  agentWorkflowId: number;
+  workflowVersion: number;
+  input: JsonObject;
+  definitionRef?: string | null;
+  deadlineAt?: Date | null;
+  /** @default "subworkflow" */
+  triggerEvent?: string | null;
+}
+
+/** Filters of `executions.listActive` (the executor's recovery scan, all tenants). */
+export interface ActiveExecutionsQuery {
+  /** @default ["queued", "running", "paused"] */
+  statuses?: ExecutionStatus[];
+  /** @default 100 (max 1000) */
+  limit?: number;
+  /** Keyset pagination: only ids greater than this. @default 0 */
+  afterId?: number;
 }
 
 /** What `executions.update` changes; `undefined` leaves a column alone, `null` clears a nullable one. */
@@ -186,6 +233,7 @@ export interface ExecutionPatch {
   tokenUsage?: JsonObject;
   startedAt?: Date | null;
   completedAt?: Date | null;
+  deadlineAt?: Date | null;
 }
 
 /** Filters of `executions.list`. */
@@ -213,6 +261,12 @@ export interface NodeExecutionRecord {
   tokenUsage: JsonValue | null;
   toolCalls: JsonValue | null;
   error: string | null;
+  /** Stable error code of a failed attempt (e.g. `BATON_TOOL_TIMEOUT`). */
+  errorCode: string | null;
+  /** Whether the failure may succeed when tried again. */
+  retryable: boolean | null;
+  /** The checkpoint version whose step wrote this row; orders the journal for replay. */
+  stepVersion: number | null;
   durationMs: number | null;
   startedAt: Date;
   completedAt: Date | null;
@@ -236,6 +290,9 @@ export interface NodeExecutionEntry {
   toolCalls?: JsonValue | null;
   tokenUsage?: JsonValue | null;
   durationMs?: number | null;
+  errorCode?: string | null;
+  retryable?: boolean | null;
+  stepVersion?: number | null;
   /** @default now, on the first write of the attempt */
   startedAt?: Date;
   completedAt?: Date | null;
@@ -421,6 +478,7 @@ export interface WorkflowsRepo {
   listVersions(tenantId: string, id: number): Promise<WorkflowVersionRecord[]>;
   /** By version number. */
   getVersion(tenantId: string, id: number, version: number): Promise<WorkflowVersionRecord | null>;
+  getBySlug(tenantId: string, slug: string): Promise<WorkflowRecord | null>;
   /** Makes a new version whose definition is the one of versions row `versionId` (a row id, see {@link WorkflowVersionRecord.id}). */
   restoreVersion(tenantId: string, id: number, versionId: number): Promise<WorkflowRecord>;
 }
@@ -437,6 +495,19 @@ export interface ExecutionsRepo {
   /** Internal (executor): not tenant-scoped. Throws `BATON_STORE_NOT_FOUND`. */
   update(id: number, patch: ExecutionPatch): Promise<ExecutionRecord>;
   delete(tenantId: string, id: number): Promise<boolean>;
+  /**
+   * Internal (executor): creates the `queued` child run of a parent's node, idempotent on
+   * (parentExecutionId, parentNodeId, childKey): a redelivered "start child" gets the row
+   * made the first time with `created: false` (its other fields are not compared).
+   * Throws `BATON_STORE_NOT_FOUND` when parent or workflow is not the tenant's.
+   */
+  createChild(input: ChildExecutionInput): Promise<{ row: ExecutionRecord; created: boolean }>;
+  /** Internal (executor): the child run of a parent's node with that key, or null. */
+  getChild(parentExecutionId: number, parentNodeId: string, childKey: string): Promise<ExecutionRecord | null>;
+  /** The child runs of an execution (sub-workflows, forEach bodies), oldest first. */
+  listChildren(tenantId: string, id: number): Promise<ExecutionRecord[]>;
+  /** Internal (executor): executions of every tenant in the given statuses, by id ascending. */
+  listActive(query?: ActiveExecutionsQuery): Promise<ExecutionRecord[]>;
 }
 
 /** The durable per-node journal. */
@@ -447,6 +518,37 @@ export interface NodeExecutionsRepo {
   list(tenantId: string, executionId: number): Promise<NodeExecutionRecord[]>;
   /** Internal (executor): not tenant-scoped. Ordered by startedAt, id. */
   listById(executionId: number): Promise<NodeExecutionRecord[]>;
+  /**
+   * Internal (executor): upserts a batch of journal writes in one SQL statement (one
+   * round trip), with the semantics of {@link record} for each entry. Entries for the
+   * same (executionId, nodeId, attempt) are merged in order first. Throws
+   * `BATON_STORE_NOT_FOUND` when an entry's execution is not its tenant's (then nothing is written).
+   * @returns how many rows were written
+   */
+  recordMany(entries: readonly NodeExecutionEntry[]): Promise<number>;
+  /** Internal (executor): not tenant-scoped. Ordered by stepVersion (nulls last), then id. */
+  listForReplay(executionId: number): Promise<NodeExecutionRecord[]>;
+}
+
+/** A row of `blobs`: a JSON value stored once per tenant under the sha256 of its canonical JSON. */
+export interface BlobRecord {
+  tenantId: string;
+  /** sha256 (hex) of the canonical JSON (object keys sorted, no spaces). */
+  hash: string;
+  /** Bytes of the canonical JSON (UTF-8). */
+  size: number;
+  data: JsonValue;
+  createdAt: Date;
+}
+
+/** Content-addressed storage of large values (tool results), referenced as `blob:<hash>`. */
+export interface BlobsRepo {
+  /** Stores `data` unless the tenant already has it; either way returns its reference. */
+  put(tenantId: string, data: JsonValue): Promise<{ ref: string; hash: string; size: number }>;
+  /** By hash (`<hex>` or `blob:<hex>`); null when the tenant has no such blob. */
+  get(tenantId: string, hash: string): Promise<BlobRecord | null>;
+  /** The tenant's blobs among `hashes`, keyed by hex hash; missing ones are absent. */
+  getMany(tenantId: string, hashes: readonly string[]): Promise<Map<string, BlobRecord>>;
 }
 
 /** Human reviews. */
@@ -516,4 +618,5 @@ export interface Store {
   readonly memory: MemoryRepo;
   readonly learning: LearningRepo;
   readonly mcpServers: McpServersRepo;
+  readonly blobs: BlobsRepo;
 }

@@ -113,6 +113,13 @@ export function workflowsRepo(prisma: PrismaClient): WorkflowsRepo {
       return res.count > 0;
     },
 
+    async getBySlug(tenantId, slug) {
+      requireTenantId(tenantId);
+      if (typeof slug !== "string" || slug.length === 0 || slug.length > 100) return null;
+      const row = await guard({ entity: "workflow", id: slug }, () => prisma.agentWorkflow.findFirst({ where: { tenantId, slug } }));
+      return row ? toWorkflow(row) : null;
+    },
+
     async listVersions(tenantId, id) {
       requireTenantId(tenantId);
       if (!isDbId(id)) return [];

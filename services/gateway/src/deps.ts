@@ -4,7 +4,8 @@
  * engine's pure validator, and hands commands and events to the bus through these
  * interfaces. Tests pass the real store and small recording commands/events.
  */
-import type { Store } from "@baton/store";
+import type { CheckpointStore } from "@baton/checkpoints";
+import type { JsonObject, Store } from "@baton/store";
 
 /** One event of an execution as streamed to SSE clients. */
 export interface ExecutionEventEnvelope {
@@ -34,7 +35,21 @@ export interface StartExecutionCommand {
   workflowId: number;
   workflowVersion: number;
   input: Record<string, unknown>;
+  /** Fork: start from this execution's checkpoint instead of from the beginning. */
+  forkOfExecutionId?: number;
+  /** Fork: the checkpoint version to start from. */
+  forkOfVersion?: number;
+  /** Fork: values written into the context (keys are `$.path`s) before the run continues. */
+  contextPatch?: JsonObject;
+  /** Deadline of the whole run (RFC 3339). */
+  deadline?: string;
 }
+
+/** What an importer returns (the engine's `importWorkflow`). */
+export type ImportWorkflow = (
+  format: "plan" | "toolSequence" | "stateMachine",
+  source: unknown,
+) => { ok: true; definition: Record<string, unknown>; warnings: string[] } | { ok: false; errors: DefinitionIssue[] };
 
 export type ReviewAction = "approve" | "edit" | "reject";
 
@@ -97,6 +112,16 @@ export interface GatewayDeps {
    * @default a free-form object
    */
   workflowDefinitionJsonSchema?: Record<string, unknown>;
+  /**
+   * Checkpoint history, for time travel (`/checkpoints`, `/fork`). Without it those
+   * routes answer 503 `BATON_GATEWAY_CHECKPOINTS_UNAVAILABLE`.
+   */
+  checkpoints?: Pick<CheckpointStore, "history" | "getVersion">;
+  /**
+   * Turns plans, tool sequences and state machines into definitions (the engine's
+   * `importWorkflow`). Without it `POST /api/agent-workflows/import` is not served.
+   */
+  importWorkflow?: ImportWorkflow;
 }
 
 export interface GatewayOptions {

@@ -20,7 +20,7 @@ afterAll(async () => {
   await gw.close();
 });
 
-/** Seed 004 §4 (MCP routes excepted) plus the SSE stream and the reviews list. */
+/** Seed 004 §4 (MCP routes excepted) plus the SSE stream, the reviews list and issue 3's time travel, versions and children. */
 const ROUTES: [string, string][] = [
   ["get", "/api/agent-workflows"],
   ["post", "/api/agent-workflows"],
@@ -28,6 +28,7 @@ const ROUTES: [string, string][] = [
   ["put", "/api/agent-workflows/{id}"],
   ["delete", "/api/agent-workflows/{id}"],
   ["get", "/api/agent-workflows/{id}/versions"],
+  ["get", "/api/agent-workflows/{id}/versions/{version}"],
   ["post", "/api/agent-workflows/{id}/versions/{versionId}/restore"],
   ["post", "/api/agent-workflows/{id}/execute"],
   ["get", "/api/agent-workflow-executions"],
@@ -36,6 +37,10 @@ const ROUTES: [string, string][] = [
   ["post", "/api/agent-workflow-executions/{id}/cancel"],
   ["get", "/api/agent-workflow-executions/{id}/nodes"],
   ["get", "/api/agent-workflow-executions/{id}/events"],
+  ["get", "/api/agent-workflow-executions/{id}/children"],
+  ["get", "/api/agent-workflow-executions/{id}/checkpoints"],
+  ["get", "/api/agent-workflow-executions/{id}/checkpoints/{version}"],
+  ["post", "/api/agent-workflow-executions/{id}/fork"],
   ["get", "/api/agent-memory"],
   ["post", "/api/agent-memory"],
   ["delete", "/api/agent-memory/{id}"],

@@ -19,6 +19,27 @@ export const WorkflowDefinitionInvalid = defineError(
   { status: 400 },
 );
 
+/** An execution input failed the definition's `inputSchema`; `details` lists every issue. */
+export const ExecutionInputInvalid = defineError(
+  "BATON_GATEWAY_INPUT_INVALID",
+  (count: number) => `execution input does not match the workflow's inputSchema: ${count} problem${count === 1 ? "" : "s"}, listed in errors`,
+  { status: 400 },
+);
+
+/** An import source could not be turned into a workflow; `details` lists every issue (paths into `body.source`). */
+export const ImportInvalid = defineError(
+  "BATON_GATEWAY_IMPORT_INVALID",
+  (format: string, count: number) => `cannot import this ${format} document: ${count} problem${count === 1 ? "" : "s"}, listed in errors`,
+  { status: 400 },
+);
+
+/** Time-travel routes on a gateway built without a checkpoint store. */
+export const CheckpointsUnavailable = defineError(
+  "BATON_GATEWAY_CHECKPOINTS_UNAVAILABLE",
+  () => "checkpoint history is not available on this gateway (it runs without a checkpoint store)",
+  { status: 503 },
+);
+
 /** No API key, or one the store does not know (or revoked). */
 export const Unauthenticated = defineError("BATON_GATEWAY_UNAUTHENTICATED", (why: string) => why, { status: 401 });
 

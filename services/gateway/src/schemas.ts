@@ -89,13 +89,49 @@ export const workflowUpdateBody = z
 
 export const versionParams = z.object({ id: rowId, versionId: rowId.describe("Id of the version row (from the versions list)") });
 
+export const versionNumberParams = z.object({ id: rowId, version: rowId.describe("Version number (1 = as created)") });
+
+/** The longest deadline a run may be given: 30 days. */
+export const DEADLINE_MAX_MS = 30 * 24 * 60 * 60 * 1000;
+
 export const executeBody = z
   .strictObject({
-    input: jsonObject.optional().describe("Initial state of the run"),
+    input: jsonObject.optional().describe("Initial state of the run; checked against the definition's `inputSchema` when it has one"),
     agentId: z.number().int().min(1).max(INT32_MAX).optional().describe("The agent that triggers the run"),
     sessionId: z.number().int().min(1).max(INT32_MAX).optional().describe("The agent session the run belongs to"),
+    deadlineMs: z
+      .number()
+      .int()
+      .min(1)
+      .max(DEADLINE_MAX_MS)
+      .optional()
+      .describe("The whole run must end within this many milliseconds from now (1 ms to 30 days); it fails with a deadline error otherwise"),
   })
   .nullish();
+
+export const IMPORT_FORMATS = ["plan", "toolSequence", "stateMachine"] as const;
+
+export const importBody = z.strictObject({
+  format: z.enum(IMPORT_FORMATS).describe("plan: an LLM-planned DAG; toolSequence: ordered tool steps; stateMachine: XState-like states"),
+  source: jsonObject.describe("The document to import, in `format`"),
+  name: z.string().trim().min(1).max(200),
+  slug: slugSchema.optional(),
+  description: z.string().max(10_000).optional(),
+});
+
+export const checkpointParams = z.object({ id: rowId, version: rowId.describe("Checkpoint version (1 = the first step's state)") });
+
+export const checkpointListQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(1000).optional().describe("At most this many versions, newest first (default: every kept version)"),
+});
+
+export const forkBody = z.strictObject({
+  version: z.number().int().min(1).max(INT32_MAX).describe("The source's checkpoint version to start from"),
+  context: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe("Values written into the run's context before it continues, keyed by `$.path` (e.g. `{\"$.plan.steps[0]\": \"…\"}`); `$.input` is read-only"),
+});
 
 export const EXECUTION_STATUSES = ["queued", "running", "paused", "completed", "failed", "cancelled"] as const;
 export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(["completed", "failed", "cancelled"]);
@@ -192,7 +228,12 @@ export const executionSchema = z
     error: z.string().nullable(),
     tokenUsage: z.unknown(),
     triggerEvent: z.string().nullable(),
-    parentExecutionId: z.number().int().nullable(),
+    parentExecutionId: z.number().int().nullable().describe("The execution that started this one as a sub-workflow"),
+    parentNodeId: z.string().nullable().describe("The parent's node that waits for this run"),
+    childKey: z.string().nullable().describe("Which of the parent node's children this is"),
+    forkedFromExecutionId: z.number().int().nullable().describe("The execution this run was forked from"),
+    forkedFromVersion: z.number().int().nullable().describe("The source's checkpoint version this run started from"),
+    deadlineAt: nullableTimestamp.describe("When the whole run must have ended"),
     startedAt: nullableTimestamp,
     completedAt: nullableTimestamp,
     createdAt: timestamp,
@@ -253,6 +294,28 @@ export const commandAcceptedSchema = z.object({
   status: z.string().describe("The status when the command was accepted; the executor changes it"),
   links: executionLinks,
 });
+
+export const checkpointSummarySchema = z
+  .object({
+    version: z.number().int(),
+    updatedAt: timestamp,
+    status: z.string().nullable().describe("The run's status at this version"),
+    lastNode: z.string().nullable().describe("The node whose step wrote this version"),
+    nodes: z.record(z.string(), z.string()).describe("Node id → its status at this version"),
+  })
+  .meta({ id: "CheckpointSummary" });
+
+export const checkpointSchema = z
+  .object({
+    version: z.number().int(),
+    updatedAt: timestamp,
+    state: z.unknown().describe("The engine's full execution state at this version"),
+  })
+  .meta({ id: "Checkpoint" });
+
+export const importResultSchema = workflowSchema
+  .extend({ warnings: z.array(z.string()).describe("What the importer adapted or dropped") })
+  .meta({ id: "ImportedWorkflow" });
 
 export const memorySchema = z
   .object({
@@ -324,6 +387,11 @@ export function toExecution(e: ExecutionRecord): z.infer<typeof executionSchema>
     tokenUsage: e.tokenUsage,
     triggerEvent: e.triggerEvent,
     parentExecutionId: e.parentExecutionId,
+    parentNodeId: e.parentNodeId,
+    childKey: e.childKey,
+    forkedFromExecutionId: e.forkedFromExecutionId,
+    forkedFromVersion: e.forkedFromVersion,
+    deadlineAt: isoOrNull(e.deadlineAt),
     startedAt: isoOrNull(e.startedAt),
     completedAt: isoOrNull(e.completedAt),
     createdAt: iso(e.createdAt),
@@ -376,5 +444,24 @@ export function toMemory(m: MemoryRecord): z.infer<typeof memorySchema> {
     metadata: m.metadata,
     createdAt: iso(m.createdAt),
     updatedAt: iso(m.updatedAt),
+  };
+}
+
+/** The overview of one checkpoint version; tolerant of states it does not understand. */
+export function toCheckpointSummary(version: number, updatedAt: string, state: unknown): z.infer<typeof checkpointSummarySchema> {
+  const s = typeof state === "object" && state !== null ? (state as Record<string, unknown>) : {};
+  const nodes: Record<string, string> = {};
+  if (typeof s.nodes === "object" && s.nodes !== null) {
+    for (const [id, run] of Object.entries(s.nodes as Record<string, unknown>)) {
+      const status = typeof run === "object" && run !== null ? (run as Record<string, unknown>).status : undefined;
+      if (typeof status === "string") nodes[id] = status;
+    }
+  }
+  return {
+    version,
+    updatedAt,
+    status: typeof s.status === "string" ? s.status : null,
+    lastNode: typeof s.lastNode === "string" ? s.lastNode : null,
+    nodes,
   };
 }

@@ -3,9 +3,12 @@
  * Postgres store (its own random schema) with two tenants and keys of every role,
  * and a small recording stand-in for the bus side (commands and events). The real
  * bus path is covered by the end-to-end tests; here the gateway's own behaviour is
- * under test.
+ * under test. Checkpoints live in the real Redis under a random key prefix.
  */
+import { randomUUID } from "node:crypto";
 import type { FastifyInstance } from "fastify";
+import { createRedis, redisCheckpointStore } from "@baton/checkpoints";
+import type { RedisCheckpointStore } from "@baton/checkpoints";
 import { validateWorkflow, workflowDefinitionJsonSchema } from "@baton/engine";
 import type { Store } from "@baton/store";
 import { openTestStore } from "@baton/store/testing";
@@ -143,6 +146,8 @@ export interface TestGateway {
   b: { tenantId: string; admin: string };
   /** What `/readyz` reports. */
   readiness: Readiness;
+  /** The checkpoint store the app reads (real Redis, random prefix); tests write states with `put`. */
+  checkpoints: RedisCheckpointStore;
   /** Replaces the definition validator (the engine's by default). */
   setValidator(v: ValidateWorkflow): void;
   /** Closes the app and the store and drops the schema. */
@@ -150,8 +155,11 @@ export interface TestGateway {
 }
 
 /** A gateway on a freshly migrated schema of the test database, with tenants A and B. */
-export async function openTestGateway(opts: GatewayOptions = {}): Promise<TestGateway> {
+export async function openTestGateway(opts: GatewayOptions = {}, extra: Pick<GatewayDeps, "importWorkflow"> = {}): Promise<TestGateway> {
   const t = await openTestStore({ prefix: "gateway" });
+  const redis = createRedis(process.env["BATON_REDIS_URL"] ?? "redis://127.0.0.1:6379");
+  const redisPrefix = `baton-test:gateway:${randomUUID()}`;
+  const checkpoints = redisCheckpointStore(redis, { prefix: redisPrefix, historyLimit: 50, snapshotEvery: 5 });
   const { store } = t;
   const bus = createRecordingBus();
   let validator: ValidateWorkflow = validateWorkflow;
@@ -174,6 +182,8 @@ export async function openTestGateway(opts: GatewayOptions = {}): Promise<TestGa
     events: bus.events,
     readiness: () => readiness,
     workflowDefinitionJsonSchema,
+    checkpoints,
+    ...extra,
   };
   const app = await buildApp(deps, opts);
   return {
@@ -184,12 +194,20 @@ export async function openTestGateway(opts: GatewayOptions = {}): Promise<TestGa
     a,
     b,
     readiness,
+    checkpoints,
     setValidator(v) {
       validator = v;
     },
     async close() {
       await app.close();
       await t.dispose();
+      let cursor = "0";
+      do {
+        const [next, keys] = await redis.scan(cursor, "MATCH", `${redisPrefix}:*`, "COUNT", 500);
+        if (keys.length > 0) await redis.del(...keys);
+        cursor = next;
+      } while (cursor !== "0");
+      await redis.quit();
     },
   };
 }

@@ -5,26 +5,40 @@
  * The gateway only checks that a command makes sense for the row's status (resume
  * needs `paused`, cancel needs a run that has not ended) and hands it to the
  * executor over the bus; the executor owns every status change.
+ *
+ * Time travel: `/checkpoints` lists the kept checkpoint versions of a run (read from
+ * the checkpoint store), and `/fork` starts a new run of the same workflow version
+ * from one of them, optionally with changed context values (docs/time-travel.md).
  */
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { parsePath } from "@baton/engine";
+import type { JsonObject } from "@baton/store";
 import type { GatewayDeps } from "../deps.ts";
-import { CommandUnavailable, ExecutionFinished, ExecutionNotPaused } from "../errors.ts";
+import { CheckpointsUnavailable, CommandUnavailable, ExecutionFinished, ExecutionNotPaused, NotFound, RequestInvalid, WorkflowDisabled } from "../errors.ts";
+import type { Issue } from "../problem.ts";
 import { problemSchema } from "../problem.ts";
 import {
   API_SECURITY,
   TAGS,
   TERMINAL_STATUSES,
   cancelBody,
+  checkpointListQuery,
+  checkpointParams,
+  checkpointSchema,
+  checkpointSummarySchema,
   commandAcceptedSchema,
+  executionAcceptedSchema,
   executionDetailSchema,
   executionLinksFor,
   executionListQuery,
   executionSchema,
+  forkBody,
   idParams,
   nodeExecutionSchema,
   page,
   resumeBody,
+  toCheckpointSummary,
   toExecution,
   toNodeExecution,
   toReview,
@@ -32,12 +46,26 @@ import {
 import type { SseRegistry } from "../sse.ts";
 import { streamExecutionEvents } from "../sse.ts";
 import { apiErrors, defined, orNotFound } from "./common.ts";
+import { startOrFail } from "./workflows.ts";
 
 export interface ExecutionsPluginOptions {
   deps: GatewayDeps;
   sse: SseRegistry;
   /** @default 15000 */
   heartbeatMs?: number;
+}
+
+/** Checks fork context keys: each a valid `$.path`, none the whole context or under `$.input`. */
+function contextPatchIssues(context: Record<string, unknown>): Issue[] {
+  const issues: Issue[] = [];
+  for (const key of Object.keys(context)) {
+    const path = `body.context[${JSON.stringify(key)}]`;
+    const parsed = parsePath(key);
+    if ("error" in parsed) issues.push({ path, code: "invalid_path", message: parsed.error });
+    else if (parsed.segments.length === 0) issues.push({ path, code: "invalid_path", message: "the whole context ($) cannot be replaced; name a path below it" });
+    else if (parsed.segments[0] === "input") issues.push({ path, code: "read_only_path", message: `"${key}" is under $.input, the run's input, which a fork keeps unchanged` });
+  }
+  return issues;
 }
 
 export const executionsPlugin: FastifyPluginAsyncZod<ExecutionsPluginOptions> = async (app, { deps, sse, heartbeatMs }) => {
@@ -96,6 +124,119 @@ export const executionsPlugin: FastifyPluginAsyncZod<ExecutionsPluginOptions> = 
       await getExecution(tenantId, id);
       const nodes = await store.nodeExecutions.list(tenantId, id);
       return { items: nodes.map(toNodeExecution) };
+    },
+  });
+
+  app.get("/agent-workflow-executions/:id/children", {
+    schema: {
+      tags,
+      summary: "List the child executions of an execution",
+      description: "Runs started by this one's sub-workflow and forEach nodes, oldest first (`parentNodeId` and `childKey` say which node and item).",
+      security: API_SECURITY,
+      params: idParams,
+      response: { 200: z.object({ items: z.array(executionSchema) }), ...apiErrors },
+    },
+    handler: async (request) => {
+      const { tenantId } = request.auth;
+      const { id } = request.params;
+      await getExecution(tenantId, id);
+      const rows = await store.executions.listChildren(tenantId, id);
+      return { items: rows.map(toExecution) };
+    },
+  });
+
+  const checkpoints = () => {
+    if (!deps.checkpoints) throw CheckpointsUnavailable();
+    return deps.checkpoints;
+  };
+
+  app.get("/agent-workflow-executions/:id/checkpoints", {
+    schema: {
+      tags,
+      summary: "List the checkpoint versions of an execution (time travel)",
+      description:
+        "Newest first: every version the checkpoint store still keeps (the latest `BATON_CHECKPOINT_HISTORY` versions; " +
+        "a finished run's history expires after `BATON_CHECKPOINT_FINISHED_TTL_SECONDS`). Empty when none is kept.",
+      security: API_SECURITY,
+      params: idParams,
+      querystring: checkpointListQuery,
+      response: { 200: z.object({ items: z.array(checkpointSummarySchema) }), ...apiErrors, 503: problemSchema },
+    },
+    handler: async (request) => {
+      const { tenantId } = request.auth;
+      const { id } = request.params;
+      const store = checkpoints();
+      await getExecution(tenantId, id);
+      const history = await store.history(id, defined({ limit: request.query.limit }));
+      return { items: history.map((c) => toCheckpointSummary(c.version, c.updatedAt, c.state)) };
+    },
+  });
+
+  app.get("/agent-workflow-executions/:id/checkpoints/:version", {
+    schema: {
+      tags,
+      summary: "Get the full state of one checkpoint version",
+      security: API_SECURITY,
+      params: checkpointParams,
+      response: { 200: checkpointSchema, ...apiErrors, 503: problemSchema },
+    },
+    handler: async (request) => {
+      const { tenantId } = request.auth;
+      const { id, version } = request.params;
+      const store = checkpoints();
+      await getExecution(tenantId, id);
+      const cp = await store.getVersion(id, version);
+      if (!cp) throw NotFound(`checkpoint version ${version} of execution`, id);
+      return { version: cp.version, updatedAt: cp.updatedAt, state: cp.state };
+    },
+  });
+
+  app.post("/agent-workflow-executions/:id/fork", {
+    schema: {
+      tags,
+      summary: "Fork an execution from one of its checkpoints",
+      description:
+        "Creates a new `queued` execution of the same workflow and the same workflow version as the source, with the source's input, " +
+        "that starts from the source's checkpoint `version` instead of from the beginning. `context` writes values (keyed by `$.path`, " +
+        "not under `$.input`) into the state before the run continues. The source is not changed.",
+      security: API_SECURITY,
+      params: idParams,
+      body: forkBody,
+      response: { 202: executionAcceptedSchema, ...apiErrors, 409: problemSchema, 503: problemSchema },
+    },
+    handler: async (request, reply) => {
+      const { tenantId } = request.auth;
+      const { id } = request.params;
+      const { version, context } = request.body;
+      const issues = context === undefined ? [] : contextPatchIssues(context);
+      if (issues.length > 0) throw RequestInvalid("body", issues.length, { details: issues });
+      const cps = checkpoints();
+      const source = await getExecution(tenantId, id);
+      if (!(await cps.getVersion(id, version))) throw NotFound(`checkpoint version ${version} of execution`, id);
+      const wf = await orNotFound("workflow", source.agentWorkflowId, () => store.workflows.get(tenantId, source.agentWorkflowId));
+      if (!wf.enabled) throw WorkflowDisabled(wf.id);
+      const fork = await store.executions.create(tenantId, {
+        workflowId: source.agentWorkflowId,
+        workflowVersion: source.workflowVersion,
+        input: source.input,
+        agentId: source.agentId,
+        sessionId: source.sessionId,
+        triggerEvent: "fork",
+        forkedFromExecutionId: id,
+        forkedFromVersion: version,
+      });
+      await startOrFail(deps, request.log, {
+        tenantId,
+        executionId: fork.id,
+        workflowId: fork.agentWorkflowId,
+        workflowVersion: fork.workflowVersion,
+        input: fork.input,
+        forkOfExecutionId: id,
+        forkOfVersion: version,
+        ...(context === undefined ? {} : { contextPatch: context as JsonObject }),
+      });
+      const links = executionLinksFor(fork.id);
+      return reply.code(202).header("location", links.self).send({ id: fork.id, status: "queued" as const, links });
     },
   });
 

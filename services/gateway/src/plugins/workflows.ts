@@ -9,8 +9,11 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { errorMessage } from "@baton/errors";
-import type { DefinitionIssue, GatewayDeps } from "../deps.ts";
-import { ExecutionStartFailed, NotFound, WorkflowDefinitionInvalid, WorkflowDisabled } from "../errors.ts";
+import { validateInput } from "@baton/engine";
+import type { FastifyBaseLogger } from "fastify";
+import type { JsonObject } from "@baton/store";
+import type { DefinitionIssue, GatewayDeps, StartExecutionCommand } from "../deps.ts";
+import { ExecutionInputInvalid, ExecutionStartFailed, ImportInvalid, NotFound, WorkflowDefinitionInvalid, WorkflowDisabled } from "../errors.ts";
 import type { Issue } from "../problem.ts";
 import { problemSchema } from "../problem.ts";
 import {
@@ -20,10 +23,13 @@ import {
   executionAcceptedSchema,
   executionLinksFor,
   idParams,
+  importBody,
+  importResultSchema,
   page,
   pageQuery,
   toWorkflow,
   toWorkflowVersion,
+  versionNumberParams,
   versionParams,
   workflowCreateBody,
   workflowSchema,
@@ -53,10 +59,60 @@ function checkDefinition(deps: GatewayDeps, definition: unknown, at?: string): v
   }
 }
 
+/** `validateInput` issue paths (`input.a[0]`) → request paths (`body.input.a[0]`). */
+function checkInput(definition: JsonObject, input: JsonObject): void {
+  let issues: DefinitionIssue[];
+  try {
+    issues = validateInput(definition, input);
+  } catch (err) {
+    // Definitions are validated when saved; one saved before inputSchema was checked may still hold a bad schema.
+    const details = [{ path: "definition.inputSchema", code: "invalid_schema", message: `the workflow's inputSchema cannot be used: ${errorMessage(err)}` }];
+    throw WorkflowDefinitionInvalid(1, { details, cause: err });
+  }
+  if (issues.length > 0) {
+    const details = issues.map((i) => ({ ...i, path: i.path === "input" ? "body.input" : `body.${i.path}` }));
+    throw ExecutionInputInvalid(details.length, { details });
+  }
+}
+
+/**
+ * Hands a start command to the bus. When that fails the execution row is marked
+ * failed (or, failing that, deleted) so no queued row waits for a command that never comes.
+ */
+export async function startOrFail(deps: GatewayDeps, log: FastifyBaseLogger, command: StartExecutionCommand): Promise<void> {
+  const { executionId, tenantId } = command;
+  try {
+    await deps.commands.startExecution(command);
+  } catch (err) {
+    log.error({ err, executionId }, "start command could not be sent");
+    try {
+      await deps.store.executions.update(executionId, {
+        status: "failed",
+        error: `could not be started: ${errorMessage(err)}`,
+        completedAt: new Date(),
+      });
+    } catch (markErr) {
+      log.error({ err: markErr, executionId }, "could not mark the unstarted execution failed; deleting it");
+      await deps.store.executions.delete(tenantId, executionId).catch((delErr: unknown) => {
+        log.error({ err: delErr, executionId }, "could not delete the unstarted execution");
+      });
+    }
+    throw ExecutionStartFailed(executionId, { cause: err });
+  }
+}
+
 export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = async (app, { deps }) => {
   const { store } = deps;
   const tags = [TAGS.workflows];
   const getWorkflow = (tenantId: string, id: number) => orNotFound("workflow", id, () => store.workflows.get(tenantId, id));
+
+  const createWorkflow = async (tenantId: string, body: z.infer<typeof workflowCreateBody>, log: FastifyBaseLogger) => {
+    checkDefinition(deps, body.definition);
+    const record = await store.workflows.create(tenantId, defined(body) as typeof body);
+    const wf = toWorkflow(record);
+    await publishAfterWrite(deps, log, "workflow.created", tenantId, wf.id, { id: wf.id, name: wf.name, slug: wf.slug });
+    return wf;
+  };
 
   app.post("/agent-workflows", {
     schema: {
@@ -68,14 +124,36 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
       response: { 201: workflowSchema, ...apiErrors, 409: problemSchema },
     },
     handler: async (request, reply) => {
-      const { tenantId } = request.auth;
-      checkDefinition(deps, request.body.definition);
-      const record = await store.workflows.create(tenantId, defined(request.body) as typeof request.body);
-      const wf = toWorkflow(record);
-      await publishAfterWrite(deps, request.log, "workflow.created", tenantId, wf.id, { id: wf.id, name: wf.name, slug: wf.slug });
+      const wf = await createWorkflow(request.auth.tenantId, request.body, request.log);
       return reply.code(201).header("location", `/api/agent-workflows/${wf.id}`).send(wf);
     },
   });
+
+  if (deps.importWorkflow) {
+    const importWorkflow = deps.importWorkflow;
+    app.post("/agent-workflows/import", {
+      schema: {
+        tags,
+        summary: "Import a workflow from a plan, a tool sequence or a state machine",
+        description:
+          "Converts `source` to a workflow definition, then creates the workflow exactly like `POST /api/agent-workflows` (same validation). " +
+          "An unusable source is a 400 `BATON_GATEWAY_IMPORT_INVALID` listing every problem with a path into `body.source`; `warnings` says what was adapted.",
+        security: API_SECURITY,
+        body: importBody,
+        response: { 201: importResultSchema, ...apiErrors, 409: problemSchema },
+      },
+      handler: async (request, reply) => {
+        const { format, source, name, slug, description } = request.body;
+        const result = importWorkflow(format, source);
+        if (!result.ok) {
+          const details = definitionIssues(result.errors, "body.source").map((i) => (i.path === "body.source.format" ? { ...i, path: "body.format" } : i));
+          throw ImportInvalid(format, details.length, { details });
+        }
+        const wf = await createWorkflow(request.auth.tenantId, { name, definition: result.definition as JsonObject, ...defined({ slug, description }) }, request.log);
+        return reply.code(201).header("location", `/api/agent-workflows/${wf.id}`).send({ ...wf, warnings: result.warnings });
+      },
+    });
+  }
 
   app.get("/agent-workflows", {
     schema: {
@@ -170,6 +248,24 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
     },
   });
 
+  app.get("/agent-workflows/:id/versions/:version", {
+    schema: {
+      tags,
+      summary: "Get one version of an agent workflow",
+      description: "By version number (the `version` field of the versions list); executions record the version they run as `workflowVersion`.",
+      security: API_SECURITY,
+      params: versionNumberParams,
+      response: { 200: workflowVersionSchema, ...apiErrors },
+    },
+    handler: async (request) => {
+      const { tenantId } = request.auth;
+      const { id, version } = request.params;
+      await getWorkflow(tenantId, id);
+      const row = await orNotFound(`version ${version} of workflow`, id, () => store.workflows.getVersion(tenantId, id, version));
+      return toWorkflowVersion(row);
+    },
+  });
+
   app.post("/agent-workflows/:id/versions/:versionId/restore", {
     schema: {
       tags,
@@ -206,7 +302,9 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
       tags,
       summary: "Execute an agent workflow",
       description:
-        "Queues a run of the workflow's current version and answers at once; follow it at `links.events` (SSE) or `links.self`.",
+        "Queues a run of the workflow's current version and answers at once; follow it at `links.events` (SSE) or `links.self`. " +
+        "When the definition has an `inputSchema`, `input` must match it (400 `BATON_GATEWAY_INPUT_INVALID` lists every problem; nothing is stored). " +
+        "`deadlineMs` bounds the whole run.",
       security: API_SECURITY,
       params: idParams,
       body: executeBody,
@@ -219,32 +317,24 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
       const wf = toWorkflow(await getWorkflow(tenantId, id));
       if (!wf.enabled) throw WorkflowDisabled(id);
       const input = body.input ?? {};
+      checkInput(wf.definition, input);
+      const deadlineAt = body.deadlineMs === undefined ? undefined : new Date(Date.now() + body.deadlineMs);
       const execution = await store.executions.create(tenantId, {
         workflowId: wf.id,
         workflowVersion: wf.version,
         input,
-        ...defined({ agentId: body.agentId, sessionId: body.sessionId }),
+        ...defined({ agentId: body.agentId, sessionId: body.sessionId, deadlineAt }),
         triggerEvent: "api",
       });
       const executionId = execution.id;
-      try {
-        await deps.commands.startExecution({ tenantId, executionId, workflowId: wf.id, workflowVersion: wf.version, input });
-      } catch (err) {
-        request.log.error({ err, executionId }, "start command could not be sent");
-        try {
-          await store.executions.update(executionId, {
-            status: "failed",
-            error: `could not be started: ${errorMessage(err)}`,
-            completedAt: new Date(),
-          });
-        } catch (markErr) {
-          request.log.error({ err: markErr, executionId }, "could not mark the unstarted execution failed; deleting it");
-          await store.executions.delete(tenantId, executionId).catch((delErr: unknown) => {
-            request.log.error({ err: delErr, executionId }, "could not delete the unstarted execution");
-          });
-        }
-        throw ExecutionStartFailed(executionId, { cause: err });
-      }
+      await startOrFail(deps, request.log, {
+        tenantId,
+        executionId,
+        workflowId: wf.id,
+        workflowVersion: wf.version,
+        input,
+        ...defined({ deadline: deadlineAt?.toISOString() }),
+      });
       const links = executionLinksFor(executionId);
       return reply.code(202).header("location", links.self).send({ id: executionId, status: "queued" as const, links });
     },

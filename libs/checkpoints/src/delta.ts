@@ -1,0 +1,119 @@
+/**
+ * A small structural diff/patch for JSON values, used to keep checkpoint history as
+ * deltas. A patch turns one value into another:
+ *
+ * - `{ "$": value }` — replace the whole value;
+ * - `{ "o": { key: patch, … }, "r": [key, …] }` — an object: patch or set the keys in
+ *   `o` (a new key's patch is a `$`), remove the keys in `r`;
+ * - `{ "a": { index: patch, … }, "n": length }` — an array: cut or extend it to `n`
+ *   items, then patch the listed indices. Used when it is shorter than replacing the
+ *   array whole.
+ *
+ * `diffJson` returns `null` when the two values are equal. `applyPatch` never changes
+ * its input: changed containers are copied, unchanged subtrees are shared.
+ */
+
+/** Any JSON value. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** A change from one JSON value to another (see the module comment). */
+export type JsonPatch = { $: Json } | { o: Record<string, JsonPatch>; r?: string[] } | { a: Record<string, JsonPatch>; n: number };
+
+type JsonObject = { [key: string]: Json };
+
+function isObject(v: Json | undefined): v is JsonObject {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+const has = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
+
+/** Sets an own property, even one named `__proto__` (plain assignment would change the prototype). */
+function setKey(o: Record<string, unknown>, k: string, v: unknown): void {
+  if (k === "__proto__") Object.defineProperty(o, k, { value: v, writable: true, enumerable: true, configurable: true });
+  else o[k] = v;
+}
+
+/** Structural equality of two JSON values (object key order does not matter). */
+export function jsonEqual(a: Json | undefined, b: Json | undefined): boolean {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!jsonEqual(a[i], b[i])) return false;
+    return true;
+  }
+  if (Array.isArray(b)) return false;
+  const ka = Object.keys(a);
+  if (ka.length !== Object.keys(b).length) return false;
+  for (const k of ka) if (!has(b, k) || !jsonEqual(a[k], b[k])) return false;
+  return true;
+}
+
+/** The patch that turns `from` into `to`, or `null` when they are equal. */
+export function diffJson(from: Json, to: Json): JsonPatch | null {
+  if (jsonEqual(from, to)) return null;
+  if (isObject(from) && isObject(to)) {
+    const o: Record<string, JsonPatch> = {};
+    for (const k of Object.keys(to)) {
+      if (!has(from, k)) setKey(o, k, { $: to[k] as Json });
+      else {
+        const p = diffJson(from[k] as Json, to[k] as Json);
+        if (p !== null) setKey(o, k, p);
+      }
+    }
+    const r = Object.keys(from).filter((k) => !has(to, k));
+    return r.length > 0 ? { o, r } : { o };
+  }
+  if (Array.isArray(from) && Array.isArray(to)) {
+    const a: Record<string, JsonPatch> = {};
+    for (let i = 0; i < to.length; i++) {
+      const item = to[i] as Json;
+      if (i >= from.length) a[i] = { $: item };
+      else {
+        const p = diffJson(from[i] as Json, item);
+        if (p !== null) a[i] = p;
+      }
+    }
+    const byIndex: JsonPatch = { a, n: to.length };
+    return JSON.stringify(byIndex).length < JSON.stringify(to).length ? byIndex : { $: to };
+  }
+  return { $: to };
+}
+
+/** Thrown by {@link applyPatch} when a patch does not fit the value it is applied to. */
+export class PatchMismatch extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "PatchMismatch";
+  }
+}
+
+/** Applies a patch made by {@link diffJson}; `null` returns `base` itself. */
+export function applyPatch(base: Json, patch: JsonPatch | null): Json {
+  if (patch === null) return base;
+  if (typeof patch !== "object") throw new PatchMismatch("a patch must be an object");
+  if (has(patch, "$")) return (patch as { $: Json }).$;
+  if (has(patch, "o")) {
+    if (!isObject(base)) throw new PatchMismatch("an object patch applied to a value that is not an object");
+    const { o, r } = patch as { o: Record<string, JsonPatch>; r?: string[] };
+    const out: JsonObject = {};
+    for (const k of Object.keys(base)) setKey(out, k, base[k]);
+    for (const k of Object.keys(o)) setKey(out, k, applyPatch(has(base, k) ? (base[k] as Json) : null, o[k] as JsonPatch));
+    for (const k of r ?? []) delete out[k];
+    return out;
+  }
+  if (has(patch, "a")) {
+    if (!Array.isArray(base)) throw new PatchMismatch("an array patch applied to a value that is not an array");
+    const { a, n } = patch as { a: Record<string, JsonPatch>; n: number };
+    if (!Number.isSafeInteger(n) || n < 0) throw new PatchMismatch("an array patch needs a length");
+    const out: Json[] = base.slice(0, n);
+    while (out.length < n) out.push(null);
+    for (const k of Object.keys(a)) {
+      const i = Number(k);
+      if (!Number.isSafeInteger(i) || i < 0 || i >= n) throw new PatchMismatch(`array patch index ${k} is out of range`);
+      out[i] = applyPatch(i < base.length ? (base[i] as Json) : null, a[k] as JsonPatch);
+    }
+    return out;
+  }
+  throw new PatchMismatch("unknown patch shape");
+}

@@ -1,0 +1,203 @@
+/**
+ * Rules of the engine's rows (issue 3):
+ * - create stores fork, deadline and sub-workflow columns; a fork's source must be the
+ *   same tenant's, and forkedFromVersion needs forkedFromExecutionId; update sets deadlineAt;
+ * - createChild is idempotent on (parent, node, childKey): repeated and racing calls
+ *   make one row (`created` tells which call made it); getChild/listChildren find it;
+ *   a parent of another tenant is not found;
+ * - listActive pages through queued/running/paused executions of every tenant by id;
+ * - recordMany upserts a batch in one statement with record()'s semantics (fields an
+ *   entry does not carry are kept, null clears), merges writes of one attempt, and
+ *   writes nothing when an entry's execution is not its tenant's;
+ * - listForReplay orders by stepVersion (nulls last), then id;
+ * - blobs are stored once per tenant under the sha256 of their canonical JSON
+ *   (key order does not matter), read back singly or in bulk, and are tenant-scoped;
+ * - workflows.getBySlug finds a workflow of the tenant only.
+ */
+import { createHash } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { canonicalJson } from "./blobs.ts";
+import { openTestStore, type TestStore } from "./testing.ts";
+import type { Store, WorkflowRecord } from "./types.ts";
+
+let t: TestStore;
+let store: Store;
+let tenant: string;
+let other: string;
+let wf: WorkflowRecord;
+let theirWf: WorkflowRecord;
+
+beforeAll(async () => {
+  t = await openTestStore({ prefix: "engine_rows" });
+  store = t.store;
+  tenant = (await store.tenants.create("A")).id;
+  other = (await store.tenants.create("B")).id;
+  wf = await store.workflows.create(tenant, { name: "Flow", definition: { nodes: [] } });
+  theirWf = await store.workflows.create(other, { name: "Flow", definition: { nodes: [] } });
+});
+afterAll(() => t?.dispose());
+
+const newExecution = (input = {}) => store.executions.create(tenant, { workflowId: wf.id, workflowVersion: 1, input });
+
+describe("execution columns for forks, deadlines and children", () => {
+  it("stores fork and deadline columns, and updates the deadline", async () => {
+    const source = await newExecution({ q: 1 });
+    const deadlineAt = new Date(Date.now() + 60_000);
+    const fork = await store.executions.create(tenant, {
+      workflowId: wf.id, workflowVersion: 1, input: { q: 1 }, forkedFromExecutionId: source.id, forkedFromVersion: 3, deadlineAt, definitionRef: "loop",
+    });
+    expect(fork).toMatchObject({ forkedFromExecutionId: source.id, forkedFromVersion: 3, deadlineAt, definitionRef: "loop", parentNodeId: null, childKey: null });
+    const later = new Date(Date.now() + 120_000);
+    expect((await store.executions.update(fork.id, { deadlineAt: later })).deadlineAt).toEqual(later);
+    expect((await store.executions.update(fork.id, { deadlineAt: null })).deadlineAt).toBeNull();
+  });
+
+  it("refuses a fork of another tenant's execution and a version without a source", async () => {
+    const theirs = await store.executions.create(other, { workflowId: theirWf.id, workflowVersion: 1, input: {} });
+    await expect(store.executions.create(tenant, { workflowId: wf.id, workflowVersion: 1, input: {}, forkedFromExecutionId: theirs.id, forkedFromVersion: 1 }))
+      .rejects.toMatchObject({ code: "BATON_STORE_NOT_FOUND" });
+    await expect(store.executions.create(tenant, { workflowId: wf.id, workflowVersion: 1, input: {}, forkedFromVersion: 1 }))
+      .rejects.toMatchObject({ code: "BATON_STORE_INVALID_INPUT" });
+  });
+
+  it("creates one child per (parent, node, key) however often and concurrently it is asked", async () => {
+    const parent = await newExecution();
+    const child = { tenantId: tenant, parentExecutionId: parent.id, parentNodeId: "each", childKey: "0.1", agentWorkflowId: wf.id, workflowVersion: 1, input: { item: 0 }, definitionRef: "each" };
+    const first = await store.executions.createChild(child);
+    expect(first.created).toBe(true);
+    expect(first.row).toMatchObject({ parentExecutionId: parent.id, parentNodeId: "each", childKey: "0.1", definitionRef: "each", status: "queued", triggerEvent: "subworkflow", input: { item: 0 } });
+    const again = await store.executions.createChild({ ...child, input: { item: "changed" } });
+    expect(again).toEqual({ row: first.row, created: false });
+
+    const racing = await Promise.all(Array.from({ length: 8 }, () => store.executions.createChild({ ...child, childKey: "1.1" })));
+    expect(racing.filter((r) => r.created)).toHaveLength(1);
+    expect(new Set(racing.map((r) => r.row.id)).size).toBe(1);
+
+    expect(await store.executions.getChild(parent.id, "each", "1.1")).toEqual(racing[0]!.row);
+    expect(await store.executions.getChild(parent.id, "each", "9.9")).toBeNull();
+    expect((await store.executions.listChildren(tenant, parent.id)).map((c) => c.childKey)).toEqual(["0.1", "1.1"]);
+    expect(await store.executions.listChildren(other, parent.id)).toEqual([]);
+  });
+
+  it("refuses a child of another tenant's parent", async () => {
+    const parent = await newExecution();
+    await expect(store.executions.createChild({ tenantId: other, parentExecutionId: parent.id, parentNodeId: "n", childKey: "k", agentWorkflowId: theirWf.id, workflowVersion: 1, input: {} }))
+      .rejects.toMatchObject({ code: "BATON_STORE_NOT_FOUND" });
+    await expect(store.executions.createChild({ tenantId: tenant, parentExecutionId: parent.id, parentNodeId: "", childKey: "k", agentWorkflowId: wf.id, workflowVersion: 1, input: {} }))
+      .rejects.toMatchObject({ code: "BATON_STORE_INVALID_INPUT" });
+  });
+
+  it("lists active executions of every tenant by id, page by page", async () => {
+    const mine = await newExecution();
+    const theirs = await store.executions.create(other, { workflowId: theirWf.id, workflowVersion: 1, input: {} });
+    const paused = await newExecution();
+    await store.executions.update(paused.id, { status: "paused" });
+    const done = await newExecution();
+    await store.executions.update(done.id, { status: "completed" });
+
+    const all: number[] = [];
+    let afterId = 0;
+    for (;;) {
+      const batch = await store.executions.listActive({ limit: 2, afterId });
+      if (batch.length === 0) break;
+      all.push(...batch.map((e) => e.id));
+      afterId = batch[batch.length - 1]!.id;
+    }
+    expect(all).toEqual([...all].sort((a, b) => a - b));
+    expect(all).toEqual(expect.arrayContaining([mine.id, theirs.id, paused.id]));
+    expect(all).not.toContain(done.id);
+    const onlyPaused = await store.executions.listActive({ statuses: ["paused"] });
+    expect(onlyPaused.map((e) => e.id)).toEqual([paused.id]);
+    await expect(store.executions.listActive({ statuses: ["nope" as never] })).rejects.toMatchObject({ code: "BATON_STORE_INVALID_INPUT" });
+  });
+});
+
+describe("journal batches", () => {
+  it("records errorCode, retryable and stepVersion", async () => {
+    const ex = await newExecution();
+    const row = await store.nodeExecutions.record({ tenantId: tenant, executionId: ex.id, nodeId: "fetch", nodeType: "tool", attempt: 1, status: "failed", error: "timed out", errorCode: "BATON_TOOL_TIMEOUT", retryable: true, stepVersion: 4 });
+    expect(row).toMatchObject({ errorCode: "BATON_TOOL_TIMEOUT", retryable: true, stepVersion: 4 });
+  });
+
+  it("upserts a batch with record()'s semantics", async () => {
+    const ex = await newExecution();
+    const base = { tenantId: tenant, executionId: ex.id, nodeType: "tool" };
+    const startedAt = new Date(Date.now() - 5000);
+    expect(await store.nodeExecutions.recordMany([
+      { ...base, nodeId: "a", attempt: 1, status: "running", input: { x: 1 }, startedAt, stepVersion: 1 },
+      { ...base, nodeId: "b", attempt: 1, status: "running", stepVersion: 1 },
+      // Same attempt twice in one batch: merged in order.
+      { ...base, nodeId: "b", attempt: 1, status: "completed", output: { ok: true } },
+    ])).toBe(2);
+    const completedAt = new Date();
+    expect(await store.nodeExecutions.recordMany([
+      { ...base, nodeId: "a", attempt: 1, status: "failed", error: "boom", errorCode: "E_BOOM", retryable: false, completedAt, durationMs: 7 },
+      { ...base, nodeId: "b", attempt: 1, status: "completed", output: null, stepVersion: 2 },
+      { ...base, nodeId: "a", attempt: 2, status: "running", stepVersion: 2 },
+    ])).toBe(3);
+    const rows = await store.nodeExecutions.listById(ex.id);
+    const a1 = rows.find((r) => r.nodeId === "a" && r.attempt === 1)!;
+    expect(a1).toMatchObject({ status: "failed", input: { x: 1 }, error: "boom", errorCode: "E_BOOM", retryable: false, stepVersion: 1, durationMs: 7, startedAt, completedAt });
+    expect(rows.find((r) => r.nodeId === "b")).toMatchObject({ status: "completed", output: null, stepVersion: 2 });
+    expect(rows).toHaveLength(3);
+    expect(await store.nodeExecutions.recordMany([])).toBe(0);
+  });
+
+  it("writes nothing of a batch holding an entry of another tenant's execution", async () => {
+    const ex = await newExecution();
+    const theirs = await store.executions.create(other, { workflowId: theirWf.id, workflowVersion: 1, input: {} });
+    await expect(store.nodeExecutions.recordMany([
+      { tenantId: tenant, executionId: ex.id, nodeId: "a", nodeType: "t", attempt: 1, status: "running" },
+      { tenantId: tenant, executionId: theirs.id, nodeId: "a", nodeType: "t", attempt: 1, status: "running" },
+    ])).rejects.toMatchObject({ code: "BATON_STORE_NOT_FOUND" });
+    expect(await store.nodeExecutions.listById(ex.id)).toEqual([]);
+    expect(await store.nodeExecutions.listById(theirs.id)).toEqual([]);
+    await expect(store.nodeExecutions.recordMany([{ tenantId: tenant, executionId: ex.id, nodeId: "a", nodeType: "t", attempt: 0, status: "x" }]))
+      .rejects.toMatchObject({ code: "BATON_STORE_INVALID_INPUT" });
+  });
+
+  it("lists for replay by stepVersion, nulls last, then id", async () => {
+    const ex = await newExecution();
+    const base = { tenantId: tenant, executionId: ex.id, nodeType: "t", attempt: 1, status: "completed" };
+    await store.nodeExecutions.recordMany([
+      { ...base, nodeId: "late", stepVersion: 3 },
+      { ...base, nodeId: "unversioned" },
+      { ...base, nodeId: "early", stepVersion: 1 },
+      { ...base, nodeId: "early-too", stepVersion: 1 },
+    ]);
+    expect((await store.nodeExecutions.listForReplay(ex.id)).map((r) => r.nodeId)).toEqual(["early", "early-too", "late", "unversioned"]);
+  });
+});
+
+describe("blobs", () => {
+  it("stores a value once under the sha256 of its canonical JSON", async () => {
+    const value = { b: [1, { d: "x", c: null }], a: "é" };
+    const text = '{"a":"é","b":[1,{"c":null,"d":"x"}]}';
+    expect(canonicalJson(value)).toBe(text);
+    const hash = createHash("sha256").update(text).digest("hex");
+    const put = await store.blobs.put(tenant, value);
+    expect(put).toEqual({ ref: `blob:${hash}`, hash, size: Buffer.byteLength(text) });
+    expect(await store.blobs.put(tenant, { a: "é", b: [1, { c: null, d: "x" }] })).toEqual(put);
+    expect(await store.prisma.blob.count({ where: { tenantId: tenant, hash } })).toBe(1);
+    expect(await store.blobs.get(tenant, put.ref)).toMatchObject({ hash, size: put.size, data: value });
+    expect(await store.blobs.get(other, hash)).toBeNull();
+  });
+
+  it("reads many at once and refuses malformed hashes", async () => {
+    const one = await store.blobs.put(tenant, "one");
+    const two = await store.blobs.put(tenant, [2]);
+    const missing = "0".repeat(64);
+    const got = await store.blobs.getMany(tenant, [one.ref, two.hash, missing]);
+    expect([...got.keys()].sort()).toEqual([one.hash, two.hash].sort());
+    expect(got.get(two.hash)?.data).toEqual([2]);
+    await expect(store.blobs.get(tenant, "blob:xyz")).rejects.toMatchObject({ code: "BATON_STORE_INVALID_INPUT" });
+  });
+});
+
+describe("workflows.getBySlug", () => {
+  it("finds the tenant's workflow by slug only", async () => {
+    expect((await store.workflows.getBySlug(tenant, wf.slug))?.id).toBe(wf.id);
+    expect((await store.workflows.getBySlug(other, wf.slug))?.id).toBe(theirWf.id);
+    expect(await store.workflows.getBySlug(tenant, "no-such-slug")).toBeNull();
+  });
+});
