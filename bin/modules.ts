@@ -14,8 +14,7 @@ import type { BatonConfig } from "@baton/config";
 import type { EventType } from "@baton/contracts";
 import { validateWorkflow, workflowDefinitionJsonSchema } from "@baton/engine";
 import type { CheckpointState } from "@baton/executor";
-import { builtinTools, createExecutor, createToolWorker } from "@baton/executor";
-import type { ToolDefinition } from "@baton/executor";
+import { createExecutor } from "@baton/executor";
 import { buildApp } from "@baton/gateway";
 import type { GatewayDeps } from "@baton/gateway";
 import { createLearner } from "@baton/learner";
@@ -28,6 +27,9 @@ import type { ModuleDefinition, ModuleManager, Service } from "@baton/runtime";
 import type { Store } from "@baton/store";
 import { createStore, migrate } from "@baton/store";
 import type { Logger } from "@baton/telemetry";
+import type { ToolSpec } from "@baton/sdk";
+import { createToolRegistry } from "@baton/sdk";
+import { createBuiltinWorker } from "@baton/worker";
 import type { Redis } from "ioredis";
 
 export interface Ctx {
@@ -35,8 +37,8 @@ export interface Ctx {
   logger: Logger;
   /** Readiness of the whole process, for the gateway's /readyz. */
   manager: () => ModuleManager;
-  /** Extra tools for the built-in worker (tests, embedders). */
-  tools?: Record<string, ToolDefinition>;
+  /** Extra tools for the built-in worker (tests, embedders); a built-in's name replaces it. */
+  tools?: readonly ToolSpec[];
   /** Called with the generated local API key on first start. */
   onApiKey?: (key: string) => void;
 }
@@ -69,7 +71,7 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
       await redis.ping();
       const svc: RedisService = {
         redis,
-        checkpoints: redisCheckpointStore<CheckpointState>(redis, { prefix: config.prefix }),
+        checkpoints: redisCheckpointStore<CheckpointState>(redis, { prefix: config.prefix, historyLimit: config.checkpointHistory, finishedTtlSeconds: config.checkpointFinishedTtlSeconds }),
         idempotency: redisIdempotencyStore(redis, { prefix: config.prefix }),
         stop: async () => void (await redis.quit()),
         ready: () => redis.status === "ready",
@@ -93,7 +95,7 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
   },
   {
     name: "gateway",
-    deps: ["bus", "store"],
+    deps: ["bus", "store", "redis"],
     async init(ctx, get) {
       const { config, logger } = ctx;
       const { messaging, bus } = get<BusService>("bus");
@@ -106,6 +108,7 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
       }
       const deps: GatewayDeps = {
         store: store,
+        checkpoints: get<RedisService>("redis").checkpoints,
         validateWorkflow,
         workflowDefinitionJsonSchema: workflowDefinitionJsonSchema,
         readiness: () => {
@@ -157,20 +160,24 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
         store: get<StoreService>("store").store,
         logger: logger.child({ module: "executor" }),
         concurrency: config.executorConcurrency,
+        ackWaitMs: config.executorAckWaitMs,
+        tenantMaxRunning: config.tenantMaxRunning,
+        largeResultBytes: config.largeResultBytes,
       });
     },
   },
   {
+    // NATS only: results are recorded in a KV bucket, so a worker needs no Redis.
     name: "worker",
-    deps: ["bus", "redis"],
+    deps: ["bus"],
     init({ config, logger, tools }, get) {
-      return createToolWorker({
-        messaging: get<BusService>("bus").messaging,
-        idempotency: get<RedisService>("redis").idempotency,
-        tools: { ...builtinTools, ...tools },
+      return createBuiltinWorker({
+        bus: get<BusService>("bus").bus,
+        extraTools: tools ?? [],
         logger: logger.child({ module: "worker" }),
         workerId: `${hostname()}:${process.pid}`,
         concurrency: config.workerConcurrency,
+        drainGraceMs: Math.max(0, config.shutdownGraceMs - 2_000),
       });
     },
   },
