@@ -356,6 +356,7 @@ class Stepper {
       delete run.childKey;
       delete run.fan;
       delete run.timerId;
+      this.emit({ kind: "node.failed", nodeId: id, nodeType: n.type, attempt: run.attempt, code: "BATON_CANCELLED", error: reason, retrying: false });
       this.journal({ nodeId: id, nodeType: n.type, attempt: run.attempt, status: "failed", error: reason, errorCode: "BATON_CANCELLED", retryable: false, durationMs: this.duration(run), startedAt: run.startedAt, completedAt: this.now });
     }
     if (calls.length) this.effects.push({ kind: "cancelTools", callIds: calls, reason });
