@@ -159,7 +159,51 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   }
 
   async function perform(prev: ExecutionState | null, state: ExecutionState, effects: Effect[], version: number): Promise<void> {
-    // Durable records first, so a subscriber reacting to an event finds them.
+    // Outward work (tool calls, timers, children) goes out at once: the checkpoint already holds
+    // it, so it does not wait for Postgres. Events wait for the journal, so a subscriber reacting
+    // to an event finds the rows.
+    const outward: Promise<unknown>[] = [];
+    const events: { e: Effect & { kind: "emit" }; key: string }[] = [];
+    let i = 0;
+    for (const e of effects) {
+      i++;
+      switch (e.kind) {
+        case "emit":
+          events.push({ e, key: `evt:${state.executionId}:${version}:${i}` });
+          break;
+        case "callTool":
+          outward.push(messaging.callTool({
+            callId: e.callId, executionId: state.executionId, tenantId: state.tenantId, nodeId: e.nodeId, attempt: e.attempt,
+            tool: e.tool, args: e.args as never, timeoutMs: e.timeoutMs ?? 0, idempotencyKey: e.idempotencyKey,
+          }));
+          break;
+        case "cancelTools":
+          outward.push(messaging.bus.broadcast(messaging.subjects.toolCancel(), encode(ToolCancelSchema, { callIds: e.callIds, reason: e.reason }), { tenantId: state.tenantId, type: "tools.cancel" }));
+          break;
+        case "setTimer":
+          outward.push(messaging.sendCommand("execution.timer", { executionId: state.executionId, tenantId: state.tenantId, timerId: e.timerId, dueAt: e.dueAt }, `timer:${state.executionId}:${e.timerId}`));
+          break;
+        case "startChild":
+          outward.push(startChild(state, e));
+          break;
+        case "cancelChildren":
+          for (const key of e.childKeys) {
+            outward.push(store.executions.getChild(state.executionId, e.nodeId, key).then((child) =>
+              child ? messaging.sendCommand("execution.cancel", { executionId: child.id, tenantId: state.tenantId, reason: e.reason }, `cancel:${child.id}`) : undefined));
+          }
+          break;
+        case "journal":
+        case "review":
+          break;
+      }
+    }
+    const recorded = records(prev, state, effects, version).then(() => Promise.all(events.map(({ e, key }) => publishEngineEvent(messaging, state, e.event, key))));
+    await Promise.all([recorded, ...outward]);
+    if (isFinished(state) && (prev === null || !isFinished(prev))) await finished(state);
+  }
+
+  /** The journal rows of a step, and the execution row when the status (or pause point) changed. */
+  async function records(prev: ExecutionState | null, state: ExecutionState, effects: Effect[], version: number): Promise<void> {
     const journal = effects.flatMap((e) => (e.kind === "journal" ? [e.entry] : []));
     if (journal.length > 0) {
       await store.nodeExecutions.recordMany(journal.map((j) => ({
@@ -176,7 +220,6 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         stepVersion: version,
       })));
     }
-    // The execution row changes only with the status (and the pause point), not every node.
     const pauseChanged = prev?.pause?.nodeId !== state.pause?.nodeId;
     if (prev === null || prev.status !== state.status || pauseChanged) {
       await store.executions.update(state.executionId, {
@@ -190,42 +233,6 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         ...(state.deadlineAt ? { deadlineAt: new Date(state.deadlineAt) } : {}),
       });
     }
-    const sends: Promise<unknown>[] = [];
-    let i = 0;
-    for (const e of effects) {
-      i++;
-      switch (e.kind) {
-        case "emit":
-          sends.push(publishEngineEvent(messaging, state, e.event, `evt:${state.executionId}:${version}:${i}`));
-          break;
-        case "callTool":
-          sends.push(messaging.callTool({
-            callId: e.callId, executionId: state.executionId, tenantId: state.tenantId, nodeId: e.nodeId, attempt: e.attempt,
-            tool: e.tool, args: e.args, timeoutMs: e.timeoutMs ?? 0, idempotencyKey: e.idempotencyKey,
-          }));
-          break;
-        case "cancelTools":
-          sends.push(messaging.bus.broadcast(messaging.subjects.toolCancel(), encode(ToolCancelSchema, { callIds: e.callIds, reason: e.reason }), { tenantId: state.tenantId, type: "tools.cancel" }));
-          break;
-        case "setTimer":
-          sends.push(messaging.sendCommand("execution.timer", { executionId: state.executionId, tenantId: state.tenantId, timerId: e.timerId, dueAt: e.dueAt }, `timer:${state.executionId}:${e.timerId}`));
-          break;
-        case "startChild":
-          sends.push(startChild(state, e));
-          break;
-        case "cancelChildren":
-          for (const key of e.childKeys) {
-            sends.push(store.executions.getChild(state.executionId, e.nodeId, key).then((child) =>
-              child ? messaging.sendCommand("execution.cancel", { executionId: child.id, tenantId: state.tenantId, reason: e.reason }, `cancel:${child.id}`) : undefined));
-          }
-          break;
-        case "journal":
-        case "review":
-          break;
-      }
-    }
-    await Promise.all(sends);
-    if (isFinished(state) && (prev === null || !isFinished(prev))) await finished(state);
   }
 
   async function finished(state: ExecutionState): Promise<void> {
