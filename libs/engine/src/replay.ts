@@ -133,8 +133,12 @@ function commandFor(type: string, entry: JournalEntry, run: ExecutionState["node
       ? { kind: "childResult", nodeId: entry.nodeId, childKey: run.childKey, status: "completed", output }
       : { kind: "childResult", nodeId: entry.nodeId, childKey: run.childKey, status: "failed", error };
   }
-  // Fan nodes (forEach, multi-call tools) record the node's outcome, not each item: items
-  // are issued again with the same ids and answered from the workers' records.
+  // Fan nodes (forEach, multi-call tools) journal the node's outcome, not each item.
+  if (run.fan) {
+    return entry.status === "completed"
+      ? { kind: "recorded", nodeId: entry.nodeId, attempt: entry.attempt, ok: true, output }
+      : { kind: "recorded", nodeId: entry.nodeId, attempt: entry.attempt, ok: false, error };
+  }
   return undefined;
 }
 

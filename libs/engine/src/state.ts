@@ -149,6 +149,9 @@ export type Command =
   | { kind: "resume"; nodeId: string; action: "approve" | "edit" | "reject"; data?: JsonObject; comment?: string; reviewer?: string }
   | { kind: "cancel"; reason: string }
   | { kind: "timer"; timerId: string }
+  /** Replay only: the journal's outcome of a whole node attempt (fan-out nodes, whose items are not journaled one by one). */
+  | { kind: "recorded"; nodeId: string; attempt: number; ok: true; output: JsonValue }
+  | { kind: "recorded"; nodeId: string; attempt: number; ok: false; error: { code: string; message: string; retryable: boolean } }
   | { kind: "childResult"; nodeId: string; childKey: string; status: "completed" | "failed" | "cancelled"; output?: JsonValue; error?: { code: string; message: string } }
   /** Runs the next ready inline node, if any. */
   | { kind: "continue" };

@@ -462,4 +462,36 @@ describe("step: references, forks and replay", () => {
     expect(again.state.status).toBe("paused");
     expect(again.rearm.map((e) => e.kind)).toEqual(["review"]);
   });
+
+  it("replay places a finished fan-out node from its journal row and pauses where the run paused", async () => {
+    const d = def({
+      nodes: [
+        { id: "each", type: "forEach", config: { items: "$.input.xs", tool: "sq" } },
+        { id: "r", type: "humanReview", config: { reason: "ok?", subject: "$.each" } },
+      ],
+      edges: [{ from: "each", to: "r" }],
+    });
+    const live = await drive(d, { tools: { sq: (a) => ({ ok: true, output: ((a.value as number) ** 2) }) } }, null, { kind: "start", input: { xs: [1, 2] } });
+    expect(live.state.status).toBe("paused");
+    const rebuilt = await replayJournal({ definition: d, identity, start: { kind: "start", input: { xs: [1, 2] } }, journal: live.journal, startedAt: new Date(t0).toISOString() });
+    expect(rebuilt.unplaced).toEqual([]);
+    expect(rebuilt.state.status).toBe("paused");
+    expect(rebuilt.state.context.each).toEqual([1, 4]);
+    expect(rebuilt.rearm.map((e) => e.kind)).toEqual(["review"]);
+  });
+});
+
+describe("step: cancel while a retry waits", () => {
+  it("keeps the failed attempt's journal row and event as they were", async () => {
+    const d = def({ nodes: [{ id: "f", type: "tool", config: { tool: "f" }, retry: { maxAttempts: 3, initialDelayMs: 60000, jitter: 0 } }] });
+    const first = await step({ definition: d, state: null, command: { kind: "start", input: {} }, now: "2026-01-01T00:00:00.000Z", identity });
+    const failed = await step({ definition: d, state: first.state, command: { kind: "toolResult", nodeId: "f", callId: "7.f.1", ok: false, error: { code: "E", message: "boom", retryable: true }, durationMs: 1 }, now: "2026-01-01T00:00:01.000Z" });
+    expect(failed.state.nodes.f!.timerId).toBe("retry:f:1");
+    const cancelled = await step({ definition: d, state: failed.state, command: { kind: "cancel", reason: "user" }, now: "2026-01-01T00:00:02.000Z" });
+    expect(cancelled.state.status).toBe("cancelled");
+    expect(cancelled.effects.filter((e) => e.kind === "journal")).toEqual([]);
+    expect(cancelled.effects.filter((e) => e.kind === "emit").map((e) => (e as { event: { kind: string } }).event.kind)).toEqual(["execution.cancelled"]);
+    const late = await step({ definition: d, state: cancelled.state, command: { kind: "timer", timerId: "retry:f:1" }, now: "2026-01-01T00:01:01.000Z" });
+    expect(late.ignored).toBeDefined();
+  });
 });

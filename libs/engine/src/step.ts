@@ -340,6 +340,13 @@ class Stepper {
     for (const [id, run] of Object.entries(this.s.nodes)) {
       if (run.status !== "running" && run.status !== "paused") continue;
       const n = this.node(id);
+      if (run.timerId?.startsWith("retry:")) {
+        // Waiting out a retry's backoff: the failed attempt is already journaled; the next never ran.
+        run.status = "failed";
+        run.error = reason;
+        delete run.timerId;
+        continue;
+      }
       const children: string[] = [];
       if (run.callId) calls.push(run.callId);
       if (run.childKey) children.push(run.childKey);
@@ -860,6 +867,16 @@ export async function step(input: StepInput): Promise<StepResult> {
       } else {
         await st.complete(n, output, "approved");
       }
+      break;
+    }
+    case "recorded": {
+      // Replay only: a node whose outcome the journal holds as a whole (fan-out nodes).
+      const run = st.s.nodes[command.nodeId];
+      if (!run || run.status !== "running" || run.attempt !== command.attempt) return unchanged(state, `node ${command.nodeId} is not running attempt ${command.attempt}`);
+      const n = st.node(command.nodeId);
+      delete run.fan;
+      if (command.ok) await st.complete(n, command.output, undefined);
+      else st.failNode(n, command.error);
       break;
     }
     case "cancel": {
