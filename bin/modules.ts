@@ -12,7 +12,7 @@ import type { CheckpointStore, IdempotencyStore } from "@baton/checkpoints";
 import { createRedis, redisCheckpointStore, redisIdempotencyStore } from "@baton/checkpoints";
 import type { BatonConfig } from "@baton/config";
 import type { EventType } from "@baton/contracts";
-import { validateWorkflow, workflowDefinitionJsonSchema } from "@baton/engine";
+import { validateWorkflowWithTools, workflowDefinitionJsonSchema } from "@baton/engine";
 import type { CheckpointState } from "@baton/executor";
 import { createExecutor } from "@baton/executor";
 import { buildApp } from "@baton/gateway";
@@ -29,6 +29,7 @@ import { createStore, migrate } from "@baton/store";
 import type { Logger } from "@baton/telemetry";
 import type { ToolSpec } from "@baton/sdk";
 import { createToolRegistry } from "@baton/sdk";
+import { policyFromEnv } from "@baton/tools";
 import { createBuiltinWorker } from "@baton/worker";
 import type { Redis } from "ioredis";
 
@@ -106,11 +107,14 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
         await writeFile(join(config.dataDir, "api-key"), local.rawKey + "\n", { mode: 0o600 });
         ctx.onApiKey?.(local.rawKey);
       }
+      const tools = createToolRegistry(bus);
       const deps: GatewayDeps = {
         store: store,
         checkpoints: get<RedisService>("redis").checkpoints,
-        validateWorkflow,
+        // Tool nodes may name only tools some worker registered.
+        validateWorkflow: (d) => validateWorkflowWithTools(d, (name) => tools.has(name)),
         workflowDefinitionJsonSchema: workflowDefinitionJsonSchema,
+        tools,
         readiness: () => {
           const m = ctx.manager();
           return { ready: m.ready(), modules: m.states() };
@@ -161,6 +165,10 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
         logger: logger.child({ module: "executor" }),
         concurrency: config.executorConcurrency,
         ackWaitMs: config.executorAckWaitMs,
+        hasTool: (() => {
+          const registry = createToolRegistry(get<BusService>("bus").bus);
+          return (name: string) => registry.has(name);
+        })(),
         tenantMaxRunning: config.tenantMaxRunning,
         largeResultBytes: config.largeResultBytes,
       });
@@ -174,6 +182,7 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
       return createBuiltinWorker({
         bus: get<BusService>("bus").bus,
         extraTools: tools ?? [],
+        http: policyFromEnv(process.env),
         logger: logger.child({ module: "worker" }),
         workerId: `${hostname()}:${process.pid}`,
         concurrency: config.workerConcurrency,

@@ -10,12 +10,13 @@ import type { HealthServer } from "@baton/runtime";
 import type { Logger } from "@baton/telemetry";
 import { MODULES } from "./modules.ts";
 import type { Ctx, GatewayService } from "./modules.ts";
-import type { ToolDefinition } from "@baton/executor";
+import type { ToolSpec } from "@baton/sdk";
 
 export interface StartOptions {
   config: BatonConfig;
   logger: Logger;
-  tools?: Record<string, ToolDefinition>;
+  /** Extra tools for the built-in worker. */
+  tools?: readonly ToolSpec[];
   onApiKey?: (key: string) => void;
   /** Serve /healthz and /readyz on config.healthPort when the gateway is not in the target. @default true */
   healthServer?: boolean;

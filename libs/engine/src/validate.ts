@@ -246,3 +246,32 @@ export function validateInput(definition: Pick<WorkflowDefinition, "inputSchema"
 
 /** JSON Schema of the definition format, for the OpenAPI document. */
 export const workflowDefinitionJsonSchema = z.toJSONSchema(workflowDefinitionSchema, { io: "input", unrepresentable: "any" });
+
+/** Tool names a definition (valid or not) refers to: tool nodes, multi-call nodes and forEach, bodies included. */
+export function referencedTools(definition: unknown): string[] {
+  const out = new Set<string>();
+  const walk = (d: unknown): void => {
+    if (typeof d !== "object" || d === null) return;
+    const nodes = (d as { nodes?: unknown }).nodes;
+    if (!Array.isArray(nodes)) return;
+    for (const n of nodes as { type?: unknown; config?: Record<string, unknown> }[]) {
+      const c = n?.config;
+      if (typeof c !== "object" || c === null) continue;
+      if ((n.type === "tool" || n.type === "forEach") && typeof c.tool === "string") out.add(c.tool);
+      if (n.type === "tool" && Array.isArray(c.calls)) for (const call of c.calls as { tool?: unknown }[]) if (typeof call?.tool === "string") out.add(call.tool);
+      if (n.type === "forEach") walk(c.body);
+    }
+  };
+  walk(definition);
+  return [...out];
+}
+
+/** Validates with the tools a lookup knows (e.g. a registry answering asynchronously). */
+export async function validateWorkflowWithTools(definition: unknown, has: (name: string) => Promise<boolean>): Promise<ValidationResult> {
+  const names = referencedTools(definition);
+  const known = new Set<string>();
+  await Promise.all(names.map(async (n) => {
+    if (await has(n)) known.add(n);
+  }));
+  return validateWorkflow(definition, { hasTool: (n) => known.has(n) });
+}

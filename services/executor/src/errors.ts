@@ -4,6 +4,3 @@ export const ExecutionMissing = defineError("BATON_EXECUTOR_EXECUTION_MISSING", 
 export const DefinitionMissing = defineError("BATON_EXECUTOR_DEFINITION_MISSING", (wf: number, v: number) => `workflow ${wf} version ${v} does not exist`, { status: 404 });
 export const DefinitionInvalid = defineError("BATON_EXECUTOR_DEFINITION_INVALID", (wf: number, v: number, why: string) => `workflow ${wf} version ${v} is not valid: ${why}`, { status: 422 });
 export const NotStarted = defineError("BATON_EXECUTOR_NOT_STARTED", (id: number) => `execution ${id} has no checkpoint yet`, { status: 409, retryable: true });
-export const ToolUnknown = defineError("BATON_TOOL_UNKNOWN", (tool: string) => `no worker handles the tool "${tool}"`, { status: 400 });
-export const ToolTimeout = defineError("BATON_TOOL_TIMEOUT", (tool: string, ms: number) => `tool "${tool}" did not finish within ${ms} ms`, { status: 504, retryable: true });
-export const ToolInvalidInput = defineError("BATON_TOOL_INVALID_INPUT", (tool: string, why: string) => `invalid input for "${tool}": ${why}`, { status: 400 });

@@ -16,7 +16,7 @@
 import type { Checkpoint, CheckpointStore } from "@baton/checkpoints";
 import { encode, ToolCancelSchema, valueFromJson, valueToJson } from "@baton/contracts";
 import type { Command, Effect, ExecutionState, JsonValue, WorkflowDefinition } from "@baton/engine";
-import { BlobsNeeded, isFinished, replayJournal, step, validateWorkflow } from "@baton/engine";
+import { BlobsNeeded, isFinished, referencedTools, replayJournal, step, validateWorkflow } from "@baton/engine";
 import { defineError, errorMessage, hasCode } from "@baton/errors";
 import type { AnyCommand, Messaging } from "@baton/messaging";
 import type { Service } from "@baton/runtime";
@@ -55,6 +55,8 @@ export interface ExecutorOptions {
    * with backoff). A soft cap: two starts racing may both pass. 0 = no cap. @default 0
    */
   tenantMaxRunning?: number;
+  /** Whether a tool is registered; a start whose definition names an unknown tool fails (it would wait forever). */
+  hasTool?: (name: string) => Promise<boolean>;
   /** Sweep active executions for unfinished work (outboxes, lost checkpoints) on start. @default true */
   recoverOnStart?: boolean;
   /** @default () => new Date() */
@@ -378,6 +380,11 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     let version = cp?.version ?? 0;
     const definition = await definitionFor(tenantId, row.agentWorkflowId, row.workflowVersion, row.definitionRef);
     const blobs = new Map<string, JsonValue>();
+    if (state === null && first.kind === "start" && opts.hasTool) {
+      const unknown: string[] = [];
+      for (const name of referencedTools(definition)) if (!(await opts.hasTool(name))) unknown.push(name);
+      if (unknown.length) throw DefinitionInvalid(row.agentWorkflowId, row.workflowVersion, `no worker has registered the tool(s) ${unknown.map((t) => `"${t}"`).join(", ")}`);
+    }
     if (state === null && first.kind === "start" && !first.parent && (opts.tenantMaxRunning ?? 0) > 0) {
       const cap = opts.tenantMaxRunning!;
       const running = await store.executions.list(tenantId, { status: "running", limit: cap });

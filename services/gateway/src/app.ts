@@ -16,6 +16,7 @@ import { executionsPlugin } from "./plugins/executions.ts";
 import { healthPlugin } from "./plugins/health.ts";
 import { memoryPlugin } from "./plugins/memory.ts";
 import { reviewsPlugin } from "./plugins/reviews.ts";
+import { toolsPlugin } from "./plugins/tools.ts";
 import { workflowsPlugin } from "./plugins/workflows.ts";
 import { errorHandler, notFoundHandler, validatorCompiler } from "./problem.ts";
 import { SseRegistry } from "./sse.ts";
@@ -59,6 +60,7 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
       await api.register(executionsPlugin, { deps, sse, ...(opts.sseHeartbeatMs === undefined ? {} : { heartbeatMs: opts.sseHeartbeatMs }) });
       await api.register(memoryPlugin, { deps });
       await api.register(reviewsPlugin, { deps });
+      await api.register(toolsPlugin, { deps });
     },
     { prefix: "/api" },
   );

@@ -25,9 +25,9 @@ export interface DefinitionIssue {
   message: string;
 }
 
-export type ValidateWorkflow = (
-  definition: unknown,
-) => { ok: true; workflow: unknown } | { ok: false; errors: DefinitionIssue[] };
+type ValidationOutcome = { ok: true; workflow: unknown } | { ok: false; errors: DefinitionIssue[] };
+/** Validates a definition; may be async (it asks the tool registry which tools exist). */
+export type ValidateWorkflow = (definition: unknown) => ValidationOutcome | Promise<ValidationOutcome>;
 
 export interface StartExecutionCommand {
   tenantId: string;
@@ -100,6 +100,27 @@ export interface Readiness {
   modules: Record<string, string>;
 }
 
+/** A tool as the registry describes it (the `@baton/sdk` tool registry fits this shape). */
+export interface ToolInfo {
+  name: string;
+  description: string;
+  kind: "worker" | "http" | "mcp";
+  inputSchema: Record<string, unknown>;
+  outputSchema?: Record<string, unknown>;
+  timeoutMs: number;
+  retry?: { maxAttempts?: number; initialDelayMs?: number; backoffMultiplier?: number; maxDelayMs?: number };
+  /** Tenants allowed to call it; absent = every tenant. Never shown to clients. */
+  tenants?: string[];
+  workers: number;
+}
+
+/** The tool registry, read by `/api/tools`. */
+export interface ToolCatalog {
+  /** The tools `tenantId` may call. */
+  list(opts: { tenantId: string }): Promise<ToolInfo[]>;
+  get(name: string): Promise<ToolInfo | undefined>;
+}
+
 export interface GatewayDeps {
   store: Store;
   validateWorkflow: ValidateWorkflow;
@@ -122,6 +143,8 @@ export interface GatewayDeps {
    * `importWorkflow`). Without it `POST /api/agent-workflows/import` is not served.
    */
   importWorkflow?: ImportWorkflow;
+  /** The tool registry behind `/api/tools`; without it those routes answer 503 `BATON_GATEWAY_TOOLS_UNAVAILABLE`. */
+  tools?: ToolCatalog;
 }
 
 export interface GatewayOptions {

@@ -45,6 +45,8 @@ const ROUTES: [string, string][] = [
   ["post", "/api/agent-memory"],
   ["delete", "/api/agent-memory/{id}"],
   ["get", "/api/reviews"],
+  ["get", "/api/tools"],
+  ["get", "/api/tools/{name}"],
   ["get", "/healthz"],
   ["get", "/readyz"],
 ];

@@ -101,3 +101,10 @@ export const CommandUnavailable = defineError(
 
 /** Anything unexpected. The detail sent to clients is always this generic text. */
 export const Internal = defineError("BATON_GATEWAY_INTERNAL", () => "internal server error", { status: 500 });
+
+/** The gateway was built without a tool registry. */
+export const ToolsUnavailable = defineError(
+  "BATON_GATEWAY_TOOLS_UNAVAILABLE",
+  () => "the tool registry is not available in this gateway",
+  { status: 503, retryable: true },
+);

@@ -22,6 +22,7 @@ export const TAGS = {
   memory: "Memory",
   reviews: "Reviews",
   health: "Health",
+  tools: "Tools",
 } as const;
 
 /** The API-key security requirement of every `/api/*` route. */
@@ -465,3 +466,33 @@ export function toCheckpointSummary(version: number, updatedAt: string, state: u
     nodes,
   };
 }
+
+/** A tool name: dot-separated words (`http.request`, `github.issues.create`). */
+export const toolNameParams = z.object({
+  name: z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, "dot-separated words of letters, digits, _ or -").max(200).describe("Tool name"),
+});
+
+const jsonSchemaDoc = z.record(z.string(), z.unknown()).describe("JSON Schema (draft 2020-12)");
+
+export const toolSchema = z
+  .object({
+    name: z.string(),
+    description: z.string(),
+    kind: z.enum(["worker", "http", "mcp"]).describe("Where the tool comes from: worker code, an HTTP declaration, an MCP server"),
+    inputSchema: jsonSchemaDoc,
+    outputSchema: jsonSchemaDoc.optional(),
+    timeoutMs: z.number().int().describe("Per-call time limit"),
+    retry: z
+      .object({
+        maxAttempts: z.number().int().optional(),
+        initialDelayMs: z.number().optional(),
+        backoffMultiplier: z.number().optional(),
+        maxDelayMs: z.number().optional(),
+      })
+      .optional()
+      .describe("Default retry policy of nodes calling the tool"),
+    workers: z.number().int().min(0).describe("Live worker processes serving the tool; 0 means calls wait in the queue"),
+  })
+  .meta({ id: "Tool" });
+
+export const toolListSchema = z.object({ items: z.array(toolSchema) });

@@ -76,6 +76,7 @@ async function docsPluginImpl(app: FastifyInstance, opts: DocsPluginOptions): Pr
         { name: TAGS.executions, description: "Runs, node history, human-in-the-loop, live events" },
         { name: TAGS.memory, description: "Long-term agent memory" },
         { name: TAGS.reviews, description: "Human reviews" },
+        { name: TAGS.tools, description: "Tools served by workers, with their schemas and live worker counts" },
         { name: TAGS.health, description: "Liveness and readiness" },
       ],
       components: {

@@ -51,8 +51,8 @@ export function definitionIssues(issues: readonly DefinitionIssue[], at = "body.
   });
 }
 
-function checkDefinition(deps: GatewayDeps, definition: unknown, at?: string): void {
-  const result = deps.validateWorkflow(definition);
+async function checkDefinition(deps: GatewayDeps, definition: unknown, at?: string): Promise<void> {
+  const result = await deps.validateWorkflow(definition);
   if (!result.ok) {
     const errors = definitionIssues(result.errors, at);
     throw WorkflowDefinitionInvalid(errors.length, { details: errors });
@@ -107,7 +107,7 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
   const getWorkflow = (tenantId: string, id: number) => orNotFound("workflow", id, () => store.workflows.get(tenantId, id));
 
   const createWorkflow = async (tenantId: string, body: z.infer<typeof workflowCreateBody>, log: FastifyBaseLogger) => {
-    checkDefinition(deps, body.definition);
+    await checkDefinition(deps, body.definition);
     const record = await store.workflows.create(tenantId, defined(body) as typeof body);
     const wf = toWorkflow(record);
     await publishAfterWrite(deps, log, "workflow.created", tenantId, wf.id, { id: wf.id, name: wf.name, slug: wf.slug });
@@ -194,7 +194,7 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
     handler: async (request) => {
       const { tenantId } = request.auth;
       const { id } = request.params;
-      if (request.body.definition !== undefined) checkDefinition(deps, request.body.definition);
+      if (request.body.definition !== undefined) await checkDefinition(deps, request.body.definition);
       const record = await orNotFound("workflow", id, () =>
         store.workflows.update(tenantId, id, defined(request.body) as typeof request.body),
       );
@@ -284,7 +284,7 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
       const old = (await store.workflows.listVersions(tenantId, id)).find((v) => v.id === versionId);
       if (!old) throw NotFound("workflow version", versionId);
       // A definition valid when it was saved may not be valid for this engine any more.
-      checkDefinition(deps, old.definition, "version.definition");
+      await checkDefinition(deps, old.definition, "version.definition");
       const record = await orNotFound("workflow version", versionId, () => store.workflows.restoreVersion(tenantId, id, versionId));
       const wf = toWorkflow(record);
       await publishAfterWrite(deps, request.log, "workflow.updated", tenantId, wf.id, {

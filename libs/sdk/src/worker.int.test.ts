@@ -1,0 +1,302 @@
+/**
+ * The worker SDK against a real NATS, in one process. Rules checked:
+ * - input is checked before the handler (zod and JSON Schema); a violation answers
+ *   BATON_TOOL_INVALID_INPUT, not retryable, naming the field path, and the handler never runs;
+ * - output is checked after it (BATON_TOOL_INVALID_OUTPUT, naming the field);
+ * - a handler past its time limit gets its signal aborted and answers BATON_TOOL_TIMEOUT (retryable);
+ * - a ToolCancel broadcast aborts the running handler: BATON_TOOL_CANCELLED, not retryable;
+ * - thrown errors keep their code and retryability; a plain Error is BATON_TOOL_FAILED, retryable;
+ * - ctx.progress publishes node.progress; ctx carries the call's idempotency key (call id when absent);
+ * - a redelivered call whose result is recorded is answered from the record, not run again;
+ * - in-progress acks keep a call longer than ackWait from being redelivered;
+ * - the last allowed delivery answers BATON_TOOL_DELIVERIES_EXHAUSTED instead of vanishing;
+ * - the registry lists descriptors (JSON Schema) with live worker counts, hides tools from
+ *   other tenants, and drops a worker whose presence is not refreshed within its TTL.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { jetstream } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import { z } from "zod";
+import { connectBus } from "@baton/bus";
+import type { Bus } from "@baton/bus";
+import { NodeProgressSchema, ToolCallSchema, decode, encode, streamNames } from "@baton/contracts";
+import { createLogger } from "@baton/telemetry";
+import { cancelToolCalls, createToolRegistry, createWorker, defineTool, toolDurable } from "./index.ts";
+import type { ToolContext, ToolSpec, Worker } from "./index.ts";
+import { callTool, collectResults, deletePrefix, randomToolPrefix, TEST_NATS_URL } from "./testing.ts";
+import type { ResultCollector } from "./testing.ts";
+
+const silent = createLogger("test", "silent");
+
+function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => void } {
+  let resolve!: (v: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+async function until(cond: () => boolean | Promise<boolean>): Promise<void> {
+  while (!(await cond())) await new Promise((r) => setTimeout(r, 25));
+}
+
+describe("tool worker SDK", () => {
+  const prefix = randomToolPrefix();
+  let bus: Bus;
+  let results: ResultCollector;
+  let worker: Worker;
+  const runs = new Map<string, number>();
+  const seen = new Map<string, ToolContext>();
+  const cancelStarted = deferred<string>();
+  let cancelAbortReason: unknown;
+  let timeoutAborted = false;
+  const count = (name: string, ctx: ToolContext): void => {
+    runs.set(name, (runs.get(name) ?? 0) + 1);
+    seen.set(ctx.callId, ctx);
+  };
+
+  const tools: ToolSpec[] = [
+    defineTool({
+      name: "t.sum",
+      description: "sums numbers",
+      input: z.object({ values: z.array(z.number()), label: z.string().optional() }),
+      output: z.object({ sum: z.number() }),
+      retry: { maxAttempts: 3 },
+      handler: async ({ values }, ctx) => {
+        count("t.sum", ctx);
+        return { sum: values.reduce((a, b) => a + b, 0) };
+      },
+    }),
+    defineTool({
+      name: "t.badout",
+      description: "returns a string where a number is promised",
+      input: z.object({}),
+      output: z.object({ result: z.object({ n: z.number() }) }),
+      handler: async () => ({ result: { n: "seven" } }),
+    }),
+    {
+      name: "t.json",
+      description: "JSON Schema input",
+      inputJsonSchema: { type: "object", properties: { city: { type: "string" }, days: { type: "integer", minimum: 1 } }, required: ["city", "days"] },
+      tenants: ["t_other"],
+      handler: async (input) => ({ got: input as never }),
+    },
+    defineTool({
+      name: "t.slow",
+      description: "never ends on its own",
+      input: z.object({}),
+      timeoutMs: 300,
+      handler: async (_in, ctx) => {
+        await new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve(), { once: true }));
+        timeoutAborted = ctx.signal.aborted;
+        return {};
+      },
+    }),
+    defineTool({
+      name: "t.cancel",
+      description: "waits to be cancelled",
+      input: z.object({}),
+      handler: async (_in, ctx) => {
+        cancelStarted.resolve(ctx.callId);
+        await new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve(), { once: true }));
+        cancelAbortReason = ctx.signal.reason;
+        return {};
+      },
+    }),
+    defineTool({
+      name: "t.throw",
+      description: "throws what it is told",
+      input: z.object({ kind: z.enum(["plain", "coded"]) }),
+      handler: async ({ kind }) => {
+        if (kind === "plain") throw new Error("disk on fire");
+        throw Object.assign(new Error("quota exceeded"), { code: "ACME_QUOTA", retryable: false });
+      },
+    }),
+    defineTool({
+      name: "t.progress",
+      description: "reports progress",
+      input: z.object({}),
+      handler: async (_in, ctx) => {
+        count("t.progress", ctx);
+        ctx.progress(0.5, "half way", { step: 1 });
+        return { done: true };
+      },
+    }),
+    defineTool({
+      name: "t.long",
+      description: "runs longer than ackWait",
+      input: z.object({ ms: z.number() }),
+      handler: async ({ ms }, ctx) => {
+        count("t.long", ctx);
+        await new Promise((r) => setTimeout(r, ms));
+        return { slept: ms };
+      },
+    }),
+  ];
+
+  beforeAll(async () => {
+    bus = await connectBus({ servers: TEST_NATS_URL, prefix, name: "sdk-test", logger: silent });
+    results = await collectResults(bus);
+    worker = createWorker({ bus, tools, concurrency: 4, workerId: "w-1", logger: silent, ackWaitMs: 600, presenceTtlMs: 1_500 });
+    await worker.start();
+  });
+
+  afterAll(async () => {
+    await worker.drain();
+    await results.stop();
+    await bus.drain();
+    await deletePrefix(prefix);
+  });
+
+  it("runs a valid call and passes the call's keys in the context", async () => {
+    const callId = await callTool(bus, "t.sum", { values: [1, 2, 3] }, { idempotencyKey: "1.n" });
+    const r = await results.waitFor(callId);
+    expect(r).toMatchObject({ ok: true, output: { sum: 6 }, workerId: "w-1", tool: "t.sum" });
+    expect(seen.get(callId)).toMatchObject({ idempotencyKey: "1.n", callId, executionId: 1, nodeId: "n", tenantId: "t_test", attempt: 1 });
+    const plain = await callTool(bus, "t.sum", { values: [] });
+    await results.waitFor(plain);
+    expect(seen.get(plain)!.idempotencyKey).toBe(plain);
+  });
+
+  it("refuses invalid input before the handler, naming the field", async () => {
+    const before = runs.get("t.sum") ?? 0;
+    const callId = await callTool(bus, "t.sum", { values: [1, "two"], label: 3 });
+    const r = await results.waitFor(callId);
+    expect(r.ok).toBe(false);
+    expect(r.error).toMatchObject({ code: "BATON_TOOL_INVALID_INPUT", retryable: false });
+    expect(r.error!.message).toContain("values[1]");
+    expect(r.error!.message).toContain("label");
+    expect(runs.get("t.sum") ?? 0).toBe(before);
+  });
+
+  it("checks JSON Schema inputs too", async () => {
+    const callId = await callTool(bus, "t.json", { city: "Lyon", days: 0 });
+    const r = await results.waitFor(callId);
+    expect(r.error).toMatchObject({ code: "BATON_TOOL_INVALID_INPUT", retryable: false });
+    expect(r.error!.message).toContain("days");
+    const ok = await callTool(bus, "t.json", { city: "Lyon", days: 2 });
+    expect(await results.waitFor(ok)).toMatchObject({ ok: true, output: { got: { city: "Lyon", days: 2 } } });
+  });
+
+  it("refuses invalid output, naming the field", async () => {
+    const r = await results.waitFor(await callTool(bus, "t.badout", {}));
+    expect(r.error).toMatchObject({ code: "BATON_TOOL_INVALID_OUTPUT", retryable: false });
+    expect(r.error!.message).toContain("result.n");
+  });
+
+  it("times out a handler past its limit, aborting its signal", async () => {
+    const r = await results.waitFor(await callTool(bus, "t.slow", {}));
+    expect(r.error).toMatchObject({ code: "BATON_TOOL_TIMEOUT", retryable: true });
+    await until(() => timeoutAborted);
+  });
+
+  it("aborts a running handler on a ToolCancel broadcast", async () => {
+    const callId = await callTool(bus, "t.cancel", {});
+    expect(await cancelStarted.promise).toBe(callId);
+    await cancelToolCalls(bus, [callId], "execution cancelled");
+    const r = await results.waitFor(callId);
+    expect(r.error).toMatchObject({ code: "BATON_TOOL_CANCELLED", retryable: false });
+    expect(r.error!.message).toContain("execution cancelled");
+    expect((cancelAbortReason as { code?: string }).code).toBe("BATON_TOOL_CANCELLED");
+  });
+
+  it("keeps a thrown error's code and retryability; plain errors are BATON_TOOL_FAILED", async () => {
+    const plain = await results.waitFor(await callTool(bus, "t.throw", { kind: "plain" }));
+    expect(plain.error).toMatchObject({ code: "BATON_TOOL_FAILED", retryable: true });
+    expect(plain.error!.message).toContain("disk on fire");
+    const coded = await results.waitFor(await callTool(bus, "t.throw", { kind: "coded" }));
+    expect(coded.error).toMatchObject({ code: "ACME_QUOTA", message: "quota exceeded", retryable: false });
+  });
+
+  it("publishes node.progress events", async () => {
+    const events: { callId: string; fraction: number; message: string }[] = [];
+    const ac = new AbortController();
+    const subject = `${prefix}.evt.node.progress.*.*`;
+    const replay = bus.replay(subject, { signal: ac.signal }, (m) => {
+      const p = decode(NodeProgressSchema, m.data);
+      events.push({ callId: p.callId, fraction: p.fraction, message: p.message });
+    });
+    const callId = await callTool(bus, "t.progress", {});
+    await results.waitFor(callId);
+    await until(() => events.some((e) => e.callId === callId));
+    ac.abort();
+    await replay;
+    expect(events.find((e) => e.callId === callId)).toEqual({ callId, fraction: 0.5, message: "half way" });
+  });
+
+  it("answers a redelivered call from its recorded result without running it again", async () => {
+    const callId = await callTool(bus, "t.progress", {});
+    await results.waitFor(callId);
+    const runsBefore = runs.get("t.progress");
+    const ran = worker.completed;
+    const sent = worker.answered;
+    // The same call again, past JetStream's de-duplication (another message id).
+    const call = { callId, tool: "t.progress", tenantId: "t_test", executionId: 1, nodeId: "n", attempt: 1, args: {} };
+    await bus.publish(`${prefix}.tool.t.progress`, encode(ToolCallSchema, call), { idempotencyKey: `${callId}-again` });
+    await until(() => worker.answered === sent + 1);
+    expect(runs.get("t.progress")).toBe(runsBefore);
+    expect(worker.completed).toBe(ran);
+  });
+
+  it("keeps a call running longer than ackWait from being redelivered", async () => {
+    const before = runs.get("t.long") ?? 0;
+    const callId = await callTool(bus, "t.long", { ms: 2_500 });
+    const r = await results.waitFor(callId);
+    expect(r.ok).toBe(true);
+    expect(runs.get("t.long")).toBe(before + 1);
+  });
+
+  it("answers the last allowed delivery with BATON_TOOL_DELIVERIES_EXHAUSTED", async () => {
+    const tool = defineTool({ name: "t.lost", description: "d", input: z.object({}), handler: async (_i, ctx) => (count("t.lost", ctx), {}) });
+    const opts = { bus, tools: [tool], logger: silent, ackWaitMs: 400, maxDeliver: 2 } as const;
+    const w1 = createWorker({ ...opts, workerId: "w-lost-1" });
+    await w1.start();
+    await w1.drain();
+    const callId = await callTool(bus, "t.lost", {});
+    // A worker that takes the call and dies: a raw fetch that never acks.
+    const nc = await connect({ servers: TEST_NATS_URL });
+    const consumer = await jetstream(nc).consumers.get(streamNames(prefix).tools, toolDurable("t.lost"));
+    const taken = await consumer.next({ expires: 5_000 });
+    expect(taken?.info.deliveryCount).toBe(1);
+    const w2 = createWorker({ ...opts, workerId: "w-lost-2" });
+    await w2.start();
+    const r = await results.waitFor(callId);
+    await w2.drain();
+    await nc.close();
+    expect(r.error).toMatchObject({ code: "BATON_TOOL_DELIVERIES_EXHAUSTED", retryable: true });
+    expect(runs.get("t.lost") ?? 0).toBe(0);
+  });
+
+  it("lists tools with schemas and live worker counts, scoped by tenant", async () => {
+    const registry = createToolRegistry(bus);
+    const all = await registry.list();
+    const sum = all.find((t) => t.name === "t.sum")!;
+    expect(sum).toMatchObject({ kind: "worker", workers: 1, timeoutMs: 30_000, retry: { maxAttempts: 3 }, description: "sums numbers" });
+    expect(sum.inputSchema).toMatchObject({ type: "object", properties: { values: { type: "array", items: { type: "number" } } }, required: ["values"] });
+    expect(sum.outputSchema).toMatchObject({ properties: { sum: { type: "number" } } });
+    expect(all.find((t) => t.name === "t.json")).toMatchObject({ tenants: ["t_other"], inputSchema: { required: ["city", "days"] } });
+    expect((await registry.list({ tenantId: "t_test" })).map((t) => t.name)).not.toContain("t.json");
+    expect((await registry.list({ tenantId: "t_other" })).map((t) => t.name)).toContain("t.json");
+    // The drained workers of the previous test are gone; their tool stays known.
+    expect(await registry.get("t.lost")).toMatchObject({ workers: 0 });
+    expect(await registry.has("t.sum")).toBe(true);
+    expect(await registry.has("t.nope")).toBe(false);
+    expect(await registry.get("t.nope")).toBeUndefined();
+
+    const second = createWorker({ bus, tools: [tools[0]!], workerId: "w-2", logger: silent, presenceTtlMs: 1_500 });
+    await second.start();
+    expect((await registry.get("t.sum"))!.workers).toBe(2);
+    await second.drain();
+    expect((await registry.get("t.sum"))!.workers).toBe(1);
+  });
+
+  it("drops a worker whose presence is not refreshed after the TTL", async () => {
+    const registry = createToolRegistry(bus, { presenceTtlMs: 1_500 });
+    const descriptor = (await registry.get("t.sum"))!;
+    // A worker that registered and died: no heartbeat, no unregister.
+    const ghost = await registry.register("ghost", [descriptor], { heartbeatMs: 3_600_000 });
+    expect((await registry.get("t.sum"))!.workers).toBe(2);
+    await until(async () => (await registry.get("t.sum"))!.workers === 1);
+    // The live worker (heartbeat every TTL/3) stays.
+    expect((await registry.list()).find((t) => t.name === "t.sum")!.workers).toBe(1);
+    await ghost.stop();
+  });
+});

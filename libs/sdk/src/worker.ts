@@ -1,0 +1,497 @@
+/**
+ * The tool worker SDK: serves {@link ToolSpec}s from the JetStream work queue.
+ *
+ * One durable work-queue consumer per tool (`tool_{name}_{hash}`, filter `{p}.tool.{name}`),
+ * shared by every worker process serving that tool, so calls are spread over them. For
+ * each call: the recorded result is resent if there is one (redelivery), else the input
+ * is checked, the handler runs with a time limit and in-progress acks, the output is
+ * checked, the result is recorded in KV (`{prefix}_tool_results`, key = call id) and sent
+ * to the executor as a `tool.result` command. The last allowed delivery never runs the
+ * handler: it answers BATON_TOOL_DELIVERIES_EXHAUSTED, so a call whose workers keep
+ * dying still gets an answer.
+ */
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import type { Bus, BusMessage, KV, Subscription } from "@baton/bus";
+import { connectBus } from "@baton/bus";
+import { ToolCallSchema, ToolCancelSchema, decode, encode, toJsonValue, valueFromJson } from "@baton/contracts";
+import type { MessageShape } from "@baton/contracts";
+import { errorMessage, hasCode } from "@baton/errors";
+import { createMessaging } from "@baton/messaging";
+import type { Messaging } from "@baton/messaging";
+import { createLogger } from "@baton/telemetry";
+import type { Logger } from "@baton/telemetry";
+import {
+  ToolCancelled, ToolDeliveriesExhausted, ToolFailed, ToolInvalidInput, ToolInvalidOutput, ToolSdkInvalidOptions, ToolTimeout, ToolWorkerDraining,
+} from "./errors.ts";
+import { createToolRegistry, workerKeyToken } from "./registry.ts";
+import type { Registration, ToolRegistry } from "./registry.ts";
+import { compileChecks, DEFAULT_TOOL_TIMEOUT_MS, toDescriptor } from "./schema.ts";
+import type { Check } from "./schema.ts";
+import type { JsonValue, ToolContext, ToolSpec } from "./tool.ts";
+
+export interface WorkerOptions {
+  /** A connected bus; the worker does not close it. Give this or `servers`. */
+  bus?: Bus;
+  /** NATS server URL(s) when the worker connects itself. @default "nats://127.0.0.1:4222" */
+  servers?: string | string[];
+  /** Bus prefix when the worker connects itself. @default "baton" */
+  prefix?: string;
+  /** The tools this worker serves; names must be unique. */
+  tools: readonly ToolSpec[];
+  /** Handlers running at once in this process, over all tools (backpressure). @default 16 */
+  concurrency?: number;
+  /** Identity in results and the registry. @default `${hostname()}:${pid}` */
+  workerId?: string;
+  logger?: Logger;
+  /** Time a call may go without an in-progress ack before JetStream hands it to another worker. @default 30_000 */
+  ackWaitMs?: number;
+  /** Deliveries of one call; the last one answers BATON_TOOL_DELIVERIES_EXHAUSTED without running. At least 2. @default 5 */
+  maxDeliver?: number;
+  /** How long results are kept for redeliveries. A property of the bucket, fixed at its creation. @default 86_400_000 */
+  resultTtlMs?: number;
+  /** Presence TTL of the registry. @default 15_000 */
+  presenceTtlMs?: number;
+  /** How long `drain()` waits for calls in flight before aborting them (they go back to the queue). @default 30_000 */
+  drainGraceMs?: number;
+}
+
+export interface Worker {
+  readonly workerId: string;
+  /** Calls this process is handling (waiting for a slot or running). */
+  readonly inFlight: number;
+  /** Handlers that finished (any outcome) since start. */
+  readonly completed: number;
+  /** ToolResults sent since start, resends of recorded results included. */
+  readonly answered: number;
+  /** The registry the worker registered in (after start). */
+  readonly registry: ToolRegistry;
+  /** Connects (when needed), opens the consumers, registers the tools. */
+  start(): Promise<void>;
+  /**
+   * Stops fetching, lets calls in flight finish (aborting them after `drainGraceMs`; they
+   * are redelivered to another worker), unregisters, and closes the bus it opened.
+   */
+  drain(): Promise<void>;
+  /** Same as drain(), for the runtime's Service contract. */
+  stop(): Promise<void>;
+  ready(): boolean;
+}
+
+interface RecordedResult {
+  ok: boolean;
+  output?: JsonValue;
+  error?: { code: string; message: string; retryable: boolean };
+  durationMs: number;
+  workerId: string;
+}
+
+type ToolCall = MessageShape<typeof ToolCallSchema>;
+
+export const RESULTS_BUCKET = "tool_results";
+/** Cancels of calls not (yet) running here are remembered this long, at most this many. */
+const CANCEL_MEMORY_MS = 10 * 60_000;
+const CANCEL_MEMORY_MAX = 10_000;
+const KV_KEY_RE = /^[A-Za-z0-9_=/-]+(\.[A-Za-z0-9_=/-]+)*$/;
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+/** The KV key of a call's result: the call id when it is a valid key, else `b64.{base64url}`. */
+export function resultKey(callId: string): string {
+  return KV_KEY_RE.test(callId) ? callId : `b64.${Buffer.from(callId).toString("base64url")}`;
+}
+
+function fnv1a(s: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h.toString(16).padStart(8, "0");
+}
+
+/** The durable consumer of a tool: readable, and unique even when sanitizing merges names. */
+export function toolDurable(tool: string): string {
+  return `tool_${tool.replace(/[^A-Za-z0-9_-]/g, "_")}_${fnv1a(tool)}`;
+}
+
+function failure(err: { code: string; message: string; retryable: boolean }, started: number, workerId: string): RecordedResult {
+  return { ok: false, error: { code: err.code, message: err.message, retryable: err.retryable }, durationMs: Date.now() - started, workerId };
+}
+
+/** A thrown value as a result error: its own `code` and `retryable` when it has them, else BATON_TOOL_FAILED. */
+function errorInfo(tool: string, err: unknown): { code: string; message: string; retryable: boolean } {
+  if (hasCode(err)) return { code: err.code, message: err.message, retryable: err.retryable };
+  const o = typeof err === "object" && err !== null ? (err as { code?: unknown; retryable?: unknown }) : undefined;
+  if (o && typeof o.code === "string" && o.code !== "") {
+    return { code: o.code, message: errorMessage(err), retryable: typeof o.retryable === "boolean" ? o.retryable : true };
+  }
+  const e = ToolFailed(tool, errorMessage(err));
+  return { code: e.code, message: e.message, retryable: e.retryable };
+}
+
+/** Counts free handler slots; waiting callers queue in order. */
+class Slots {
+  #free: number;
+  #waiting: (() => void)[] = [];
+  constructor(n: number) {
+    this.#free = n;
+  }
+  async acquire(signal: AbortSignal): Promise<() => void> {
+    if (this.#free > 0) this.#free--;
+    else {
+      await new Promise<void>((resolve, reject) => {
+        const wake = (): void => {
+          signal.removeEventListener("abort", onAbort);
+          resolve();
+        };
+        const onAbort = (): void => {
+          const i = this.#waiting.indexOf(wake);
+          if (i >= 0) this.#waiting.splice(i, 1);
+          reject(signal.reason as Error);
+        };
+        this.#waiting.push(wake);
+        signal.addEventListener("abort", onAbort, { once: true });
+      });
+    }
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const next = this.#waiting.shift();
+      if (next) next();
+      else this.#free++;
+    };
+  }
+}
+
+interface Running {
+  tool: string;
+  abort: AbortController;
+  /** False while waiting for a handler slot. */
+  started: boolean;
+}
+
+function compileOptions(opts: WorkerOptions): Required<Omit<WorkerOptions, "bus" | "servers" | "prefix" | "logger">> {
+  const problems: string[] = [];
+  const names = new Set<string>();
+  if (!Array.isArray(opts.tools) || opts.tools.length === 0) problems.push("tools: at least one tool is needed");
+  for (const t of opts.tools ?? []) {
+    if (names.has(t.name)) problems.push(`tools: "${t.name}" is given twice`);
+    names.add(t.name);
+    if (typeof t.handler !== "function") problems.push(`tools: "${t.name}" has no handler`);
+  }
+  const posInt = (v: number): boolean => Number.isInteger(v) && v > 0;
+  const concurrency = opts.concurrency ?? 16;
+  const ackWaitMs = opts.ackWaitMs ?? 30_000;
+  const maxDeliver = opts.maxDeliver ?? 5;
+  const resultTtlMs = opts.resultTtlMs ?? 86_400_000;
+  const presenceTtlMs = opts.presenceTtlMs ?? 15_000;
+  const drainGraceMs = opts.drainGraceMs ?? 30_000;
+  if (!posInt(concurrency)) problems.push("concurrency: must be a positive integer");
+  if (!posInt(ackWaitMs) || ackWaitMs < 300) problems.push("ackWaitMs: must be an integer of at least 300");
+  if (!Number.isInteger(maxDeliver) || maxDeliver < 2) problems.push("maxDeliver: must be an integer of at least 2 (the last delivery only answers)");
+  if (!posInt(resultTtlMs)) problems.push("resultTtlMs: must be a positive integer");
+  if (!posInt(presenceTtlMs) || presenceTtlMs < 1_000) problems.push("presenceTtlMs: must be an integer of at least 1000");
+  if (!Number.isInteger(drainGraceMs) || drainGraceMs < 0) problems.push("drainGraceMs: must be a non-negative integer");
+  if (!opts.bus && opts.servers !== undefined && (Array.isArray(opts.servers) ? opts.servers.length === 0 : opts.servers.trim() === "")) problems.push("servers: at least one server URL is needed");
+  if (problems.length > 0) throw ToolSdkInvalidOptions("WorkerOptions", problems, { details: problems });
+  return {
+    tools: opts.tools,
+    concurrency,
+    workerId: opts.workerId ?? `${hostname()}:${process.pid}`,
+    ackWaitMs,
+    maxDeliver,
+    resultTtlMs,
+    presenceTtlMs,
+    drainGraceMs,
+  };
+}
+
+/** Builds a worker (not started). */
+export function createWorker(options: WorkerOptions): Worker {
+  const o = compileOptions(options);
+  const { workerId } = o;
+  const logger = (options.logger ?? createLogger("worker", "info")).child({ workerId });
+  const specs = new Map(o.tools.map((t) => [t.name, { spec: t, checks: compileChecks(t), descriptor: toDescriptor(t) }]));
+  const slots = new Slots(o.concurrency);
+  const running = new Map<string, Running>();
+  /** Calls cancelled before they arrived here: call id → when. */
+  const cancelledEarly = new Map<string, { at: number; reason: string }>();
+  const subs: Subscription[] = [];
+  let bus: Bus | undefined;
+  let messaging: Messaging | undefined;
+  let registry: ToolRegistry | undefined;
+  let registration: Registration | undefined;
+  let results: KV | undefined;
+  let inFlight = 0;
+  let completed = 0;
+  let answered = 0;
+  let started = false;
+  let draining: Promise<void> | undefined;
+
+  const rememberCancel = (callId: string, reason: string): void => {
+    const now = Date.now();
+    cancelledEarly.set(callId, { at: now, reason });
+    // Insertion order is age order: drop from the front what is too old or too many.
+    for (const [k, v] of cancelledEarly) {
+      if (now - v.at <= CANCEL_MEMORY_MS && cancelledEarly.size <= CANCEL_MEMORY_MAX) break;
+      cancelledEarly.delete(k);
+    }
+  };
+
+  const onCancel = async (msg: BusMessage): Promise<{ data: Uint8Array }> => {
+    const c = decode(ToolCancelSchema, msg.data);
+    for (const callId of c.callIds) {
+      const r = running.get(callId);
+      if (r) r.abort.abort(ToolCancelled(r.tool, c.reason));
+      else rememberCancel(callId, c.reason);
+    }
+    return { data: new Uint8Array() };
+  };
+
+  async function run(tool: string, checks: { input: Check; output: Check }, call: ToolCall, msg: BusMessage): Promise<RecordedResult> {
+    const entry = specs.get(tool)!;
+    const spec = entry.spec;
+    const startedAt = Date.now();
+    const ac = new AbortController();
+    const early = cancelledEarly.get(call.callId);
+    if (early) {
+      cancelledEarly.delete(call.callId);
+      return failure(ToolCancelled(tool, early.reason), startedAt, workerId);
+    }
+    const tracked: Running = { tool, abort: ac, started: false };
+    running.set(call.callId, tracked);
+    const beat = setInterval(() => msg.working(), Math.max(100, Math.floor(o.ackWaitMs / 3)));
+    let timer: NodeJS.Timeout | undefined;
+    let release: (() => void) | undefined;
+    try {
+      release = await slots.acquire(ac.signal);
+      ac.signal.throwIfAborted();
+      tracked.started = true;
+      const timeoutMs = call.timeoutMs > 0 ? call.timeoutMs : (spec.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS);
+      timer = setTimeout(() => ac.abort(ToolTimeout(tool, timeoutMs)), timeoutMs);
+      const input = checks.input(call.args ?? {});
+      if (!input.ok) return failure(ToolInvalidInput(tool, input.problems), startedAt, workerId);
+      const ctx: ToolContext = {
+        idempotencyKey: call.idempotencyKey || call.callId,
+        callId: call.callId,
+        executionId: call.executionId,
+        tenantId: call.tenantId,
+        nodeId: call.nodeId,
+        attempt: call.attempt,
+        signal: ac.signal,
+        progress: (fraction, message, data) => {
+          void messaging!
+            .publishEvent("node.progress", {
+              tenantId: call.tenantId,
+              executionId: call.executionId,
+              nodeId: call.nodeId,
+              callId: call.callId,
+              fraction,
+              message: message ?? "",
+              ...(data === undefined ? {} : { data: valueFromJson(toJsonValue(data)) }),
+            })
+            .catch((err: unknown) => logger.warn("progress event not published", { callId: call.callId, err: errorMessage(err) }));
+        },
+      };
+      const aborted = new Promise<never>((_, reject) => {
+        if (ac.signal.aborted) reject(ac.signal.reason as Error);
+        ac.signal.addEventListener("abort", () => reject(ac.signal.reason as Error), { once: true });
+      });
+      aborted.catch(() => undefined);
+      const raw: unknown = await Promise.race([spec.handler(input.value as never, ctx), aborted]);
+      const output = toJsonValue(raw === undefined ? null : raw);
+      const checked = checks.output(output);
+      if (!checked.ok) return failure(ToolInvalidOutput(tool, checked.problems), startedAt, workerId);
+      return { ok: true, output: toJsonValue(checked.value ?? null), durationMs: Date.now() - startedAt, workerId };
+    } catch (err) {
+      const reason: unknown = ac.signal.aborted ? ac.signal.reason : err;
+      if (ToolWorkerDraining.is(reason)) throw reason;
+      return failure(errorInfo(tool, reason), startedAt, workerId);
+    } finally {
+      clearTimeout(timer);
+      clearInterval(beat);
+      release?.();
+      running.delete(call.callId);
+    }
+  }
+
+  async function record(key: string, result: RecordedResult): Promise<RecordedResult> {
+    try {
+      await results!.create(key, enc.encode(JSON.stringify(result)));
+      return result;
+    } catch (err) {
+      // Another delivery of the same call recorded first: its result is the answer.
+      const e = await results!.get(key);
+      if (e && e.operation === "PUT" && e.length > 0) return JSON.parse(dec.decode(e.value)) as RecordedResult;
+      throw err;
+    }
+  }
+
+  async function handle(tool: string, msg: BusMessage): Promise<void> {
+    const call = decode(ToolCallSchema, msg.data);
+    const entry = specs.get(tool)!;
+    inFlight++;
+    try {
+      const key = resultKey(call.callId);
+      const prior = await results!.get(key);
+      let result: RecordedResult;
+      if (prior && prior.operation === "PUT" && prior.length > 0) {
+        logger.debug("call already answered; resending its result", { tool, callId: call.callId });
+        result = JSON.parse(dec.decode(prior.value)) as RecordedResult;
+      } else if (msg.deliveryCount >= o.maxDeliver) {
+        logger.warn("last delivery of a call that was never answered", { tool, callId: call.callId, deliveries: msg.deliveryCount });
+        result = await record(key, failure(ToolDeliveriesExhausted(tool, msg.deliveryCount - 1), Date.now(), workerId));
+      } else {
+        result = await record(key, await run(tool, entry.checks, call, msg));
+        completed++;
+      }
+      await messaging!.sendCommand(
+        "tool.result",
+        {
+          callId: call.callId,
+          executionId: call.executionId,
+          tenantId: call.tenantId,
+          nodeId: call.nodeId,
+          attempt: call.attempt,
+          tool: call.tool || tool,
+          ok: result.ok,
+          ...(result.ok ? { output: valueFromJson(result.output ?? null) } : {}),
+          ...(result.error ? { error: result.error } : {}),
+          durationMs: result.durationMs,
+          workerId: result.workerId,
+        },
+        `result:${call.callId}`,
+      );
+      answered++;
+    } finally {
+      inFlight--;
+    }
+  }
+
+  const abortAll = (onlyWaiting: boolean): void => {
+    for (const r of running.values()) if (!onlyWaiting || !r.started) r.abort.abort(ToolWorkerDraining(r.tool, { retryDelayMs: 0 }));
+  };
+
+  const worker: Worker = {
+    workerId,
+    get inFlight() {
+      return inFlight;
+    },
+    get completed() {
+      return completed;
+    },
+    get answered() {
+      return answered;
+    },
+    get registry() {
+      if (!registry) throw ToolSdkInvalidOptions("worker", ["registry: the worker is not started"]);
+      return registry;
+    },
+    ready: () => started && draining === undefined && (bus?.isConnected() ?? false),
+    async start() {
+      if (started) return;
+      bus = options.bus ?? (await connectBus({
+        ...(options.servers === undefined ? {} : { servers: options.servers }),
+        ...(options.prefix === undefined ? {} : { prefix: options.prefix }),
+        name: `baton-worker-${workerId}`,
+        logger,
+      }));
+      try {
+        messaging = createMessaging(bus);
+        results = await bus.kv(RESULTS_BUCKET, { ttlMs: o.resultTtlMs });
+        registry = createToolRegistry(bus, { presenceTtlMs: o.presenceTtlMs });
+        // A queue group of its own: every worker gets every cancel broadcast.
+        subs.push(await bus.serve(messaging.subjects.toolCancel(), onCancel, { queue: `cancel_${workerKeyToken(workerId)}_${randomUUID().slice(0, 8)}` }));
+        for (const name of specs.keys()) {
+          subs.push(
+            await bus.consume(
+              {
+                stream: "tools",
+                durable: toolDurable(name),
+                filterSubjects: [messaging.subjects.toolCall(name)],
+                concurrency: o.concurrency,
+                ackWaitMs: o.ackWaitMs,
+                maxDeliver: o.maxDeliver,
+              },
+              (msg) => handle(name, msg),
+            ),
+          );
+        }
+        registration = await registry.register(workerId, [...specs.values()].map((s) => s.descriptor));
+        started = true;
+        logger.info("worker started", { tools: [...specs.keys()], concurrency: o.concurrency });
+      } catch (err) {
+        await Promise.all(subs.map((s) => s.stop().catch(() => undefined)));
+        if (!options.bus) await bus.drain().catch(() => undefined);
+        throw err;
+      }
+    },
+    drain() {
+      draining ??= (async () => {
+        if (!bus) return;
+        logger.info("worker draining", { inFlight });
+        const grace = setTimeout(() => abortAll(false), o.drainGraceMs);
+        try {
+          // Consumers first, then the cancel listener. Calls waiting for a slot go back to
+          // the queue now (nak); running ones get the grace period.
+          const stopping = Promise.all(subs.slice(1).map((s) => s.stop()));
+          abortAll(true);
+          await stopping;
+          await subs[0]?.stop();
+        } finally {
+          clearTimeout(grace);
+        }
+        await registration?.stop();
+        if (!options.bus) await bus.drain();
+        logger.info("worker drained", { completed });
+      })();
+      return draining;
+    },
+    stop() {
+      return worker.drain();
+    },
+  };
+  return worker;
+}
+
+/** Options of {@link runWorker}: the worker's, plus what to do once drained. */
+export interface RunWorkerOptions extends WorkerOptions {
+  /** Signals that start a drain. @default ["SIGTERM", "SIGINT"] */
+  signals?: NodeJS.Signals[];
+  /** Called after the drain (default: exit the process with code 0, or 1 when the drain failed). */
+  onDrained?: (err?: unknown) => void;
+}
+
+/** Starts a worker and drains it on SIGTERM / SIGINT, then exits. For a worker's `main`. */
+export async function runWorker(options: RunWorkerOptions): Promise<Worker> {
+  const worker = createWorker(options);
+  await worker.start();
+  const signals = options.signals ?? ["SIGTERM", "SIGINT"];
+  const done = options.onDrained ?? ((err?: unknown) => process.exit(err === undefined ? 0 : 1));
+  const onSignal = (): void => {
+    for (const s of signals) process.off(s, onSignal);
+    worker.drain().then(
+      () => done(),
+      (err: unknown) => done(err),
+    );
+  };
+  for (const s of signals) process.on(s, onSignal);
+  return worker;
+}
+
+/**
+ * Broadcasts a ToolCancel to every worker of the bus (core NATS, `{p}.rpc.tools.cancel`).
+ * Resolves once one worker acknowledged or none is listening (nothing to cancel then).
+ */
+export async function cancelToolCalls(bus: Bus, callIds: readonly string[], reason = ""): Promise<void> {
+  const subject = createMessaging(bus).subjects.toolCancel();
+  try {
+    await bus.request(subject, encode(ToolCancelSchema, { callIds: [...callIds], reason }), { timeoutMs: 2_000 });
+  } catch (err) {
+    if (hasCode(err, "BATON_BUS_NO_RESPONDERS") || hasCode(err, "BATON_BUS_TIMEOUT")) return;
+    throw err;
+  }
+}
+

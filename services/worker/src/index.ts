@@ -1,0 +1,43 @@
+/**
+ * @baton/worker — Baton's built-in tool worker: the SDK's worker serving the
+ * built-in tools (plus any extra ToolSpecs), as a runtime module or its own process
+ * (`src/main.ts`).
+ *
+ * Built-in tools: `math.sum` and `echo` (here), and `@baton/tools`' `http.request`,
+ * `json.transform`, `text.template` and `sleep`.
+ */
+import type { Bus } from "@baton/bus";
+import { createWorker } from "@baton/sdk";
+import type { ToolSpec, Worker, WorkerOptions } from "@baton/sdk";
+import type { Logger } from "@baton/telemetry";
+import { builtinTools } from "@baton/tools";
+import type { HttpPolicy } from "@baton/tools";
+import { coreTools } from "./builtin.ts";
+
+export { coreTools, echo, mathSum, sleep, textTemplate } from "./builtin.ts";
+
+export interface BuiltinWorkerOptions extends Omit<WorkerOptions, "tools" | "bus" | "logger"> {
+  bus?: Bus;
+  logger?: Logger;
+  /** Served besides the built-in tools; one with a built-in's name replaces it. */
+  extraTools?: readonly ToolSpec[];
+  /** Where `http.request` may go (`policyFromEnv(process.env)` of `@baton/tools`). @default any public host */
+  http?: HttpPolicy;
+}
+
+/**
+ * The built-in tools and the extras, later names replacing earlier ones: this package's
+ * text.template, math.sum, echo, sleep, then `@baton/tools`' (whose text.template and
+ * sleep behave the same and replace these), then `extra`.
+ */
+export function builtinToolSpecs(extra: readonly ToolSpec[] = [], http: HttpPolicy = {}): ToolSpec[] {
+  const byName = new Map<string, ToolSpec>();
+  for (const t of [...coreTools(), ...builtinTools({ http }), ...extra]) byName.set(t.name, t);
+  return [...byName.values()];
+}
+
+/** A worker (not started) serving the built-in tools. */
+export function createBuiltinWorker(opts: BuiltinWorkerOptions): Worker {
+  const { extraTools, http, ...rest } = opts;
+  return createWorker({ ...rest, tools: builtinToolSpecs(extraTools, http) });
+}
