@@ -78,6 +78,11 @@ export interface ExecutionState {
   parent?: { executionId: number; nodeId: string; childKey: string };
   /** Set when this run was forked from another execution's checkpoint. */
   forkedFrom?: { executionId: number; version: number };
+  /**
+   * Added to the checkpoint version to number steps (event ids, journal order). A checkpoint
+   * rebuilt from the journal restarts its version at 1; the base keeps step numbers rising.
+   */
+  versionBase?: number;
   /** Which body of the workflow this run executes (forEach / subworkflow bodies), "" = the whole graph. */
   definitionRef?: string;
   /** Nodes whose inputs are settled and that have not started yet, in order. */

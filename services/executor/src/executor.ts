@@ -160,7 +160,9 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     }, `start:${row.id}`);
   }
 
-  async function perform(prev: ExecutionState | null, state: ExecutionState, effects: Effect[], version: number): Promise<void> {
+  async function perform(prev: ExecutionState | null, state: ExecutionState, effects: Effect[], checkpointVersion: number): Promise<void> {
+    // Step number: rises across checkpoint rebuilds, so event ids and journal order never repeat.
+    const version = checkpointVersion + (state.versionBase ?? 0);
     // Outward work (tool calls, timers, children) goes out at once: the checkpoint already holds
     // it, so it does not wait for Postgres. Events wait for the journal, so a subscriber reacting
     // to an event finds the rows.
@@ -364,6 +366,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         for (const r of (await store.blobs.getMany(row.tenantId, err.refs.map((x) => x.slice(5)))).values()) blobs.set(`blob:${r.hash}`, r.data);
       }
     }
+    // Journal step numbers already include earlier bases; leave room for steps that wrote no rows.
+    replay.state.versionBase = journal.reduce((m, j) => Math.max(m, j.stepVersion ?? 0), 0) + 1000;
     if (replay.unplaced.length) logger.warn("journal rows the replay could not place", { executionId: row.id, rows: replay.unplaced.map((j) => `${j.nodeId}#${j.attempt}`) });
     const written = await checkpoints.put(row.id, { ...replay.state, outbox: replay.rearm }, 0);
     logger.warn("checkpoint rebuilt from the journal", { executionId: row.id, status: replay.state.status, rearmed: replay.rearm.length });
