@@ -28,9 +28,9 @@ import type { Store } from "@baton/store";
 import { createStore, migrate } from "@baton/store";
 import type { Logger } from "@baton/telemetry";
 import type { ToolSpec } from "@baton/sdk";
-import { createToolRegistry } from "@baton/sdk";
+import { createToolRegistry, createToolSourceStore } from "@baton/sdk";
 import { policyFromEnv } from "@baton/tools";
-import { createBuiltinWorker } from "@baton/worker";
+import { createBuiltinWorker, createToolSourcesWorker } from "@baton/worker";
 import type { Redis } from "ioredis";
 
 export interface Ctx {
@@ -115,6 +115,7 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
         validateWorkflow: (d) => validateWorkflowWithTools(d, (name) => tools.has(name)),
         workflowDefinitionJsonSchema: workflowDefinitionJsonSchema,
         tools,
+        toolSources: createToolSourceStore(bus),
         readiness: () => {
           const m = ctx.manager();
           return { ready: m.ready(), modules: m.states() };
@@ -179,15 +180,29 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
     name: "worker",
     deps: ["bus"],
     init({ config, logger, tools }, get) {
-      return createBuiltinWorker({
-        bus: get<BusService>("bus").bus,
-        extraTools: tools ?? [],
+      const { bus } = get<BusService>("bus");
+      const common = {
+        bus,
         http: policyFromEnv(process.env),
         logger: logger.child({ module: "worker" }),
         workerId: `${hostname()}:${process.pid}`,
         concurrency: config.workerConcurrency,
         drainGraceMs: Math.max(0, config.shutdownGraceMs - 2_000),
-      });
+      };
+      const builtin = createBuiltinWorker({ ...common, extraTools: tools ?? [] });
+      // HTTP tools declared without code and MCP servers (`/api/tool-sources`), watched in NATS KV.
+      const sources = createToolSourcesWorker(common);
+      const svc: Service = {
+        async start() {
+          await builtin.start();
+          await sources.start();
+        },
+        async stop() {
+          await Promise.all([sources.stop(), builtin.drain()]);
+        },
+        ready: () => builtin.ready() && sources.ready(),
+      };
+      return svc;
     },
   },
   { name: "planner", deps: ["bus"], init: (_ctx, get) => createPlanner({ messaging: get<BusService>("bus").messaging }) },

@@ -13,3 +13,5 @@ export type { RegisteredTool, Registration, ToolRegistry, ToolRegistryOptions } 
 export { cancelToolCalls, createWorker, RESULTS_BUCKET, resultKey, runWorker, toolDurable } from "./worker.ts";
 export type { RunWorkerOptions, Worker, WorkerOptions } from "./worker.ts";
 export * from "./errors.ts";
+export { createToolSourceStore, TOOL_SOURCE_KINDS, TOOL_SOURCE_STATUS_BUCKET, TOOL_SOURCES_BUCKET, toolSourceKey } from "./sources.ts";
+export type { HttpToolSource, McpToolSource, StoredToolSource, ToolSource, ToolSourceKind, ToolSourceStatus, ToolSourceStore } from "./sources.ts";

@@ -62,6 +62,8 @@ export interface ToolSpec<I extends z.ZodType = z.ZodType, O extends z.ZodType =
   retry?: ToolRetryPolicy;
   /** Tenants allowed to call the tool; absent = every tenant. */
   tenants?: string[];
+  /** Where the tool comes from, as the registry shows it. @default "worker" */
+  kind?: ToolDescriptor["kind"];
   handler(input: z.output<I>, ctx: ToolContext): Promise<z.input<O> | JsonValue>;
 }
 

@@ -213,7 +213,7 @@ export function createWorker(options: WorkerOptions): Worker {
   const o = compileOptions(options);
   const { workerId } = o;
   const logger = (options.logger ?? createLogger("worker", "info")).child({ workerId });
-  const specs = new Map(o.tools.map((t) => [t.name, { spec: t, checks: compileChecks(t), descriptor: toDescriptor(t) }]));
+  const specs = new Map(o.tools.map((t) => [t.name, { spec: t, checks: compileChecks(t), descriptor: toDescriptor(t, t.kind) }]));
   const slots = new Slots(o.concurrency);
   const running = new Map<string, Running>();
   /** Calls cancelled before they arrived here: call id → when. */

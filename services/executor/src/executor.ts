@@ -178,7 +178,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         case "callTool":
           outward.push(messaging.callTool({
             callId: e.callId, executionId: state.executionId, tenantId: state.tenantId, nodeId: e.nodeId, attempt: e.attempt,
-            tool: e.tool, args: e.args as never, timeoutMs: e.timeoutMs ?? 0, idempotencyKey: e.idempotencyKey,
+            tool: e.tool, args: e.args, timeoutMs: e.timeoutMs ?? 0, idempotencyKey: e.idempotencyKey,
           }));
           break;
         case "cancelTools":

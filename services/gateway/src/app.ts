@@ -16,6 +16,7 @@ import { executionsPlugin } from "./plugins/executions.ts";
 import { healthPlugin } from "./plugins/health.ts";
 import { memoryPlugin } from "./plugins/memory.ts";
 import { reviewsPlugin } from "./plugins/reviews.ts";
+import { toolSourcesPlugin } from "./plugins/tool-sources.ts";
 import { toolsPlugin } from "./plugins/tools.ts";
 import { workflowsPlugin } from "./plugins/workflows.ts";
 import { errorHandler, notFoundHandler, validatorCompiler } from "./problem.ts";
@@ -61,6 +62,7 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
       await api.register(memoryPlugin, { deps });
       await api.register(reviewsPlugin, { deps });
       await api.register(toolsPlugin, { deps });
+      await api.register(toolSourcesPlugin, { deps });
     },
     { prefix: "/api" },
   );

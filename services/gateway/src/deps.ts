@@ -5,6 +5,7 @@
  * interfaces. Tests pass the real store and small recording commands/events.
  */
 import type { CheckpointStore } from "@baton/checkpoints";
+import type { ToolSourceStore } from "@baton/sdk";
 import type { JsonObject, Store } from "@baton/store";
 
 /** One event of an execution as streamed to SSE clients. */
@@ -145,6 +146,11 @@ export interface GatewayDeps {
   importWorkflow?: ImportWorkflow;
   /** The tool registry behind `/api/tools`; without it those routes answer 503 `BATON_GATEWAY_TOOLS_UNAVAILABLE`. */
   tools?: ToolCatalog;
+  /**
+   * Tools declared without code (`@baton/sdk`'s tool source store), behind `/api/tool-sources`;
+   * without it those routes answer 503 `BATON_GATEWAY_TOOL_SOURCES_UNAVAILABLE`.
+   */
+  toolSources?: ToolSourceStore;
 }
 
 export interface GatewayOptions {

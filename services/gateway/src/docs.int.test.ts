@@ -47,6 +47,11 @@ const ROUTES: [string, string][] = [
   ["get", "/api/reviews"],
   ["get", "/api/tools"],
   ["get", "/api/tools/{name}"],
+  ["post", "/api/tool-sources/http"],
+  ["post", "/api/tool-sources/mcp"],
+  ["get", "/api/tool-sources"],
+  ["get", "/api/tool-sources/{kind}/{name}"],
+  ["delete", "/api/tool-sources/{kind}/{name}"],
   ["get", "/healthz"],
   ["get", "/readyz"],
 ];

@@ -108,3 +108,24 @@ export const ToolsUnavailable = defineError(
   () => "the tool registry is not available in this gateway",
   { status: 503, retryable: true },
 );
+
+/** The gateway was built without the tool source store. */
+export const ToolSourcesUnavailable = defineError(
+  "BATON_GATEWAY_TOOL_SOURCES_UNAVAILABLE",
+  () => "tool sources are not available in this gateway",
+  { status: 503, retryable: true },
+);
+
+/** An MCP server started as a local command (stdio) runs code on the worker's host: only admins may register one. */
+export const StdioSourceForbidden = defineError(
+  "BATON_GATEWAY_STDIO_FORBIDDEN",
+  (role: string) => `role "${role}" may not register an MCP server with the stdio transport (it runs a command on the worker's host); that needs role admin`,
+  { status: 403 },
+);
+
+/** The source's name, or its tool's name, is already taken by another tenant's source or by a tool written in code. */
+export const ToolSourceNameTaken = defineError(
+  "BATON_GATEWAY_TOOL_SOURCE_NAME_TAKEN",
+  (kind: string, name: string, by: string) => `${kind} source name "${name}" is already used by ${by}`,
+  { status: 409 },
+);

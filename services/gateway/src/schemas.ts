@@ -23,6 +23,7 @@ export const TAGS = {
   reviews: "Reviews",
   health: "Health",
   tools: "Tools",
+  toolSources: "Tool sources",
 } as const;
 
 /** The API-key security requirement of every `/api/*` route. */

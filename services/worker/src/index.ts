@@ -15,6 +15,9 @@ import type { HttpPolicy } from "@baton/tools";
 import { coreTools } from "./builtin.ts";
 
 export { coreTools, echo, mathSum, sleep, textTemplate } from "./builtin.ts";
+export { createToolSourcesWorker } from "./sources.ts";
+export type { ToolSourcesWorker, ToolSourcesWorkerOptions } from "./sources.ts";
+export { ToolSourceConflict, ToolSourceLoadFailed, ToolSourceTenantRefused } from "./errors.ts";
 
 export interface BuiltinWorkerOptions extends Omit<WorkerOptions, "tools" | "bus" | "logger"> {
   bus?: Bus;

@@ -3,25 +3,49 @@
  *
  *   BATON_NATS_URL=nats://127.0.0.1:4222 BATON_BUS_PREFIX=baton ./baton node services/worker/src/main.ts
  *
- * SIGTERM / SIGINT drain it (calls in flight finish, the rest stays queued). `http.request`
- * follows BATON_HTTP_ALLOW_HOSTS / BATON_HTTP_ALLOW_PRIVATE / BATON_HTTP_ALLOW_PRIVATE_HOSTS.
- * Same as `./baton start --target=worker` without Redis or Postgres.
+ * Serves the built-in tools and the tool sources (HTTP tools declared without code, MCP
+ * servers; see docs/tools.md). SIGTERM / SIGINT drain it (calls in flight finish, the rest
+ * stays queued). Outbound HTTP follows BATON_HTTP_ALLOW_HOSTS / BATON_HTTP_ALLOW_PRIVATE /
+ * BATON_HTTP_ALLOW_PRIVATE_HOSTS. Same as `./baton start --target=worker` without Redis or
+ * Postgres.
  */
 import { hostname } from "node:os";
+import { connectBus } from "@baton/bus";
 import { loadConfig } from "@baton/config";
-import { runWorker } from "@baton/sdk";
+import { errorMessage } from "@baton/errors";
 import { createLogger } from "@baton/telemetry";
 import { policyFromEnv } from "@baton/tools";
-import { builtinToolSpecs } from "./index.ts";
+import { createBuiltinWorker, createToolSourcesWorker } from "./index.ts";
 
 const config = loadConfig(process.env, { BATON_TARGET: "worker" });
 const logger = createLogger("worker", config.logLevel);
-await runWorker({
-  servers: config.natsUrl,
-  prefix: config.prefix,
-  tools: builtinToolSpecs([], policyFromEnv(process.env)),
-  concurrency: config.workerConcurrency,
-  workerId: `${hostname()}:${process.pid}`,
+const workerId = `${hostname()}:${process.pid}`;
+const bus = await connectBus({ servers: config.natsUrl, prefix: config.prefix, name: `baton-worker-${workerId}`, logger });
+const common = {
+  bus,
+  http: policyFromEnv(process.env),
   logger,
+  workerId,
+  concurrency: config.workerConcurrency,
   drainGraceMs: Math.max(0, config.shutdownGraceMs - 2_000),
-});
+};
+const builtin = createBuiltinWorker(common);
+const sources = createToolSourcesWorker(common);
+await builtin.start();
+await sources.start();
+
+const onSignal = (): void => {
+  process.off("SIGTERM", onSignal);
+  process.off("SIGINT", onSignal);
+  Promise.all([sources.stop(), builtin.drain()])
+    .then(() => bus.drain())
+    .then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error("drain failed", { err: errorMessage(err) });
+        process.exit(1);
+      },
+    );
+};
+process.on("SIGTERM", onSignal);
+process.on("SIGINT", onSignal);
