@@ -74,6 +74,16 @@ export const limitsSchema = z.object({
   deadlineMs: z.number().int().min(1).max(30 * 86_400_000).optional(),
 });
 
+/** Workflow-level LLM defaults (seed 004 `agentConfig`); nodes override field by field. */
+export const agentConfigSchema = z.object({
+  /** `provider:model` or an alias. */
+  model: z.string().min(1).optional(),
+  system: z.string().optional(),
+  temperature: z.number().min(0).max(2).optional(),
+  maxTokens: z.number().int().min(1).max(1_000_000).optional(),
+  timeoutMs: z.number().int().min(1).max(3_600_000).optional(),
+}).passthrough();
+
 const definitionShape = {
   /** Definition format version. @default 1 */
   schemaVersion: z.literal(1).default(1),
@@ -81,6 +91,10 @@ const definitionShape = {
   /** JSON Schema the execution input must satisfy. */
   inputSchema: z.record(z.string(), jsonValue).optional(),
   limits: limitsSchema.optional(),
+  /** LLM defaults of the agent nodes. */
+  agentConfig: agentConfigSchema.optional(),
+  /** Safety limit of tool-calling loops. @default 10 */
+  maxToolIterations: z.number().int().min(1).max(1000).optional(),
   nodes: z.array(nodeSchema),
   edges: z.array(edgeSchema).default([]),
   /** Execution output: keys mapped to `$.path`s. Default: the last finished node's output. */
@@ -171,6 +185,87 @@ export const forEachConfigSchema = z.object({
 }).refine((c) => [c.tool, c.workflow, c.body].filter((x) => x !== undefined).length === 1, { message: "forEach needs exactly one of tool, workflow or body" });
 
 export type ForEachConfig = z.infer<typeof forEachConfigSchema>;
+
+// ---- agent nodes (seed 004 §2): LLM calls and their tools go to workers like any tool call ----
+
+const llmSettings = {
+  model: z.string().min(1).optional(),
+  system: z.string().optional(),
+  temperature: z.number().min(0).max(2).optional(),
+  maxTokens: z.number().int().min(1).max(1_000_000).optional(),
+  timeoutMs: z.number().int().min(1).max(3_600_000).optional(),
+  /** `$.path` of the conversation. @default "$.messages" */
+  messages: z.string().startsWith("$").optional(),
+  /** A user message for this call, `{{$.path}}` placeholders filled from the context. */
+  prompt: z.string().optional(),
+  /** Names of registered tools the model may call. */
+  tools: z.array(toolName).max(128).optional(),
+  /** JSON Schema of a structured answer. */
+  responseFormat: z.record(z.string(), jsonValue).optional(),
+};
+
+export const llmConfigSchema = z.object({
+  ...llmSettings,
+  /** Append the answer to the conversation and set `$.toolCalls`. @default true */
+  append: z.boolean().default(true),
+});
+
+export const toolLoopConfigSchema = z.object({
+  ...llmSettings,
+  /** LLM → tools rounds before the loop stops. @default the workflow's maxToolIterations, else 10 */
+  maxToolIterations: z.number().int().min(1).max(1000).optional(),
+  /** Stop as soon as the model calls this tool (its arguments become the answer). */
+  stopOnTool: toolName.optional(),
+  /** Append the loop's messages to the conversation. @default true */
+  append: z.boolean().default(true),
+});
+
+export const toolExecutorConfigSchema = z.object({
+  /** `$.path` of the tool calls `[{ id, name, args }]`. @default "$.toolCalls" */
+  toolCalls: z.string().startsWith("$").default("$.toolCalls"),
+  /** Run the calls at once (default) or one by one. */
+  parallel: z.boolean().default(true),
+  append: z.boolean().default(true),
+});
+
+export const promptConfigSchema = z.object({
+  /** Text with `{{$.path}}` placeholders. */
+  template: z.string(),
+  /** Append the text to the conversation with this role. */
+  role: z.enum(["system", "user", "assistant"]).optional(),
+});
+
+export const subagentConfigSchema = z.object({
+  agent: workflowRefSchema,
+  /** A task for the sub-agent, `{{$.path}}` placeholders filled. */
+  task: z.string().optional(),
+  /** Pass the conversation (`$.messages` by default) to the sub-agent. @default true */
+  shareMessages: z.boolean().default(true),
+  /** Append the sub-agent's answer as an assistant message. @default true */
+  append: z.boolean().default(true),
+});
+
+export const memoryReadConfigSchema = z.object({
+  agentId: z.union([z.number().int(), z.string().startsWith("$")]).optional(),
+  /** What to look for, `{{$.path}}` placeholders filled. @default the last user message */
+  query: z.string().optional(),
+  limit: z.number().int().min(1).max(100).default(5),
+  /** Add the memories to the conversation as a system message. @default true */
+  inject: z.boolean().default(true),
+});
+
+export const memoryWriteConfigSchema = z.object({
+  agentId: z.union([z.number().int(), z.string().startsWith("$")]).optional(),
+  /** `{{$.path}}` placeholders filled. @default "<executionId>.<nodeId>" */
+  key: z.string().min(1).optional(),
+  /** `{{$.path}}` placeholders filled. @default the last assistant message */
+  content: z.string().optional(),
+  metadata: z.record(z.string(), jsonValue).optional(),
+});
+
+export const embedConfigSchema = z.object({ model: z.string().min(1).optional(), values: jsonValue });
+export const ragConfigSchema = z.object({ query: z.string(), topK: z.number().int().min(1).max(100).default(5), agentId: z.union([z.number().int(), z.string().startsWith("$")]).optional() });
+export const imageGenConfigSchema = z.object({ model: z.string().min(1).optional(), prompt: z.string(), size: z.string().optional() });
 export type WorkflowRef = z.infer<typeof workflowRefSchema>;
 
 export interface NodeTypeSpec {
@@ -193,16 +288,34 @@ export const NODE_TYPES: Readonly<Record<string, NodeTypeSpec>> = Object.freeze(
   whileLoop: { inline: true, branches: ["body", "exit"], config: whileLoopConfigSchema },
   subworkflow: { inline: false, branches: [], config: subworkflowConfigSchema },
   "agent.humanReview": { inline: false, branches: ["approved", "rejected"], config: reviewConfigSchema },
+  "agent.prompt": { inline: true, branches: [], config: promptConfigSchema },
+  "agent.llm": { inline: false, branches: [], config: llmConfigSchema },
+  "agent.toolExecutor": { inline: false, branches: [], config: toolExecutorConfigSchema },
+  "agent.toolLoop": { inline: false, branches: [], config: toolLoopConfigSchema },
+  "agent.subagent": { inline: false, branches: [], config: subagentConfigSchema },
+  "agent.memory.read": { inline: false, branches: [], config: memoryReadConfigSchema },
+  "agent.memory.write": { inline: false, branches: [], config: memoryWriteConfigSchema },
+  "agent.embed": { inline: false, branches: [], config: embedConfigSchema },
+  "agent.rag": { inline: false, branches: [], config: ragConfigSchema },
+  "agent.imageGen": { inline: false, branches: [], config: imageGenConfigSchema },
+});
+
+/** The worker tool behind each agent node that makes one call. */
+export const AGENT_TOOLS: Readonly<Record<string, string>> = Object.freeze({
+  "agent.llm": "llm.chat",
+  "agent.toolLoop": "llm.chat",
+  "agent.memory.read": "memory.search",
+  "agent.rag": "memory.search",
+  "agent.memory.write": "memory.write",
+  "agent.embed": "llm.embed",
+  "agent.imageGen": "llm.image",
 });
 
 /** Aliases accepted in definitions, mapped to the canonical type. */
 export const NODE_TYPE_ALIASES: Readonly<Record<string, string>> = Object.freeze({ humanReview: "agent.humanReview" });
 
 /** Types named by the seeds that this version cannot execute yet; validation says so. */
-export const PLANNED_NODE_TYPES: readonly string[] = [
-  "agent.llm", "agent.toolExecutor", "agent.toolLoop", "agent.prompt", "agent.memory.read", "agent.memory.write",
-  "agent.embed", "agent.rag", "agent.imageGen", "agent.subagent",
-];
+export const PLANNED_NODE_TYPES: readonly string[] = [];
 
 export function canonicalType(type: string): string {
   return NODE_TYPE_ALIASES[type] ?? type;

@@ -123,12 +123,17 @@ function commandFor(type: string, entry: JournalEntry, run: ExecutionState["node
   }
   if (type === "delay" && run.timerId) return { kind: "timer", timerId: run.timerId };
   const error = { code: entry.errorCode ?? "BATON_TOOL_FAILED", message: stripCode(entry.error ?? "failed"), retryable: entry.retryable ?? false };
-  if (type === "tool" && run.callId) {
+  if (type === "agent.toolLoop" || type === "agent.toolExecutor") {
+    return entry.status === "completed"
+      ? { kind: "recorded", nodeId: entry.nodeId, attempt: entry.attempt, ok: true, output }
+      : { kind: "recorded", nodeId: entry.nodeId, attempt: entry.attempt, ok: false, error };
+  }
+  if (run.callId) {
     return entry.status === "completed"
       ? { kind: "toolResult", nodeId: entry.nodeId, callId: run.callId, ok: true, output, durationMs: entry.durationMs ?? 0 }
       : { kind: "toolResult", nodeId: entry.nodeId, callId: run.callId, ok: false, error, durationMs: entry.durationMs ?? 0 };
   }
-  if (type === "subworkflow" && run.childKey) {
+  if (run.childKey) {
     return entry.status === "completed"
       ? { kind: "childResult", nodeId: entry.nodeId, childKey: run.childKey, status: "completed", output }
       : { kind: "childResult", nodeId: entry.nodeId, childKey: run.childKey, status: "failed", error };

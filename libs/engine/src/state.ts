@@ -33,13 +33,24 @@ export interface NodeRun {
   timerId?: string;
   /** Outstanding child execution key (subworkflow). */
   childKey?: string;
-  /** Fan-out bookkeeping (forEach, multi-call tool nodes). */
-  fan?: { items: FanItem[]; concurrency: number };
+  /** Fan-out bookkeeping (forEach, multi-call tool nodes, agent tool calls). */
+  fan?: { items: FanItem[]; concurrency: number; calls?: { tool: string; args: JsonObject }[]; continueOnError?: boolean; round?: number };
+  /** Conversation of an agent.toolLoop (or the calls of an agent.toolExecutor) in progress. */
+  loop?: { iteration: number; messages: JsonObject[]; base: number; calls?: ToolCall[] };
+  /** Tokens the node's LLM calls used. */
+  tokenUsage?: JsonObject;
   /** Loop iterations decided by a whileLoop node. */
   iterations?: number;
   error?: string;
   /** Resolved input of the current attempt, kept for retries and the journal. */
   input?: JsonValue;
+}
+
+/** A tool call an LLM asked for. */
+export interface ToolCall {
+  id: string;
+  name: string;
+  args: JsonObject;
 }
 
 /** A durable timer the execution waits for. */
@@ -83,6 +94,8 @@ export interface ExecutionState {
    * rebuilt from the journal restarts its version at 1; the base keeps step numbers rising.
    */
   versionBase?: number;
+  /** Tokens used by the execution's LLM calls, summed. */
+  tokenUsage?: JsonObject;
   /** Which body of the workflow this run executes (forEach / subworkflow bodies), "" = the whole graph. */
   definitionRef?: string;
   /** Nodes whose inputs are settled and that have not started yet, in order. */
@@ -120,6 +133,7 @@ export interface JournalEntry {
   error?: string;
   errorCode?: string;
   retryable?: boolean;
+  tokenUsage?: JsonValue;
   durationMs?: number;
   startedAt?: string;
   completedAt?: string;

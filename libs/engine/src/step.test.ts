@@ -495,3 +495,96 @@ describe("step: cancel while a retry waits", () => {
     expect(late.ignored).toBeDefined();
   });
 });
+
+describe("step: agent nodes", () => {
+  /** An LLM that asks for `weather` once, then answers from the tool result. */
+  const react: ToolFn = (a) => {
+    const msgs = a.messages as JsonObject[];
+    const toolMsg = msgs.find((m) => m.role === "tool");
+    if (!toolMsg) return { ok: true, output: { text: "", toolCalls: [{ id: "c1", name: "weather", args: { city: "Oslo" } }, { id: "c2", name: "weather", args: { city: "Rome" } }], usage: { inputTokens: 10, outputTokens: 5, totalTokens: 15 } } };
+    return { ok: true, output: { text: `It is ${JSON.stringify(msgs.filter((m) => m.role === "tool").map((m) => m.content))}`, toolCalls: [], usage: { inputTokens: 20, outputTokens: 7, totalTokens: 27 } } };
+  };
+  const weather: ToolFn = (a) => ({ ok: true, output: { city: a.city ?? null, temp: a.city === "Oslo" ? 3 : 18 } });
+
+  it("a toolLoop runs LLM → parallel tools → LLM until a final answer, with usage summed", async () => {
+    const d = def({
+      agentConfig: { model: "openai:gpt-test" },
+      nodes: [
+        { id: "p", type: "agent.prompt", config: { template: "Weather in {{$.input.cities}}?", role: "user" } },
+        { id: "loop", type: "agent.toolLoop", config: { tools: ["weather"], system: "Be brief." } },
+      ],
+      edges: [{ from: "p", to: "loop" }],
+    });
+    const r = await drive(d, { tools: { "llm.chat": react, weather } }, null, { kind: "start", input: { cities: "Oslo, Rome" } });
+    expect(r.state.status).toBe("completed");
+    const llm = calls(r).filter((c) => c.tool === "llm.chat");
+    expect(llm).toHaveLength(2);
+    expect(llm[0]!.args).toMatchObject({ model: "openai:gpt-test", system: "Be brief.", tools: ["weather"], messages: [{ role: "user", content: "Weather in Oslo, Rome?" }] });
+    expect(calls(r).filter((c) => c.tool === "weather").map((c) => c.callId)).toEqual(["7.loop.1.r0.0", "7.loop.1.r0.1"]);
+    expect(r.state.output).toMatchObject({ iterations: 1, stoppedBy: "answer", usage: { totalTokens: 42 } });
+    expect((r.state.context.messages as JsonObject[]).map((m) => m.role)).toEqual(["user", "assistant", "tool", "tool", "assistant"]);
+    expect(r.state.tokenUsage).toEqual({ inputTokens: 30, outputTokens: 12, totalTokens: 42 });
+    expect(r.journal.find((j) => j.nodeId === "loop" && j.status === "completed")!.tokenUsage).toEqual({ inputTokens: 30, outputTokens: 12, totalTokens: 42 });
+  });
+
+  it("stops at maxToolIterations and says so", async () => {
+    const always: ToolFn = () => ({ ok: true, output: { text: "", toolCalls: [{ id: "x", name: "weather", args: {} }] } });
+    const d = def({ maxToolIterations: 2, nodes: [{ id: "loop", type: "agent.toolLoop", config: { model: "m:x", tools: ["weather"] } }] });
+    const r = await drive(d, { tools: { "llm.chat": always, weather } }, null, { kind: "start", input: {} });
+    expect(r.state.output).toMatchObject({ stoppedBy: "maxToolIterations", iterations: 2 });
+    expect(calls(r).filter((c) => c.tool === "llm.chat")).toHaveLength(3);
+  });
+
+  it("a crash between the LLM answer and its tool calls repeats neither", async () => {
+    const d = def({ nodes: [{ id: "loop", type: "agent.toolLoop", config: { model: "m:x", tools: ["weather"] } }] });
+    const now = new Date(t0).toISOString();
+    const s1 = await step({ definition: d, state: null, command: { kind: "start", input: {} }, now, identity });
+    const llmCall = s1.effects.find((e): e is Effect & { kind: "callTool" } => e.kind === "callTool")!;
+    const answer = react(llmCall.args, llmCall.callId) as { ok: true; output: JsonValue };
+    const s2 = await step({ definition: d, state: s1.state, command: { kind: "toolResult", nodeId: "loop", callId: llmCall.callId, ok: true, output: answer.output, durationMs: 1 }, now });
+    const toolCalls = s2.effects.filter((e) => e.kind === "callTool");
+    expect(toolCalls).toHaveLength(2);
+    // The same LLM answer delivered again (redelivery after a crash) is ignored: no second set of tool calls.
+    const again = await step({ definition: d, state: s2.state, command: { kind: "toolResult", nodeId: "loop", callId: llmCall.callId, ok: true, output: answer.output, durationMs: 1 }, now });
+    expect(again.ignored).toBeDefined();
+    // The conversation with the answer is in the checkpointed state.
+    expect(s2.state.nodes.loop!.loop!.messages.at(-1)).toMatchObject({ role: "assistant", toolCalls: [{ name: "weather" }, { name: "weather" }] });
+  });
+
+  it("agent.llm appends to the conversation; toolExecutor runs the calls and appends results", async () => {
+    const d = def({
+      agentConfig: { model: "m:x" },
+      nodes: [
+        { id: "ask", type: "agent.llm", config: { prompt: "Weather in {{$.input.city}}?", tools: ["weather"] } },
+        { id: "run", type: "agent.toolExecutor", config: {} },
+        { id: "answer", type: "agent.llm", config: {} },
+      ],
+      edges: [{ from: "ask", to: "run" }, { from: "run", to: "answer" }],
+    });
+    const r = await drive(d, { tools: { "llm.chat": react, weather } }, null, { kind: "start", input: { city: "Oslo" } });
+    expect(r.state.status).toBe("completed");
+    expect(r.state.context.run).toEqual([{ id: "c1", name: "weather", result: { city: "Oslo", temp: 3 } }, { id: "c2", name: "weather", result: { city: "Rome", temp: 18 } }]);
+    expect((r.state.context.messages as JsonObject[]).map((m) => m.role)).toEqual(["user", "assistant", "tool", "tool", "assistant"]);
+  });
+
+  it("a tool error inside the loop goes back to the model instead of failing the node", async () => {
+    const d = def({ nodes: [{ id: "loop", type: "agent.toolLoop", config: { model: "m:x", tools: ["weather"] } }] });
+    const r = await drive(d, { tools: { "llm.chat": react, weather: () => ({ ok: false, retryable: false, message: "no such city", code: "E_CITY" }) } }, null, { kind: "start", input: {} });
+    expect(r.state.status).toBe("completed");
+    expect(JSON.stringify(r.state.output)).toContain("E_CITY");
+  });
+
+  it("a node without a model fails with a clear code; memory.read injects memories; subagent merges its answer", async () => {
+    const noModel = await drive(def({ nodes: [{ id: "a", type: "agent.llm", config: {} }] }), {}, null, { kind: "start", input: {} });
+    expect(noModel.state.error).toMatchObject({ code: "BATON_AGENT_NO_MODEL", nodeId: "a" });
+    const mem = def({ nodes: [{ id: "m", type: "agent.memory.read", config: { query: "{{$.input.q}}", agentId: 4 } }] });
+    const rm = await drive(mem, { tools: { "memory.search": (a) => ({ ok: true, output: { entries: [{ key: "tz", content: `prefers UTC (${a.query as string})` }] } }) } }, null, { kind: "start", input: { q: "time" } });
+    expect(calls(rm)[0]!.args).toEqual({ agentId: 4, query: "time", limit: 5 });
+    expect(rm.state.context.messages).toEqual([{ role: "system", content: "Relevant memories:\n- prefers UTC (time)" }]);
+    const child = def({ nodes: [{ id: "c", type: "transform", config: { expression: "{ 'text': 'done: ' & input.task }" } }] });
+    const parent = def({ nodes: [{ id: "sub", type: "agent.subagent", config: { agent: { slug: "helper" }, task: "summarise {{$.input.topic}}" } }] });
+    const rs = await drive(parent, { workflows: { helper: child } }, null, { kind: "start", input: { topic: "tides" } });
+    expect(rs.state.output).toEqual({ text: "done: summarise tides" });
+    expect(rs.state.context.messages).toEqual([{ role: "assistant", content: "done: summarise tides", name: "sub" }]);
+  });
+});

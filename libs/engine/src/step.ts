@@ -14,9 +14,12 @@ import type { JsonObject, JsonValue } from "./json.ts";
 import { isJsonObject } from "./json.ts";
 import type { ForEachConfig, NodeDefinition, RetryPolicy, WorkflowDefinition } from "./model.ts";
 import {
+  AGENT_TOOLS, embedConfigSchema, imageGenConfigSchema, llmConfigSchema, memoryReadConfigSchema, memoryWriteConfigSchema, promptConfigSchema,
+  ragConfigSchema, subagentConfigSchema, toolExecutorConfigSchema, toolLoopConfigSchema,
   conditionConfigSchema, delayConfigSchema, emitConfigSchema, forEachConfigSchema, NODE_TYPES, reviewConfigSchema,
   setVariableConfigSchema, subworkflowConfigSchema, toolConfigSchema, transformConfigSchema, whileLoopConfigSchema,
 } from "./model.ts";
+import type { ToolCall } from "./state.ts";
 import { looksLikePath, readPath, resolveTemplate, writePath } from "./path.ts";
 import { evaluateCondition } from "./condition.ts";
 import { evaluateExpression, ExpressionFailed, truthy } from "./expr.ts";
@@ -186,8 +189,9 @@ class Stepper {
     this.s.lastNode = n.id;
     this.completedOne = true;
     this.emit({ kind: "node.completed", nodeId: n.id, nodeType: n.type, attempt: run.attempt, durationMs, output });
-    this.journal({ nodeId: n.id, nodeType: n.type, attempt: run.attempt, status: "completed", input: run.input, output, durationMs, startedAt: run.startedAt, completedAt: this.now });
+    this.journal({ nodeId: n.id, nodeType: n.type, attempt: run.attempt, status: "completed", input: run.input, output, durationMs, startedAt: run.startedAt, completedAt: this.now, ...(run.tokenUsage ? { tokenUsage: run.tokenUsage } : {}) });
     delete run.input;
+    delete run.tokenUsage;
     await this.decideEdges(n, branch, output);
   }
 
@@ -352,7 +356,7 @@ class Stepper {
       if (run.childKey) children.push(run.childKey);
       for (const it of run.fan?.items ?? []) {
         if (it.status !== "running" || !it.key) continue;
-        if (n.type === "tool" || (n.type === "forEach" && forEachConfigSchema.parse(n.config).tool)) calls.push(it.key);
+        if (run.fan?.calls || (n.type === "forEach" && forEachConfigSchema.parse(n.config).tool)) calls.push(it.key);
         else children.push(it.key);
       }
       if (children.length) this.effects.push({ kind: "cancelChildren", nodeId: id, childKeys: children, reason });
@@ -517,7 +521,7 @@ class Stepper {
         } else {
           const calls = cfg.calls.map((c) => ({ tool: c.tool, args: asArgs(resolveTemplate(c.input, ctx)) }));
           this.begin(n, "running", calls, calls.map((c) => ({ tool: c.tool })));
-          this.startFan(n, calls.length, calls.length);
+          this.startFan(n, calls.length, calls.length, calls);
         }
         return;
       }
@@ -570,10 +574,243 @@ class Stepper {
         this.effects.push({ kind: "review", nodeId: n.id, reason: cfg.reason, subject, seq: this.s.pauseSeq });
         return;
       }
+      case "agent.prompt": {
+        const cfg = promptConfigSchema.parse(n.config);
+        this.begin(n, "running");
+        const text = this.fill(cfg.template);
+        if (cfg.role) this.write(this.messagesPath(), [...this.conversation(this.messagesPath()), { role: cfg.role, content: text }]);
+        await this.complete(n, { text }, undefined);
+        return;
+      }
+      case "agent.llm": {
+        const cfg = llmConfigSchema.parse(n.config);
+        this.dispatchTool(n, "llm.chat", this.llmRequest(n, cfg, this.conversation(cfg.messages ?? this.messagesPath())));
+        return;
+      }
+      case "agent.toolLoop": {
+        const cfg = toolLoopConfigSchema.parse(n.config);
+        const messages = this.conversation(cfg.messages ?? this.messagesPath());
+        const request = this.llmRequest(n, { ...cfg, prompt: undefined }, messages);
+        const start = [...messages, ...(cfg.prompt ? [{ role: "user", content: this.fill(cfg.prompt) }] : [])];
+        const run = this.begin(n, "running", { model: request.model ?? null, tools: cfg.tools ?? [] });
+        run.loop = { iteration: 0, messages: start, base: messages.length };
+        this.loopLlmCall(n, run);
+        return;
+      }
+      case "agent.toolExecutor": {
+        const cfg = toolExecutorConfigSchema.parse(n.config);
+        const calls = toolCallsAt(ctx, cfg.toolCalls);
+        this.begin(n, "running", calls as unknown as JsonValue, calls.map((c) => ({ tool: c.name, id: c.id })));
+        if (calls.length === 0) {
+          await this.agentToolsDone(n, []);
+          return;
+        }
+        this.run(n.id).loop = { iteration: 0, messages: [], base: 0, calls };
+        this.startFan(n, calls.length, cfg.parallel ? calls.length : 1, calls.map((c) => ({ tool: c.name, args: c.args })), true);
+        return;
+      }
+      case "agent.subagent": {
+        const cfg = subagentConfigSchema.parse(n.config);
+        const input: JsonObject = {
+          ...(cfg.task !== undefined ? { task: this.fill(cfg.task) } : {}),
+          messages: cfg.shareMessages ? this.conversation(this.messagesPath()) : [],
+          ...asArgs(resolveTemplate(n.input ?? {}, ctx)),
+        };
+        const run = this.begin(n, "running", input);
+        run.childKey = String(run.attempt);
+        this.effects.push({ kind: "startChild", nodeId: n.id, childKey: run.childKey, workflow: cfg.agent, input });
+        return;
+      }
+      case "agent.memory.read":
+      case "agent.rag":
+      case "agent.memory.write":
+      case "agent.embed":
+      case "agent.imageGen":
+        this.dispatchTool(n, AGENT_TOOLS[n.type]!, this.agentToolArgs(n));
+        return;
       default:
         this.begin(n, "running");
         this.failNode(n, { code: "BATON_ENGINE_NODE_TYPE", message: `node type "${n.type}" cannot be executed`, retryable: false });
     }
+  }
+
+  // ---- agent nodes --------------------------------------------------------
+
+  messagesPath(): string {
+    return "$.messages";
+  }
+
+  conversation(path: string): JsonObject[] {
+    const v = readPath(this.ctx(), path);
+    return Array.isArray(v) ? v.filter(isJsonObject) : [];
+  }
+
+  /** Fills `{{$.path}}` placeholders of a template from the context. */
+  fill(template: string): string {
+    return template.replace(/\{\{\s*(\$[^}]*?)\s*\}\}/g, (_, path: string) => {
+      const v = readPath(this.ctx(), path.trim());
+      return v === undefined || v === null ? "" : typeof v === "string" ? v : JSON.stringify(v);
+    });
+  }
+
+  llmRequest(n: NodeDefinition, cfg: { model?: string | undefined; system?: string | undefined; temperature?: number | undefined; maxTokens?: number | undefined; timeoutMs?: number | undefined; prompt?: string | undefined; tools?: string[] | undefined; responseFormat?: JsonObject | undefined }, messages: JsonObject[]): JsonObject {
+    const ac = this.def.agentConfig ?? {};
+    const model = cfg.model ?? ac.model;
+    if (!model) throw new NodeInputError("BATON_AGENT_NO_MODEL", `node "${n.id}" has no model: set config.model or the workflow's agentConfig.model`);
+    const system = cfg.system ?? ac.system;
+    const req: JsonObject = {
+      model,
+      messages: [...messages, ...(cfg.prompt ? [{ role: "user", content: this.fill(cfg.prompt) }] : [])],
+    };
+    if (system !== undefined) req.system = this.fill(system);
+    const temperature = cfg.temperature ?? ac.temperature;
+    if (temperature !== undefined) req.temperature = temperature;
+    const maxTokens = cfg.maxTokens ?? ac.maxTokens;
+    if (maxTokens !== undefined) req.maxTokens = maxTokens;
+    const timeoutMs = cfg.timeoutMs ?? ac.timeoutMs;
+    if (timeoutMs !== undefined) req.timeoutMs = timeoutMs;
+    if (cfg.tools?.length) req.tools = cfg.tools;
+    if (cfg.responseFormat) req.responseFormat = cfg.responseFormat;
+    return req;
+  }
+
+  agentToolArgs(n: NodeDefinition): JsonObject {
+    const ctx = this.ctx();
+    const agentId = (v: number | string | undefined): JsonValue => (typeof v === "string" ? readPath(ctx, v) ?? null : v ?? null);
+    const last = (role: string): string => {
+      const m = [...this.conversation(this.messagesPath())].reverse().find((x) => x.role === role);
+      return typeof m?.content === "string" ? m.content : "";
+    };
+    switch (n.type) {
+      case "agent.memory.read": {
+        const cfg = memoryReadConfigSchema.parse(n.config);
+        return { agentId: agentId(cfg.agentId), query: cfg.query !== undefined ? this.fill(cfg.query) : last("user"), limit: cfg.limit };
+      }
+      case "agent.rag": {
+        const cfg = ragConfigSchema.parse(n.config);
+        return { agentId: agentId(cfg.agentId), query: this.fill(cfg.query), limit: cfg.topK };
+      }
+      case "agent.memory.write": {
+        const cfg = memoryWriteConfigSchema.parse(n.config);
+        return { agentId: agentId(cfg.agentId), key: cfg.key !== undefined ? this.fill(cfg.key) : `${this.s.executionId}.${n.id}`, content: cfg.content !== undefined ? this.fill(cfg.content) : last("assistant"), metadata: (resolveTemplate(cfg.metadata ?? {}, ctx) ?? {}) };
+      }
+      case "agent.embed": {
+        const cfg = embedConfigSchema.parse(n.config);
+        return { ...(cfg.model ? { model: cfg.model } : {}), values: resolveTemplate(cfg.values, ctx) ?? null };
+      }
+      default: {
+        const cfg = imageGenConfigSchema.parse(n.config);
+        return { ...(cfg.model ? { model: cfg.model } : {}), prompt: this.fill(cfg.prompt), ...(cfg.size ? { size: cfg.size } : {}) };
+      }
+    }
+  }
+
+  addUsage(run: NodeRun, output: JsonValue): void {
+    const u = isJsonObject(output) && isJsonObject(output.usage) ? output.usage : undefined;
+    if (!u) return;
+    const add = (a: JsonObject | undefined): JsonObject => ({
+      inputTokens: num(a?.inputTokens) + num(u.inputTokens),
+      outputTokens: num(a?.outputTokens) + num(u.outputTokens),
+      totalTokens: num(a?.totalTokens) + num(u.totalTokens),
+    });
+    run.tokenUsage = add(run.tokenUsage);
+    this.s.tokenUsage = add(this.s.tokenUsage);
+  }
+
+  /** A single-call node's work came back: agent nodes fold it into the conversation, then complete. */
+  async finishCall(n: NodeDefinition, output: JsonValue): Promise<void> {
+    const run = this.run(n.id);
+    this.addUsage(run, output);
+    if (n.type === "agent.toolLoop") {
+      await this.loopLlmResult(n, run, output);
+      return;
+    }
+    if (n.type === "agent.llm") {
+      const cfg = llmConfigSchema.parse(n.config);
+      if (cfg.append) {
+        const path = cfg.messages ?? this.messagesPath();
+        const o = isJsonObject(output) ? output : {};
+        const calls = toolCallsOf(output);
+        this.write(path, [
+          ...this.conversation(path),
+          ...(cfg.prompt ? [{ role: "user", content: this.fill(cfg.prompt) }] : []),
+          { role: "assistant", content: typeof o.text === "string" ? o.text : "", ...(calls.length ? { toolCalls: calls as unknown as JsonValue } : {}) },
+        ]);
+        this.write("$.toolCalls", calls as unknown as JsonValue);
+      }
+    }
+    if (n.type === "agent.memory.read" && memoryReadConfigSchema.parse(n.config).inject) {
+      const entries = isJsonObject(output) && Array.isArray(output.entries) ? output.entries : Array.isArray(output) ? output : [];
+      if (entries.length) {
+        const lines = entries.map((e) => `- ${isJsonObject(e) && typeof e.content === "string" ? e.content : JSON.stringify(e)}`).join("\n");
+        this.write(this.messagesPath(), [...this.conversation(this.messagesPath()), { role: "system", content: `Relevant memories:\n${lines}` }]);
+      }
+    }
+    if (n.type === "agent.subagent" && subagentConfigSchema.parse(n.config).append) {
+      const text = typeof output === "string" ? output : isJsonObject(output) && typeof output.text === "string" ? output.text : JSON.stringify(output);
+      this.write(this.messagesPath(), [...this.conversation(this.messagesPath()), { role: "assistant", content: text, name: n.id }]);
+    }
+    await this.complete(n, output, undefined);
+  }
+
+  loopLlmCall(n: NodeDefinition, run: NodeRun): void {
+    const cfg = toolLoopConfigSchema.parse(n.config);
+    const loop = run.loop!;
+    const args = this.llmRequest(n, { ...cfg, prompt: undefined }, loop.messages);
+    const callId = `${this.s.executionId}.${n.id}.${run.attempt}.llm${loop.iteration}`;
+    run.callId = callId;
+    this.effects.push({ kind: "callTool", nodeId: n.id, callId, tool: "llm.chat", args, attempt: run.attempt, idempotencyKey: callId, ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
+  }
+
+  async loopLlmResult(n: NodeDefinition, run: NodeRun, output: JsonValue): Promise<void> {
+    const cfg = toolLoopConfigSchema.parse(n.config);
+    const loop = run.loop!;
+    delete run.callId;
+    const o = isJsonObject(output) ? output : {};
+    const text = typeof o.text === "string" ? o.text : "";
+    const calls = toolCallsOf(output);
+    loop.messages = [...loop.messages, { role: "assistant", content: text, ...(calls.length ? { toolCalls: calls as unknown as JsonValue } : {}) }];
+    const max = cfg.maxToolIterations ?? this.def.maxToolIterations ?? 10;
+    const stopCall = cfg.stopOnTool ? calls.find((c) => c.name === cfg.stopOnTool) : undefined;
+    let stoppedBy: string | undefined;
+    if (calls.length === 0) stoppedBy = "answer";
+    else if (stopCall) stoppedBy = `tool:${stopCall.name}`;
+    else if (loop.iteration + 1 > max) stoppedBy = "maxToolIterations";
+    if (stoppedBy) {
+      const newMessages = loop.messages.slice(loop.base);
+      if (cfg.append) this.write(cfg.messages ?? this.messagesPath(), loop.messages);
+      const result: JsonObject = {
+        text, iterations: loop.iteration, stoppedBy, messages: newMessages,
+        ...(stopCall ? { answer: stopCall.args } : {}),
+        ...(run.tokenUsage ? { usage: run.tokenUsage } : {}),
+      };
+      delete run.loop;
+      await this.complete(n, result, undefined);
+      return;
+    }
+    loop.calls = calls;
+    this.startFan(n, calls.length, calls.length, calls.map((c) => ({ tool: c.name, args: c.args })), true, loop.iteration);
+  }
+
+  /** The tool calls of a toolExecutor, or of one toolLoop round, all came back. */
+  async agentToolsDone(n: NodeDefinition, results: JsonValue[]): Promise<void> {
+    const run = this.run(n.id);
+    const calls = run.loop?.calls ?? [];
+    const toolMessages = calls.map((c, i) => ({ role: "tool", toolCallId: c.id, name: c.name, content: results[i] ?? null }));
+    delete run.fan;
+    if (n.type === "agent.toolLoop") {
+      const loop = run.loop!;
+      loop.messages = [...loop.messages, ...toolMessages];
+      loop.iteration += 1;
+      delete loop.calls;
+      this.loopLlmCall(n, run);
+      return;
+    }
+    const cfg = toolExecutorConfigSchema.parse(n.config);
+    delete run.loop;
+    if (cfg.append && toolMessages.length) this.write(this.messagesPath(), [...this.conversation(this.messagesPath()), ...toolMessages]);
+    this.write("$.toolResults", toolMessages);
+    await this.complete(n, calls.map((c, i) => ({ id: c.id, name: c.name, result: results[i] ?? null })), undefined);
   }
 
   idempotencyKey(n: NodeDefinition): string {
@@ -582,8 +819,8 @@ class Stepper {
     return typeof v === "string" ? v : JSON.stringify(v ?? null);
   }
 
-  dispatchTool(n: NodeDefinition, tool: string): void {
-    const args = asArgs(resolveTemplate(n.input ?? {}, this.ctx()));
+  dispatchTool(n: NodeDefinition, tool: string, explicitArgs?: JsonObject): void {
+    const args = explicitArgs ?? asArgs(resolveTemplate(n.input ?? {}, this.ctx()));
     const callId = toolCallId(this.s.executionId, n.id, this.run(n.id).attempt + 1);
     const run = this.begin(n, "running", args, [{ tool, callId }]);
     run.callId = callId;
@@ -593,9 +830,12 @@ class Stepper {
 
   // ---- fan-out (forEach, multi-call tool nodes) ------------------------------
 
-  startFan(n: NodeDefinition, count: number, concurrency: number): void {
+  startFan(n: NodeDefinition, count: number, concurrency: number, calls?: { tool: string; args: JsonObject }[], continueOnError?: boolean, round?: number): void {
     const run = this.run(n.id);
-    run.fan = { items: Array.from({ length: count }, (): FanItem => ({ status: "pending", attempts: 0 })), concurrency };
+    run.fan = {
+      items: Array.from({ length: count }, (): FanItem => ({ status: "pending", attempts: 0 })), concurrency,
+      ...(calls ? { calls } : {}), ...(continueOnError ? { continueOnError } : {}), ...(round !== undefined ? { round } : {}),
+    };
     this.pump(n);
   }
 
@@ -610,13 +850,11 @@ class Stepper {
       item.attempts += 1;
       item.status = "running";
       running++;
-      const suffix = `${i}${item.attempts > 1 ? `-${item.attempts}` : ""}`;
-      if (n.type === "tool") {
-        const cfg = toolConfigSchema.parse(n.config);
-        const call = "calls" in cfg ? cfg.calls[i]! : undefined;
-        if (!call) continue;
+      const suffix = `${fan.round !== undefined ? `r${fan.round}.` : ""}${i}${item.attempts > 1 ? `-${item.attempts}` : ""}`;
+      if (fan.calls) {
+        const call = fan.calls[i]!;
         item.key = `${this.s.executionId}.${n.id}.${run.attempt}.${suffix}`;
-        this.effects.push({ kind: "callTool", nodeId: n.id, callId: item.key, tool: call.tool, args: asArgs(resolveTemplate(call.input, ctx)), attempt: run.attempt, idempotencyKey: `${this.idempotencyKey(n)}.${i}`, ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
+        this.effects.push({ kind: "callTool", nodeId: n.id, callId: item.key, tool: call.tool, args: call.args, attempt: run.attempt, idempotencyKey: `${this.idempotencyKey(n)}.${suffix}`, ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
         continue;
       }
       const cfg = forEachConfigSchema.parse(n.config);
@@ -651,14 +889,14 @@ class Stepper {
       item.result = output;
     } else if (f!.retryable && item.attempts < this.retryPolicy(n).maxAttempts) {
       item.status = "pending";
-    } else if (cfg?.continueOnError) {
+    } else if (cfg?.continueOnError || run.fan!.continueOnError) {
       item.status = "done";
       item.result = { error: { code: f!.code, message: f!.message } };
     } else {
       item.status = "done";
       const others = run.fan!.items.filter((i) => i.status === "running" && i.key).map((i) => i.key!);
       if (others.length) {
-        if (n.type === "tool" || cfg?.tool) this.effects.push({ kind: "cancelTools", callIds: others, reason: `item ${index} of "${n.id}" failed` });
+        if (run.fan!.calls || cfg?.tool) this.effects.push({ kind: "cancelTools", callIds: others, reason: `item ${index} of "${n.id}" failed` });
         else this.effects.push({ kind: "cancelChildren", nodeId: n.id, childKeys: others, reason: `item ${index} of "${n.id}" failed` });
       }
       delete item.key;
@@ -669,6 +907,10 @@ class Stepper {
     this.pump(n);
     if (run.fan!.items.every((i) => i.status === "done")) {
       const results = run.fan!.items.map((i) => i.result ?? null);
+      if (n.type === "agent.toolLoop" || n.type === "agent.toolExecutor") {
+        await this.agentToolsDone(n, results);
+        return;
+      }
       const out = cfg ? await this.reduce(cfg, results, readPath(this.ctx(), cfg.items) as JsonValue[]) : results;
       await this.complete(n, out, undefined);
     }
@@ -691,6 +933,29 @@ class NodeInputError extends Error {
     super(message);
     this.code = code;
   }
+}
+
+function num(v: JsonValue | undefined): number {
+  return typeof v === "number" && Number.isFinite(v) ? v : 0;
+}
+
+/** The tool calls of an LLM answer `{ toolCalls: [{ id, name, args }] }`. */
+function toolCallsOf(output: JsonValue): ToolCall[] {
+  const raw = isJsonObject(output) && Array.isArray(output.toolCalls) ? output.toolCalls : [];
+  return toolCallsList(raw);
+}
+
+function toolCallsAt(ctx: JsonObject, path: string): ToolCall[] {
+  const raw = readPath(ctx, path);
+  return Array.isArray(raw) ? toolCallsList(raw) : [];
+}
+
+function toolCallsList(raw: JsonValue[]): ToolCall[] {
+  return raw.filter(isJsonObject).filter((c) => typeof c.name === "string").map((c, i) => ({
+    id: typeof c.id === "string" ? c.id : `call_${i}`,
+    name: c.name as string,
+    args: isJsonObject(c.args) ? c.args : isJsonObject(c.input) ? c.input : {},
+  }));
 }
 
 function asArgs(v: JsonValue | undefined): JsonObject {
@@ -782,7 +1047,7 @@ export async function step(input: StepInput): Promise<StepResult> {
       if (!run || run.status !== "running") return unchanged(state, `no outstanding call ${command.callId}`);
       const n = st.node(command.nodeId);
       if (run.callId === command.callId) {
-        if (command.ok) await st.complete(n, command.output, undefined);
+        if (command.ok) await st.finishCall(n, command.output);
         else st.failNode(n, command.error);
       } else {
         const index = st.fanIndex(run, command.callId);
@@ -798,7 +1063,7 @@ export async function step(input: StepInput): Promise<StepResult> {
       const n = st.node(command.nodeId);
       const failure: Failure = { code: command.error?.code || (command.status === "cancelled" ? "BATON_CHILD_CANCELLED" : "BATON_CHILD_FAILED"), message: command.error?.message || `child run ${command.status}`, retryable: false };
       if (run.childKey === command.childKey) {
-        if (command.status === "completed") await st.complete(n, command.output ?? null, undefined);
+        if (command.status === "completed") await st.finishCall(n, command.output ?? null);
         else st.failNode(n, failure);
       } else {
         const index = st.fanIndex(run, command.childKey);

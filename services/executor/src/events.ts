@@ -3,6 +3,10 @@ import type { EngineEvent, ExecutionState } from "@baton/engine";
 import type { Messaging } from "@baton/messaging";
 import { valueFromJson } from "@baton/contracts";
 
+function n(v: unknown): number {
+  return typeof v === "number" && Number.isFinite(v) ? Math.round(v) : 0;
+}
+
 export async function publishEngineEvent(m: Messaging, s: ExecutionState, e: EngineEvent, key: string): Promise<void> {
   const base = { tenantId: s.tenantId };
   const exec = { ...base, id: s.executionId, agentWorkflowId: s.workflowId };
@@ -15,7 +19,10 @@ export async function publishEngineEvent(m: Messaging, s: ExecutionState, e: Eng
     case "execution.resumed":
       return m.publishEvent("execution.resumed", { ...exec, nodeId: e.nodeId, decision: e.decision }, key);
     case "execution.completed":
-      return m.publishEvent("execution.completed", { ...exec, status: "success", output: valueFromJson(e.output) }, key);
+      return m.publishEvent("execution.completed", {
+        ...exec, status: "success", output: valueFromJson(e.output),
+        ...(s.tokenUsage ? { tokenUsage: { inputTokens: n(s.tokenUsage.inputTokens), outputTokens: n(s.tokenUsage.outputTokens), totalTokens: n(s.tokenUsage.totalTokens) } } : {}),
+      }, key);
     case "execution.failed":
       return m.publishEvent("execution.failed", { ...exec, error: { code: e.error.code, message: e.error.message, retryable: false }, nodeId: e.error.nodeId ?? "" }, key);
     case "execution.cancelled":

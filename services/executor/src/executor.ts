@@ -218,6 +218,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         ...(j.errorCode !== undefined ? { errorCode: j.errorCode } : {}),
         ...(j.retryable !== undefined ? { retryable: j.retryable } : {}),
         ...(j.toolCalls !== undefined ? { toolCalls: j.toolCalls } : {}),
+        ...(j.tokenUsage !== undefined ? { tokenUsage: j.tokenUsage } : {}),
         ...(j.durationMs !== undefined ? { durationMs: j.durationMs } : {}),
         ...(j.startedAt ? { startedAt: new Date(j.startedAt) } : {}),
         ...(j.completedAt ? { completedAt: new Date(j.completedAt) } : {}),
@@ -235,6 +236,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         ...(state.error ? { error: `${state.error.code}: ${state.error.message}` } : {}),
         ...(state.finishedAt ? { completedAt: new Date(state.finishedAt) } : {}),
         ...(state.deadlineAt ? { deadlineAt: new Date(state.deadlineAt) } : {}),
+        ...(state.tokenUsage ? { tokenUsage: state.tokenUsage } : {}),
       });
     }
   }
