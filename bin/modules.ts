@@ -12,6 +12,7 @@ import type { CheckpointStore, IdempotencyStore } from "@baton/checkpoints";
 import { createRedis, redisCheckpointStore, redisIdempotencyStore } from "@baton/checkpoints";
 import type { BatonConfig } from "@baton/config";
 import type { EventType } from "@baton/contracts";
+import { decode, TokenDeltaSchema } from "@baton/contracts";
 import { validateWorkflowWithTools, workflowDefinitionJsonSchema } from "@baton/engine";
 import type { CheckpointState } from "@baton/executor";
 import { createExecutor } from "@baton/executor";
@@ -135,6 +136,18 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
               if (!parsed || !EXECUTION_ENTITIES.has(parsed.type.slice(0, parsed.type.indexOf(".")))) return;
               onEvent({ type: parsed.type, seq: msg.seq, time: msg.timestamp.toISOString(), data: JSON.parse(utf8.decode(msg.data)) as unknown });
             }),
+          streamTokens: async (tenantId, executionId, signal, onToken) => {
+            const sub = await bus.serve(messaging.subjects.tokens(tenantId, executionId), async (msg) => {
+              const t = decode(TokenDeltaSchema, msg.data);
+              onToken({ executionId: t.executionId, nodeId: t.nodeId, callId: t.callId, index: t.index, delta: t.delta });
+              return { data: new Uint8Array() };
+            }, { queue: false });
+            await new Promise<void>((resolve) => {
+              if (signal.aborted) resolve();
+              else signal.addEventListener("abort", () => resolve(), { once: true });
+            });
+            await sub.stop();
+          },
         },
       };
       const app = await buildApp(deps, { logger: false });

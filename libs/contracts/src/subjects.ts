@@ -60,6 +60,8 @@ export interface Subjects {
   allToolCalls(): string;
   /** Core-NATS broadcast of `ToolCancel` to every worker: `{p}.rpc.tools.cancel` (no reply). */
   toolCancel(): string;
+  /** Core-NATS stream of `TokenDelta`s of one execution: `{p}.rpc.tokens.{tenantId}.{executionId}`. */
+  tokens(tenantId: string, executionId: number | string): string;
   /** The request subject of a method: `{p}.rpc.{name}`, e.g. `baton.rpc.planner.plan`. */
   rpc(name: RpcName): string;
   /** Splits an event subject of this prefix; `undefined` when it is not one. */
@@ -150,6 +152,7 @@ export function subjects(prefix: string): Subjects {
     toolCall: (tool: string) => `${p}.tool.${toolName(tool)}`,
     allToolCalls: () => `${p}.tool.>`,
     toolCancel: () => `${p}.rpc.tools.cancel`,
+    tokens: (tenantId: string, executionId: number | string) => `${p}.rpc.tokens.${token("tenant id", tenantId)}.${token("execution id", executionId)}`,
     rpc: (name: RpcName) => {
       if (!isRpcName(name)) throw UnknownMessageType("rpc", name);
       return `${p}.rpc.${name}`;

@@ -85,6 +85,8 @@ export interface ExecutionState {
   /** Timers not yet fired, by id. */
   timers?: Record<string, TimerState>;
   deadlineAt?: string;
+  /** The top execution of the sub-workflow tree (token streams go there too). */
+  rootExecutionId?: number;
   /** Set when this run is a sub-workflow of another execution. */
   parent?: { executionId: number; nodeId: string; childKey: string };
   /** Set when this run was forked from another execution's checkpoint. */
@@ -159,6 +161,8 @@ export type Command =
     /** RFC 3339 deadline of the run; else the definition's `limits.deadlineMs`. */
     deadline?: string;
     parent?: { executionId: number; nodeId: string; childKey: string };
+    /** The top execution of a tree of sub-workflows. */
+    root?: number;
     definitionRef?: string;
     /** Start from another execution's checkpoint (time travel). */
     fork?: { state: ExecutionState; executionId: number; version: number; contextPatch?: JsonObject };

@@ -975,6 +975,7 @@ function newState(input: StepInput, cmd: Command & { kind: "start" }): Execution
     pauseSeq: 0,
     startedAt: input.now,
     ...(cmd.parent ? { parent: cmd.parent } : {}),
+    ...(cmd.root ? { rootExecutionId: cmd.root } : {}),
     ...(cmd.definitionRef ? { definitionRef: cmd.definitionRef } : {}),
   };
 }

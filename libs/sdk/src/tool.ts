@@ -43,6 +43,13 @@ export interface ToolContext {
   signal: AbortSignal;
   /** Reports progress; surfaces as a `node.progress` event. `fraction` in 0..1, or negative when unknown. */
   progress(fraction: number, message?: string, data?: JsonValue): void;
+  /** The top execution of the sub-workflow tree this call belongs to (= executionId for a top-level run). */
+  rootExecutionId: number;
+  /**
+   * Streams a piece of the answer (LLM tokens) to SSE clients of the execution and of its root.
+   * Ephemeral (core NATS): the handler's returned value is what is recorded.
+   */
+  stream(delta: string): void;
 }
 
 export interface ToolSpec<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.ZodType> {

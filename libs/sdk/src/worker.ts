@@ -14,7 +14,7 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Bus, BusMessage, KV, Subscription } from "@baton/bus";
 import { connectBus } from "@baton/bus";
-import { ToolCallSchema, ToolCancelSchema, decode, encode, toJsonValue, valueFromJson } from "@baton/contracts";
+import { TokenDeltaSchema, ToolCallSchema, ToolCancelSchema, decode, encode, toJsonValue, valueFromJson } from "@baton/contracts";
 import type { MessageShape } from "@baton/contracts";
 import { errorMessage, hasCode } from "@baton/errors";
 import { createMessaging } from "@baton/messaging";
@@ -277,10 +277,23 @@ export function createWorker(options: WorkerOptions): Worker {
         idempotencyKey: call.idempotencyKey || call.callId,
         callId: call.callId,
         executionId: call.executionId,
+        rootExecutionId: call.rootExecutionId || call.executionId,
         tenantId: call.tenantId,
         nodeId: call.nodeId,
         attempt: call.attempt,
         signal: ac.signal,
+        stream: (() => {
+          let index = 0;
+          const root = call.rootExecutionId || call.executionId;
+          const targets = root === call.executionId ? [call.executionId] : [call.executionId, root];
+          return (delta: string) => {
+            const data = encode(TokenDeltaSchema, { tenantId: call.tenantId, executionId: call.executionId, rootExecutionId: root, nodeId: call.nodeId, callId: call.callId, index: index++, delta });
+            for (const id of targets) {
+              void bus!.broadcast(messaging!.subjects.tokens(call.tenantId, id), data, { tenantId: call.tenantId, type: "token.delta" })
+                .catch((err: unknown) => logger.debug("token not streamed", { callId: call.callId, err: errorMessage(err) }));
+            }
+          };
+        })(),
         progress: (fraction, message, data) => {
           void messaging!
             .publishEvent("node.progress", {

@@ -9,7 +9,7 @@ import type { ToolContext, ToolSpec } from "@baton/sdk";
 import { builtinTools, policyFromEnv } from "./index.ts";
 
 function context(signal: AbortSignal = new AbortController().signal): ToolContext {
-  return { idempotencyKey: "1.n", callId: "1.n.1", executionId: 1, tenantId: "t", nodeId: "n", attempt: 1, signal, progress: () => undefined };
+  return { idempotencyKey: "1.n", callId: "1.n.1", executionId: 1, rootExecutionId: 1, stream: () => undefined, tenantId: "t", nodeId: "n", attempt: 1, signal, progress: () => undefined };
 }
 
 const tools = builtinTools(policyFromEnv({}));

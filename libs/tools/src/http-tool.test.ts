@@ -13,7 +13,7 @@ import { httpTool, httpToolDeclarationSchema, type HttpToolDeclaration } from ".
 const ctx: ToolContext = {
   idempotencyKey: "1.n",
   callId: "1.n.1",
-  executionId: 1,
+  executionId: 1, rootExecutionId: 1, stream: () => undefined,
   tenantId: "t",
   nodeId: "n",
   attempt: 1,

@@ -25,7 +25,7 @@ function context(signal: AbortSignal = new AbortController().signal): ToolContex
   return {
     idempotencyKey: "1.n",
     callId: "1.n.1",
-    executionId: 1,
+    executionId: 1, rootExecutionId: 1, stream: () => undefined,
     tenantId: "t",
     nodeId: "n",
     attempt: 1,

@@ -156,7 +156,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     await messaging.sendCommand("execution.start", {
       executionId: row.id, tenantId: state.tenantId, workflowId, workflowVersion: version, input: e.input,
       parentExecutionId: state.executionId, parentNodeId: e.nodeId, childKey: e.childKey, triggerEvent: "subworkflow",
-      definitionRef: e.definitionRef ?? "", deadline: state.deadlineAt ?? "",
+      definitionRef: e.definitionRef ?? "", deadline: state.deadlineAt ?? "", rootExecutionId: state.rootExecutionId ?? state.executionId,
     }, `start:${row.id}`);
   }
 
@@ -178,7 +178,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         case "callTool":
           outward.push(messaging.callTool({
             callId: e.callId, executionId: state.executionId, tenantId: state.tenantId, nodeId: e.nodeId, attempt: e.attempt,
-            tool: e.tool, args: e.args, timeoutMs: e.timeoutMs ?? 0, idempotencyKey: e.idempotencyKey,
+            tool: e.tool, args: e.args, timeoutMs: e.timeoutMs ?? 0, idempotencyKey: e.idempotencyKey, rootExecutionId: state.rootExecutionId ?? state.executionId,
           }));
           break;
         case "cancelTools":
@@ -262,6 +262,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
           input: (m.input ?? {}),
           ...(m.deadline ? { deadline: new Date(m.deadline).toISOString() } : {}),
           ...(m.parentExecutionId && m.parentNodeId ? { parent: { executionId: m.parentExecutionId, nodeId: m.parentNodeId, childKey: m.childKey } } : {}),
+          ...(m.rootExecutionId ? { root: m.rootExecutionId } : {}),
           ...(m.definitionRef ? { definitionRef: m.definitionRef } : {}),
         };
         if (m.forkOfExecutionId) {

@@ -93,6 +93,20 @@ export interface GatewayEvents {
     signal: AbortSignal,
     onEvent: (e: ExecutionEventEnvelope) => void,
   ): Promise<void>;
+  /**
+   * Follows the LLM tokens streamed for an execution (its own and its sub-workflows') until
+   * `signal` aborts. Ephemeral: only tokens that arrive while following are seen.
+   */
+  streamTokens?(tenantId: string, executionId: number, signal: AbortSignal, onToken: (t: TokenEnvelope) => void): Promise<void>;
+}
+
+/** One streamed piece of an LLM answer, as SSE clients get it (`event: token`). */
+export interface TokenEnvelope {
+  executionId: number;
+  nodeId: string;
+  callId: string;
+  index: number;
+  delta: string;
 }
 
 export interface Readiness {

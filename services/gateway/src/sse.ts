@@ -103,6 +103,10 @@ export function streamExecutionEvents(request: FastifyRequest, reply: FastifyRep
     if (TERMINAL_EVENT_TYPES.has(e.type)) finish();
   };
 
+  // Tokens are ephemeral: written without an id, they are not replayed on reconnect.
+  o.events.streamTokens?.(o.tenantId, o.executionId, abort.signal, (t) => {
+    if (!ended) res.write(`event: token\ndata: ${JSON.stringify(t)}\n\n`);
+  }).catch((err: unknown) => request.log.debug({ err, executionId: o.executionId }, "token stream ended"));
   o.events.streamExecution(o.tenantId, o.executionId, abort.signal, onEvent).then(
     () => finish(),
     (err: unknown) => {

@@ -14,7 +14,7 @@ import { builtinToolSpecs, echo, mathSum, textTemplate } from "./index.ts";
 const ctx: ToolContext = {
   idempotencyKey: "1.n",
   callId: "1.n.1",
-  executionId: 1,
+  executionId: 1, rootExecutionId: 1, stream: () => undefined,
   tenantId: "t",
   nodeId: "n",
   attempt: 1,

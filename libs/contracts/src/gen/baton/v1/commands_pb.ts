@@ -18,7 +18,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file baton/v1/commands.proto.
  */
 export const file_baton_v1_commands: GenFile = /*@__PURE__*/
-  fileDesc("ChdiYXRvbi92MS9jb21tYW5kcy5wcm90bxIIYmF0b24udjEigAMKDlN0YXJ0RXhlY3V0aW9uEhQKDGV4ZWN1dGlvbl9pZBgBIAEoBRIRCgl0ZW5hbnRfaWQYAiABKAkSEwoLd29ya2Zsb3dfaWQYAyABKAUSGAoQd29ya2Zsb3dfdmVyc2lvbhgEIAEoBRImCgVpbnB1dBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSGwoTcGFyZW50X2V4ZWN1dGlvbl9pZBgGIAEoBRIVCg10cmlnZ2VyX2V2ZW50GAcgASgJEhYKDnBhcmVudF9ub2RlX2lkGAggASgJEhEKCWNoaWxkX2tleRgJIAEoCRIWCg5kZWZpbml0aW9uX3JlZhgKIAEoCRIcChRmb3JrX29mX2V4ZWN1dGlvbl9pZBgLIAEoBRIXCg9mb3JrX29mX3ZlcnNpb24YDCABKAUSLgoNY29udGV4dF9wYXRjaBgNIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEAoIZGVhZGxpbmUYDiABKAkiWwoORXhlY3V0aW9uVGltZXISFAoMZXhlY3V0aW9uX2lkGAEgASgFEhEKCXRlbmFudF9pZBgCIAEoCRIQCgh0aW1lcl9pZBgDIAEoCRIOCgZkdWVfYXQYBCABKAki0gEKC0NoaWxkUmVzdWx0EhQKDGV4ZWN1dGlvbl9pZBgBIAEoBRIRCgl0ZW5hbnRfaWQYAiABKAkSDwoHbm9kZV9pZBgDIAEoCRIRCgljaGlsZF9rZXkYBCABKAkSGgoSY2hpbGRfZXhlY3V0aW9uX2lkGAUgASgFEg4KBnN0YXR1cxgGIAEoCRImCgZvdXRwdXQYByABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIgoFZXJyb3IYCCABKAsyEy5iYXRvbi52MS5FcnJvckluZm8ipQEKD1Jlc3VtZUV4ZWN1dGlvbhIUCgxleGVjdXRpb25faWQYASABKAUSEQoJdGVuYW50X2lkGAIgASgJEg8KB25vZGVfaWQYAyABKAkSDgoGYWN0aW9uGAQgASgJEiUKBGRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB2NvbW1lbnQYBiABKAkSEAoIcmV2aWV3ZXIYByABKAkiSgoPQ2FuY2VsRXhlY3V0aW9uEhQKDGV4ZWN1dGlvbl9pZBgBIAEoBRIRCgl0ZW5hbnRfaWQYAiABKAkSDgoGcmVhc29uGAMgASgJIsgBCghUb29sQ2FsbBIPCgdjYWxsX2lkGAEgASgJEhQKDGV4ZWN1dGlvbl9pZBgCIAEoBRIRCgl0ZW5hbnRfaWQYAyABKAkSDwoHbm9kZV9pZBgEIAEoCRIPCgdhdHRlbXB0GAUgASgFEgwKBHRvb2wYBiABKAkSJQoEYXJncxgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKdGltZW91dF9tcxgIIAEoBRIXCg9pZGVtcG90ZW5jeV9rZXkYCSABKAkiLgoKVG9vbENhbmNlbBIQCghjYWxsX2lkcxgBIAMoCRIOCgZyZWFzb24YAiABKAki9gEKClRvb2xSZXN1bHQSDwoHY2FsbF9pZBgBIAEoCRIUCgxleGVjdXRpb25faWQYAiABKAUSEQoJdGVuYW50X2lkGAMgASgJEg8KB25vZGVfaWQYBCABKAkSDwoHYXR0ZW1wdBgFIAEoBRIMCgR0b29sGAYgASgJEgoKAm9rGAcgASgIEiYKBm91dHB1dBgIIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIiCgVlcnJvchgJIAEoCzITLmJhdG9uLnYxLkVycm9ySW5mbxITCgtkdXJhdGlvbl9tcxgKIAEoBRIRCgl3b3JrZXJfaWQYCyABKAliBnByb3RvMw", [file_baton_v1_common, file_google_protobuf_struct]);
+  fileDesc("ChdiYXRvbi92MS9jb21tYW5kcy5wcm90bxIIYmF0b24udjEimwMKDlN0YXJ0RXhlY3V0aW9uEhQKDGV4ZWN1dGlvbl9pZBgBIAEoBRIRCgl0ZW5hbnRfaWQYAiABKAkSEwoLd29ya2Zsb3dfaWQYAyABKAUSGAoQd29ya2Zsb3dfdmVyc2lvbhgEIAEoBRImCgVpbnB1dBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSGwoTcGFyZW50X2V4ZWN1dGlvbl9pZBgGIAEoBRIVCg10cmlnZ2VyX2V2ZW50GAcgASgJEhYKDnBhcmVudF9ub2RlX2lkGAggASgJEhEKCWNoaWxkX2tleRgJIAEoCRIWCg5kZWZpbml0aW9uX3JlZhgKIAEoCRIcChRmb3JrX29mX2V4ZWN1dGlvbl9pZBgLIAEoBRIXCg9mb3JrX29mX3ZlcnNpb24YDCABKAUSLgoNY29udGV4dF9wYXRjaBgNIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEAoIZGVhZGxpbmUYDiABKAkSGQoRcm9vdF9leGVjdXRpb25faWQYDyABKAUiWwoORXhlY3V0aW9uVGltZXISFAoMZXhlY3V0aW9uX2lkGAEgASgFEhEKCXRlbmFudF9pZBgCIAEoCRIQCgh0aW1lcl9pZBgDIAEoCRIOCgZkdWVfYXQYBCABKAki0gEKC0NoaWxkUmVzdWx0EhQKDGV4ZWN1dGlvbl9pZBgBIAEoBRIRCgl0ZW5hbnRfaWQYAiABKAkSDwoHbm9kZV9pZBgDIAEoCRIRCgljaGlsZF9rZXkYBCABKAkSGgoSY2hpbGRfZXhlY3V0aW9uX2lkGAUgASgFEg4KBnN0YXR1cxgGIAEoCRImCgZvdXRwdXQYByABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIgoFZXJyb3IYCCABKAsyEy5iYXRvbi52MS5FcnJvckluZm8ipQEKD1Jlc3VtZUV4ZWN1dGlvbhIUCgxleGVjdXRpb25faWQYASABKAUSEQoJdGVuYW50X2lkGAIgASgJEg8KB25vZGVfaWQYAyABKAkSDgoGYWN0aW9uGAQgASgJEiUKBGRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB2NvbW1lbnQYBiABKAkSEAoIcmV2aWV3ZXIYByABKAkiSgoPQ2FuY2VsRXhlY3V0aW9uEhQKDGV4ZWN1dGlvbl9pZBgBIAEoBRIRCgl0ZW5hbnRfaWQYAiABKAkSDgoGcmVhc29uGAMgASgJIuMBCghUb29sQ2FsbBIPCgdjYWxsX2lkGAEgASgJEhQKDGV4ZWN1dGlvbl9pZBgCIAEoBRIRCgl0ZW5hbnRfaWQYAyABKAkSDwoHbm9kZV9pZBgEIAEoCRIPCgdhdHRlbXB0GAUgASgFEgwKBHRvb2wYBiABKAkSJQoEYXJncxgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKdGltZW91dF9tcxgIIAEoBRIXCg9pZGVtcG90ZW5jeV9rZXkYCSABKAkSGQoRcm9vdF9leGVjdXRpb25faWQYCiABKAUiLgoKVG9vbENhbmNlbBIQCghjYWxsX2lkcxgBIAMoCRIOCgZyZWFzb24YAiABKAki9gEKClRvb2xSZXN1bHQSDwoHY2FsbF9pZBgBIAEoCRIUCgxleGVjdXRpb25faWQYAiABKAUSEQoJdGVuYW50X2lkGAMgASgJEg8KB25vZGVfaWQYBCABKAkSDwoHYXR0ZW1wdBgFIAEoBRIMCgR0b29sGAYgASgJEgoKAm9rGAcgASgIEiYKBm91dHB1dBgIIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIiCgVlcnJvchgJIAEoCzITLmJhdG9uLnYxLkVycm9ySW5mbxITCgtkdXJhdGlvbl9tcxgKIAEoBRIRCgl3b3JrZXJfaWQYCyABKAkikAEKClRva2VuRGVsdGESEQoJdGVuYW50X2lkGAEgASgJEhQKDGV4ZWN1dGlvbl9pZBgCIAEoBRIZChFyb290X2V4ZWN1dGlvbl9pZBgDIAEoBRIPCgdub2RlX2lkGAQgASgJEg8KB2NhbGxfaWQYBSABKAkSDQoFaW5kZXgYBiABKAUSDQoFZGVsdGEYByABKAliBnByb3RvMw", [file_baton_v1_common, file_google_protobuf_struct]);
 
 /**
  * Starts an execution that already has its row in the database.
@@ -118,6 +118,13 @@ export type StartExecution = Message<"baton.v1.StartExecution"> & {
    * @generated from field: string deadline = 14;
    */
   deadline: string;
+
+  /**
+   * The top execution of a tree of sub-workflows (token streams go to it); 0 = this one.
+   *
+   * @generated from field: int32 root_execution_id = 15;
+   */
+  rootExecutionId: number;
 };
 
 /**
@@ -376,6 +383,13 @@ export type ToolCall = Message<"baton.v1.ToolCall"> & {
    * @generated from field: string idempotency_key = 9;
    */
   idempotencyKey: string;
+
+  /**
+   * The top execution of the tree this call belongs to (its token stream); 0 = execution_id.
+   *
+   * @generated from field: int32 root_execution_id = 10;
+   */
+  rootExecutionId: number;
 };
 
 /**
@@ -484,4 +498,57 @@ export type ToolResult = Message<"baton.v1.ToolResult"> & {
  */
 export const ToolResultSchema: GenMessage<ToolResult> = /*@__PURE__*/
   messageDesc(file_baton_v1_commands, 7);
+
+/**
+ * One streamed piece of an LLM answer. Ephemeral: core NATS on
+ * `{p}.rpc.tokens.{tenantId}.{executionId}`, published for the execution and, when it is a
+ * sub-workflow, for its root too; the completed answer is recorded durably by the node.
+ *
+ * @generated from message baton.v1.TokenDelta
+ */
+export type TokenDelta = Message<"baton.v1.TokenDelta"> & {
+  /**
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * @generated from field: int32 execution_id = 2;
+   */
+  executionId: number;
+
+  /**
+   * @generated from field: int32 root_execution_id = 3;
+   */
+  rootExecutionId: number;
+
+  /**
+   * @generated from field: string node_id = 4;
+   */
+  nodeId: string;
+
+  /**
+   * @generated from field: string call_id = 5;
+   */
+  callId: string;
+
+  /**
+   * 0-based position of this delta within the call's answer.
+   *
+   * @generated from field: int32 index = 6;
+   */
+  index: number;
+
+  /**
+   * @generated from field: string delta = 7;
+   */
+  delta: string;
+};
+
+/**
+ * Describes the message baton.v1.TokenDelta.
+ * Use `create(TokenDeltaSchema)` to create a new message.
+ */
+export const TokenDeltaSchema: GenMessage<TokenDelta> = /*@__PURE__*/
+  messageDesc(file_baton_v1_commands, 8);
 
