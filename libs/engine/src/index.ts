@@ -23,3 +23,5 @@ export type { StepInput, StepResult } from "./step.ts";
 export type { Command, Effect, EngineEvent, ExecutionError, ExecutionState, ExecutionStatus, FanItem, JournalEntry, NodeRun, NodeStatus, TimerState } from "./state.ts";
 export { replayJournal } from "./replay.ts";
 export type { ReplayInput, ReplayResult } from "./replay.ts";
+export { importSynthDev, perspective, scriptFunctions, synthdevWorkflowSchema, synthdevRoleSchema } from "./synthdev.ts";
+export type { SynthdevImportResult, SynthdevSource, SynthdevWorkflow } from "./synthdev.ts";

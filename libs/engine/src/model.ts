@@ -16,6 +16,7 @@
  */
 import { z } from "zod";
 import type { JsonValue } from "./json.ts";
+import { synthdevMaterialSchema, synthdevStateConfigSchema } from "./synthdev.ts";
 
 export const jsonValue: z.ZodType<JsonValue> = z.lazy(() =>
   z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(jsonValue), z.record(z.string(), jsonValue)]),
@@ -82,6 +83,8 @@ export const agentConfigSchema = z.object({
   temperature: z.number().min(0).max(2).optional(),
   maxTokens: z.number().int().min(1).max(1_000_000).optional(),
   timeoutMs: z.number().int().min(1).max(3_600_000).optional(),
+  /** Model levels (SynthDev roles' `level`) → model refs, e.g. `{ "base": "openai:gpt-4o-mini", "smart": "anthropic:claude-sonnet-4" }`. */
+  levels: z.record(z.string(), z.string().min(1)).optional(),
 }).passthrough();
 
 const definitionShape = {
@@ -95,6 +98,8 @@ const definitionShape = {
   agentConfig: agentConfigSchema.optional(),
   /** Safety limit of tool-calling loops. @default 10 */
   maxToolIterations: z.number().int().min(1).max(1000).optional(),
+  /** A SynthDev workflow's own material (seed 002): workflow JSON, script and roles; see synthdev.ts. */
+  synthdev: synthdevMaterialSchema.optional(),
   nodes: z.array(nodeSchema),
   edges: z.array(edgeSchema).default([]),
   /** Execution output: keys mapped to `$.path`s. Default: the last finished node's output. */
@@ -298,6 +303,7 @@ export const NODE_TYPES: Readonly<Record<string, NodeTypeSpec>> = Object.freeze(
   "agent.embed": { inline: false, branches: [], config: embedConfigSchema },
   "agent.rag": { inline: false, branches: [], config: ragConfigSchema },
   "agent.imageGen": { inline: false, branches: [], config: imageGenConfigSchema },
+  "synthdev.state": { inline: false, branches: [], config: synthdevStateConfigSchema },
 });
 
 /** The worker tool behind each agent node that makes one call. */

@@ -37,6 +37,8 @@ export interface NodeRun {
   fan?: { items: FanItem[]; concurrency: number; calls?: { tool: string; args: JsonObject }[]; continueOnError?: boolean; round?: number };
   /** Conversation of an agent.toolLoop (or the calls of an agent.toolExecutor) in progress. */
   loop?: { iteration: number; messages: JsonObject[]; base: number; calls?: ToolCall[] };
+  /** A SynthDev state in progress: the step it waits on, and the decision so far. */
+  sd?: { phase: "pre" | "agent" | "post" | "transition" | "done"; waiting?: "pre" | "agent" | "post" | "transition" | "error"; next?: string | null; message?: string };
   /** Tokens the node's LLM calls used. */
   tokenUsage?: JsonObject;
   /** Loop iterations decided by a whileLoop node. */

@@ -20,6 +20,8 @@ import {
   setVariableConfigSchema, subworkflowConfigSchema, toolConfigSchema, transformConfigSchema, whileLoopConfigSchema,
 } from "./model.ts";
 import type { ToolCall } from "./state.ts";
+import { addToContext, absorbHandler, fillSynthdev, handlerThis, initialRuntime, perspective, synthdevStateConfigSchema } from "./synthdev.ts";
+import type { SynthdevMaterial, SynthdevRuntime } from "./synthdev.ts";
 import { looksLikePath, readPath, resolveTemplate, writePath } from "./path.ts";
 import { evaluateCondition } from "./condition.ts";
 import { evaluateExpression, ExpressionFailed, truthy } from "./expr.ts";
@@ -621,6 +623,14 @@ class Stepper {
         this.effects.push({ kind: "startChild", nodeId: n.id, childKey: run.childKey, workflow: cfg.agent, input });
         return;
       }
+      case "synthdev.state": {
+        const cfg = synthdevStateConfigSchema.parse(n.config);
+        const run = this.begin(n, "running", { state: cfg.state });
+        run.sd = { phase: "pre" };
+        if (readPath(ctx, "$.synthdev") === undefined) this.write("$.synthdev", initialRuntime(this.sdMaterial()) as unknown as JsonValue);
+        await this.sdAdvance(n, run);
+        return;
+      }
       case "agent.memory.read":
       case "agent.rag":
       case "agent.memory.write":
@@ -725,6 +735,10 @@ class Stepper {
       await this.loopLlmResult(n, run, output);
       return;
     }
+    if (n.type === "synthdev.state") {
+      await this.sdResult(n, run, output);
+      return;
+    }
     if (n.type === "agent.llm") {
       const cfg = llmConfigSchema.parse(n.config);
       if (cfg.append) {
@@ -751,6 +765,182 @@ class Stepper {
       this.write(this.messagesPath(), [...this.conversation(this.messagesPath()), { role: "assistant", content: text, name: n.id }]);
     }
     await this.complete(n, output, undefined);
+  }
+
+  // ---- SynthDev states (seed 002) -------------------------------------------
+
+  sdMaterial(): SynthdevMaterial {
+    if (!this.def.synthdev) throw new NodeInputError("BATON_SYNTHDEV_MISSING", "a synthdev.state node needs definition.synthdev (import the workflow with format \"synthdev\")");
+    return this.def.synthdev;
+  }
+
+  sdState(n: NodeDefinition): SynthdevMaterial["workflow"]["states"][number] {
+    const name = synthdevStateConfigSchema.parse(n.config).state;
+    const st = this.sdMaterial().workflow.states.find((x) => x.name === name);
+    if (!st) throw new NodeInputError("BATON_SYNTHDEV_STATE_MISSING", `SynthDev state "${name}" is not in the workflow`);
+    return st;
+  }
+
+  sdRuntime(): SynthdevRuntime {
+    return structuredClone(readPath(this.ctx(), "$.synthdev")) as unknown as SynthdevRuntime;
+  }
+
+  sdSave(rt: SynthdevRuntime): void {
+    this.write("$.synthdev", rt as unknown as JsonValue);
+  }
+
+  sdHandlerCall(n: NodeDefinition, run: NodeRun, handler: string, waiting: "pre" | "post" | "transition" | "error", extra: JsonObject = {}): void {
+    const rt = this.sdRuntime();
+    const callId = `${this.s.executionId}.${n.id}.${run.attempt}.${waiting}${run.visits ?? 1}`;
+    run.callId = callId;
+    run.sd!.waiting = waiting;
+    const args: JsonObject = { script: this.sdMaterial().script, handler, this: handlerThis(rt, readPath(this.ctx(), "$.input") ?? null, extra) };
+    this.effects.push({ kind: "callTool", nodeId: n.id, callId, tool: "sandbox.run", args, attempt: run.attempt, idempotencyKey: callId });
+  }
+
+  sdAgentCall(n: NodeDefinition, run: NodeRun, st: SynthdevMaterial["workflow"]["states"][number]): void {
+    const m = this.sdMaterial();
+    const agent = m.workflow.agents.find((a) => a.agent_role === st.agent);
+    if (!agent) throw new NodeInputError("BATON_SYNTHDEV_AGENT_MISSING", `state "${st.name}" names agent "${st.agent ?? ""}", which is not in agents`);
+    const role = m.roles[agent.agent_role];
+    const rt = this.sdRuntime();
+    const context = rt.contexts[agent.context];
+    if (!context) throw new NodeInputError("BATON_SYNTHDEV_CONTEXT_MISSING", `agent "${agent.agent_role}" uses context "${agent.context}", which is not in contexts`);
+    const data: JsonObject = { input: readPath(this.ctx(), "$.input") ?? null, common_data: rt.common_data, variables: m.workflow.variables as JsonObject };
+    if (st.message !== undefined) {
+      const content = fillSynthdev(st.message, data);
+      addToContext(context, { role: "user", content, agent: "__workflow" });
+      this.sdSave(rt);
+    }
+    const ac = this.def.agentConfig ?? {};
+    const model = (role?.level && ac.levels?.[role.level]) || ac.model;
+    if (!model) throw new NodeInputError("BATON_AGENT_NO_MODEL", `agent "${agent.agent_role}" has no model: set agentConfig.model${role?.level ? ` or agentConfig.levels.${role.level}` : ""}`);
+    const tools = [...(role?.includedTools ?? [])];
+    const parsing = (role?.parsingTools ?? []).map((t) => ({ name: t.name, description: t.description, inputSchema: t.parameters as JsonObject }));
+    const args: JsonObject = {
+      model,
+      messages: perspective(context.messages, agent.agent_role),
+      ...(role?.systemMessage ? { system: role.systemMessage } : {}),
+      ...(tools.length ? { tools } : {}),
+      ...(parsing.length ? { toolDefinitions: parsing } : {}),
+      ...(ac.temperature !== undefined ? { temperature: ac.temperature } : {}),
+      ...(ac.maxTokens !== undefined ? { maxTokens: ac.maxTokens } : {}),
+    };
+    const callId = `${this.s.executionId}.${n.id}.${run.attempt}.agent${run.visits ?? 1}`;
+    run.callId = callId;
+    run.sd!.waiting = "agent";
+    this.effects.push({ kind: "callTool", nodeId: n.id, callId, tool: "llm.chat", args, attempt: run.attempt, idempotencyKey: callId, ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
+  }
+
+  /** Runs the state's next step that has work; completes the node when all four are done. */
+  async sdAdvance(n: NodeDefinition, run: NodeRun): Promise<void> {
+    const st = this.sdState(n);
+    const sd = run.sd!;
+    for (;;) {
+      switch (sd.phase) {
+        case "pre":
+          sd.phase = "agent";
+          if (st.pre_handler) return this.sdHandlerCall(n, run, st.pre_handler, "pre");
+          break;
+        case "agent":
+          sd.phase = "post";
+          if (st.agent) return this.sdAgentCall(n, run, st);
+          break;
+        case "post":
+          sd.phase = "transition";
+          if (st.post_handler) return this.sdHandlerCall(n, run, st.post_handler, "post");
+          break;
+        case "transition":
+          sd.phase = "done";
+          if (st.transition_handler) return this.sdHandlerCall(n, run, st.transition_handler, "transition");
+          break;
+        case "done": {
+          const next = sd.next !== undefined ? sd.next : st.next_state ?? null;
+          const rt = this.sdRuntime();
+          delete run.sd;
+          if (next === null || next === "stop" && !this.sdMaterial().workflow.states.some((x) => x.name === "stop")) {
+            // A final state: the workflow's output.
+            const outName = this.sdMaterial().workflow.output?.name;
+            const value = outName !== undefined && rt.common_data[outName] !== undefined ? rt.common_data[outName] : lastText(rt.last_response);
+            await this.complete(n, { next: null, output: value ?? null }, undefined);
+            this.write("$.synthdev.output", value ?? null);
+            return;
+          }
+          await this.complete(n, { next }, undefined);
+          return;
+        }
+      }
+    }
+  }
+
+  async sdResult(n: NodeDefinition, run: NodeRun, output: JsonValue): Promise<void> {
+    const sd = run.sd!;
+    delete run.callId;
+    const rt = this.sdRuntime();
+    const waiting = sd.waiting;
+    delete sd.waiting;
+    if (waiting === "agent") {
+      const st = this.sdState(n);
+      const agent = this.sdMaterial().workflow.agents.find((a) => a.agent_role === st.agent)!;
+      const o = isJsonObject(output) ? output : {};
+      const text = typeof o.text === "string" ? o.text : "";
+      addToContext(rt.contexts[agent.context]!, { role: "assistant", content: text, agent: agent.agent_role });
+      const calls = toolCallsOf(output);
+      rt.last_response = o.raw ?? {
+        choices: [{ index: 0, finish_reason: typeof o.finishReason === "string" ? o.finishReason : "stop", message: {
+          role: "assistant", content: text,
+          ...(calls.length ? { tool_calls: calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: JSON.stringify(c.args) } })) } : {}),
+        } }],
+      };
+      this.sdSave(rt);
+      await this.sdAdvance(n, run);
+      return;
+    }
+    const o = isJsonObject(output) ? output : {};
+    absorbHandler(rt, o.this ?? null);
+    this.sdSave(rt);
+    const returned = o.returned ?? null;
+    if (waiting === "transition") {
+      sd.next = typeof returned === "string" ? returned : null;
+    } else if (waiting === "error") {
+      if (returned === "retry") {
+        const st = this.sdState(n);
+        const tries = (rt.retries[st.name] ?? 0) + 1;
+        rt.retries[st.name] = tries;
+        this.sdSave(rt);
+        if (tries > (st.max_retries ?? 3)) {
+          this.failNode(n, { code: "BATON_SYNTHDEV_RETRIES_EXHAUSTED", message: `state "${st.name}" failed ${tries} time(s)`, retryable: false });
+          return;
+        }
+        sd.phase = "pre";
+      } else {
+        sd.phase = "done";
+        sd.next = typeof returned === "string" && returned !== "" ? returned : null;
+      }
+    }
+    await this.sdAdvance(n, run);
+  }
+
+  /** A step of a SynthDev state failed: its error_handler decides, else max_retries, else the node fails. */
+  async sdFailed(n: NodeDefinition, run: NodeRun, f: Failure): Promise<void> {
+    const st = this.sdState(n);
+    const sd = run.sd!;
+    delete run.callId;
+    const rt = this.sdRuntime();
+    if (st.error_handler && sd.waiting !== "error") {
+      this.sdHandlerCall(n, run, st.error_handler, "error", { last_error: { code: f.code, message: f.message } });
+      return;
+    }
+    const tries = (rt.retries[st.name] ?? 0) + 1;
+    rt.retries[st.name] = tries;
+    this.sdSave(rt);
+    if (sd.waiting !== "error" && tries <= (st.max_retries ?? 0)) {
+      sd.phase = "pre";
+      delete sd.waiting;
+      await this.sdAdvance(n, run);
+      return;
+    }
+    this.failNode(n, { code: f.code, message: `state "${st.name}": ${f.message}`, retryable: false });
   }
 
   loopLlmCall(n: NodeDefinition, run: NodeRun): void {
@@ -935,6 +1125,12 @@ class NodeInputError extends Error {
   }
 }
 
+function lastText(r: JsonValue): JsonValue {
+  if (!isJsonObject(r) || !Array.isArray(r.choices)) return null;
+  const c = r.choices[0];
+  return isJsonObject(c) && isJsonObject(c.message) ? (c.message.content ?? null) : null;
+}
+
 function num(v: JsonValue | undefined): number {
   return typeof v === "number" && Number.isFinite(v) ? v : 0;
 }
@@ -1049,6 +1245,7 @@ export async function step(input: StepInput): Promise<StepResult> {
       const n = st.node(command.nodeId);
       if (run.callId === command.callId) {
         if (command.ok) await st.finishCall(n, command.output);
+        else if (n.type === "synthdev.state") await st.sdFailed(n, run, command.error);
         else st.failNode(n, command.error);
       } else {
         const index = st.fanIndex(run, command.callId);

@@ -1,0 +1,173 @@
+/**
+ * SynthDev (seed 002) import and execution, with the worker tools simulated:
+ * `sandbox.run` runs handler stand-ins written in TypeScript against the JSON `this`,
+ * `llm.chat` answers from a script. Rules checked: the import lists every missing
+ * handler / state / context / agent / role; two agents sharing a context see each
+ * other's messages with roles mapped; pre/post/transition handlers run in order and
+ * their changes to common_data and contexts persist; loops end through the
+ * transition handler; the final state's output is the execution's output;
+ * error_handler "retry" re-runs a state; `this.last_response` has the chat-completion shape.
+ */
+import { describe, expect, it } from "@jest/globals";
+import { importSynthDev, perspective, scriptFunctions, step, validateWorkflow } from "./index.ts";
+import type { Command, Effect, ExecutionState, JsonObject, JsonValue, WorkflowDefinition } from "./index.ts";
+
+const identity = { executionId: 9, tenantId: "t_1", workflowId: 1, workflowVersion: 1 };
+
+const workflow = {
+  workflow_name: "pair",
+  input: { name: "task", type: "string", required: true },
+  output: { name: "result", type: "string" },
+  variables: { max_rounds: 2 },
+  contexts: [{ name: "shared", starting_messages: [{ role: "system", content: "Pair programming session" }], max_length: 50 }],
+  agents: [{ agent_role: "coder", context: "shared", role: "assistant" }, { agent_role: "reviewer", context: "shared", role: "user" }],
+  states: [
+    { name: "start", agent: "coder", pre_handler: "init", message: "Write code for: {input.task}", next_state: "review" },
+    { name: "review", agent: "reviewer", message: "Review round {common_data.round}", post_handler: "countRound", transition_handler: "decide" },
+    { name: "stop" },
+  ],
+};
+const script = `
+export function init() { if (this.common_data.round === undefined) this.common_data.round = 1; }
+export function countRound() { this.common_data.round += 1; if (this.last_response.choices[0].message.content.includes('LGTM')) this.common_data.result = 'approved'; }
+export function decide() { return this.common_data.result ? 'stop' : (this.common_data.round > this.common_data.max_rounds ? 'stop' : 'start'); }
+`;
+const roles = { coder: { systemMessage: "You write code.", level: "smart" }, reviewer: { systemMessage: "You review code." } };
+
+type Handler = (self: JsonObject) => JsonValue;
+const handlers: Record<string, Handler> = {
+  init: (t) => ((t.common_data as JsonObject).round ??= 1, null),
+  countRound: (t) => {
+    const cd = t.common_data as JsonObject;
+    cd.round = (cd.round as number) + 1;
+    const text = (((t.last_response as JsonObject).choices as JsonObject[])[0]!.message as JsonObject).content as string;
+    if (text.includes("LGTM")) cd.result = "approved";
+    return null;
+  },
+  decide: (t) => {
+    const cd = t.common_data as JsonObject;
+    return cd.result ? "stop" : (cd.round as number) > (cd.max_rounds as number) ? "stop" : "start";
+  },
+};
+
+async function run(def: WorkflowDefinition, llm: (args: JsonObject) => JsonValue, input: JsonObject, h = handlers): Promise<{ state: ExecutionState; calls: (Effect & { kind: "callTool" })[] }> {
+  let s: ExecutionState | null = null;
+  const queue: Command[] = [{ kind: "start", input }];
+  const calls: (Effect & { kind: "callTool" })[] = [];
+  let t = Date.UTC(2026, 0, 1);
+  while (queue.length) {
+    const r = await step({ definition: def, state: s, command: queue.shift()!, now: new Date(t++).toISOString(), identity });
+    s = r.state;
+    if (r.more) queue.push({ kind: "continue" });
+    for (const e of r.effects) {
+      if (e.kind !== "callTool") continue;
+      calls.push(e);
+      if (e.tool === "sandbox.run") {
+        const self = structuredClone(e.args.this) as JsonObject;
+        try {
+          const returned = h[e.args.handler as string]!(self);
+          queue.push({ kind: "toolResult", nodeId: e.nodeId, callId: e.callId, ok: true, output: { this: self, returned }, durationMs: 1 });
+        } catch (err) {
+          queue.push({ kind: "toolResult", nodeId: e.nodeId, callId: e.callId, ok: false, error: { code: "BATON_SANDBOX_ERROR", message: (err as Error).message, retryable: false }, durationMs: 1 });
+        }
+      } else {
+        queue.push({ kind: "toolResult", nodeId: e.nodeId, callId: e.callId, ok: true, output: llm(e.args), durationMs: 1 });
+      }
+    }
+  }
+  return { state: s!, calls };
+}
+
+function imported(): WorkflowDefinition {
+  const r = importSynthDev({ workflow, script, roles, agentConfig: { model: "openai:base", levels: { smart: "openai:smart" } } });
+  if (!r.ok) throw new Error(JSON.stringify(r.errors));
+  const v = validateWorkflow(r.definition);
+  if (!v.ok) throw new Error(JSON.stringify(v.errors));
+  return v.workflow;
+}
+
+describe("SynthDev import", () => {
+  it("finds the script's handlers", () => {
+    expect([...scriptFunctions(script)].sort()).toEqual(["countRound", "decide", "init"]);
+    expect([...scriptFunctions("const a = () => 1; let b = async function () {}; function* g() {}")].sort()).toEqual(["a", "b", "g"]);
+  });
+
+  it("makes one node per state with guarded transitions, and passes validation", () => {
+    const d = imported();
+    expect(d.nodes.map((n) => [n.id, n.type])).toEqual([["start", "synthdev.state"], ["review", "synthdev.state"], ["stop", "synthdev.state"]]);
+    expect(d.edges.filter((e) => e.from === "start")).toEqual([{ from: "start", to: "review", condition: '$output.next = "review"' }]);
+    expect(d.edges.filter((e) => e.from === "review").map((e) => e.to)).toEqual(["start", "review", "stop"]);
+    expect(d.inputSchema).toEqual({ type: "object", properties: { task: { type: "string" } }, required: ["task"] });
+  });
+
+  it("refuses a workflow with missing handlers, states, contexts, agents and roles, listing every one", () => {
+    const r = importSynthDev({
+      workflow: {
+        ...workflow,
+        agents: [...workflow.agents, { agent_role: "ghost", context: "nowhere" }],
+        states: [{ name: "start", agent: "nobody", pre_handler: "missingFn", next_state: "limbo" }, { name: "stop" }],
+      },
+      script,
+      roles,
+    });
+    expect(r.ok).toBe(false);
+    expect(!r.ok && r.errors.map((e) => `${e.code}@${e.path}`)).toEqual([
+      "missing_context@workflow.agents[2].context", "missing_role@workflow.agents[2].agent_role",
+      "missing_agent@workflow.states[0].agent", "missing_handler@workflow.states[0].pre_handler", "missing_state@workflow.states[0].next_state",
+    ]);
+  });
+});
+
+describe("SynthDev execution", () => {
+  it("maps roles between agents sharing a context", () => {
+    const msgs = [{ role: "system", content: "s" }, { role: "user", content: "task", agent: "__workflow" }, { role: "assistant", content: "code", agent: "coder" }, { role: "assistant", content: "nit", agent: "reviewer" }];
+    expect(perspective(msgs, "coder").map((m) => m.role)).toEqual(["system", "user", "assistant", "user"]);
+    expect(perspective(msgs, "reviewer").map((m) => m.role)).toEqual(["system", "user", "user", "assistant"]);
+  });
+
+  it("runs two agents through the 4-step pattern until the reviewer approves", async () => {
+    let reviews = 0;
+    const llm = (args: JsonObject): JsonValue => {
+      const system = args.system as string;
+      if (system.startsWith("You write")) return { text: `code v${reviews + 1}`, toolCalls: [], usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 } };
+      reviews++;
+      return { text: reviews >= 2 ? "LGTM" : "please fix", toolCalls: [] };
+    };
+    const { state, calls } = await run(imported(), llm, { task: "fizzbuzz" });
+    expect(state.status).toBe("completed");
+    expect(state.output).toEqual({ next: null, output: "approved" });
+    const llmCalls = calls.filter((c) => c.tool === "llm.chat");
+    expect(llmCalls.map((c) => c.args.model)).toEqual(["openai:smart", "openai:base", "openai:smart", "openai:base"]);
+    // The reviewer's second call sees the coder's messages as user messages and its own earlier review as assistant.
+    expect((llmCalls[3]!.args.messages as JsonObject[]).map((m) => `${m.role as string}:${m.content as string}`)).toEqual([
+      "system:Pair programming session", "user:Write code for: fizzbuzz", "user:code v1", "user:Review round 1", "assistant:please fix",
+      "user:Write code for: fizzbuzz", "user:code v2", "user:Review round 2",
+    ]);
+    expect(calls.filter((c) => c.tool === "sandbox.run").map((c) => c.args.handler)).toEqual(["init", "countRound", "decide", "init", "countRound", "decide"]);
+    expect(((state.context.synthdev as JsonObject).common_data as JsonObject).round).toBe(3);
+  });
+
+  it("an error handler returning 'retry' re-runs the state; without one the node fails with the handler's error", async () => {
+    let fails = 1;
+    const h: Record<string, Handler> = { ...handlers, init: (t) => {
+      if (fails-- > 0) throw new Error("flaky init");
+      return handlers.init!(t);
+    }, onError: (t) => ((t.common_data as JsonObject).saw = (t.last_error as JsonObject).message, "retry") };
+    const wf = { ...workflow, states: [{ name: "start", pre_handler: "init", error_handler: "onError", max_retries: 2, next_state: "stop" }, { name: "stop" }] };
+    const r = importSynthDev({ workflow: wf, script: script + "\nexport function onError() { return 'retry'; }", roles });
+    if (!r.ok) throw new Error(JSON.stringify(r.errors));
+    const v = validateWorkflow(r.definition);
+    if (!v.ok) throw new Error(JSON.stringify(v.errors));
+    const ok = await run(v.workflow, () => ({ text: "" }), { task: "x" }, h);
+    expect(ok.state.status).toBe("completed");
+    expect(((ok.state.context.synthdev as JsonObject).common_data as JsonObject).saw).toBe("flaky init");
+    fails = 1;
+    const noHandler = importSynthDev({ workflow: { ...wf, states: [{ name: "start", pre_handler: "init", next_state: "stop" }, { name: "stop" }] }, script, roles });
+    if (!noHandler.ok) throw new Error("import");
+    const nv = validateWorkflow(noHandler.definition);
+    if (!nv.ok) throw new Error("validate");
+    const failed = await run(nv.workflow, () => ({ text: "" }), { task: "x" }, h);
+    expect(failed.state.status).toBe("failed");
+    expect(failed.state.error).toMatchObject({ code: "BATON_SANDBOX_ERROR", nodeId: "start" });
+  });
+});

@@ -1,0 +1,269 @@
+/**
+ * SynthDev multi-agent state machines (seed 002), run as they are written.
+ *
+ * A SynthDev workflow (`workflow_name`, `input`/`output`, `variables`, `contexts`,
+ * `agents`, `states`), its `script.js` and a roles file import into one canonical
+ * definition: one `synthdev.state` node per state, edges for every transition the
+ * state can take (guarded by the state's decision, first match wins, bounded by
+ * `maxVisits`), and the SynthDev material under `definition.synthdev`. A state node
+ * runs the seed's 4-step pattern as calls to worker tools — pre handler
+ * (`sandbox.run`), agent message (`llm.chat`), post handler, transition handler — with
+ * the runtime data (`common_data`, contexts, `last_response`) in the execution context
+ * at `$.synthdev`, so every step is checkpointed.
+ */
+import { z } from "zod";
+import type { JsonObject, JsonValue } from "./json.ts";
+import { isJsonObject } from "./json.ts";
+
+export const synthdevMessageSchema = z.object({ role: z.string(), content: z.string() }).passthrough();
+
+export const synthdevContextSchema = z.object({
+  name: z.string().min(1),
+  starting_messages: z.array(synthdevMessageSchema).default([]),
+  /** Messages kept (oldest dropped first, starting messages kept). */
+  max_length: z.number().int().min(1).optional(),
+});
+
+export const synthdevAgentSchema = z.object({
+  agent_role: z.string().min(1),
+  context: z.string().min(1),
+  /** How this agent sees the context: "assistant" (its own messages are assistant ones) or "user". */
+  role: z.enum(["assistant", "user"]).default("assistant"),
+});
+
+export const synthdevStateSchema = z.object({
+  name: z.string().min(1),
+  agent: z.string().optional(),
+  pre_handler: z.string().optional(),
+  message: z.string().optional(),
+  post_handler: z.string().optional(),
+  transition_handler: z.string().optional(),
+  next_state: z.string().optional(),
+  error_handler: z.string().optional(),
+  max_retries: z.number().int().min(0).max(100).optional(),
+});
+
+export const synthdevWorkflowSchema = z.object({
+  workflow_name: z.string().min(1),
+  description: z.string().optional(),
+  input: z.object({ name: z.string(), type: z.string().optional(), description: z.string().optional(), required: z.boolean().optional(), default: z.unknown().optional() }).passthrough().optional(),
+  output: z.object({ name: z.string(), type: z.string().optional(), description: z.string().optional() }).passthrough().optional(),
+  variables: z.record(z.string(), z.unknown()).default({}),
+  contexts: z.array(synthdevContextSchema).default([]),
+  agents: z.array(synthdevAgentSchema).default([]),
+  states: z.array(synthdevStateSchema).min(1),
+});
+
+/** A role of the roles file: what an agent with that `agent_role` is. */
+export const synthdevRoleSchema = z.object({
+  systemMessage: z.string().default(""),
+  /** Model level, mapped by `agentConfig.levels` (e.g. "base", "smart", "fast"). */
+  level: z.string().optional(),
+  /** Worker tools the agent may call. */
+  includedTools: z.array(z.string()).default([]),
+  /** Tools that only shape the answer: their arguments are the agent's structured decision; nothing runs. */
+  parsingTools: z.array(z.object({ name: z.string(), description: z.string().default(""), parameters: z.record(z.string(), z.unknown()).default({ type: "object" }) })).default([]),
+}).passthrough();
+
+export type SynthdevWorkflow = z.infer<typeof synthdevWorkflowSchema>;
+export type SynthdevRole = z.infer<typeof synthdevRoleSchema>;
+
+/** What `definition.synthdev` holds. */
+export const synthdevMaterialSchema = z.object({
+  workflow: synthdevWorkflowSchema,
+  script: z.string().default(""),
+  roles: z.record(z.string(), synthdevRoleSchema).default({}),
+});
+export type SynthdevMaterial = z.infer<typeof synthdevMaterialSchema>;
+
+/** Config of a `synthdev.state` node: the state's name in `definition.synthdev.workflow.states`. */
+export const synthdevStateConfigSchema = z.object({ state: z.string().min(1) });
+
+/** Fills `{input.x}`, `{common_data.x}` and `{variables.x}` placeholders (SynthDev's template syntax). */
+export function fillSynthdev(template: string, data: JsonObject): string {
+  return template.replace(/\{([A-Za-z_][\w]*(?:\.[\w]+)*)\}/g, (whole, path: string) => {
+    let cur: JsonValue | undefined = data;
+    for (const part of path.split(".")) cur = isJsonObject(cur) ? cur[part] : undefined;
+    if (cur === undefined) return whole;
+    return typeof cur === "string" ? cur : JSON.stringify(cur);
+  });
+}
+
+/** The runtime data of a SynthDev run at `$.synthdev`. */
+export interface SynthdevRuntime {
+  common_data: JsonObject;
+  contexts: Record<string, { messages: JsonObject[]; max_length?: number; starting: number }>;
+  last_response: JsonValue;
+  /** Per state: failed attempts so far. */
+  retries: Record<string, number>;
+}
+
+export function initialRuntime(m: SynthdevMaterial): SynthdevRuntime {
+  const contexts: SynthdevRuntime["contexts"] = {};
+  for (const c of m.workflow.contexts) {
+    contexts[c.name] = { messages: c.starting_messages.map((x) => ({ ...x }) as JsonObject), starting: c.starting_messages.length, ...(c.max_length ? { max_length: c.max_length } : {}) };
+  }
+  return { common_data: { ...(m.workflow.variables as JsonObject) }, contexts, last_response: null, retries: {} };
+}
+
+/** Appends to a context, dropping the oldest non-starting messages beyond `max_length`. */
+export function addToContext(ctx: SynthdevRuntime["contexts"][string], msg: JsonObject): void {
+  ctx.messages.push(msg);
+  if (ctx.max_length !== undefined) {
+    while (ctx.messages.length > ctx.max_length && ctx.messages.length > ctx.starting) ctx.messages.splice(ctx.starting, 1);
+  }
+}
+
+/**
+ * The messages an agent sends: its context seen from its side. Messages carry the name of
+ * the agent that wrote them; an agent's own messages are `assistant`, the other side's are
+ * `user` — so two agents sharing a context talk to each other, and an agent with role
+ * `user` sees the other side's assistant messages as `user` messages.
+ */
+export function perspective(messages: JsonObject[], agentRole: string): JsonObject[] {
+  return messages.map((m) => {
+    if (m.role === "system" || typeof m.agent !== "string") return { role: m.role ?? "user", content: m.content ?? "" };
+    return { role: m.agent === agentRole ? "assistant" : "user", content: m.content ?? "" };
+  });
+}
+
+/** The `this` a handler sees (JSON; the sandbox adds `addMessage` / `getContext`). */
+export function handlerThis(rt: SynthdevRuntime, input: JsonValue, extra: JsonObject = {}): JsonObject {
+  const contexts: JsonObject = {};
+  for (const [name, c] of Object.entries(rt.contexts)) contexts[name] = { name, messages: c.messages, ...(c.max_length ? { max_length: c.max_length } : {}) };
+  return { common_data: rt.common_data, input, contexts, last_response: rt.last_response, ...extra };
+}
+
+/** Folds what a handler changed back into the runtime. */
+export function absorbHandler(rt: SynthdevRuntime, after: JsonValue): void {
+  if (!isJsonObject(after)) return;
+  if (isJsonObject(after.common_data)) rt.common_data = after.common_data;
+  if (isJsonObject(after.contexts)) {
+    for (const [name, c] of Object.entries(after.contexts)) {
+      const mine = rt.contexts[name];
+      if (mine && isJsonObject(c) && Array.isArray(c.messages)) mine.messages = c.messages.filter(isJsonObject);
+    }
+  }
+}
+
+// ---- import -----------------------------------------------------------------
+
+/** What `importSynthDev` takes: the workflow JSON, its `script.js` and the roles file. */
+export interface SynthdevSource {
+  workflow: unknown;
+  script?: string;
+  roles?: unknown;
+  /** LLM defaults (`model`, `levels`, …) for the agents. */
+  agentConfig?: JsonObject;
+}
+
+export interface SynthdevIssue {
+  path: string;
+  code: string;
+  message: string;
+}
+
+export type SynthdevImportResult =
+  | { ok: true; definition: JsonObject; warnings: string[] }
+  | { ok: false; errors: SynthdevIssue[] };
+
+/** Names of the functions a script declares (`function f`, `export function f`, `const f = (…) =>` / `function`). */
+export function scriptFunctions(script: string): Set<string> {
+  const out = new Set<string>();
+  for (const m of script.matchAll(/(?:^|[\s;])(?:export\s+)?(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)\s*\(/g)) out.add(m[1]!);
+  for (const m of script.matchAll(/(?:^|[\s;])(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*(?:async\s+)?(?:function\b|\([^)]*\)\s*=>|[A-Za-z_$][\w$]*\s*=>)/g)) out.add(m[1]!);
+  return out;
+}
+
+const MAX_VISITS = 50;
+
+function nodeId(name: string, used: Set<string>): string {
+  let id = name.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 60);
+  if (!/^[A-Za-z_]/.test(id)) id = `s_${id}`;
+  let candidate = id;
+  for (let i = 2; used.has(candidate); i++) candidate = `${id}_${i}`;
+  used.add(candidate);
+  return candidate;
+}
+
+/**
+ * Imports a SynthDev workflow (seed 002) with its script and roles into a canonical
+ * definition. Refuses, listing every problem, a workflow that references a missing
+ * handler, state, context, agent or role.
+ */
+export function importSynthDev(source: SynthdevSource): SynthdevImportResult {
+  const errors: SynthdevIssue[] = [];
+  const parsed = synthdevWorkflowSchema.safeParse(source.workflow);
+  if (!parsed.success) {
+    return { ok: false, errors: parsed.error.issues.map((i) => ({ path: `workflow${i.path.map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("")}`, code: "invalid_shape", message: i.message })) };
+  }
+  const wf = parsed.data;
+  const script = source.script ?? "";
+  const rolesParsed = z.record(z.string(), synthdevRoleSchema).safeParse(source.roles ?? {});
+  if (!rolesParsed.success) {
+    for (const i of rolesParsed.error.issues) errors.push({ path: `roles${i.path.map((p) => `.${String(p)}`).join("")}`, code: "invalid_shape", message: i.message });
+  }
+  const roles = rolesParsed.success ? rolesParsed.data : {};
+  const functions = scriptFunctions(script);
+  const stateNames = new Set<string>();
+  wf.states.forEach((s, i) => {
+    if (stateNames.has(s.name)) errors.push({ path: `workflow.states[${i}].name`, code: "duplicate_state", message: `state "${s.name}" is defined twice` });
+    stateNames.add(s.name);
+  });
+  const contexts = new Set(wf.contexts.map((c) => c.name));
+  const agents = new Map(wf.agents.map((a) => [a.agent_role, a]));
+  wf.agents.forEach((a, i) => {
+    if (!contexts.has(a.context)) errors.push({ path: `workflow.agents[${i}].context`, code: "missing_context", message: `agent "${a.agent_role}" uses context "${a.context}", which is not in contexts` });
+    if (source.roles !== undefined && !Object.hasOwn(roles, a.agent_role)) errors.push({ path: `workflow.agents[${i}].agent_role`, code: "missing_role", message: `agent role "${a.agent_role}" is not in the roles file` });
+  });
+  wf.states.forEach((s, i) => {
+    if (s.agent !== undefined && !agents.has(s.agent)) errors.push({ path: `workflow.states[${i}].agent`, code: "missing_agent", message: `state "${s.name}" names agent "${s.agent}", which is not in agents` });
+    for (const key of ["pre_handler", "post_handler", "transition_handler", "error_handler"] as const) {
+      const h = s[key];
+      if (h !== undefined && !functions.has(h)) errors.push({ path: `workflow.states[${i}].${key}`, code: "missing_handler", message: `handler "${h}" of state "${s.name}" is not defined in script.js` });
+    }
+    if (s.next_state !== undefined && !stateNames.has(s.next_state) && s.next_state !== "stop") {
+      errors.push({ path: `workflow.states[${i}].next_state`, code: "missing_state", message: `state "${s.name}" goes to "${s.next_state}", which is not a state` });
+    }
+  });
+  if (errors.length) return { ok: false, errors };
+
+  const warnings: string[] = [];
+  const used = new Set<string>();
+  const ids = new Map(wf.states.map((s) => [s.name, nodeId(s.name, used)]));
+  const startState = wf.states.find((s) => s.name === "start") ?? wf.states[0]!;
+  const edges: JsonObject[] = [];
+  for (const s of wf.states) {
+    const dynamic = s.transition_handler !== undefined || s.error_handler !== undefined;
+    const targets = dynamic ? wf.states.map((x) => x.name) : s.next_state !== undefined && stateNames.has(s.next_state) ? [s.next_state] : [];
+    for (const t of targets) edges.push({ from: ids.get(s.name)!, to: ids.get(t)!, condition: `$output.next = ${JSON.stringify(t)}` });
+  }
+  // Drop states no transition reaches (the validator refuses unreachable nodes).
+  const reach = new Set([ids.get(startState.name)!]);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const e of edges) {
+      if (reach.has(e.from as string) && !reach.has(e.to as string)) {
+        reach.add(e.to as string);
+        grew = true;
+      }
+    }
+  }
+  const states = wf.states.filter((s) => {
+    const keep = reach.has(ids.get(s.name)!);
+    if (!keep) warnings.push(`state "${s.name}" is never reached from "${startState.name}"; left out`);
+    return keep;
+  });
+  const inputSchema: JsonObject | undefined = wf.input
+    ? { type: "object", properties: { [wf.input.name]: wf.input.type && ["string", "number", "boolean", "object", "array"].includes(wf.input.type) ? { type: wf.input.type } : {} }, ...(wf.input.required ? { required: [wf.input.name] } : {}) }
+    : undefined;
+  const definition: JsonObject = {
+    start: ids.get(startState.name)!,
+    ...(inputSchema ? { inputSchema } : {}),
+    ...(source.agentConfig ? { agentConfig: source.agentConfig } : {}),
+    nodes: states.map((s) => ({ id: ids.get(s.name)!, type: "synthdev.state", name: s.name, config: { state: s.name }, branching: "first", maxVisits: MAX_VISITS })),
+    edges: edges.filter((e) => reach.has(e.from as string) && reach.has(e.to as string)),
+    synthdev: { workflow: source.workflow as JsonValue, script, roles: (source.roles ?? {}) as JsonValue },
+  };
+  return { ok: true, definition, warnings };
+}
