@@ -120,7 +120,7 @@ describe("SynthDev import", () => {
 
 describe("SynthDev execution", () => {
   it("maps roles between agents sharing a context", () => {
-    const msgs = [{ role: "system", content: "s" }, { role: "user", content: "task", agent: "__workflow" }, { role: "assistant", content: "code", agent: "coder" }, { role: "assistant", content: "nit", agent: "reviewer" }];
+    const msgs: JsonObject[] = [{ role: "system", content: "s" }, { role: "user", content: "task", agent: "__workflow" }, { role: "assistant", content: "code", agent: "coder" }, { role: "assistant", content: "nit", agent: "reviewer" }];
     expect(perspective(msgs, "coder").map((m) => m.role)).toEqual(["system", "user", "assistant", "user"]);
     expect(perspective(msgs, "reviewer").map((m) => m.role)).toEqual(["system", "user", "user", "assistant"]);
   });
@@ -152,7 +152,7 @@ describe("SynthDev execution", () => {
     const h: Record<string, Handler> = { ...handlers, init: (t) => {
       if (fails-- > 0) throw new Error("flaky init");
       return handlers.init!(t);
-    }, onError: (t) => ((t.common_data as JsonObject).saw = (t.last_error as JsonObject).message, "retry") };
+    }, onError: (t) => ((t.common_data as JsonObject).saw = (t.last_error as JsonObject).message ?? null, "retry") };
     const wf = { ...workflow, states: [{ name: "start", pre_handler: "init", error_handler: "onError", max_retries: 2, next_state: "stop" }, { name: "stop" }] };
     const r = importSynthDev({ workflow: wf, script: script + "\nexport function onError() { return 'retry'; }", roles });
     if (!r.ok) throw new Error(JSON.stringify(r.errors));
