@@ -31,7 +31,7 @@ async function call(spec: ToolSpec, args: unknown): Promise<unknown> {
 describe("built-in tools", () => {
   it("lists each tool once, extras replacing built-ins", () => {
     const names = builtinToolSpecs().map((t) => t.name).sort();
-    expect(names).toEqual(["echo", "http.request", "json.transform", "math.sum", "sleep", "text.template"]);
+    expect(names).toEqual(["echo", "http.request", "json.transform", "math.sum", "sandbox.run", "sleep", "text.template"]);
     const mine = defineTool({ name: "echo", description: "mine", input: z.object({}), handler: async () => ({}) });
     const withExtra = builtinToolSpecs([mine]);
     expect(withExtra.filter((t) => t.name === "echo")).toEqual([mine]);

@@ -4,7 +4,7 @@
  * (`src/main.ts`).
  *
  * Built-in tools: `math.sum` and `echo` (here), and `@baton/tools`' `http.request`,
- * `json.transform`, `text.template` and `sleep`.
+ * `json.transform`, `text.template` and `sleep`, and `sandbox.run` (SynthDev handlers in QuickJS).
  */
 import type { Bus } from "@baton/bus";
 import { createWorker } from "@baton/sdk";
@@ -13,9 +13,11 @@ import type { Logger } from "@baton/telemetry";
 import { builtinTools } from "@baton/tools";
 import type { HttpPolicy } from "@baton/tools";
 import { coreTools } from "./builtin.ts";
+import { sandboxTools } from "./sandbox-tool.ts";
 
 export { coreTools, echo, mathSum, sleep, textTemplate } from "./builtin.ts";
 export { createToolSourcesWorker } from "./sources.ts";
+export { sandboxTools } from "./sandbox-tool.ts";
 export type { ToolSourcesWorker, ToolSourcesWorkerOptions } from "./sources.ts";
 export { ToolSourceConflict, ToolSourceLoadFailed, ToolSourceTenantRefused } from "./errors.ts";
 
@@ -35,7 +37,7 @@ export interface BuiltinWorkerOptions extends Omit<WorkerOptions, "tools" | "bus
  */
 export function builtinToolSpecs(extra: readonly ToolSpec[] = [], http: HttpPolicy = {}): ToolSpec[] {
   const byName = new Map<string, ToolSpec>();
-  for (const t of [...coreTools(), ...builtinTools({ http }), ...extra]) byName.set(t.name, t);
+  for (const t of [...coreTools(), ...builtinTools({ http }), ...sandboxTools(), ...extra]) byName.set(t.name, t);
   return [...byName.values()];
 }
 
