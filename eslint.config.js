@@ -2,7 +2,7 @@ import tseslint from "typescript-eslint";
 import importX from "eslint-plugin-import-x";
 
 export default tseslint.config(
-  { ignores: ["**/node_modules/**", ".tooling/**", "**/generated/**", "libs/contracts/src/gen/**", "coverage/**", "*.config.js"] },
+  { ignores: ["**/node_modules/**", ".tooling/**", "**/generated/**", "libs/contracts/src/gen/**", "coverage/**", "*.config.js", "examples/**/*.js"] },
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },

@@ -31,7 +31,8 @@ import type { Logger } from "@baton/telemetry";
 import type { ToolSpec } from "@baton/sdk";
 import { createToolRegistry, createToolSourceStore } from "@baton/sdk";
 import { policyFromEnv } from "@baton/tools";
-import { createBuiltinWorker, createToolSourcesWorker } from "@baton/worker";
+import { agentLlmTools, createBuiltinWorker, createToolSourcesWorker } from "@baton/worker";
+import { createLlmRegistry, createTokenBudget, llmConfigFromEnv, TOKEN_BUDGET_BUCKET, TOKEN_BUDGET_BUCKET_OPTIONS } from "@baton/llm";
 import type { Redis } from "ioredis";
 
 export interface Ctx {
@@ -109,11 +110,18 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
         ctx.onApiKey?.(local.rawKey);
       }
       const tools = createToolRegistry(bus);
+      // Agent nodes may name only models this installation has configured.
+      const llm = createLlmRegistry(llmConfigFromEnv(process.env));
       const deps: GatewayDeps = {
         store: store,
         checkpoints: get<RedisService>("redis").checkpoints,
         // Tool nodes may name only tools some worker registered.
-        validateWorkflow: (d) => validateWorkflowWithTools(d, (name) => tools.has(name)),
+        validateWorkflow: (d) => validateWorkflowWithTools(d, (name) => tools.has(name), {
+          checkModel: (ref) => {
+            const c = llm.check(ref);
+            return c.ok ? undefined : c.message;
+          },
+        }),
         workflowDefinitionJsonSchema: workflowDefinitionJsonSchema,
         tools,
         toolSources: createToolSourceStore(bus),
@@ -192,7 +200,7 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
     // NATS only: results are recorded in a KV bucket, so a worker needs no Redis.
     name: "worker",
     deps: ["bus"],
-    init({ config, logger, tools }, get) {
+    async init({ config, logger, tools }, get) {
       const { bus } = get<BusService>("bus");
       const common = {
         bus,
@@ -202,7 +210,23 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
         concurrency: config.workerConcurrency,
         drainGraceMs: Math.max(0, config.shutdownGraceMs - 2_000),
       };
-      const builtin = createBuiltinWorker({ ...common, extraTools: tools ?? [] });
+      // llm.chat for the agent nodes: providers from the environment (docs/llm.md).
+      const llmConfig = llmConfigFromEnv(process.env);
+      const llm = createLlmRegistry(llmConfig);
+      const toolRegistry = createToolRegistry(bus);
+      const budget = llmConfig.tenantDailyTokens > 0
+        ? createTokenBudget(await bus.kv(TOKEN_BUDGET_BUCKET, TOKEN_BUDGET_BUCKET_OPTIONS), { dailyLimit: llmConfig.tenantDailyTokens })
+        : undefined;
+      const llmTools = agentLlmTools({
+        registry: llm,
+        describeTool: async (name) => {
+          const d = await toolRegistry.get(name);
+          return d ? { description: d.description, inputSchema: d.inputSchema } : null;
+        },
+        ...(budget ? { budget } : {}),
+        logger: logger.child({ module: "llm" }),
+      });
+      const builtin = createBuiltinWorker({ ...common, extraTools: [...llmTools, ...(tools ?? [])] });
       // HTTP tools declared without code and MCP servers (`/api/tool-sources`), watched in NATS KV.
       const sources = createToolSourcesWorker(common);
       const svc: Service = {

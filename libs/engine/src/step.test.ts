@@ -585,6 +585,18 @@ describe("step: agent nodes", () => {
     const parent = def({ nodes: [{ id: "sub", type: "agent.subagent", config: { agent: { slug: "helper" }, task: "summarise {{$.input.topic}}" } }] });
     const rs = await drive(parent, { workflows: { helper: child } }, null, { kind: "start", input: { topic: "tides" } });
     expect(rs.state.output).toEqual({ text: "done: summarise tides" });
-    expect(rs.state.context.messages).toEqual([{ role: "assistant", content: "done: summarise tides", name: "sub" }]);
+    expect(rs.state.context.messages).toEqual([{ role: "assistant", content: "done: summarise tides" }]);
+  });
+
+  it("a tool the node does not name is refused back to the model, never run", async () => {
+    let asked = 0;
+    const greedy: ToolFn = () => (asked++ === 0
+      ? { ok: true, output: { text: "", toolCalls: [{ id: "x", name: "shell.exec", args: { cmd: "rm -rf /" } }] } }
+      : { ok: true, output: { text: "ok, I won't", toolCalls: [] } });
+    const d = def({ nodes: [{ id: "loop", type: "agent.toolLoop", config: { model: "m:x", tools: ["weather"] } }] });
+    const r = await drive(d, { tools: { "llm.chat": greedy, weather } }, null, { kind: "start", input: {} });
+    expect(r.state.status).toBe("completed");
+    expect(calls(r).map((c) => c.tool)).toEqual(["llm.chat", "llm.chat"]);
+    expect(JSON.stringify(r.state.output)).toContain("BATON_AGENT_TOOL_NOT_ALLOWED");
   });
 });

@@ -608,7 +608,8 @@ class Stepper {
           return;
         }
         this.run(n.id).loop = { iteration: 0, messages: [], base: 0, calls };
-        this.startFan(n, calls.length, cfg.parallel ? calls.length : 1, calls.map((c) => ({ tool: c.name, args: c.args })), true);
+        this.startFan(n, calls.length, cfg.parallel ? calls.length : 1, calls.map((c) => ({ tool: c.name, args: c.args })), true, undefined, this.agentToolNames());
+        await this.fanSettledAtStart(n);
         return;
       }
       case "agent.subagent": {
@@ -645,6 +646,22 @@ class Stepper {
   }
 
   // ---- agent nodes --------------------------------------------------------
+
+  /** A fan whose items were all answered at start (every call refused) finishes at once. */
+  async fanSettledAtStart(n: NodeDefinition): Promise<void> {
+    const fan = this.run(n.id).fan;
+    if (fan && fan.items.every((i) => i.status === "done")) await this.agentToolsDone(n, fan.items.map((i) => i.result ?? null));
+  }
+
+  /** Tools the workflow's agent nodes name: what a toolExecutor may run. */
+  agentToolNames(): Set<string> {
+    const out = new Set<string>();
+    for (const n of this.def.nodes) {
+      const tools = n.type.startsWith("agent.") ? n.config.tools : undefined;
+      if (Array.isArray(tools)) for (const t of tools) if (typeof t === "string") out.add(t);
+    }
+    return out;
+  }
 
   messagesPath(): string {
     return "$.messages";
@@ -762,7 +779,7 @@ class Stepper {
     }
     if (n.type === "agent.subagent" && subagentConfigSchema.parse(n.config).append) {
       const text = typeof output === "string" ? output : isJsonObject(output) && typeof output.text === "string" ? output.text : JSON.stringify(output);
-      this.write(this.messagesPath(), [...this.conversation(this.messagesPath()), { role: "assistant", content: text, name: n.id }]);
+      this.write(this.messagesPath(), [...this.conversation(this.messagesPath()), { role: "assistant", content: text }]);
     }
     await this.complete(n, output, undefined);
   }
@@ -979,7 +996,9 @@ class Stepper {
       return;
     }
     loop.calls = calls;
-    this.startFan(n, calls.length, calls.length, calls.map((c) => ({ tool: c.name, args: c.args })), true, loop.iteration);
+    const allowed = new Set(cfg.tools ?? []);
+    this.startFan(n, calls.length, calls.length, calls.map((c) => ({ tool: c.name, args: c.args })), true, loop.iteration, allowed);
+    await this.fanSettledAtStart(n);
   }
 
   /** The tool calls of a toolExecutor, or of one toolLoop round, all came back. */
@@ -1020,10 +1039,14 @@ class Stepper {
 
   // ---- fan-out (forEach, multi-call tool nodes) ------------------------------
 
-  startFan(n: NodeDefinition, count: number, concurrency: number, calls?: { tool: string; args: JsonObject }[], continueOnError?: boolean, round?: number): void {
+  startFan(n: NodeDefinition, count: number, concurrency: number, calls?: { tool: string; args: JsonObject }[], continueOnError?: boolean, round?: number, allowed?: ReadonlySet<string>): void {
     const run = this.run(n.id);
     run.fan = {
-      items: Array.from({ length: count }, (): FanItem => ({ status: "pending", attempts: 0 })), concurrency,
+      // An LLM may ask for a tool the workflow does not name: answer it with an error, never run it.
+      items: Array.from({ length: count }, (_, i): FanItem => (allowed && calls && !allowed.has(calls[i]!.tool)
+        ? { status: "done", attempts: 0, result: { error: { code: "BATON_AGENT_TOOL_NOT_ALLOWED", message: `tool "${calls[i]!.tool}" is not one this node may call` } } }
+        : { status: "pending", attempts: 0 })),
+      concurrency,
       ...(calls ? { calls } : {}), ...(continueOnError ? { continueOnError } : {}), ...(round !== undefined ? { round } : {}),
     };
     this.pump(n);

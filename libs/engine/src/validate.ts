@@ -7,7 +7,7 @@ import { Ajv } from "ajv";
 import type { ErrorObject, ValidateFunction } from "ajv";
 import { collectPaths, parsePath } from "./path.ts";
 import type { WorkflowDefinition } from "./model.ts";
-import { NODE_TYPES, PLANNED_NODE_TYPES, bodySchema, canonicalType, forEachConfigSchema, toolConfigSchema, workflowDefinitionSchema } from "./model.ts";
+import { AGENT_TOOLS, NODE_TYPES, PLANNED_NODE_TYPES, bodySchema, canonicalType, forEachConfigSchema, toolConfigSchema, workflowDefinitionSchema } from "./model.ts";
 import { expressionError } from "./expr.ts";
 import { graphOf } from "./graph.ts";
 import type { JsonValue } from "./json.ts";
@@ -16,6 +16,8 @@ import type { JsonValue } from "./json.ts";
 export interface ValidateOptions {
   /** Whether a tool exists (and this tenant may call it); tool nodes naming others fail validation. */
   hasTool?: (name: string) => boolean;
+  /** Whether an LLM model ref (`provider:model` or alias) is configured: undefined when it is, else what is missing. */
+  checkModel?: (ref: string) => string | undefined;
 }
 
 /** Config keys that hold JSONata expressions rather than `$.path`s or nested graphs. */
@@ -173,6 +175,19 @@ function validateGraph(input: unknown, opts: ValidateOptions, prefix: string, sc
     });
   }
 
+  if (opts.checkModel) {
+    const refs: { ref: string; at: string }[] = [];
+    const ac = (def as { agentConfig?: { model?: string; levels?: Record<string, string> } }).agentConfig;
+    if (ac?.model) refs.push({ ref: ac.model, at: "agentConfig.model" });
+    for (const [level, ref] of Object.entries(ac?.levels ?? {})) refs.push({ ref, at: `agentConfig.levels.${level}` });
+    def.nodes.forEach((n, i) => {
+      if (typeof n.config.model === "string" && canonicalType(n.type).startsWith("agent.")) refs.push({ ref: n.config.model, at: `nodes[${i}].config.model` });
+    });
+    for (const { ref, at } of refs) {
+      const problem = opts.checkModel(ref);
+      if (problem) errors.push({ path: at, code: "model_not_configured", message: problem });
+    }
+  }
   if (errors.length > 0) return { ok: false, errors: errors.map((e) => ({ ...e, path: prefixed(prefix, e.path) })) };
   return {
     ok: true,
@@ -201,6 +216,13 @@ function checkNodeConfig(type: string, config: Record<string, JsonValue>, at: st
       const body = validateGraph(cfg.body, opts, `${at}.config.body`, bodySchema);
       if (!body.ok) errors.push(...body.errors);
     }
+  }
+  if (AGENT_TOOLS[type]) tools.push({ name: AGENT_TOOLS[type], path: `${at}.type` });
+  if (type === "synthdev.state") tools.push({ name: "sandbox.run", path: `${at}.type` }, { name: "llm.chat", path: `${at}.type` });
+  if (type.startsWith("agent.") && Array.isArray(config.tools)) {
+    config.tools.forEach((t, k) => {
+      if (typeof t === "string") tools.push({ name: t, path: `${at}.config.tools[${k}]` });
+    });
   }
   if (opts.hasTool) {
     for (const t of tools) {
@@ -258,6 +280,13 @@ export function referencedTools(definition: unknown): string[] {
       const c = n?.config;
       if (typeof c !== "object" || c === null) continue;
       if ((n.type === "tool" || n.type === "forEach") && typeof c.tool === "string") out.add(c.tool);
+      const type = typeof n.type === "string" ? canonicalType(n.type) : "";
+      if (AGENT_TOOLS[type]) out.add(AGENT_TOOLS[type]);
+      if (type === "synthdev.state") {
+        out.add("sandbox.run");
+        out.add("llm.chat");
+      }
+      if (type.startsWith("agent.") && Array.isArray(c.tools)) for (const t of c.tools) if (typeof t === "string") out.add(t);
       if (n.type === "tool" && Array.isArray(c.calls)) for (const call of c.calls as { tool?: unknown }[]) if (typeof call?.tool === "string") out.add(call.tool);
       if (n.type === "forEach") walk(c.body);
     }
@@ -267,11 +296,11 @@ export function referencedTools(definition: unknown): string[] {
 }
 
 /** Validates with the tools a lookup knows (e.g. a registry answering asynchronously). */
-export async function validateWorkflowWithTools(definition: unknown, has: (name: string) => Promise<boolean>): Promise<ValidationResult> {
+export async function validateWorkflowWithTools(definition: unknown, has: (name: string) => Promise<boolean>, opts: Omit<ValidateOptions, "hasTool"> = {}): Promise<ValidationResult> {
   const names = referencedTools(definition);
   const known = new Set<string>();
   await Promise.all(names.map(async (n) => {
     if (await has(n)) known.add(n);
   }));
-  return validateWorkflow(definition, { hasTool: (n) => known.has(n) });
+  return validateWorkflow(definition, { ...opts, hasTool: (n) => known.has(n) });
 }

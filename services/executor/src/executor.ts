@@ -59,6 +59,8 @@ export interface ExecutorOptions {
   hasTool?: (name: string) => Promise<boolean>;
   /** Sweep active executions for unfinished work (outboxes, lost checkpoints) on start. @default true */
   recoverOnStart?: boolean;
+  /** Sweep again every this many ms (0 = only on start). @default 60_000 */
+  recoverEveryMs?: number;
   /** @default () => new Date() */
   clock?: () => Date;
 }
@@ -70,6 +72,7 @@ export interface Executor extends Service {
   recover(): Promise<number>;
 }
 
+const EffectsFailed = defineError("BATON_EXECUTOR_EFFECTS_FAILED", (id: number, why: string) => `execution ${id}: the step is checkpointed but its effects failed (${why}); the command is retried`, { status: 503, retryable: true });
 const TenantBusy = defineError("BATON_EXECUTOR_TENANT_BUSY", (tenant: string, cap: number) => `tenant ${tenant} already runs ${cap} executions; this one waits`, { status: 429, retryable: true });
 const TimerNotDue = defineError("BATON_EXECUTOR_TIMER_NOT_DUE", (timerId: string) => `timer ${timerId} is not due yet`, { status: 425, retryable: true });
 const ForkSourceMissing = defineError("BATON_EXECUTOR_FORK_SOURCE_MISSING", (id: number, v: number) => `checkpoint version ${v} of execution ${id} is gone`, { status: 404 });
@@ -88,6 +91,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   const definitions = new Map<string, WorkflowDefinition>();
   const locks = new Map<number, Promise<void>>();
   let sub: Subscription | undefined;
+  let sweeper: NodeJS.Timeout | undefined;
+  let sweeping: Promise<unknown> | undefined;
 
   async function definitionFor(tenantId: string, workflowId: number, version: number, ref: string | null): Promise<WorkflowDefinition> {
     const key = `${workflowId}:${version}:${ref ?? ""}`;
@@ -204,6 +209,18 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     const recorded = records(prev, state, effects, version).then(() => Promise.all(events.map(({ e, key }) => publishEngineEvent(messaging, state, e.event, key))));
     await Promise.all([recorded, ...outward]);
     if (isFinished(state) && (prev === null || !isFinished(prev))) await finished(state);
+  }
+
+  /**
+   * Carries out a checkpointed step's effects. Whatever fails here is retryable: the outbox
+   * stays in the checkpoint, so the redelivered command (or the recovery sweep) finishes it.
+   */
+  async function performOrRetry(prev: ExecutionState | null, state: ExecutionState, effects: Effect[], version: number): Promise<void> {
+    try {
+      await perform(prev, state, effects, version);
+    } catch (err) {
+      throw EffectsFailed(state.executionId, errorMessage(err), { cause: err, retryDelayMs: 1_000 });
+    }
   }
 
   /** The journal rows of a step, and the execution row when the status (or pause point) changed. */
@@ -410,7 +427,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
 
     // A crash may have left effects of the last write not carried out.
     let outboxPending = Boolean(state?.outbox?.length);
-    if (state?.outbox?.length) await perform(state, state, state.outbox, version);
+    if (state?.outbox?.length) await performOrRetry(state, state, state.outbox, version);
     let command: Command = first;
     for (;;) {
       const r = await stepLoaded({
@@ -427,7 +444,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       version = written.version;
       state = r.state;
       outboxPending = r.effects.length > 0;
-      await perform(prev, state, r.effects, version);
+      await performOrRetry(prev, state, r.effects, version);
       if (!r.more) break;
       command = { kind: "continue" };
     }
@@ -497,8 +514,21 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         const n = await recover();
         if (n > 0) logger.info("recovered executions", { count: n });
       }
+      const every = opts.recoverEveryMs ?? 60_000;
+      if (every > 0) {
+        sweeper = setInterval(() => {
+          if (sweeping) return;
+          sweeping = recover()
+            .then((n) => (n > 0 ? logger.info("recovered executions", { count: n }) : undefined))
+            .catch((err: unknown) => logger.warn("recovery sweep failed", { error: errorMessage(err) }))
+            .finally(() => (sweeping = undefined));
+        }, every);
+        sweeper.unref();
+      }
     },
     async stop() {
+      clearInterval(sweeper);
+      await sweeping;
       await sub?.stop();
     },
   };

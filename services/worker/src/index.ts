@@ -18,6 +18,9 @@ import { sandboxTools } from "./sandbox-tool.ts";
 export { coreTools, echo, mathSum, sleep, textTemplate } from "./builtin.ts";
 export { createToolSourcesWorker } from "./sources.ts";
 export { sandboxTools } from "./sandbox-tool.ts";
+export { agentLlmTools } from "./agent-llm.ts";
+export type { AgentLlmOptions } from "./agent-llm.ts";
+export { llmTools } from "./llm.ts";
 export type { ToolSourcesWorker, ToolSourcesWorkerOptions } from "./sources.ts";
 export { ToolSourceConflict, ToolSourceLoadFailed, ToolSourceTenantRefused } from "./errors.ts";
 

@@ -1,0 +1,339 @@
+/**
+ * Shared pieces of the importers: the result type, the issue list, node-id
+ * allocation, `$.path` / JSONata rendering, reference templates in parameters,
+ * and strongly connected components (for cycles).
+ */
+import jsonata from "jsonata";
+import type { JsonObject, JsonValue } from "../json.ts";
+import { isJsonObject } from "../json.ts";
+import type { PathSegment } from "../path.ts";
+import { parsePath } from "../path.ts";
+
+/** One problem found in an import source. */
+export interface ImportIssue {
+  /** Where in the source, e.g. `steps[2].dependencies[0]` or `states.llm.on.DONE[1].guard`. */
+  path: string;
+  /** Stable, machine-readable code, e.g. `unknown_dependency`. */
+  code: string;
+  message: string;
+}
+
+/**
+ * What every importer returns. On success `definition` is a canonical Baton
+ * workflow definition (docs/importers.md, /work/notes/model.md) as plain JSON,
+ * and `warnings` lists what was adapted or dropped on the way. On failure every
+ * problem of the source is listed, each with a path into the source.
+ */
+export type ImportResult =
+  | { ok: true; definition: JsonObject; warnings: string[] }
+  | { ok: false; errors: ImportIssue[] };
+
+/** Source formats understood by {@link importWorkflow}. */
+export type ImportFormat = "plan" | "toolSequence" | "stateMachine";
+
+export const TOOL_NAME = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
+const NODE_ID = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
+
+export function fail(errors: ImportIssue[]): ImportResult {
+  return { ok: false, errors };
+}
+
+/** `a.b` / `a[0]` / `a["x y"]` joined the way the issue paths are written. */
+export function at(base: string, key: string | number): string {
+  if (typeof key === "number") return `${base}[${key}]`;
+  const name = /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key) ? key : JSON.stringify(key);
+  if (name !== key) return `${base}[${name}]`;
+  return base === "" ? key : `${base}.${key}`;
+}
+
+/** First of `keys` present on `obj`, with the key it was found under. */
+export function pick(obj: JsonObject, keys: readonly string[]): { key: string; value: JsonValue } | undefined {
+  for (const key of keys) {
+    if (Object.prototype.hasOwnProperty.call(obj, key) && obj[key] !== undefined) return { key, value: obj[key] };
+  }
+  return undefined;
+}
+
+/** Deep copy of a value as JSON (drops `undefined`, rejects what JSON cannot hold). */
+export function asJson(v: unknown): JsonValue | undefined {
+  if (v === null || typeof v === "string" || typeof v === "boolean") return v;
+  if (typeof v === "number") return Number.isFinite(v) ? v : undefined;
+  if (Array.isArray(v)) {
+    const out: JsonValue[] = [];
+    for (const x of v) {
+      const j = asJson(x);
+      if (j === undefined) return undefined;
+      out.push(j);
+    }
+    return out;
+  }
+  if (typeof v === "object") {
+    const out: JsonObject = {};
+    for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+      if (x === undefined) continue;
+      const j = asJson(x);
+      if (j === undefined) return undefined;
+      out[k] = j;
+    }
+    return out;
+  }
+  return undefined;
+}
+
+/**
+ * Hands out node ids that satisfy the canonical id rule, are unique, and never
+ * collide with `input` (the execution input lives at `$.input`).
+ */
+export class IdAllocator {
+  private readonly taken = new Set<string>(["input"]);
+
+  /** Reserves `id` as is; false when it is taken or not a valid id. */
+  claim(id: string): boolean {
+    if (!NODE_ID.test(id) || this.taken.has(id)) return false;
+    this.taken.add(id);
+    return true;
+  }
+
+  /** A fresh id derived from `base` (sanitised, suffixed `_2`, `_3`... when taken). */
+  fresh(base: string): string {
+    let clean = base.replace(/[^A-Za-z0-9_-]/g, "_");
+    if (!/^[A-Za-z_]/.test(clean)) clean = `_${clean}`;
+    clean = clean.slice(0, 56);
+    if (this.claim(clean)) return clean;
+    for (let n = 2; ; n++) {
+      const id = `${clean}_${n}`;
+      if (this.claim(id)) return id;
+    }
+  }
+}
+
+/** Renders path segments as a canonical `$.path`. */
+export function renderPath(segments: readonly PathSegment[]): string {
+  let out = "$";
+  for (const s of segments) {
+    if (typeof s === "number") out += `[${s}]`;
+    else if (/^[A-Za-z_][A-Za-z0-9_-]*$/.test(s)) out += `.${s}`;
+    else out += `["${s}"]`;
+  }
+  return out;
+}
+
+const JSONATA_WORDS = new Set(["and", "or", "in", "true", "false", "null", "function"]);
+
+/** Renders path segments as a JSONata path over the context (`$.fetch.body[0]`). */
+export function jsonataPath(segments: readonly PathSegment[]): string {
+  let out = "$";
+  for (const s of segments) {
+    if (typeof s === "number") out += `[${s}]`;
+    else if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(s) && !JSONATA_WORDS.has(s)) out += `.${s}`;
+    else out += `.\`${s.replace(/`/g, "")}\``;
+  }
+  return out;
+}
+
+/** A JSONata literal for a JSON value (JSONata accepts JSON literals). */
+export function jsonataLiteral(v: JsonValue): string {
+  return JSON.stringify(v);
+}
+
+/** A syntax error message for a JSONata expression, or undefined when it parses. */
+export function jsonataSyntaxError(expr: string): string | undefined {
+  try {
+    jsonata(expr);
+    return undefined;
+  } catch (e) {
+    return e instanceof Error ? e.message : String(e);
+  }
+}
+
+/** Parses `name.a[0]["x"]` (a `$.path` without its `$.`) into segments. */
+export function parseRef(ref: string): PathSegment[] | undefined {
+  const p = parsePath(`$.${ref.trim()}`);
+  return "error" in p ? undefined : p.segments;
+}
+
+/** How a reference inside a template resolves: a context path (as segments) or a problem. */
+export type RefResolution = { segments: PathSegment[]; inputKey?: string; dependsOn?: string } | { code: string; message: string };
+
+export interface TemplateOptions {
+  /** Resolves the inside of `{{ ... }}` / `${...}` (and `$name` / `workflow://name` when `bareRefs`). */
+  resolve: (segments: PathSegment[], raw: string) => RefResolution;
+  /** Also read whole-string `$name.path` and `workflow://name/...` as references (WorkflowPlan). */
+  bareRefs: boolean;
+}
+
+export interface TemplatedInput {
+  /** The node input, with references as `$.paths`. */
+  input: JsonObject;
+  /** JSONata expressions (key → expression) for strings that need computing; empty when none. */
+  computed: Array<{ key: string; expression: string }>;
+  /** Top-level `$.input` keys referenced. */
+  inputKeys: string[];
+  /** Other nodes referenced (to be run before). */
+  dependsOn: string[];
+}
+
+const WHOLE_TEMPLATE = /^\s*(?:\{\{\s*([^{}]+?)\s*\}\}|\$\{\s*([^{}]+?)\s*\})\s*$/;
+/** `{{ref}}` or `${ref}`, unless escaped with a backslash (`\{{`, `\${`). */
+const ANY_TEMPLATE = /(?<!\\)(?:\{\{\s*([^{}]+?)\s*\}\}|\$\{\s*([^{}]+?)\s*\})/g;
+const unescape = (s: string): string => s.replace(/\\(\{\{|\$\{)/g, "$1");
+const BARE_REF = /^\$([A-Za-z_][A-Za-z0-9_-]*(?:(?:\.[A-Za-z_][A-Za-z0-9_-]*)|\[\d+\])*)$/;
+const WORKFLOW_URI = /^workflow:\/\/([^/\s]+)(?:\/[^\s]*)?$/;
+
+/**
+ * Translates a parameter object whose strings may hold references:
+ * - a whole-string reference becomes a `$.path` (so the referenced value keeps its type);
+ * - a string with references inside other text is computed by a JSONata string
+ *   concatenation (a `transform` node the caller adds) and read from there;
+ * - a literal string that would read as a `$.path` (`$`, `$.x`, `$[0]`) is also
+ *   computed, as a JSONata string literal, so it reaches the tool unchanged;
+ * - `\{{` and `\${` are literal `{{` / `${` (for tools that take templates themselves).
+ * `computedAt(key)` gives the `$.path` where computed key `key` will be.
+ */
+export function translateParams(
+  params: JsonObject,
+  path: string,
+  opts: TemplateOptions,
+  computedAt: (key: string) => string,
+  errors: ImportIssue[],
+): TemplatedInput {
+  const computed: Array<{ key: string; expression: string }> = [];
+  const inputKeys = new Set<string>();
+  const dependsOn = new Set<string>();
+
+  const resolve = (raw: string, where: string): PathSegment[] | undefined => {
+    const segments = parseRef(raw);
+    if (!segments || segments.length === 0) {
+      errors.push({ path: where, code: "invalid_reference", message: `"${raw}" is not a reference (expected name.path, e.g. step1.items[0])` });
+      return undefined;
+    }
+    const r = opts.resolve(segments, raw);
+    if ("code" in r) {
+      errors.push({ path: where, code: r.code, message: r.message });
+      return undefined;
+    }
+    if (r.inputKey !== undefined) inputKeys.add(r.inputKey);
+    if (r.dependsOn !== undefined) dependsOn.add(r.dependsOn);
+    return r.segments;
+  };
+
+  const compute = (expression: string): string => {
+    const key = `p${computed.length}`;
+    computed.push({ key, expression });
+    return computedAt(key);
+  };
+
+  const walk = (v: JsonValue, where: string): JsonValue => {
+    if (Array.isArray(v)) return v.map((x, i) => walk(x, at(where, i)));
+    if (isJsonObject(v)) {
+      const out: JsonObject = {};
+      for (const [k, x] of Object.entries(v)) out[k] = walk(x, at(where, k));
+      return out;
+    }
+    if (typeof v !== "string") return v;
+
+    const whole = WHOLE_TEMPLATE.exec(v);
+    if (whole) {
+      const segs = resolve(whole[1] ?? whole[2] ?? "", where);
+      return segs ? renderPath(segs) : v;
+    }
+    if (opts.bareRefs) {
+      const bare = BARE_REF.exec(v);
+      if (bare) {
+        const segs = parseRef(bare[1]!);
+        const r = segs ? opts.resolve(segs, bare[1]!) : undefined;
+        // `$name` that names nothing known stays a literal (e.g. "$HOME").
+        if (r && !("code" in r)) {
+          if (r.inputKey !== undefined) inputKeys.add(r.inputKey);
+          if (r.dependsOn !== undefined) dependsOn.add(r.dependsOn);
+          return renderPath(r.segments);
+        }
+      }
+      const uri = WORKFLOW_URI.exec(v);
+      if (uri) {
+        const segs = resolve(uri[1]!, where);
+        return segs ? renderPath(segs) : v;
+      }
+    }
+    ANY_TEMPLATE.lastIndex = 0;
+    if (ANY_TEMPLATE.test(v)) {
+      const parts: string[] = [];
+      let last = 0;
+      let ok = true;
+      ANY_TEMPLATE.lastIndex = 0;
+      for (let m = ANY_TEMPLATE.exec(v); m; m = ANY_TEMPLATE.exec(v)) {
+        if (m.index > last) parts.push(jsonataLiteral(unescape(v.slice(last, m.index))));
+        const segs = resolve(m[1] ?? m[2] ?? "", where);
+        if (segs) parts.push(jsonataPath(segs));
+        else ok = false;
+        last = m.index + m[0].length;
+      }
+      if (last < v.length) parts.push(jsonataLiteral(unescape(v.slice(last))));
+      return ok ? compute(parts.join(" & ")) : v;
+    }
+    const literal = unescape(v);
+    if (literal === "$" || literal.startsWith("$.") || literal.startsWith("$[")) return compute(jsonataLiteral(literal));
+    return literal;
+  };
+
+  const input = walk(params, path) as JsonObject;
+  return { input, computed, inputKeys: [...inputKeys], dependsOn: [...dependsOn] };
+}
+
+/** The JSONata object constructor of a params node: `{ "p0": ..., "p1": ... }`. */
+export function computedExpression(computed: ReadonlyArray<{ key: string; expression: string }>): string {
+  return `{ ${computed.map((c) => `${JSON.stringify(c.key)}: ${c.expression}`).join(", ")} }`;
+}
+
+/** JSON Schema for an input object with the given required top-level keys. */
+export function inputSchemaFor(keys: Iterable<string>): JsonObject | undefined {
+  const sorted = [...new Set(keys)].sort();
+  if (sorted.length === 0) return undefined;
+  const properties: JsonObject = {};
+  for (const k of sorted) properties[k] = {};
+  return { type: "object", properties, required: sorted };
+}
+
+/**
+ * Strongly connected components (Tarjan) of a graph given as adjacency lists;
+ * returns only the cyclic ones (more than one node, or a node with a self-edge),
+ * each in the order the nodes were listed.
+ */
+export function cyclicComponents(nodes: readonly string[], next: (id: string) => readonly string[]): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const onStack = new Set<string>();
+  const stack: string[] = [];
+  const out: string[][] = [];
+  let counter = 0;
+  const order = new Map(nodes.map((n, i) => [n, i]));
+
+  const strong = (v: string): void => {
+    index.set(v, counter);
+    low.set(v, counter);
+    counter++;
+    stack.push(v);
+    onStack.add(v);
+    for (const w of next(v)) {
+      if (!order.has(w)) continue;
+      if (!index.has(w)) {
+        strong(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) {
+        low.set(v, Math.min(low.get(v)!, index.get(w)!));
+      }
+    }
+    if (low.get(v) === index.get(v)) {
+      const comp: string[] = [];
+      for (;;) {
+        const w = stack.pop()!;
+        onStack.delete(w);
+        comp.push(w);
+        if (w === v) break;
+      }
+      if (comp.length > 1 || next(v).includes(v)) out.push(comp.sort((a, b) => order.get(a)! - order.get(b)!));
+    }
+  };
+  for (const n of nodes) if (!index.has(n)) strong(n);
+  return out.sort((a, b) => order.get(a[0]!)! - order.get(b[0]!)!);
+}

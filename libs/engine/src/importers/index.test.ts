@@ -1,0 +1,27 @@
+/**
+ * Rules checked for importWorkflow: each format name dispatches to its importer (same result
+ * as calling it directly), and an unknown format is an `unknown_format` error at `format`.
+ */
+import { describe, expect, it } from "@jest/globals";
+import { IMPORT_FORMATS, importStateMachine, importToolSequence, importWorkflow, importWorkflowPlan } from "./index.ts";
+
+describe("importWorkflow", () => {
+  it("dispatches on the format", () => {
+    const plan = { steps: [{ name: "a", tool_name: "tool.a", params: {}, dependencies: [] }] };
+    const seq = [{ order: 1, toolName: "Bash", parameters: { command: "ls" } }];
+    const machine = { initial: "a", states: { a: { invoke: "tool.a", on: { DONE: "b" } }, b: { type: "final" } } };
+    expect(importWorkflow("plan", plan)).toEqual(importWorkflowPlan(plan));
+    expect(importWorkflow("toolSequence", seq)).toEqual(importToolSequence(seq));
+    expect(importWorkflow("stateMachine", machine)).toEqual(importStateMachine(machine));
+    // The same source read as another format is judged by that format's rules.
+    expect(importWorkflow("plan", seq)).toMatchObject({ ok: false, errors: [{ code: "invalid_source" }] });
+    expect(IMPORT_FORMATS).toEqual(["plan", "toolSequence", "stateMachine"]);
+  });
+
+  it("rejects an unknown format", () => {
+    expect(importWorkflow("bpmn" as never, {})).toEqual({
+      ok: false,
+      errors: [{ path: "format", code: "unknown_format", message: 'unknown import format "bpmn"; one of: plan, toolSequence, stateMachine' }],
+    });
+  });
+});

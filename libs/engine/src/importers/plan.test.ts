@@ -1,0 +1,172 @@
+/**
+ * Rules checked for importWorkflowPlan (seed 001 `WorkflowPlan`):
+ * - each step becomes a `tool` node (step name → id, tool_name → config.tool, params → input,
+ *   reason → description), each dependency an edge;
+ * - references to the input/context and to earlier results become `$.paths`, whatever syntax
+ *   (`{{step.result}}`, `$step.path`, `workflow://step/<id>`, `${...}`); references inside text
+ *   are computed by a `transform` node whose JSONata really produces the string;
+ * - several roots hang off a `_start` node; a single root is the start; the output maps sinks;
+ * - a bad plan lists every problem (missing tool, unknown dependency, cycle, duplicate, bad
+ *   reference) with a path into the plan.
+ * The seed's examples are pseudo-code (`rank_images(quality_scores)`); the fixtures (fixtures/seeds.ts) are
+ * those examples written as the seed's own `WorkflowPlan` / `WorkflowStepPlan` JSON.
+ */
+import { describe, expect, it } from "@jest/globals";
+import jsonata from "jsonata";
+import { importWorkflowPlan } from "./index.ts";
+import { example1, example2, mockPlan } from "./fixtures/seeds.ts";
+
+describe("importWorkflowPlan", () => {
+  it("imports a linear plan (example 1) as a chain with the sink as output", () => {
+    const r = importWorkflowPlan(example1);
+    expect(r).toEqual({
+      ok: true,
+      warnings: [],
+      definition: {
+        schemaVersion: 1,
+        start: "assess_quality_batch",
+        inputSchema: { type: "object", properties: { image_paths: {} }, required: ["image_paths"] },
+        nodes: [
+          { id: "assess_quality_batch", type: "tool", description: "Assessed quality of 500 photos", config: { tool: "assess_quality_batch" }, input: { image_paths: "$.input.image_paths", method: "clip_learned" } },
+          { id: "rank_images", type: "tool", description: "Ranked photos by quality", config: { tool: "rank_images" }, input: { quality_scores: "$.assess_quality_batch" } },
+          { id: "select_top_images", type: "tool", description: "Selected top 10 photos", config: { tool: "select_top_images" }, input: { ranked_images: "$.rank_images", top_n: 10 } },
+        ],
+        edges: [
+          { from: "assess_quality_batch", to: "rank_images" },
+          { from: "rank_images", to: "select_top_images" },
+        ],
+        output: { select_top_images: "$.select_top_images" },
+      },
+    });
+  });
+
+  it("fans independent steps (example 2) out of a _start node and maps every sink", () => {
+    const r = importWorkflowPlan(example2);
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.warnings).toEqual([]);
+    expect(r.definition).toEqual({
+      schemaVersion: 1,
+      start: "_start",
+      inputSchema: { type: "object", properties: { image_paths: {} }, required: ["image_paths"] },
+      nodes: [
+        { id: "_start", type: "setVariable", config: { values: {} } },
+        { id: "clip_tag_images", type: "tool", description: "Tag all photos", config: { tool: "clip_tag_images" }, input: { image_paths: "$.input.image_paths" } },
+        { id: "detect_landmarks", type: "tool", description: "Detect landmarks", config: { tool: "detect_landmarks" }, input: { image_paths: "$.input.image_paths" } },
+        { id: "group_by_location", type: "tool", description: "Group by location", config: { tool: "group_by_location" }, input: { landmarks: "$.detect_landmarks.landmarks" } },
+        { id: "assess_quality_batch", type: "tool", description: "Assess quality (parallel)", config: { tool: "assess_quality_batch" }, input: { image_paths: "$.input.image_paths" } },
+        {
+          id: "select_best_from_group", type: "tool", description: "Select best", config: { tool: "select_best_from_group" },
+          input: { groups: "$.group_by_location", quality_scores: "$.assess_quality_batch.scores", top_n: 3 },
+        },
+      ],
+      edges: [
+        { from: "_start", to: "clip_tag_images" },
+        { from: "_start", to: "detect_landmarks" },
+        { from: "_start", to: "assess_quality_batch" },
+        { from: "detect_landmarks", to: "group_by_location" },
+        { from: "group_by_location", to: "select_best_from_group" },
+        { from: "assess_quality_batch", to: "select_best_from_group" },
+      ],
+      output: { clip_tag_images: "$.clip_tag_images", select_best_from_group: "$.select_best_from_group" },
+    });
+  });
+
+  it("starts a one-step plan (the mock LLM's plan) at that step, literals kept", () => {
+    expect(importWorkflowPlan(mockPlan)).toEqual({
+      ok: true,
+      warnings: [],
+      definition: {
+        schemaVersion: 1,
+        start: "assess_quality_batch",
+        nodes: [{ id: "assess_quality_batch", type: "tool", config: { tool: "assess_quality_batch" }, input: { image_paths: ["photo1.jpg"] } }],
+        edges: [],
+        output: { assess_quality_batch: "$.assess_quality_batch" },
+      },
+    });
+  });
+
+  it("accepts the id/tool/parameters/depends_on aliases and adds dependencies implied by references", () => {
+    const r = importWorkflowPlan({
+      steps: [
+        { id: "fetch", tool: "http.get", parameters: { url: "{{input.url}}" } },
+        { id: "summarize", tool: "llm.summarize", parameters: { text: "$fetch.body" } },
+      ],
+    });
+    expect(r.ok && r.definition.edges).toEqual([{ from: "fetch", to: "summarize" }]);
+    expect(r.ok && r.warnings).toEqual(['step "summarize" uses the result of "fetch" without listing it in dependencies; it was added']);
+  });
+
+  it("computes references inside text with a transform node whose JSONata yields the string", async () => {
+    const r = importWorkflowPlan({
+      steps: [
+        { name: "count", tool_name: "count_photos", params: {} },
+        { name: "report", tool_name: "notify", params: { text: "Found {{count.result.total}} photos for {{input.user}}", raw: "$.not-a-path" }, dependencies: ["count"] },
+      ],
+    });
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    const nodes = r.definition.nodes as Array<{ id: string; config: { expression?: string }; input?: unknown }>;
+    expect(nodes.map((n) => n.id)).toEqual(["count", "report_params", "report"]);
+    expect(nodes[2]!.input).toEqual({ text: "$.report_params.p0", raw: "$.report_params.p1" });
+    expect(r.definition.edges).toEqual([{ from: "count", to: "report_params" }, { from: "report_params", to: "report" }]);
+    const value: unknown = await jsonata(nodes[1]!.config.expression!).evaluate({ input: { user: "ana" }, count: { total: 42 } });
+    expect(value).toEqual({ p0: "Found 42 photos for ana", p1: "$.not-a-path" });
+  });
+
+  it("renames steps whose names are not node ids, and keeps references pointing at them", () => {
+    const r = importWorkflowPlan({
+      steps: [
+        { name: "find photos", tool_name: "search", params: {} },
+        { name: "input", tool_name: "rank", params: { items: "$find photos" }, dependencies: ["find photos"] },
+        { name: "top", tool_name: "top_n", params: { items: "{{input.result}}" }, dependencies: ["input"] },
+      ],
+    });
+    expect(r.ok && r.definition.nodes).toEqual([
+      { id: "find_photos", type: "tool", config: { tool: "search" }, input: {} },
+      // "$find photos" is no reference (a name has no space), so it stays text.
+      { id: "input_2", type: "tool", config: { tool: "rank" }, input: { items: "$find photos" } },
+      // "input" always names the execution input, even when a step has that name.
+      { id: "top", type: "tool", config: { tool: "top_n" }, input: { items: "$.input.result" } },
+    ]);
+    expect(r.ok && r.definition.edges).toEqual([{ from: "find_photos", to: "input_2" }, { from: "input_2", to: "top" }]);
+    expect(r.ok && r.warnings).toEqual([
+      'step "find photos" became node "find_photos" (node ids are letters, digits, _ or -, and "input" is reserved)',
+      'step "input" became node "input_2" (node ids are letters, digits, _ or -, and "input" is reserved)',
+    ]);
+  });
+
+  it("lists every problem of a bad plan with a path", () => {
+    const r = importWorkflowPlan({
+      name: "broken",
+      steps: [
+        { name: "a", tool_name: "tool.a", params: {}, dependencies: ["c"] },
+        { name: "b", params: {}, dependencies: ["a", "ghost"] },
+        { name: "c", tool_name: "tool.c", params: { x: "{{nowhere.result}}" }, dependencies: ["a"] },
+        { name: "a", tool_name: "tool.a2", params: {}, dependencies: [] },
+        { name: "d", tool_name: "bad tool!", params: "nope", dependencies: ["d"] },
+        { tool_name: "tool.e" },
+      ],
+    });
+    expect(r).toEqual({
+      ok: false,
+      errors: [
+        { path: "steps[1].tool_name", code: "missing_tool", message: 'step "b" names no tool' },
+        { path: "steps[3].name", code: "duplicate_step", message: 'duplicate step name "a" (first at steps[0])' },
+        { path: "steps[4].tool_name", code: "invalid_tool_name", message: 'tool name "bad tool!" is not dot-separated words of letters, digits, _ or -' },
+        { path: "steps[4].params", code: "invalid_params", message: "params must be an object of parameter names to values" },
+        { path: "steps[5].name", code: "missing_step_name", message: "the step has no name" },
+        { path: "steps[1].dependencies[1]", code: "unknown_dependency", message: 'step "b" depends on unknown step "ghost"' },
+        { path: "steps[2].params.x", code: "unknown_reference", message: '"nowhere" is neither a step of this plan nor input/context' },
+        { path: "steps[0].dependencies", code: "dependency_cycle", message: 'steps "a", "c" depend on each other in a cycle' },
+        { path: "steps[4].dependencies", code: "dependency_cycle", message: 'step "d" depends on itself' },
+      ],
+    });
+  });
+
+  it("rejects sources that are not plans", () => {
+    expect(importWorkflowPlan("steps")).toEqual({ ok: false, errors: [{ path: "(source)", code: "invalid_source", message: "a workflow plan is a JSON object with a steps array" }] });
+    expect(importWorkflowPlan({ name: "x" })).toEqual({ ok: false, errors: [{ path: "steps", code: "missing_steps", message: "the plan needs a steps array" }] });
+    expect(importWorkflowPlan({ name: "x", steps: [] })).toEqual({ ok: false, errors: [{ path: "steps", code: "no_steps", message: "a workflow plan must have at least one step" }] });
+  });
+});

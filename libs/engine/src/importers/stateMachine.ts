@@ -1,0 +1,379 @@
+/**
+ * Importer for module-workflows / agent-workflow definitions (seed 004 §2: "XState-inspired JSON
+ * with states, transitions, guards, invokes"). The seed names the concepts but not the exact
+ * fields, so the XState-like shape below is what is accepted:
+ * ```json
+ * { "initial": "prompt",
+ *   "context": { "attempts": 0 },           // optional: initial context values, written at $.<key>
+ *   "maxToolIterations": 10,                // optional: visit bound for states on a cycle (seed 004 §2)
+ *   "maxVisits": 25,                        // optional: same, takes precedence
+ *   "output": { "answer": "$.llm.text" },   // optional: copied as is
+ *   "states": {
+ *     "prompt": { "invoke": { "type": "agent.prompt", "config": { ... }, "input": { ... } }, "on": { "DONE": "llm" } },
+ *     "llm":    { "invoke": { "src": "agent.llm" },
+ *                 "transitions": [ { "target": "tools", "guard": "$count($output.toolCalls) > 0" },
+ *                                  { "target": "done" } ] },
+ *     "tools":  { "invoke": { "type": "agent.toolExecutor" }, "always": "llm", "maxVisits": 10 },
+ *     "done":   { "type": "final" } } }
+ * ```
+ * A `{ "definition": {...} }` record (the seed's `agent_workflows` row) is unwrapped; its own
+ * `maxToolIterations` applies when the definition has none.
+ *
+ * - **invoke**: `type` | `src` (or a string) names the node type; `config`, `input`, `output`,
+ *   `retry` and `timeoutMs` carry over. A `core.` prefix is dropped. Core types (`condition`,
+ *   `transform`, `delay`, `emit`, `setVariable`, `forEach`, `whileLoop`), `subworkflow`, `tool`,
+ *   `humanReview` and every `agent.*` type are kept; any other type is a module API node and
+ *   becomes a `tool` node calling the tool of that name, with `{ ...config, ...input }` as its
+ *   arguments. A state without invoke becomes an empty `setVariable` (a pass-through).
+ * - **transitions**, taken in this order: `transitions` (array), `on` (`{ EVENT: target |
+ *   transition | [transition...] }` or an array), `always`, `onDone` / `invoke.onDone`. A
+ *   transition is a target name or `{ target, guard | cond, when? }`; event names are not kept
+ *   (a state moves on when its node finishes), except that for `condition`, `whileLoop` and
+ *   `humanReview` states an event named like a branch (`true`/`false`, `body`/`exit`,
+ *   `approved`/`rejected`, any case) becomes the edge's `when`. Error transitions
+ *   (`onError`) cannot be expressed and are dropped with a warning.
+ * - **guards** become the edge `condition`: a string is JSONata and kept as is (the source
+ *   node's output is `$output`); `{ "expression": "..." }` likewise; a comparison
+ *   `{ "left", "op", "right" }` (the condition node's ops, operands literal or `$.path`) is
+ *   translated to JSONata. Named XState guards (`{ "type": "isValid" }`) are rejected.
+ * - A state with several transitions gets `"branching": "first"` (the first matching
+ *   transition wins); a state entered from several places gets `"join": "any"`; a final state
+ *   (`"type": "final"`) is a sink and has no transitions. Every state on a cycle that does not
+ *   pass through a `whileLoop` gets `maxVisits`: the state's own `maxVisits`, else the
+ *   definition's `maxVisits`, else `maxToolIterations`, else 25.
+ * - When the initial state is re-entered by a transition, or `context` has values, a `_start`
+ *   `setVariable` node (writing the `context` values) comes first.
+ */
+import type { JsonObject, JsonValue } from "../json.ts";
+import { isJsonObject } from "../json.ts";
+import { parsePath } from "../path.ts";
+import type { ImportIssue, ImportResult } from "./common.ts";
+import { IdAllocator, TOOL_NAME, at, asJson, cyclicComponents, fail, jsonataLiteral, jsonataPath, jsonataSyntaxError, pick } from "./common.ts";
+
+/** Visit bound given to states on a cycle when the source sets none. */
+export const DEFAULT_MAX_VISITS = 25;
+
+const KEPT_TYPES = new Set(["condition", "transform", "delay", "emit", "setVariable", "forEach", "whileLoop", "subworkflow", "tool", "humanReview"]);
+const BRANCHES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  condition: { true: "true", false: "false" },
+  whileLoop: { body: "body", exit: "exit" },
+  humanReview: { approved: "approved", approve: "approved", rejected: "rejected", reject: "rejected" },
+  "agent.humanReview": { approved: "approved", approve: "approved", rejected: "rejected", reject: "rejected" },
+};
+const OPS = ["eq", "ne", "gt", "gte", "lt", "lte", "exists", "truthy", "in", "contains"] as const;
+const BINARY: Readonly<Record<string, string>> = { eq: "=", ne: "!=", gt: ">", gte: ">=", lt: "<", lte: "<=" };
+
+interface Transition {
+  target: string;
+  /** Where the transition is in the source. */
+  path: string;
+  targetPath: string;
+  event?: string;
+  guard?: JsonValue;
+  guardPath?: string;
+  when?: string;
+}
+
+/** A JSONata operand: a `$.path` string becomes a path, anything else a literal. */
+function operand(v: JsonValue): string | { error: string } {
+  if (typeof v === "string" && (v === "$" || v.startsWith("$.") || v.startsWith("$["))) {
+    const p = parsePath(v);
+    return "error" in p ? { error: p.error } : jsonataPath(p.segments);
+  }
+  return jsonataLiteral(v);
+}
+
+/** Translates a guard to JSONata, or explains why it cannot be. */
+export function guardToJsonata(guard: JsonValue): { expression: string } | { code: string; message: string } {
+  if (typeof guard === "string") {
+    const err = jsonataSyntaxError(guard);
+    return err === undefined ? { expression: guard } : { code: "invalid_guard", message: `guard is not valid JSONata: ${err}` };
+  }
+  if (!isJsonObject(guard)) return { code: "invalid_guard", message: "a guard is a JSONata string, { expression } or { left, op, right }" };
+  if (typeof guard.expression === "string") return guardToJsonata(guard.expression);
+  if (typeof guard.op === "string") {
+    const op = guard.op;
+    if (!(OPS as readonly string[]).includes(op)) return { code: "invalid_guard", message: `unknown guard op "${op}"; known: ${OPS.join(", ")}` };
+    const left = operand(guard.left ?? null);
+    const right = operand(guard.right ?? null);
+    if (typeof left !== "string") return { code: "invalid_guard", message: left.error };
+    if (typeof right !== "string") return { code: "invalid_guard", message: right.error };
+    if (op in BINARY) return { expression: `${left} ${BINARY[op]} ${right}` };
+    if (op === "exists") return { expression: `$exists(${left})` };
+    if (op === "truthy") return { expression: `$boolean(${left})` };
+    if (op === "in") return { expression: `${left} in ${right}` };
+    return { expression: `($type(${left}) = "string" ? $contains(${left}, ${right}) : ${right} in ${left})` };
+  }
+  if (typeof guard.type === "string") {
+    return { code: "unsupported_guard", message: `named guard "${guard.type}" has no definition here; write it as JSONata or { left, op, right }` };
+  }
+  return { code: "invalid_guard", message: "a guard is a JSONata string, { expression } or { left, op, right }" };
+}
+
+function readTransitions(spec: JsonValue, path: string, event: string | undefined, out: Transition[], errors: ImportIssue[]): void {
+  if (typeof spec === "string") {
+    out.push({ target: spec, path, targetPath: path, ...(event !== undefined ? { event } : {}) });
+    return;
+  }
+  if (Array.isArray(spec)) {
+    spec.forEach((s, i) => readTransitions(s, at(path, i), event, out, errors));
+    return;
+  }
+  if (!isJsonObject(spec)) {
+    errors.push({ path, code: "invalid_transition", message: "a transition is a target state name or { target, guard }" });
+    return;
+  }
+  const target = spec.target;
+  if (typeof target !== "string" || target === "") {
+    errors.push({ path: at(path, "target"), code: Array.isArray(target) ? "invalid_transition" : "missing_target", message: Array.isArray(target) ? "a transition has one target state" : "the transition has no target state" });
+    return;
+  }
+  const t: Transition = { target, path, targetPath: at(path, "target") };
+  if (event !== undefined) t.event = event;
+  const g = pick(spec, ["guard", "cond"]);
+  if (g !== undefined) {
+    t.guard = g.value;
+    t.guardPath = at(path, g.key);
+  }
+  if (typeof spec.when === "string") t.when = spec.when;
+  out.push(t);
+}
+
+/** The node of one state's invoke; undefined (with errors recorded) when the invoke is unusable. */
+function nodeForInvoke(id: string, invoke: JsonValue | undefined, ip: string, errors: ImportIssue[], warnings: string[]): JsonObject | undefined {
+  if (invoke === undefined || invoke === null) return { id, type: "setVariable", config: { values: {} } };
+  const inv: JsonObject = typeof invoke === "string" ? { type: invoke } : isJsonObject(invoke) ? invoke : {};
+  const typeField = pick(inv, ["type", "src"]);
+  if (!isJsonObject(invoke) && typeof invoke !== "string") {
+    errors.push({ path: ip, code: "invalid_invoke", message: "invoke is a node type name or { type, config, input }" });
+    return undefined;
+  }
+  if (typeof typeField?.value !== "string" || typeField.value === "") {
+    errors.push({ path: at(ip, typeField?.key ?? "type"), code: "missing_invoke_type", message: "the invoke names no node type (type or src)" });
+    return undefined;
+  }
+  const type = typeField.value.startsWith("core.") ? typeField.value.slice(5) : typeField.value;
+  let config: JsonObject = {};
+  if (inv.config !== undefined && inv.config !== null) {
+    if (isJsonObject(inv.config)) config = inv.config;
+    else errors.push({ path: at(ip, "config"), code: "invalid_config", message: "config must be an object" });
+  }
+  let input: JsonObject | undefined;
+  if (inv.input !== undefined && inv.input !== null) {
+    if (isJsonObject(inv.input)) input = inv.input;
+    else errors.push({ path: at(ip, "input"), code: "invalid_input", message: "input must be an object template" });
+  }
+  let node: JsonObject;
+  if (KEPT_TYPES.has(type) || type.startsWith("agent.")) {
+    node = { id, type, config };
+    if (input !== undefined) node.input = input;
+  } else {
+    if (!TOOL_NAME.test(type)) {
+      errors.push({ path: at(ip, typeField.key), code: "invalid_tool_name", message: `"${type}" is neither a known node type nor a tool name (dot-separated words)` });
+      return undefined;
+    }
+    const args = { ...config, ...(input ?? {}) };
+    node = { id, type: "tool", config: { tool: type } };
+    if (Object.keys(args).length > 0) node.input = args;
+  }
+  if (typeof inv.output === "string") node.output = inv.output;
+  if (isJsonObject(inv.retry)) node.retry = inv.retry;
+  if (typeof inv.timeoutMs === "number") node.timeoutMs = inv.timeoutMs;
+  if (inv.onError !== undefined) warnings.push(`${at(ip, "onError")}: error transitions are not imported; a failing node fails the execution (use retry)`);
+  return node;
+}
+
+/** Converts an XState-like module-workflows definition into a canonical definition (see the module comment). */
+export function importStateMachine(def: unknown): ImportResult {
+  let source = asJson(def);
+  const errors: ImportIssue[] = [];
+  const warnings: string[] = [];
+  if (!isJsonObject(source)) return fail([{ path: "(source)", code: "invalid_source", message: "a state machine is a JSON object with initial and states" }]);
+  let base = "";
+  let outerLimit: JsonValue | undefined;
+  if (source.states === undefined && isJsonObject(source.definition)) {
+    outerLimit = source.maxToolIterations;
+    source = source.definition;
+    base = "definition";
+  }
+  const states = source.states;
+  if (!isJsonObject(states) || Object.keys(states).length === 0) {
+    return fail([{ path: at(base, "states"), code: "missing_states", message: "the definition needs a states object with at least one state" }]);
+  }
+  const names = Object.keys(states);
+
+  const limitOf = (v: JsonValue | undefined, path: string): number | undefined => {
+    if (v === undefined || v === null) return undefined;
+    if (typeof v === "number" && Number.isInteger(v) && v >= 1) return v;
+    errors.push({ path, code: "invalid_limit", message: "a visit limit is a whole number of at least 1" });
+    return undefined;
+  };
+  const defaultLimit =
+    limitOf(source.maxVisits, at(base, "maxVisits")) ??
+    limitOf(source.maxToolIterations, at(base, "maxToolIterations")) ??
+    limitOf(outerLimit, "maxToolIterations") ??
+    DEFAULT_MAX_VISITS;
+
+  let initial = source.initial;
+  if (initial === undefined) {
+    initial = names[0]!;
+    warnings.push(`no initial state given; starting at the first state, "${initial}"`);
+  } else if (typeof initial !== "string" || !Object.prototype.hasOwnProperty.call(states, initial)) {
+    errors.push({ path: at(base, "initial"), code: "unknown_initial", message: `initial state ${JSON.stringify(initial)} is not one of the states` });
+  }
+
+  const ids = new IdAllocator();
+  const idOf = new Map<string, string>();
+  for (const name of names) {
+    if (!ids.claim(name)) {
+      const id = ids.fresh(name);
+      idOf.set(name, id);
+      warnings.push(`state "${name}" became node "${id}" (node ids are letters, digits, _ or -, and "input" is reserved)`);
+    } else {
+      idOf.set(name, name);
+    }
+  }
+
+  const nodes = new Map<string, JsonObject>();
+  const transitions = new Map<string, Transition[]>();
+  const ownLimit = new Map<string, number>();
+  const finals = new Set<string>();
+
+  for (const name of names) {
+    const sp = at(at(base, "states"), name);
+    const state = states[name];
+    if (!isJsonObject(state)) {
+      errors.push({ path: sp, code: "invalid_state", message: "a state is an object (invoke, on/transitions, type)" });
+      continue;
+    }
+    const id = idOf.get(name)!;
+    // A state whose invoke is unusable still gets a stand-in node, so its transitions are checked too.
+    const invoke = state.invoke;
+    const node: JsonObject = nodeForInvoke(id, invoke, at(sp, "invoke"), errors, warnings) ?? { id, type: "setVariable", config: { values: {} } };
+    if (typeof state.description === "string") node.description = state.description;
+    const limit = limitOf(state.maxVisits, at(sp, "maxVisits"));
+    if (limit !== undefined) ownLimit.set(name, limit);
+    if (state.onError !== undefined) warnings.push(`${at(sp, "onError")}: error transitions are not imported; a failing node fails the execution (use retry)`);
+
+    const ts: Transition[] = [];
+    if (state.transitions !== undefined) readTransitions(state.transitions, at(sp, "transitions"), undefined, ts, errors);
+    if (Array.isArray(state.on)) readTransitions(state.on, at(sp, "on"), undefined, ts, errors);
+    else if (isJsonObject(state.on)) for (const [ev, spec] of Object.entries(state.on)) readTransitions(spec, at(at(sp, "on"), ev), ev, ts, errors);
+    else if (state.on !== undefined) errors.push({ path: at(sp, "on"), code: "invalid_transition", message: "on maps event names to transitions" });
+    if (state.always !== undefined) readTransitions(state.always, at(sp, "always"), undefined, ts, errors);
+    if (state.onDone !== undefined) readTransitions(state.onDone, at(sp, "onDone"), undefined, ts, errors);
+    if (isJsonObject(invoke) && invoke.onDone !== undefined) readTransitions(invoke.onDone, at(at(sp, "invoke"), "onDone"), undefined, ts, errors);
+
+    if (state.type === "final") {
+      finals.add(name);
+      if (ts.length > 0) errors.push({ path: ts[0]!.path, code: "final_state_transitions", message: `final state "${name}" cannot have transitions` });
+    } else if (ts.length === 0) {
+      warnings.push(`state "${name}" has no transitions and is not final; the execution ends there`);
+    }
+
+    const nodeType = node.type as string;
+    const branches = BRANCHES[nodeType];
+    for (const t of ts) {
+      if (!Object.prototype.hasOwnProperty.call(states, t.target)) {
+        errors.push({ path: t.targetPath, code: "unknown_target", message: `transition to unknown state "${t.target}"` });
+      }
+      if (branches) {
+        const label = t.when ?? (t.event !== undefined ? branches[t.event.toLowerCase()] : undefined);
+        if (label !== undefined && !Object.values(branches).includes(label)) {
+          errors.push({ path: at(t.path, "when"), code: "invalid_branch", message: `transitions out of "${name}" (${nodeType}) are labelled ${[...new Set(Object.values(branches))].join(" or ")}` });
+        } else if (label !== undefined) {
+          t.when = label;
+        } else if (nodeType === "condition" || nodeType === "whileLoop") {
+          errors.push({ path: t.path, code: "missing_branch", message: `transitions out of the ${nodeType} state "${name}" need a branch: an event named ${[...new Set(Object.values(branches))].join(" / ")} or "when"` });
+        }
+      } else if (t.when !== undefined) {
+        errors.push({ path: at(t.path, "when"), code: "invalid_branch", message: `transitions out of "${name}" (${nodeType}) take no "when"` });
+      }
+      if (t.guard !== undefined) {
+        const g = guardToJsonata(t.guard);
+        if ("code" in g) errors.push({ path: t.guardPath!, code: g.code, message: g.message });
+      }
+    }
+    nodes.set(name, node);
+    transitions.set(name, ts);
+  }
+
+  // Reachability from the initial state.
+  if (typeof initial === "string" && Object.prototype.hasOwnProperty.call(states, initial)) {
+    const reach = new Set([initial]);
+    const queue = [initial];
+    while (queue.length > 0) {
+      for (const t of transitions.get(queue.shift()!) ?? []) {
+        if (!reach.has(t.target) && Object.prototype.hasOwnProperty.call(states, t.target)) {
+          reach.add(t.target);
+          queue.push(t.target);
+        }
+      }
+    }
+    for (const name of names) {
+      if (!reach.has(name)) errors.push({ path: at(at(base, "states"), name), code: "unreachable_state", message: `state "${name}" cannot be reached from the initial state "${initial}"` });
+    }
+  }
+
+  let contextValues: JsonObject | undefined;
+  if (source.context !== undefined && source.context !== null) {
+    if (!isJsonObject(source.context)) {
+      errors.push({ path: at(base, "context"), code: "invalid_context", message: "context is an object of initial values" });
+    } else {
+      contextValues = {};
+      for (const [k, v] of Object.entries(source.context)) {
+        if (!/^[A-Za-z_][A-Za-z0-9_-]*$/.test(k) || k === "input" || idOf.has(k)) {
+          errors.push({ path: at(at(base, "context"), k), code: "invalid_context_key", message: `context key "${k}" must be a name that is not "input" or a state name` });
+        } else {
+          contextValues[`$.${k}`] = v;
+        }
+      }
+    }
+  }
+  if (source.output !== undefined && !isJsonObject(source.output)) {
+    errors.push({ path: at(base, "output"), code: "invalid_output", message: "output maps keys to $.paths" });
+  }
+  if (errors.length > 0) return fail(errors);
+
+  // Bounds: every state on a cycle that avoids whileLoop nodes.
+  const loopFree = names.filter((n) => nodes.get(n)!.type !== "whileLoop");
+  const cyclic = new Set(cyclicComponents(loopFree, (n) => (transitions.get(n) ?? []).map((t) => t.target)).flat());
+  const incoming = new Map<string, Set<string>>();
+  for (const name of names) for (const t of transitions.get(name)!) incoming.set(t.target, (incoming.get(t.target) ?? new Set()).add(name));
+
+  const outNodes: JsonObject[] = [];
+  const edges: JsonObject[] = [];
+  const init = initial as string;
+  let start = idOf.get(init)!;
+  const needsStart = incoming.has(init) || (contextValues !== undefined && Object.keys(contextValues).length > 0);
+  if (needsStart) {
+    start = ids.fresh("_start");
+    outNodes.push({ id: start, type: "setVariable", config: { values: contextValues ?? {} } });
+    edges.push({ from: start, to: idOf.get(init)! });
+  }
+  for (const name of names) {
+    const node = nodes.get(name)!;
+    const out: JsonObject[] = [];
+    const seen = new Set<string>();
+    for (const t of transitions.get(name)!) {
+      const edge: JsonObject = { from: idOf.get(name)!, to: idOf.get(t.target)! };
+      if (t.when !== undefined) edge.when = t.when;
+      if (t.guard !== undefined) edge.condition = (guardToJsonata(t.guard) as { expression: string }).expression;
+      const key = JSON.stringify(edge);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      out.push(edge);
+    }
+    if (out.length > 1) node.branching = "first";
+    if ((incoming.get(name)?.size ?? 0) + (needsStart && name === init ? 1 : 0) > 1) node.join = "any";
+    const limit = ownLimit.get(name) ?? (cyclic.has(name) ? defaultLimit : undefined);
+    if (limit !== undefined) node.maxVisits = limit;
+    outNodes.push(node);
+    edges.push(...out);
+  }
+
+  const definition: JsonObject = { schemaVersion: 1, start, nodes: outNodes, edges };
+  if (isJsonObject(source.inputSchema)) definition.inputSchema = source.inputSchema;
+  if (isJsonObject(source.output)) definition.output = source.output;
+  return { ok: true, definition, warnings };
+}

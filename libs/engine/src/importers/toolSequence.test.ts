@@ -1,0 +1,127 @@
+/**
+ * Rules checked for importToolSequence (seed 000 tool workflows):
+ * - the seed's stored step array, its procedural-memory record (steps as a JSON string in
+ *   `action`), a `ToolWorkflow` / `UserWorkflow` with `steps` and `ToolExecutionData.toolSequence`
+ *   all become the same chain of `tool` nodes step1 → step2 → ...;
+ * - steps run in `order` when given; templates `{{input.x}}` / `{{x}}` read `$.input.x` (and
+ *   make `x` a required input), `{{stepN.path}}` reads an earlier result; templates inside text
+ *   are computed by a `transform` node whose JSONata really yields the string;
+ * - `required: false` is reported as a warning; bad sources list every problem with a path.
+ */
+import { describe, expect, it } from "@jest/globals";
+import jsonata from "jsonata";
+import { codeReviewRecord, codeReviewSteps } from "./fixtures/seeds.ts";
+import { importToolSequence } from "./index.ts";
+
+const codeReviewDefinition = {
+  schemaVersion: 1,
+  start: "step1",
+  nodes: [
+    { id: "step1", type: "tool", config: { tool: "Bash" }, input: { command: "git diff main" } },
+    { id: "step2", type: "tool", config: { tool: "Grep" }, input: { pattern: "TODO|FIXME" } },
+    { id: "step3", type: "tool", config: { tool: "Bash" }, input: { command: "npm test" } },
+  ],
+  edges: [
+    { from: "step1", to: "step2" },
+    { from: "step2", to: "step3" },
+  ],
+};
+
+describe("importToolSequence", () => {
+  it("imports the seed's stored steps as a chain", () => {
+    expect(importToolSequence(codeReviewSteps)).toEqual({ ok: true, warnings: [], definition: codeReviewDefinition });
+  });
+
+  it("reads the same steps from the procedural-memory record, a UserWorkflow and ToolExecutionData", () => {
+    expect(importToolSequence(codeReviewRecord)).toEqual({ ok: true, warnings: [], definition: codeReviewDefinition });
+    // Seed 000 `UserWorkflow` { name, description, steps, triggerKeywords }, steps listed out of order.
+    const userWorkflow = { name: "code-review", description: "Code review workflow", steps: [codeReviewSteps[2], codeReviewSteps[0], codeReviewSteps[1]], triggerKeywords: ["review"] };
+    expect(importToolSequence(userWorkflow)).toEqual({ ok: true, warnings: [], definition: codeReviewDefinition });
+    // Seed 000 `ToolExecutionData.toolSequence` entries: { toolName, parameters, duration, success }.
+    const learned = { userId: "u1", agentId: "a1", success: true, context: "review", toolSequence: codeReviewSteps.map(({ toolName, parameters }) => ({ toolName, parameters, duration: 120, success: true })) };
+    expect(importToolSequence(learned)).toEqual({ ok: true, warnings: [], definition: codeReviewDefinition });
+  });
+
+  it("turns parameter templates into input paths and earlier results, and computes templates inside text", async () => {
+    const r = importToolSequence({
+      name: "review-branch",
+      steps: [
+        { order: 1, toolName: "Bash", parameters: { command: "git diff {{input.base}}...{{branch}}" }, required: true, description: "diff against base" },
+        { order: 2, toolName: "Grep", parameters: { pattern: "{{pattern}}", files: "{{step1.files}}" }, required: false },
+        { order: 3, toolName: "Bash", parameters: { command: "npm test", env: { CI: "${input.ci}" } } },
+      ],
+    });
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.definition).toEqual({
+      schemaVersion: 1,
+      start: "step1_params",
+      inputSchema: { type: "object", properties: { base: {}, branch: {}, ci: {}, pattern: {} }, required: ["base", "branch", "ci", "pattern"] },
+      nodes: [
+        { id: "step1_params", type: "transform", description: 'computes the templated parameters of "step1"', config: { expression: '{ "p0": "git diff " & $.input.base & "..." & $.input.branch }' } },
+        { id: "step1", type: "tool", description: "diff against base", config: { tool: "Bash" }, input: { command: "$.step1_params.p0" } },
+        { id: "step2", type: "tool", config: { tool: "Grep" }, input: { pattern: "$.input.pattern", files: "$.step1.files" } },
+        { id: "step3", type: "tool", config: { tool: "Bash" }, input: { command: "npm test", env: { CI: "$.input.ci" } } },
+      ],
+      edges: [
+        { from: "step1_params", to: "step1" },
+        { from: "step1", to: "step2" },
+        { from: "step2", to: "step3" },
+      ],
+    });
+    expect(r.warnings).toEqual(["steps[1] (Grep) is marked required: false; Baton runs every step as required, so its failure fails the workflow"]);
+    const expr = (r.definition.nodes as Array<{ config: { expression: string } }>)[0]!.config.expression;
+    expect(await jsonata(expr).evaluate({ input: { base: "main", branch: "feature/x" } })).toEqual({ p0: "git diff main...feature/x" });
+  });
+
+  it("keeps escaped \\{{ and \\${ as literal text for tools that take templates themselves", async () => {
+    const r = importToolSequence([
+      { toolName: "math.sum", parameters: { values: "{{amounts}}" } },
+      { toolName: "text.template", parameters: { template: "\\{{n}} items, total \\{{s}} for {{who}}; cost \\${usd}", values: { n: "{{step1.count}}", s: "{{step1.sum}}" } } },
+    ]);
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    const nodes = r.definition.nodes as Array<{ id: string; config: { expression?: string }; input?: unknown }>;
+    expect(nodes.map((n) => n.id)).toEqual(["step1", "step2_params", "step2"]);
+    expect(nodes[2]!.input).toEqual({ template: "$.step2_params.p0", values: { n: "$.step1.count", s: "$.step1.sum" } });
+    expect(await jsonata(nodes[1]!.config.expression!).evaluate({ input: { who: "Ana" } })).toEqual({ p0: "{{n}} items, total {{s}} for Ana; cost ${usd}" });
+    const plain = importToolSequence([{ toolName: "text.template", parameters: { template: "\\{{greeting}}, world" } }]);
+    expect(plain.ok && plain.definition.nodes).toEqual([{ id: "step1", type: "tool", config: { tool: "text.template" }, input: { template: "{{greeting}}, world" } }]);
+  });
+
+  it("lists every problem of a bad sequence with a path", () => {
+    expect(importToolSequence({
+      steps: [
+        { order: 1, toolName: "Bash", parameters: { command: "{{step2.stdout}}" } },
+        { order: 1, parameters: [] },
+        { toolName: "not a tool" },
+        "Grep",
+      ],
+    })).toEqual({
+      ok: false,
+      errors: [
+        { path: "steps[3]", code: "invalid_step", message: "each step is an object with toolName and parameters" },
+        { path: "steps[2].order", code: "missing_order", message: "some steps have an order and this one has none" },
+        { path: "steps[1].order", code: "duplicate_order", message: "order 1 is also used by steps[0]" },
+        { path: "steps[0].parameters.command", code: "forward_reference", message: '"step2" runs after this step; a step can only read earlier steps\' results' },
+        { path: "steps[1].toolName", code: "missing_tool", message: "the step names no tool" },
+        { path: "steps[1].parameters", code: "invalid_params", message: "parameters must be an object of parameter names to values" },
+        { path: "steps[2].toolName", code: "invalid_tool_name", message: 'tool name "not a tool" is not dot-separated words of letters, digits, _ or -' },
+      ],
+    });
+  });
+
+  it("refuses a step reading its own result", () => {
+    expect(importToolSequence([{ toolName: "echo", parameters: { again: "{{step1.text}}" } }])).toEqual({
+      ok: false,
+      errors: [{ path: "[0].parameters.again", code: "self_reference", message: '"step1" is this step; a step can only read earlier steps\' results' }],
+    });
+  });
+
+  it("rejects sources without steps", () => {
+    expect(importToolSequence({ trigger: "x", action: "[{" })).toMatchObject({ ok: false, errors: [{ path: "action", code: "invalid_json" }] });
+    expect(importToolSequence({ name: "x" })).toEqual({ ok: false, errors: [{ path: "steps", code: "missing_steps", message: "no steps: expected steps, toolSequence or action" }] });
+    expect(importToolSequence([])).toEqual({ ok: false, errors: [{ path: "(source)", code: "no_steps", message: "a tool sequence needs at least one step" }] });
+    expect(importToolSequence(42)).toMatchObject({ ok: false, errors: [{ path: "(source)", code: "invalid_source" }] });
+  });
+});
