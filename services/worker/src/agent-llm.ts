@@ -52,7 +52,7 @@ export function agentLlmTools(opts: AgentLlmOptions): ToolSpec[] {
       const unknown: string[] = [];
       for (const t of req.tools ?? []) {
         if (typeof t !== "string") {
-          tools.push(t as { name: string; description: string; inputSchema: JsonObject });
+          tools.push(t);
           continue;
         }
         const d = await opts.describeTool(t);
@@ -60,7 +60,7 @@ export function agentLlmTools(opts: AgentLlmOptions): ToolSpec[] {
         else unknown.push(t);
       }
       if (unknown.length) throw ToolInvalidInput("llm.chat", `tools: not registered: ${unknown.join(", ")}`);
-      for (const t of req.toolDefinitions ?? []) tools.push(t as { name: string; description: string; inputSchema: JsonObject });
+      for (const t of req.toolDefinitions ?? []) tools.push(t);
       const request = {
         ...(req.model ? { model: req.model } : {}),
         ...(req.system !== undefined ? { system: req.system } : {}),
@@ -77,5 +77,5 @@ export function agentLlmTools(opts: AgentLlmOptions): ToolSpec[] {
       return (await inner.handler(parsed.data, ctx)) as z.input<typeof chatResultSchema>;
     },
   });
-  return [chat as unknown as ToolSpec];
+  return [chat];
 }
