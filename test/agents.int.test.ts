@@ -1,0 +1,150 @@
+/**
+ * Agent workflows through the real services and the real `@ai-sdk/openai` provider,
+ * talking to a local HTTP server that speaks the OpenAI chat-completions protocol
+ * (no LLM is reachable here). Rules checked:
+ * - a ReAct loop (agent.toolLoop): the model asks for two tool calls at once, they run on
+ *   the workers in parallel, their results go back in the next request, the final answer
+ *   is the output; tokens reach SSE clients; usage is summed on the execution;
+ * - a two-agent SynthDev workflow (seed 002) imported with its script.js and roles file
+ *   runs as written: handlers in the QuickJS sandbox, agents sharing a context with roles
+ *   mapped, a parsing-only tool as the reviewer's decision, the final state's output;
+ * - a model that is not configured fails validation naming the missing setting.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { readFileSync } from "node:fs";
+import { z } from "zod";
+import { importSynthDev } from "@baton/engine";
+import { startOpenAiCompatibleServer } from "@baton/llm/testing";
+import type { OpenAiCompatibleServer, RecordedRequest, ScriptedReply } from "@baton/llm/testing";
+import { defineTool } from "@baton/sdk";
+import { createLogger } from "@baton/telemetry";
+import { startBaton } from "../bin/start.ts";
+import type { BatonHandle } from "../bin/start.ts";
+import { api, deleteStreams, dropSchema, isolatedConfig, readSse, waitFor } from "./helpers.ts";
+import type { Api } from "./helpers.ts";
+
+const { config } = isolatedConfig();
+let baton: BatonHandle;
+let a: Api;
+let llm: OpenAiCompatibleServer;
+const weatherCalls: string[] = [];
+let replies: (req: RecordedRequest) => ScriptedReply = () => ({ status: 500 });
+
+const weather = defineTool({
+  name: "weather.lookup",
+  description: "Current temperature of a city",
+  input: z.object({ city: z.string() }),
+  handler: async ({ city }) => {
+    weatherCalls.push(city);
+    await new Promise((r) => setTimeout(r, 200));
+    return { city, celsius: city === "Oslo" ? 3 : 18 };
+  },
+});
+
+beforeAll(async () => {
+  llm = await startOpenAiCompatibleServer((req) => replies(req));
+  process.env.BATON_OPENAI_API_KEY = "sk-test";
+  process.env.BATON_OPENAI_BASE_URL = llm.url;
+  process.env.BATON_LLM_RETRY_BASE_DELAY_MS = "1";
+  baton = await startBaton({ config, logger: createLogger("agents", "warn"), tools: [weather] });
+  a = api(baton.gatewayPort!, config.apiKey!);
+}, 60_000);
+
+afterAll(async () => {
+  await baton?.stop();
+  await llm?.close();
+  await dropSchema(config.databaseSchema);
+  await deleteStreams(config.natsUrl, config.prefix);
+});
+
+async function create(slug: string, definition: unknown): Promise<number> {
+  const r = await a.call<{ id: number }>("POST", "/api/agent-workflows", { name: slug, slug, definition });
+  if (r.status !== 201) throw new Error(JSON.stringify(r.body));
+  return r.body.id;
+}
+
+async function finished(id: number): Promise<{ status: string; output: unknown; tokenUsage: Record<string, number>; error: string | null }> {
+  return waitFor(`execution ${id} to finish`, async () => {
+    const r = await a.call<{ status: string; output: unknown; tokenUsage: Record<string, number>; error: string | null }>("GET", `/api/agent-workflow-executions/${id}`);
+    return ["completed", "failed", "cancelled"].includes(r.body.status) ? r.body : undefined;
+  }, 20_000);
+}
+
+describe("agent workflows against an OpenAI-compatible server", () => {
+  it("runs a ReAct loop with parallel tool calls, streams tokens and records usage", async () => {
+    replies = (req) => {
+      const msgs = req.body.messages ?? [];
+      const toolResults = msgs.filter((m) => m.role === "tool").map((m) => String(m.content));
+      if (toolResults.length === 0) {
+        return { toolCalls: [{ id: "c1", name: "weather_lookup", args: { city: "Oslo" } }, { id: "c2", name: "weather_lookup", args: { city: "Rome" } }], usage: { prompt_tokens: 30, completion_tokens: 10 } };
+      }
+      return { text: `Oslo is colder than Rome. ${toolResults.join(" ")}`, chunks: ["Oslo is ", "colder ", "than Rome."], usage: { prompt_tokens: 60, completion_tokens: 8 } };
+    };
+    const wf = await create("react", {
+      agentConfig: { model: "openai:gpt-test" },
+      nodes: [
+        { id: "ask", type: "agent.prompt", config: { template: "Which is colder, {{$.input.a}} or {{$.input.b}}?", role: "user" } },
+        { id: "think", type: "agent.toolLoop", config: { system: "Use the tools.", tools: ["weather.lookup"] } },
+      ],
+      edges: [{ from: "ask", to: "think" }],
+      output: { answer: "$.think.text", rounds: "$.think.iterations" },
+    });
+    const before = llm.requests.length;
+    const started = await a.call<{ id: number }>("POST", `/api/agent-workflows/${wf}/execute`, { input: { a: "Oslo", b: "Rome" } });
+    expect(started.status).toBe(202);
+    const events = await readSse(`${a.base}/api/agent-workflow-executions/${started.body.id}/events`, config.apiKey!, AbortSignal.timeout(20_000));
+    const done = await finished(started.body.id);
+    expect(done.status).toBe("completed");
+    expect(done.output).toMatchObject({ rounds: 1 });
+    expect((done.output as { answer: string }).answer).toContain("Oslo is colder than Rome.");
+    expect(weatherCalls.sort()).toEqual(["Oslo", "Rome"]);
+    const sent = llm.requests.slice(before);
+    expect(sent).toHaveLength(2);
+    expect(sent[0]!.body.tools).toEqual([expect.objectContaining({ type: "function", function: expect.objectContaining({ name: "weather_lookup" }) })]);
+    expect(sent[1]!.body.messages!.filter((m) => m.role === "tool").map((m) => JSON.parse(String(m.content)) as unknown)).toEqual([{ city: "Oslo", celsius: 3 }, { city: "Rome", celsius: 18 }]);
+    expect(done.tokenUsage).toMatchObject({ inputTokens: 90, outputTokens: 18, totalTokens: 108 });
+    const tokens = events.filter((e) => e.event === "token").map((e) => (e.data as { delta: string }).delta).join("");
+    expect(tokens).toBe("Oslo is colder than Rome.");
+  }, 30_000);
+
+  it("runs a two-agent SynthDev workflow with its script and roles as written", async () => {
+    const dir = new URL("../examples/synthdev/", import.meta.url);
+    const workflow = JSON.parse(readFileSync(new URL("workflow.json", dir), "utf8")) as unknown;
+    const script = readFileSync(new URL("script.js", dir), "utf8");
+    const roles = JSON.parse(readFileSync(new URL("roles.json", dir), "utf8")) as unknown;
+    let reviews = 0;
+    replies = (req) => {
+      const first = req.body.messages?.[0]?.content;
+      const system = typeof first === "string" ? first : "";
+      if (system.includes("software engineer")) return { text: `def fizz(): return ${reviews + 1}` };
+      reviews++;
+      return { toolCalls: [{ name: "verdict", args: { approved: reviews >= 2, comment: reviews >= 2 ? "good" : "fix it" } }] };
+    };
+    const imported = importSynthDev({ workflow, script, roles, agentConfig: { model: "openai:gpt-base", levels: { smart: "openai:gpt-smart", base: "openai:gpt-base" } } });
+    if (!imported.ok) throw new Error(JSON.stringify(imported.errors));
+    const wf = await create("pair", imported.definition);
+    const before = llm.requests.length;
+    const started = await a.call<{ id: number }>("POST", `/api/agent-workflows/${wf}/execute`, { input: { task: "fizzbuzz" } });
+    expect(started.status).toBe(202);
+    const done = await finished(started.body.id);
+    expect(done.error).toBeNull();
+    expect(done.status).toBe("completed");
+    expect(done.output).toEqual({ next: null, output: { code: "def fizz(): return 2", approved: true, rounds: 2 } });
+    const sent = llm.requests.slice(before);
+    expect(sent.map((r) => r.body.model)).toEqual(["gpt-smart", "gpt-base", "gpt-smart", "gpt-base"]);
+    // The reviewer (role user) sees the coder's answers as user messages and its own verdicts as assistant ones.
+    const last = sent[3]!.body.messages!.map((m) => `${String(m.role)}:${typeof m.content === "string" ? m.content : ""}`);
+    expect(last).toContain("user:def fizz(): return 1");
+    expect(last).toContain("user:Reviewer asks for changes.");
+    expect(sent[3]!.body.tools).toEqual([expect.objectContaining({ function: expect.objectContaining({ name: "verdict" }) })]);
+  }, 30_000);
+
+  it("refuses a workflow whose model is not configured, naming the missing setting", async () => {
+    const r = await a.call<{ errors: { path: string; code: string; message: string }[] }>("POST", "/api/agent-workflows", {
+      name: "claude", slug: "claude",
+      definition: { nodes: [{ id: "x", type: "agent.llm", config: { model: "anthropic:claude-x", prompt: "hi" } }] },
+    });
+    expect(r.status).toBe(400);
+    expect(r.body.errors).toEqual([expect.objectContaining({ path: "body.definition.nodes[0].config.model", code: "model_not_configured", message: expect.stringContaining("ANTHROPIC_API_KEY") as unknown })]);
+  });
+});
