@@ -243,7 +243,14 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
     },
   },
   { name: "planner", deps: ["bus"], init: (_ctx, get) => createPlanner({ messaging: get<BusService>("bus").messaging }) },
-  { name: "memory", deps: ["bus", "store"], init: (_ctx, get) => createMemoryService({ messaging: get<BusService>("bus").messaging, store: get<StoreService>("store").store }) },
+  {
+    name: "memory",
+    deps: ["bus", "store"],
+    init: ({ logger }, get) => createMemoryService({
+      messaging: get<BusService>("bus").messaging, store: get<StoreService>("store").store,
+      logger: logger.child({ module: "memory" }), workerId: `memory:${hostname()}:${process.pid}`,
+    }),
+  },
   { name: "learner", deps: ["bus", "store"], init: ({ logger }, get) => createLearner({ messaging: get<BusService>("bus").messaging, store: get<StoreService>("store").store, logger: logger.child({ module: "learner" }) }) },
   { name: "review", deps: ["bus", "store"], init: ({ logger }, get) => createReviewService({ messaging: get<BusService>("bus").messaging, store: get<StoreService>("store").store, logger: logger.child({ module: "review" }) }) },
 ];

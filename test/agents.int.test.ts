@@ -139,6 +139,27 @@ describe("agent workflows against an OpenAI-compatible server", () => {
     expect(sent[3]!.body.tools).toEqual([expect.objectContaining({ function: expect.objectContaining({ name: "verdict" }) })]);
   }, 30_000);
 
+  it("writes and reads long-term memory through the memory service, and the model sees it", async () => {
+    replies = () => ({ text: "Noted." });
+    const wf = await create("memory", {
+      agentConfig: { model: "openai:gpt-test" },
+      nodes: [
+        { id: "remember", type: "agent.memory.write", config: { agentId: 77, key: "tz", content: "{{$.input.fact}}" } },
+        { id: "recall", type: "agent.memory.read", config: { agentId: 77, query: "UTC" } },
+        { id: "reply", type: "agent.llm", config: { prompt: "What time zone do I like?" } },
+      ],
+      edges: [{ from: "remember", to: "recall" }, { from: "recall", to: "reply" }],
+    });
+    const before = llm.requests.length;
+    const started = await a.call<{ id: number }>("POST", `/api/agent-workflows/${wf}/execute`, { input: { fact: "prefers UTC times" } });
+    const done = await finished(started.body.id);
+    expect(done.status).toBe("completed");
+    const sent = llm.requests[before]!.body.messages!;
+    expect(sent).toContainEqual({ role: "system", content: "Relevant memories:\n- prefers UTC times" });
+    const listed = await a.call<{ items: { key: string; content: string }[] }>("GET", "/api/agent-memory?agentId=77");
+    expect(listed.body.items).toEqual([expect.objectContaining({ key: "tz", content: "prefers UTC times" })]);
+  }, 30_000);
+
   it("refuses a workflow whose model is not configured, naming the missing setting", async () => {
     const r = await a.call<{ errors: { path: string; code: string; message: string }[] }>("POST", "/api/agent-workflows", {
       name: "claude", slug: "claude",

@@ -703,7 +703,8 @@ class Stepper {
 
   agentToolArgs(n: NodeDefinition): JsonObject {
     const ctx = this.ctx();
-    const agentId = (v: number | string | undefined): JsonValue => (typeof v === "string" ? readPath(ctx, v) ?? null : v ?? null);
+    // Memories belong to an agent; a workflow without one uses its own id.
+    const agentId = (v: number | string | undefined): JsonValue => (typeof v === "string" ? readPath(ctx, v) ?? null : v ?? this.s.workflowId);
     const last = (role: string): string => {
       const m = [...this.conversation(this.messagesPath())].reverse().find((x) => x.role === role);
       return typeof m?.content === "string" ? m.content : "";
