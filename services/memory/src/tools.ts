@@ -25,10 +25,10 @@ export function memoryTools(opts: { store: Store; messaging?: Messaging }): Tool
     description: "Stores a memory for the agent.",
     input: z.object({ agentId: z.number().int().positive(), key: z.string().min(1).max(512), content: z.string().min(1), metadata: z.record(z.string(), z.json()).default({}) }),
     handler: async (input, ctx) => {
-      const row = await store.memory.create(ctx.tenantId, { agentId: input.agentId, key: input.key, content: input.content, metadata: input.metadata as never });
+      const row = await store.memory.create(ctx.tenantId, { agentId: input.agentId, key: input.key, content: input.content, metadata: input.metadata });
       await messaging?.publishEvent("memory.created", { tenantId: ctx.tenantId, id: row.id, agentId: row.agentId, key: row.key }, `memory-created:${row.id}`);
       return { id: row.id, key: row.key };
     },
   });
-  return [search, write] as unknown as ToolSpec[];
+  return [search, write];
 }
