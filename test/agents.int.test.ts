@@ -160,6 +160,26 @@ describe("agent workflows against an OpenAI-compatible server", () => {
     expect(listed.body.items).toEqual([expect.objectContaining({ key: "tz", content: "prefers UTC times" })]);
   }, 30_000);
 
+  it("embeds text and generates an image through the provider", async () => {
+    const wf = await create("media", {
+      nodes: [
+        { id: "vec", type: "agent.embed", config: { model: "openai:embed-test", values: "$.input.texts" } },
+        { id: "pic", type: "agent.imageGen", config: { model: "openai:image-test", prompt: "A lighthouse at {{$.input.place}}", size: "256x256" } },
+      ],
+      edges: [{ from: "vec", to: "pic" }],
+      output: { dims: "$.vec.embeddings[0]", image: "$.pic.images[0]" },
+    });
+    const started = await a.call<{ id: number }>("POST", `/api/agent-workflows/${wf}/execute`, { input: { texts: ["alpha", "beta"], place: "dawn" } });
+    const done = await finished(started.body.id);
+    expect(done.error).toBeNull();
+    const out = done.output as { dims: number[]; image: { mediaType: string; base64: string } };
+    expect(out.dims).toHaveLength(8);
+    expect(out.image.mediaType).toBe("image/png");
+    expect(Buffer.from(out.image.base64, "base64").subarray(1, 4).toString()).toBe("PNG");
+    expect(llm.embeddings.slice(-2)).toEqual(["alpha", "beta"]);
+    expect(llm.images.at(-1)).toBe("A lighthouse at dawn");
+  }, 30_000);
+
   it("refuses a workflow whose model is not configured, naming the missing setting", async () => {
     const r = await a.call<{ errors: { path: string; code: string; message: string }[] }>("POST", "/api/agent-workflows", {
       name: "claude", slug: "claude",

@@ -34,6 +34,10 @@ export interface LlmConfig {
   aliases: Record<string, string>;
   /** Model of requests that name none. */
   defaultModel?: string;
+  /** Embedding model of `llm.embed` calls that name none (`BATON_LLM_EMBEDDING_MODEL`). */
+  defaultEmbeddingModel?: string;
+  /** Image model of `llm.image` calls that name none (`BATON_LLM_IMAGE_MODEL`). */
+  defaultImageModel?: string;
   /** Tokens a tenant may use per UTC day; 0 = unlimited. @default 0 */
   tenantDailyTokens: number;
   /** Time limit of one call, all attempts included. @default 60_000 */
@@ -143,6 +147,10 @@ export function llmConfigFromEnv(env: Record<string, string | undefined> = proce
 
   const defaultModel = get("BATON_LLM_DEFAULT_MODEL");
   if (defaultModel !== undefined) cfg.defaultModel = defaultModel;
+  const embeddingModel = get("BATON_LLM_EMBEDDING_MODEL");
+  if (embeddingModel !== undefined) cfg.defaultEmbeddingModel = embeddingModel;
+  const imageModel = get("BATON_LLM_IMAGE_MODEL");
+  if (imageModel !== undefined) cfg.defaultImageModel = imageModel;
 
   const int = (name: string, min: number, fallback: number): number => {
     const raw = get(name);

@@ -2,7 +2,8 @@
  * The model registry: AI SDK providers built from {@link LlmConfig}, behind the AI SDK's
  * `createProviderRegistry`, with Baton's aliases, default model and configuration checks.
  */
-import { createProviderRegistry } from "ai";
+import { createProviderRegistry, embedMany, generateImage } from "ai";
+import { toLlmError } from "./chat.ts";
 import type { LanguageModel } from "ai";
 import type { ProviderV4 } from "@ai-sdk/provider";
 import { createAnthropic } from "@ai-sdk/anthropic";
@@ -39,6 +40,10 @@ export interface LlmRegistry {
   languageModel(ref?: string): LanguageModel;
   /** One LLM call; see {@link runChat}. */
   chat(request: ChatRequest, opts?: ChatOptions): Promise<ChatResult>;
+  /** Embeds texts with an embedding model (`provider:model`). */
+  embed(ref: string, values: string[], opts?: { signal?: AbortSignal }): Promise<{ embeddings: number[][]; usage: { tokens: number } }>;
+  /** Generates images; each is returned as base64 with its media type. */
+  image(ref: string, prompt: string, opts?: { size?: string; n?: number; signal?: AbortSignal }): Promise<{ images: { base64: string; mediaType: string }[] }>;
 }
 
 export interface LlmRegistryOptions {
@@ -146,6 +151,27 @@ export function createLlmRegistry(config: LlmConfig, opts: LlmRegistryOptions = 
     },
     languageModel,
     chat: (request, chatOpts) => runChat({ config, resolve, languageModel: (r) => sdkRegistry.languageModel(r.ref as `${string}:${string}`) }, request, chatOpts),
+    async embed(ref, values, o = {}) {
+      const r = resolve(ref);
+      try {
+        const out = await embedMany({ model: sdkRegistry.embeddingModel(r.ref as `${string}:${string}`), values, maxRetries: config.maxRetries, ...(o.signal ? { abortSignal: o.signal } : {}) });
+        return { embeddings: out.embeddings, usage: { tokens: out.usage?.tokens ?? 0 } };
+      } catch (err) {
+        throw toLlmError(err, r.ref);
+      }
+    },
+    async image(ref, prompt, o = {}) {
+      const r = resolve(ref);
+      try {
+        const out = await generateImage({
+          model: sdkRegistry.imageModel(r.ref as `${string}:${string}`), prompt, n: o.n ?? 1, maxRetries: config.maxRetries,
+          ...(o.size ? { size: o.size as `${number}x${number}` } : {}), ...(o.signal ? { abortSignal: o.signal } : {}),
+        });
+        return { images: out.images.map((i) => ({ base64: i.base64, mediaType: i.mediaType })) };
+      } catch (err) {
+        throw toLlmError(err, r.ref);
+      }
+    },
   };
   return registry;
 }

@@ -64,6 +64,10 @@ export interface OpenAiCompatibleServer {
   url: string;
   /** Every request to /v1/chat/completions, in order. */
   requests: RecordedRequest[];
+  /** Texts sent to /v1/embeddings (answered with deterministic 8-dimensional vectors). */
+  embeddings: string[];
+  /** Prompts sent to /v1/images/generations (answered with a 1x1 PNG). */
+  images: string[];
   close(): Promise<void>;
 }
 
@@ -86,6 +90,8 @@ function defaultError(status: number): unknown {
 /** Starts the server on 127.0.0.1 (random port). */
 export async function startOpenAiCompatibleServer(script: ScriptStep[] | ((req: RecordedRequest, index: number) => ScriptedReply | Promise<ScriptedReply>)): Promise<OpenAiCompatibleServer> {
   const requests: RecordedRequest[] = [];
+  const embeddings: string[] = [];
+  const images: string[] = [];
   let seq = 0;
   const stepFor = (i: number): ScriptStep | undefined => (typeof script === "function" ? script : script[i]);
 
@@ -93,6 +99,25 @@ export async function startOpenAiCompatibleServer(script: ScriptStep[] | ((req: 
     void (async () => {
       const text = await readBody(req);
       const path = (req.url ?? "/").split("?")[0]!;
+      if (req.method === "POST" && path.endsWith("/embeddings")) {
+        // Deterministic 8-dimensional vectors from the text, so tests can compare them.
+        const b = JSON.parse(text) as { input: string | string[] };
+        const inputs = Array.isArray(b.input) ? b.input : [b.input];
+        embeddings.push(...inputs);
+        return send(res, 200, {
+          object: "list",
+          data: inputs.map((t, index) => ({ object: "embedding", index, embedding: Array.from({ length: 8 }, (_, k) => (t.charCodeAt(k % Math.max(1, t.length)) || 0) / 128) })),
+          model: "embed-test",
+          usage: { prompt_tokens: inputs.join(" ").length, total_tokens: inputs.join(" ").length },
+        });
+      }
+      if (req.method === "POST" && path.endsWith("/images/generations")) {
+        const b = JSON.parse(text) as { prompt: string; n?: number };
+        images.push(b.prompt);
+        // A 1x1 PNG.
+        const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+        return send(res, 200, { created: Math.floor(Date.now() / 1000), data: Array.from({ length: b.n ?? 1 }, () => ({ b64_json: png })) });
+      }
       if (req.method !== "POST" || !path.endsWith("/chat/completions")) return send(res, 404, { error: { message: `no route ${req.method} ${path}` } });
       let body: RecordedRequest["body"];
       try {
@@ -171,6 +196,8 @@ export async function startOpenAiCompatibleServer(script: ScriptStep[] | ((req: 
   return {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
+    embeddings,
+    images,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

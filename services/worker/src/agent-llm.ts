@@ -77,5 +77,29 @@ export function agentLlmTools(opts: AgentLlmOptions): ToolSpec[] {
       return (await inner.handler(parsed.data, ctx)) as z.input<typeof chatResultSchema>;
     },
   });
-  return [chat];
+  const embedTool = defineTool({
+    name: "llm.embed",
+    description: "Embeds text (agent.embed): one vector per value.",
+    input: z.object({ model: z.string().min(1).optional(), values: z.union([z.string(), z.array(z.string()).min(1).max(2048)]) }),
+    handler: async (req, ctx) => {
+      const model = req.model ?? opts.registry.config.defaultEmbeddingModel;
+      if (!model) throw ToolInvalidInput("llm.embed", "model: no model given and BATON_LLM_EMBEDDING_MODEL is not set");
+      const values = Array.isArray(req.values) ? req.values : [req.values];
+      const out = await opts.registry.embed(model, values, { signal: ctx.signal });
+      return { embeddings: out.embeddings, usage: { inputTokens: out.usage.tokens, outputTokens: 0, totalTokens: out.usage.tokens } };
+    },
+  });
+  const imageTool = defineTool({
+    name: "llm.image",
+    description: "Generates an image (agent.imageGen); large results are stored by reference.",
+    input: z.object({ model: z.string().min(1).optional(), prompt: z.string().min(1), size: z.string().regex(/^\d+x\d+$/).optional(), n: z.number().int().min(1).max(4).default(1) }),
+    timeoutMs: 300_000,
+    handler: async (req, ctx) => {
+      const model = req.model ?? opts.registry.config.defaultImageModel;
+      if (!model) throw ToolInvalidInput("llm.image", "model: no model given and BATON_LLM_IMAGE_MODEL is not set");
+      const out = await opts.registry.image(model, req.prompt, { ...(req.size ? { size: req.size } : {}), n: req.n, signal: ctx.signal });
+      return { images: out.images.map((i) => ({ mediaType: i.mediaType, base64: i.base64 })) };
+    },
+  });
+  return [chat, embedTool, imageTool];
 }
