@@ -13,7 +13,8 @@ import { createRedis, redisCheckpointStore, redisIdempotencyStore } from "@baton
 import type { BatonConfig } from "@baton/config";
 import type { EventType } from "@baton/contracts";
 import { decode, TokenDeltaSchema } from "@baton/contracts";
-import { validateWorkflowWithTools, workflowDefinitionJsonSchema } from "@baton/engine";
+import { importSynthDev, importWorkflow, validateWorkflowWithTools, workflowDefinitionJsonSchema } from "@baton/engine";
+import type { SynthdevSource } from "@baton/engine";
 import type { CheckpointState } from "@baton/executor";
 import { createExecutor } from "@baton/executor";
 import { buildApp } from "@baton/gateway";
@@ -123,6 +124,7 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
           },
         }),
         workflowDefinitionJsonSchema: workflowDefinitionJsonSchema,
+        importWorkflow: (format, source) => (format === "synthdev" ? importSynthDev((source ?? {}) as SynthdevSource) : importWorkflow(format, source)),
         tools,
         toolSources: createToolSourceStore(bus),
         readiness: () => {

@@ -206,7 +206,11 @@ export function createExecutor(opts: ExecutorOptions): Executor {
           break;
       }
     }
-    const recorded = records(prev, state, effects, version).then(() => Promise.all(events.map(({ e, key }) => publishEngineEvent(messaging, state, e.event, key))));
+    // Events go out one after another: subscribers (and SSE clients, which stop at the
+    // terminal event) see a step's events in the order the step produced them.
+    const recorded = records(prev, state, effects, version).then(async () => {
+      for (const { e, key } of events) await publishEngineEvent(messaging, state, e.event, key);
+    });
     await Promise.all([recorded, ...outward]);
     if (isFinished(state) && (prev === null || !isFinished(prev))) await finished(state);
   }
@@ -436,6 +440,12 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       }, blobs);
       if (r.ignored !== undefined) {
         if (command.kind !== "continue") logger.debug("command ignored", { executionId, command: command.kind, why: r.ignored });
+        // A redelivered command finds its step already applied; a crash may have left ready
+        // nodes behind that step, so go on with them.
+        if (command.kind !== "continue" && state && (state.status === "running" || state.status === "paused") && state.ready.length > 0) {
+          command = { kind: "continue" };
+          continue;
+        }
         break;
       }
       if (command.kind === "continue" && r.effects.length === 0 && !r.more) break;
@@ -490,7 +500,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         try {
           await serially(row.id, async () => {
             const cp = await checkpoints.get(row.id);
-            if (cp && !cp.state.outbox?.length) return;
+            // Nothing to do unless effects are left, or ready nodes wait for a step.
+            if (cp && !cp.state.outbox?.length && !cp.state.ready.length) return;
             count++;
             await apply(row.id, row.tenantId, { kind: "continue" });
           });

@@ -48,7 +48,7 @@ export interface StartExecutionCommand {
 
 /** What an importer returns (the engine's `importWorkflow`). */
 export type ImportWorkflow = (
-  format: "plan" | "toolSequence" | "stateMachine",
+  format: "plan" | "toolSequence" | "stateMachine" | "synthdev",
   source: unknown,
 ) => { ok: true; definition: Record<string, unknown>; warnings: string[] } | { ok: false; errors: DefinitionIssue[] };
 

@@ -111,10 +111,13 @@ export const executeBody = z
   })
   .nullish();
 
-export const IMPORT_FORMATS = ["plan", "toolSequence", "stateMachine"] as const;
+export const IMPORT_FORMATS = ["plan", "toolSequence", "stateMachine", "synthdev"] as const;
 
 export const importBody = z.strictObject({
-  format: z.enum(IMPORT_FORMATS).describe("plan: an LLM-planned DAG; toolSequence: ordered tool steps; stateMachine: XState-like states"),
+  format: z.enum(IMPORT_FORMATS).describe(
+    "plan: an LLM-planned DAG; toolSequence: ordered tool steps; stateMachine: XState-like states; " +
+    "synthdev: a SynthDev workflow, source = { workflow, script, roles, agentConfig? } (docs/agents.md)",
+  ),
   source: jsonObject.describe("The document to import, in `format`"),
   name: z.string().trim().min(1).max(200),
   slug: slugSchema.optional(),

@@ -1,0 +1,75 @@
+/**
+ * The engine benchmark's own arithmetic (no timing assertions). Rules checked:
+ * - nearest-rank percentiles; empty input gives NaN, a percentile outside 0…100 throws;
+ * - per-node samples run from a node's last predecessor's completion to its own, and
+ *   leave out start nodes; a node without a completion is an error, not a silent gap;
+ * - the pool never runs more than `concurrency` jobs at once and returns results in order;
+ * - the docs section is replaced between its markers, appended when absent, and the
+ *   document is created with an intro when empty.
+ */
+import { describe, expect, it } from "@jest/globals";
+import { BEGIN, END, upsertSection } from "./report.ts";
+import { fanOutGraph, nodeSamples, percentile, runPool, sequentialGraph } from "./stats.ts";
+
+describe("percentile", () => {
+  it("takes the nearest rank", () => {
+    const v = [5, 1, 4, 2, 3];
+    expect(percentile(v, 50)).toBe(3);
+    expect(percentile(v, 99)).toBe(5);
+    expect(percentile(v, 0)).toBe(1);
+    expect(percentile(Array.from({ length: 100 }, (_, i) => i + 1), 99)).toBe(99);
+  });
+  it("refuses nonsense", () => {
+    expect(percentile([], 50)).toBeNaN();
+    expect(() => percentile([1], 101)).toThrow(RangeError);
+  });
+});
+
+describe("nodeSamples", () => {
+  it("measures a chain link by link, without the start node", () => {
+    const g = sequentialGraph(3);
+    const doneAt = new Map([["n1", 10], ["n2", 13], ["n3", 20]]);
+    expect(nodeSamples(g, { startedAt: 0, doneAt, endedAt: 21 })).toEqual([3, 7]);
+  });
+  it("measures a join from its last branch", () => {
+    const g = fanOutGraph(2);
+    const doneAt = new Map([["fork", 1], ["b1", 4], ["b2", 6], ["join", 9]]);
+    expect(nodeSamples(g, { startedAt: 0, doneAt, endedAt: 9 })).toEqual([3, 5, 3]);
+  });
+  it("fails on a missing completion", () => {
+    const g = sequentialGraph(2);
+    expect(() => nodeSamples(g, { startedAt: 0, doneAt: new Map([["n1", 1]]), endedAt: 2 })).toThrow("n2");
+  });
+});
+
+describe("runPool", () => {
+  it("bounds concurrency and keeps order", async () => {
+    let running = 0;
+    let peak = 0;
+    const out = await runPool(10, 3, async (i) => {
+      running++;
+      peak = Math.max(peak, running);
+      await new Promise((r) => setImmediate(r));
+      running--;
+      return i * 2;
+    });
+    expect(out).toEqual([0, 2, 4, 6, 8, 10, 12, 14, 16, 18]);
+    expect(peak).toBe(3);
+  });
+});
+
+describe("upsertSection", () => {
+  it("creates, appends and replaces", () => {
+    const created = upsertSection("", "## Engine\none");
+    expect(created).toMatch(/^# Benchmarks/);
+    expect(created).toContain(`${BEGIN}\n## Engine\none\n${END}`);
+    const other = "# Benchmarks\n\n## Tool workers\nkeep me\n";
+    const appended = upsertSection(other, "## Engine\none");
+    expect(appended.startsWith(other.trimEnd())).toBe(true);
+    const replaced = upsertSection(appended + "\n## Later\nalso kept\n", "## Engine\ntwo");
+    expect(replaced).toContain("## Engine\ntwo");
+    expect(replaced).not.toContain("one");
+    expect(replaced).toContain("keep me");
+    expect(replaced).toContain("also kept");
+  });
+});

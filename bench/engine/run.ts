@@ -1,0 +1,181 @@
+/**
+ * The engine benchmark: Baton, the floor (JetStream + Redis compare-and-set) and
+ * LangGraph + PostgresSaver run the same two no-op graphs, one system after the other
+ * in one process, at each concurrency. Prints a markdown table and rewrites the
+ * Engine section of docs/benchmarks.md.
+ *
+ *   ./baton node bench/engine/run.ts [--iterations 200] [--warmup 20] [--concurrency 1,16] [--no-doc]
+ *   (or ./baton npm run bench:engine -- [options])
+ */
+import { readFile, writeFile } from "node:fs/promises";
+import { cpus, loadavg, totalmem } from "node:os";
+import { parseArgs } from "node:util";
+import { createBatonBench } from "./baton.ts";
+import { createFloor } from "./floor.ts";
+import { createLangGraph } from "./langgraph.ts";
+import { BATON, FLOOR, LANGGRAPH, table, targets, upsertSection } from "./report.ts";
+import type { Row } from "./report.ts";
+import { fanOutGraph, runPool, sequentialGraph, summarise } from "./stats.ts";
+import type { BenchGraph, ExecutionTrace } from "./stats.ts";
+import type { BenchSystem } from "./system.ts";
+
+const { values: args } = parseArgs({
+  options: {
+    iterations: { type: "string", default: "200" },
+    warmup: { type: "string", default: "20" },
+    concurrency: { type: "string", default: "1,16" },
+    "no-doc": { type: "boolean", default: false },
+    doc: { type: "string", default: new URL("../../docs/benchmarks.md", import.meta.url).pathname },
+  },
+});
+const positive = (name: string, v: string): number => {
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got "${v}"`);
+  return n;
+};
+const iterations = positive("iterations", args.iterations);
+const warmup = Number(args.warmup) === 0 ? 0 : positive("warmup", args.warmup);
+const levels = args.concurrency.split(",").map((c) => positive("concurrency", c.trim()));
+
+const env = {
+  natsUrl: process.env.BATON_NATS_URL ?? "nats://127.0.0.1:4222",
+  redisUrl: process.env.BATON_REDIS_URL ?? "redis://127.0.0.1:6379",
+  databaseUrl: process.env.BATON_BENCH_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/test",
+};
+const graphs: BenchGraph[] = [sequentialGraph(10), fanOutGraph(8)];
+const EXECUTION_TIMEOUT_MS = 60_000;
+
+function withTimeout<T>(what: string, p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${EXECUTION_TIMEOUT_MS} ms`)), EXECUTION_TIMEOUT_MS);
+  });
+  return Promise.race([p, limit]).finally(() => clearTimeout(timer));
+}
+
+async function measure(kind: string, make: () => Promise<BenchSystem>, rows: Row[], failures: string[]): Promise<string | undefined> {
+  let system: BenchSystem | undefined;
+  let settings: string | undefined;
+  try {
+    system = await make();
+    settings = (system as { settings?: string }).settings;
+    for (const graph of graphs) {
+      const run = await system.prepare(graph);
+      for (const concurrency of levels) {
+        const once = (): Promise<ExecutionTrace> => withTimeout(`a ${system!.name} execution of ${graph.name}`, run());
+        await runPool(warmup, concurrency, once);
+        const traces = await runPool(iterations, concurrency, once);
+        const row: Row = { kind, ...summarise(system.name, graph, concurrency, traces) };
+        rows.push(row);
+        console.error(`${row.system} · ${row.graph} · c=${concurrency}: p50 ${row.p50.toFixed(2)} ms, p99 ${row.p99.toFixed(2)} ms, ${row.stepsPerSecond.toFixed(0)} steps/s`);
+      }
+    }
+  } catch (err) {
+    const message = `${kind}: ${err instanceof Error ? err.message : String(err)}`;
+    failures.push(message);
+    console.error(`FAILED ${message}`);
+  } finally {
+    await system?.close().catch((err: unknown) => console.error(`closing ${kind} failed`, err));
+  }
+  return settings;
+}
+
+const rows: Row[] = [];
+const failures: string[] = [];
+const started = new Date();
+const loadAtStart = loadavg()[0]!;
+await measure(FLOOR, () => createFloor({ natsUrl: env.natsUrl, redisUrl: env.redisUrl }), rows, failures);
+const batonSettings = await measure(BATON, () => createBatonBench(env), rows, failures);
+await measure(LANGGRAPH, () => createLangGraph({ databaseUrl: env.databaseUrl }), rows, failures);
+
+const order = [BATON, FLOOR, LANGGRAPH];
+rows.sort((a, b) => a.graph.localeCompare(b.graph) * -1 || a.concurrency - b.concurrency || order.indexOf(a.kind) - order.indexOf(b.kind));
+const command = `./baton node bench/engine/run.ts --iterations ${iterations} --warmup ${warmup} --concurrency ${levels.join(",")}`;
+const cpu = cpus();
+const machine =
+  `Node ${process.version}, ${cpu.length} CPUs (${cpu[0]?.model.trim() ?? "unknown"}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, ${process.platform}/${process.arch}; ` +
+  `1-minute load average ${loadAtStart.toFixed(1)} at the start and ${loadavg()[0]!.toFixed(1)} at the end`;
+const versionOf = async (pkg: string): Promise<string> => {
+  try {
+    return (JSON.parse(await readFile(new URL(`../../node_modules/${pkg}/package.json`, import.meta.url), "utf8")) as { version: string }).version;
+  } catch {
+    return "(version unknown)";
+  }
+};
+const [langgraphVersion, saverVersion] = await Promise.all([versionOf("@langchain/langgraph"), versionOf("@langchain/langgraph-checkpoint-postgres")]);
+const resultTable = table(rows);
+const resultTargets = targets(rows);
+console.log(resultTable);
+console.log();
+console.log(resultTargets);
+for (const f of failures) console.log(`FAILED ${f}`);
+
+const section = `## Engine
+
+What one workflow step costs in Baton's engine, next to the least a bus-driven durable engine
+must do (the floor) and next to LangGraph.js checkpointing to Postgres. Issue 3 sets the
+targets: per-node p50 within 1.2× the floor, and below LangGraph + Postgres.
+
+**Run** ${started.toISOString().slice(0, 16).replace("T", " ")} UTC, \`${command}\`
+(from the repository root, with NATS, Redis and Postgres running locally). ${machine}.
+NATS, Redis and Postgres ran on the same machine. On a busy machine the numbers move from run
+to run; compare the rows of one run with each other.
+
+${resultTable}
+
+**Targets** (Baton's per-node p50 against the same graph and concurrency):
+
+${resultTargets || "- no Baton rows: the Baton run failed (below)."}
+${failures.length > 0 ? `\n**Failed in this run:**\n\n${failures.map((f) => `- ${f}`).join("\n")}\n` : ""}
+### What is measured
+
+- **Graphs.** \`sequential-10\`: ten no-op nodes in a chain. \`fan-out-1-8-1\`: one node, eight
+  parallel nodes, one join node (10 nodes). In Baton each node is a \`tool\` node calling
+  \`bench.noop\`, a tool that answers \`{}\`; in LangGraph each node is a function returning \`{}\`.
+- **Per-node overhead** of a node = the time from the completion of its last predecessor to
+  its own completion, both as seen by the benchmark's driver. Start nodes are left out, so
+  admission (the API call, the execution row, the first checkpoint) is not counted; that cost
+  is in *execution p50*. The no-op handlers take microseconds, so nothing is subtracted for
+  them. p50 and p99 are nearest-rank percentiles over every non-start node of every measured
+  execution (9 per execution).
+- **Completion** means: in Baton, the driver receiving the \`node.completed\` event (a plain
+  NATS subscription to the events subjects, stamped on arrival); in the floor, the driver
+  having the result message and its Redis compare-and-set done; in LangGraph, the
+  \`PostgresSaver.put\` of the superstep that ran the node having returned. LangGraph.js 1.2
+  writes checkpoints in the background, one after another per thread, while later steps already
+  run (\`durability: "sync"\` only waits for them at the end of the run), so its node functions'
+  own timing would leave persistence out.
+- **Steps/s** = nodes completed ÷ wall time of the measured phase (first start to last end),
+  across all concurrent executions.
+- **Execution p50** = median time from the driver asking for an execution (for Baton,
+  \`POST /api/agent-workflows/:id/execute\`) to seeing it end (\`execution.completed\`; for
+  LangGraph, \`invoke\` returning).
+- **Concurrency** c = c executions in flight at once, each started as soon as one ends.
+  Every cell first runs ${warmup} warm-up executions that are not counted, then ${iterations} measured ones.
+- **Baton** runs in-process through \`startBaton\` (bin/start.ts) with every module, on an
+  isolated bus prefix, Postgres schema and data dir${batonSettings ? ` (${batonSettings}, the defaults)` : ""};
+  workflows are created and executed through the gateway's REST API.
+- **Floor**, per node: publish a work item to a JetStream work-queue stream (file storage,
+  publish ack awaited); a worker (concurrency 16, as Baton's tool worker) takes it, acks it and
+  publishes a result to a second work-queue stream (ack awaited); the driver takes the result,
+  acks it, and writes the execution's checkpoint with one compare-and-set
+  (\`redisCheckpointStore.put\` of \`@baton/checkpoints\`, the Lua script Baton uses). Parallel
+  nodes run at once; their compare-and-sets are serialised per execution.
+- **LangGraph**: \`@langchain/langgraph\` ${langgraphVersion} \`StateGraph\`s with the same nodes and edges,
+  compiled with \`@langchain/langgraph-checkpoint-postgres\` ${saverVersion} \`PostgresSaver\` on the same
+  Postgres (a schema of its own, a pool of 20 connections), default durability, one \`thread_id\`
+  per execution.
+- The three systems run one after another in one process, not at the same time.
+- The harness's own checks (percentiles, samples, the floor's round trip; no timing assertions):
+  \`./baton npm run test:jest -- --testMatch '<rootDir>/bench/**/*.test.ts' bench/engine\`.
+`;
+
+if (!args["no-doc"]) {
+  const current = await readFile(args.doc, "utf8").catch((err: NodeJS.ErrnoException) => {
+    if (err.code === "ENOENT") return "";
+    throw err;
+  });
+  await writeFile(args.doc, upsertSection(current, section));
+  console.error(`wrote the Engine section of ${args.doc}`);
+}
+if (failures.length > 0) process.exitCode = 1;
