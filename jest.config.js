@@ -9,7 +9,7 @@ export default {
   transform: {
     "^.+\\.ts$": ["@swc/jest", { jsc: { parser: { syntax: "typescript" }, target: "es2024" }, module: { type: "es6" } }],
   },
-  testMatch: ["<rootDir>/{libs,services,test,scripts,bin,infra}/**/*.test.ts"],
+  testMatch: ["<rootDir>/{libs,services,test,scripts,bin,infra,bench}/**/*.test.ts"],
   testPathIgnorePatterns: ["/node_modules/", "/.tooling/"],
   testTimeout: 30000,
   maxWorkers: 2,

@@ -267,10 +267,9 @@ describe("durability across executor crashes and lost checkpoints", () => {
     await chaosRanOnce(id);
   }, 120_000);
 
-  // BUG (reported in /work/notes/engine-bugs.md): on redelivery the executor performs the outbox,
-  // finds the command already applied (ignored) and stops without a `continue` step, so b stays
-  // in `ready` forever and the run hangs. Remove `.failing` once the executor continues.
-  it.failing("a step whose effects failed once (a transient database error) continues with its ready nodes when the command is redelivered", async () => {
+  // Regression: on redelivery the executor performs the outbox, finds the command already applied
+  // (ignored) and must still step on with the ready nodes it left behind.
+  it("a step whose effects failed once (a transient database error) continues with its ready nodes when the command is redelivered", async () => {
     const wf = await createDefinition(a, "effects-fail", {
       nodes: [
         { id: "a", type: "tool", config: { tool: "rec.sleep" }, input: { ms: 600, v: 20 } },

@@ -71,6 +71,11 @@ describe("walking skeleton (separate processes)", () => {
     });
     expect(ready.modules).toEqual({ bus: "running", redis: "running", store: "running", executor: "running" });
 
+    // Workflows may name only registered tools: wait until the worker process has registered its own.
+    await waitFor("worker tools registered", async () => {
+      const r = await a.call<{ workers: number }>("GET", "/api/tools/math.sum");
+      return r.status === 200 && r.body.workers > 0 ? true : undefined;
+    }, 30_000);
     const wf = await createWorkflow(a);
     const id = await execute(a, wf);
     const paused = await waitForStatus(a, id, ["paused", "failed"], 30_000);
