@@ -401,17 +401,26 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   }
 
   async function apply(executionId: number, tenantId: string, first: Command): Promise<void> {
-    const row = await store.executions.getById(executionId);
-    if (!row || row.tenantId !== tenantId) throw ExecutionMissing(executionId);
+    // The checkpoint carries the execution's identity; the row is read only when there is none.
     const cp = await checkpoints.get(executionId);
+    let row: ExecutionRecord | null = null;
+    if (cp === null) {
+      row = await store.executions.getById(executionId);
+      if (!row || row.tenantId !== tenantId) throw ExecutionMissing(executionId);
+    } else if (cp.state.tenantId !== tenantId) {
+      throw ExecutionMissing(executionId);
+    }
+    const ident = cp
+      ? { workflowId: cp.state.workflowId, workflowVersion: cp.state.workflowVersion, definitionRef: cp.state.definitionRef ?? null }
+      : { workflowId: row!.agentWorkflowId, workflowVersion: row!.workflowVersion, definitionRef: row!.definitionRef };
     let state: CheckpointState | null = cp?.state ?? null;
     let version = cp?.version ?? 0;
-    const definition = await definitionFor(tenantId, row.agentWorkflowId, row.workflowVersion, row.definitionRef);
+    const definition = await definitionFor(tenantId, ident.workflowId, ident.workflowVersion, ident.definitionRef);
     const blobs = new Map<string, JsonValue>();
     if (state === null && first.kind === "start" && opts.hasTool) {
       const unknown: string[] = [];
       for (const name of referencedTools(definition)) if (!(await opts.hasTool(name))) unknown.push(name);
-      if (unknown.length) throw DefinitionInvalid(row.agentWorkflowId, row.workflowVersion, `no worker has registered the tool(s) ${unknown.map((t) => `"${t}"`).join(", ")}`);
+      if (unknown.length) throw DefinitionInvalid(ident.workflowId, ident.workflowVersion, `no worker has registered the tool(s) ${unknown.map((t) => `"${t}"`).join(", ")}`);
     }
     if (state === null && first.kind === "start" && !first.parent && (opts.tenantMaxRunning ?? 0) > 0) {
       const cap = opts.tenantMaxRunning!;
@@ -419,9 +428,9 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       if (running.length >= cap) throw TenantBusy(tenantId, cap, { retryDelayMs: 1_000 });
     }
     if (state === null && first.kind !== "start") {
-      if (row.status === "running" || row.status === "paused") {
-        ({ state, version } = await rebuild(row, definition, blobs));
-      } else if (row.status === "queued") {
+      if (row!.status === "running" || row!.status === "paused") {
+        ({ state, version } = await rebuild(row!, definition, blobs));
+      } else if (row!.status === "queued") {
         throw NotStarted(executionId);
       } else {
         logger.debug("command for a finished execution without checkpoint ignored", { executionId, command: first.kind });
@@ -436,7 +445,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     for (;;) {
       const r = await stepLoaded({
         definition, state, command, now: clock().toISOString(),
-        identity: { executionId, tenantId, workflowId: row.agentWorkflowId, workflowVersion: row.workflowVersion },
+        identity: { executionId, tenantId, workflowId: ident.workflowId, workflowVersion: ident.workflowVersion },
       }, blobs);
       if (r.ignored !== undefined) {
         if (command.kind !== "continue") logger.debug("command ignored", { executionId, command: command.kind, why: r.ignored });
