@@ -14,6 +14,7 @@
 import { z } from "zod";
 import type { JsonObject, JsonValue } from "./json.ts";
 import { isJsonObject } from "./json.ts";
+import type { ImportIssue, ImportResult } from "./importers/common.ts";
 
 export const synthdevMessageSchema = z.object({ role: z.string(), content: z.string() }).passthrough();
 
@@ -157,15 +158,9 @@ export interface SynthdevSource {
   agentConfig?: JsonObject;
 }
 
-export interface SynthdevIssue {
-  path: string;
-  code: string;
-  message: string;
-}
-
-export type SynthdevImportResult =
-  | { ok: true; definition: JsonObject; warnings: string[] }
-  | { ok: false; errors: SynthdevIssue[] };
+/** Issues and results use the importers' shapes (`ImportIssue`, `ImportResult`). */
+export type SynthdevIssue = ImportIssue;
+export type SynthdevImportResult = ImportResult;
 
 /** Names of the functions a script declares (`function f`, `export function f`, `const f = (…) =>` / `function`). */
 export function scriptFunctions(script: string): Set<string> {
