@@ -28,7 +28,10 @@ import { publishEngineEvent } from "./events.ts";
 
 /** What the checkpoint holds: the engine state plus the effects not yet known to be carried out. */
 export interface CheckpointState extends ExecutionState {
+  /** Effects of the step that wrote this checkpoint, not yet known to be carried out. */
   outbox?: Effect[];
+  /** Effects of earlier steps whose journal rows and events were still being written (pipelining). */
+  carried?: { version: number; effects: Effect[] }[];
 }
 
 /** The checkpoint store as the executor uses it; `getVersion` and `expire` are optional extras of the Redis store. */
@@ -165,21 +168,11 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     }, `start:${row.id}`);
   }
 
-  async function perform(prev: ExecutionState | null, state: ExecutionState, effects: Effect[], checkpointVersion: number): Promise<void> {
-    // Step number: rises across checkpoint rebuilds, so event ids and journal order never repeat.
-    const version = checkpointVersion + (state.versionBase ?? 0);
-    // Outward work (tool calls, timers, children) goes out at once: the checkpoint already holds
-    // it, so it does not wait for Postgres. Events wait for the journal, so a subscriber reacting
-    // to an event finds the rows.
+  /** Tool calls, timers, children and cancellations: they go out as soon as the checkpoint holds them. */
+  async function dispatch(state: ExecutionState, effects: Effect[]): Promise<void> {
     const outward: Promise<unknown>[] = [];
-    const events: { e: Effect & { kind: "emit" }; key: string }[] = [];
-    let i = 0;
     for (const e of effects) {
-      i++;
       switch (e.kind) {
-        case "emit":
-          events.push({ e, key: `evt:${state.executionId}:${version}:${i}` });
-          break;
         case "callTool":
           outward.push(messaging.callTool({
             callId: e.callId, executionId: state.executionId, tenantId: state.tenantId, nodeId: e.nodeId, attempt: e.attempt,
@@ -201,30 +194,35 @@ export function createExecutor(opts: ExecutorOptions): Executor {
               child ? messaging.sendCommand("execution.cancel", { executionId: child.id, tenantId: state.tenantId, reason: e.reason }, `cancel:${child.id}`) : undefined));
           }
           break;
+        case "emit":
         case "journal":
         case "review":
           break;
       }
     }
-    // Events go out one after another: subscribers (and SSE clients, which stop at the
-    // terminal event) see a step's events in the order the step produced them.
-    const recorded = records(prev, state, effects, version).then(async () => {
-      for (const { e, key } of events) await publishEngineEvent(messaging, state, e.event, key);
-    });
-    await Promise.all([recorded, ...outward]);
-    if (isFinished(state) && (prev === null || !isFinished(prev))) await finished(state);
+    await Promise.all(outward);
   }
 
   /**
-   * Carries out a checkpointed step's effects. Whatever fails here is retryable: the outbox
-   * stays in the checkpoint, so the redelivered command (or the recovery sweep) finishes it.
+   * The journal rows, the execution row (on status changes), then the events — one after
+   * another, so subscribers (and SSE clients, which stop at the terminal event) see a step's
+   * events in order and find the rows they announce. Then, at the end, the parent is told.
+   * `prev` null = a redo after a crash: write everything again.
    */
-  async function performOrRetry(prev: ExecutionState | null, state: ExecutionState, effects: Effect[], version: number): Promise<void> {
-    try {
-      await perform(prev, state, effects, version);
-    } catch (err) {
-      throw EffectsFailed(state.executionId, errorMessage(err), { cause: err, retryDelayMs: 1_000 });
+  async function record(prev: ExecutionState | null, state: ExecutionState, effects: Effect[], checkpointVersion: number): Promise<void> {
+    // Step number: rises across checkpoint rebuilds, so event ids and journal order never repeat.
+    const version = checkpointVersion + (state.versionBase ?? 0);
+    await records(prev, state, effects, version);
+    let i = 0;
+    for (const e of effects) {
+      i++;
+      if (e.kind === "emit") await publishEngineEvent(messaging, state, e.event, `evt:${state.executionId}:${version}:${i}`);
     }
+    if (isFinished(state) && (prev === null || !isFinished(prev))) await finished(state);
+  }
+
+  async function perform(prev: ExecutionState | null, state: ExecutionState, effects: Effect[], checkpointVersion: number): Promise<void> {
+    await Promise.all([dispatch(state, effects), record(prev, state, effects, checkpointVersion)]);
   }
 
   /** The journal rows of a step, and the execution row when the status (or pause point) changed. */
@@ -438,9 +436,20 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       }
     }
 
-    // A crash may have left effects of the last write not carried out.
-    let outboxPending = Boolean(state?.outbox?.length);
-    if (state?.outbox?.length) await performOrRetry(state, state, state.outbox, version);
+    // Effects this process is still writing (pipelined) are in flight, not lost; anything
+    // else in the checkpoint's outbox was left by a crash and is carried out again.
+    const pipe = pipes.get(executionId);
+    const inFlight = pipe !== undefined && pipe.versions.has(version);
+    if (state && !inFlight && (state.outbox?.length || state.carried?.length)) {
+      try {
+        for (const g of state.carried ?? []) await perform(null, state, g.effects, g.version);
+        if (state.outbox?.length) await perform(null, state, state.outbox, version);
+      } catch (err) {
+        throw EffectsFailed(executionId, errorMessage(err), { cause: err, retryDelayMs: 1_000 });
+      }
+      const cleared = await checkpoints.put(executionId, { ...state, outbox: [], carried: [] }, version);
+      version = cleared.version;
+    }
     let command: Command = first;
     for (;;) {
       const r = await stepLoaded({
@@ -458,27 +467,88 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         break;
       }
       if (command.kind === "continue" && r.effects.length === 0 && !r.more) break;
-      const written = await checkpoints.put(executionId, { ...r.state, outbox: r.effects }, version);
+      // The checkpoint carries this step's effects and those of earlier steps still being written.
+      const p = pipeOf(executionId);
+      const carried = p.groups.map((g) => ({ version: g.version, effects: g.effects }));
+      const written = await checkpoints.put(executionId, { ...r.state, outbox: r.effects, carried }, version);
       const prev = state;
       version = written.version;
       state = r.state;
-      outboxPending = r.effects.length > 0;
-      await performOrRetry(prev, state, r.effects, version);
+      // Calls, timers and children go out now; journal rows and events follow in order, off the
+      // lock, and the command is acknowledged only once they are written (see handle).
+      try {
+        await dispatch(state, r.effects);
+      } catch (err) {
+        pipes.delete(executionId);
+        throw EffectsFailed(executionId, errorMessage(err), { cause: err, retryDelayMs: 1_000 });
+      }
+      schedule(executionId, prev, state, r.effects, version);
       if (!r.more) break;
       command = { kind: "continue" };
-    }
-    if (state && outboxPending && !isFinished(state)) {
-      const written = await checkpoints.put(executionId, { ...state, outbox: [] }, version);
-      version = written.version;
     }
     if (state && isFinished(state)) logger.info("execution finished", { executionId, status: state.status });
   }
 
+  interface Pipe {
+    /** Steps whose records are being written, in order. */
+    groups: { version: number; effects: Effect[] }[];
+    /** Checkpoint versions written by this process whose records are not written yet. */
+    versions: Set<number>;
+    tail: Promise<void>;
+  }
+  const pipes = new Map<number, Pipe>();
+
+  function pipeOf(executionId: number): Pipe {
+    let p = pipes.get(executionId);
+    if (!p) {
+      p = { groups: [], versions: new Set(), tail: Promise.resolve() };
+      pipes.set(executionId, p);
+    }
+    return p;
+  }
+
+  /** Chains a step's records after the previous step's; the last one done clears the outbox. */
+  function schedule(executionId: number, prev: ExecutionState | null, state: ExecutionState, effects: Effect[], version: number): void {
+    const p = pipeOf(executionId);
+    const group = { version, effects };
+    p.groups.push(group);
+    p.versions.add(version);
+    const link = p.tail.then(() => record(prev, state, effects, version));
+    p.tail = link.then(
+      () => {
+        p.groups = p.groups.filter((g) => g !== group);
+        if (p.groups.length > 0 || pipes.get(executionId) !== p) return;
+        pipes.delete(executionId);
+        // Nothing is in flight: drop the outbox from the checkpoint, unless a newer step wrote one.
+        void serially(executionId, async () => {
+          if (pipes.has(executionId)) return;
+          const cp = await checkpoints.get(executionId);
+          if (!cp || cp.version !== version || isFinished(cp.state) || (!cp.state.outbox?.length && !cp.state.carried?.length)) return;
+          await checkpoints.put(executionId, { ...cp.state, outbox: [], carried: [] }, version);
+        }).catch((err: unknown) => logger.debug("outbox not cleared; the next step replaces it", { executionId, error: errorMessage(err) }));
+      },
+      (err: unknown) => {
+        // Leave the effects in the checkpoint: the redelivered command carries them out again.
+        if (pipes.get(executionId) === p) pipes.delete(executionId);
+        throw err;
+      },
+    );
+    // handle() awaits the tail; a failure nobody waits for (a recovery sweep) must not crash the process.
+    p.tail.catch(() => undefined);
+  }
+
+  /** The records of an execution's steps scheduled so far, as one promise. */
+  function recordsDone(executionId: number): Promise<void> | undefined {
+    return pipes.get(executionId)?.tail;
+  }
+
   async function handle(cmd: AnyCommand): Promise<void> {
     const { executionId, tenantId, command } = await toEngineCommand(cmd);
+    let written: Promise<void> | undefined;
     await serially(executionId, async () => {
       try {
         await apply(executionId, tenantId, command);
+        written = recordsDone(executionId);
       } catch (err) {
         if (hasCode(err) && !err.retryable && cmd.name === "execution.start") {
           // A start that can never run (missing or invalid definition): record why, do not retry.
@@ -496,6 +566,14 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         throw err;
       }
     });
+    // Acknowledge the command only once its journal rows and events are written.
+    if (written) {
+      try {
+        await written;
+      } catch (err) {
+        throw EffectsFailed(executionId, errorMessage(err), { cause: err, retryDelayMs: 1_000 });
+      }
+    }
   }
 
   async function recover(): Promise<number> {
