@@ -123,7 +123,7 @@ function commandFor(type: string, entry: JournalEntry, run: ExecutionState["node
   }
   if (type === "delay" && run.timerId) return { kind: "timer", timerId: run.timerId };
   const error = { code: entry.errorCode ?? "BATON_TOOL_FAILED", message: stripCode(entry.error ?? "failed"), retryable: entry.retryable ?? false };
-  if (type === "agent.toolLoop" || type === "agent.toolExecutor") {
+  if (type === "agent.toolLoop" || type === "agent.toolExecutor" || type === "synthdev.state") {
     return entry.status === "completed"
       ? { kind: "recorded", nodeId: entry.nodeId, attempt: entry.attempt, ok: true, output }
       : { kind: "recorded", nodeId: entry.nodeId, attempt: entry.attempt, ok: false, error };

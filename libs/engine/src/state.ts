@@ -38,7 +38,7 @@ export interface NodeRun {
   /** Conversation of an agent.toolLoop (or the calls of an agent.toolExecutor) in progress. */
   loop?: { iteration: number; messages: JsonObject[]; base: number; calls?: ToolCall[] };
   /** A SynthDev state in progress: the step it waits on, and the decision so far. */
-  sd?: { phase: "pre" | "agent" | "post" | "transition" | "done"; waiting?: "pre" | "agent" | "post" | "transition" | "error"; next?: string | null; message?: string };
+  sd?: { phase: "pre" | "agent" | "post" | "transition" | "done"; waiting?: "pre" | "agent" | "post" | "transition" | "error" | "tools"; next?: string | null; message?: string; toolRounds?: number };
   /** Tokens the node's LLM calls used. */
   tokenUsage?: JsonObject;
   /** Loop iterations decided by a whileLoop node. */

@@ -816,7 +816,7 @@ class Stepper {
     this.effects.push({ kind: "callTool", nodeId: n.id, callId, tool: "sandbox.run", args, attempt: run.attempt, idempotencyKey: callId });
   }
 
-  sdAgentCall(n: NodeDefinition, run: NodeRun, st: SynthdevMaterial["workflow"]["states"][number]): void {
+  sdAgentCall(n: NodeDefinition, run: NodeRun, st: SynthdevMaterial["workflow"]["states"][number], again = false): void {
     const m = this.sdMaterial();
     const agent = m.workflow.agents.find((a) => a.agent_role === st.agent);
     if (!agent) throw new NodeInputError("BATON_SYNTHDEV_AGENT_MISSING", `state "${st.name}" names agent "${st.agent ?? ""}", which is not in agents`);
@@ -825,7 +825,7 @@ class Stepper {
     const context = rt.contexts[agent.context];
     if (!context) throw new NodeInputError("BATON_SYNTHDEV_CONTEXT_MISSING", `agent "${agent.agent_role}" uses context "${agent.context}", which is not in contexts`);
     const data: JsonObject = { input: readPath(this.ctx(), "$.input") ?? null, common_data: rt.common_data, variables: m.workflow.variables as JsonObject };
-    if (st.message !== undefined) {
+    if (st.message !== undefined && !again) {
       const content = fillSynthdev(st.message, data);
       addToContext(context, { role: "user", content, agent: "__workflow" });
       this.sdSave(rt);
@@ -844,7 +844,7 @@ class Stepper {
       ...(ac.temperature !== undefined ? { temperature: ac.temperature } : {}),
       ...(ac.maxTokens !== undefined ? { maxTokens: ac.maxTokens } : {}),
     };
-    const callId = `${this.s.executionId}.${n.id}.${run.attempt}.agent${run.visits ?? 1}`;
+    const callId = `${this.s.executionId}.${n.id}.${run.attempt}.agent${run.visits ?? 1}${run.sd!.toolRounds ? `.${run.sd!.toolRounds}` : ""}`;
     run.callId = callId;
     run.sd!.waiting = "agent";
     this.effects.push({ kind: "callTool", nodeId: n.id, callId, tool: "llm.chat", args, attempt: run.attempt, idempotencyKey: callId, ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
@@ -884,7 +884,8 @@ class Stepper {
             this.write("$.synthdev.output", value ?? null);
             return;
           }
-          await this.complete(n, { next }, undefined);
+          // The runtime goes with the output, so a checkpoint rebuilt from the journal has it.
+          await this.complete(n, { next, runtime: rt as unknown as JsonValue }, undefined);
           return;
         }
       }
@@ -902,8 +903,22 @@ class Stepper {
       const agent = this.sdMaterial().workflow.agents.find((a) => a.agent_role === st.agent)!;
       const o = isJsonObject(output) ? output : {};
       const text = typeof o.text === "string" ? o.text : "";
-      addToContext(rt.contexts[agent.context]!, { role: "assistant", content: text, agent: agent.agent_role });
       const calls = toolCallsOf(output);
+      // Calls of the role's included tools run on the workers and go back to the agent; the
+      // answer without them (parsing-only tool calls included) is the state's response.
+      const included = new Set(this.sdMaterial().roles[agent.agent_role]?.includedTools ?? []);
+      const runnable = calls.filter((c) => included.has(c.name));
+      addToContext(rt.contexts[agent.context]!, { role: "assistant", content: text, agent: agent.agent_role, ...(runnable.length ? { toolCalls: runnable as unknown as JsonValue } : {}) });
+      const rounds = sd.toolRounds ?? 0;
+      if (runnable.length && rounds < (this.def.maxToolIterations ?? 10)) {
+        sd.toolRounds = rounds + 1;
+        sd.waiting = "tools";
+        this.sdSave(rt);
+        run.loop = { iteration: sd.toolRounds, messages: [], base: 0, calls: runnable };
+        this.startFan(n, runnable.length, runnable.length, runnable.map((c) => ({ tool: c.name, args: c.args })), true, 1000 * (run.visits ?? 1) + sd.toolRounds, included);
+        await this.fanSettledAtStart(n);
+        return;
+      }
       rt.last_response = o.raw ?? {
         choices: [{ index: 0, finish_reason: typeof o.finishReason === "string" ? o.finishReason : "stop", message: {
           role: "assistant", content: text,
@@ -1008,6 +1023,16 @@ class Stepper {
     const calls = run.loop?.calls ?? [];
     const toolMessages = calls.map((c, i) => ({ role: "tool", toolCallId: c.id, name: c.name, content: results[i] ?? null }));
     delete run.fan;
+    if (n.type === "synthdev.state") {
+      const st = this.sdState(n);
+      const agent = this.sdMaterial().workflow.agents.find((a) => a.agent_role === st.agent)!;
+      const rt = this.sdRuntime();
+      for (const m of toolMessages) addToContext(rt.contexts[agent.context]!, { ...m, agent: agent.agent_role });
+      this.sdSave(rt);
+      delete run.loop;
+      this.sdAgentCall(n, run, st, true);
+      return;
+    }
     if (n.type === "agent.toolLoop") {
       const loop = run.loop!;
       loop.messages = [...loop.messages, ...toolMessages];
@@ -1121,7 +1146,7 @@ class Stepper {
     this.pump(n);
     if (run.fan!.items.every((i) => i.status === "done")) {
       const results = run.fan!.items.map((i) => i.result ?? null);
-      if (n.type === "agent.toolLoop" || n.type === "agent.toolExecutor") {
+      if (n.type === "agent.toolLoop" || n.type === "agent.toolExecutor" || n.type === "synthdev.state") {
         await this.agentToolsDone(n, results);
         return;
       }
@@ -1362,6 +1387,10 @@ export async function step(input: StepInput): Promise<StepResult> {
       if (!run || run.status !== "running" || run.attempt !== command.attempt) return unchanged(state, `node ${command.nodeId} is not running attempt ${command.attempt}`);
       const n = st.node(command.nodeId);
       delete run.fan;
+      delete run.sd;
+      delete run.loop;
+      delete run.callId;
+      if (command.ok && n.type === "synthdev.state" && isJsonObject(command.output) && command.output.runtime !== undefined) st.write("$.synthdev", command.output.runtime);
       if (command.ok) await st.complete(n, command.output, undefined);
       else st.failNode(n, command.error);
       break;

@@ -9,8 +9,8 @@
  * error_handler "retry" re-runs a state; `this.last_response` has the chat-completion shape.
  */
 import { describe, expect, it } from "@jest/globals";
-import { importSynthDev, perspective, scriptFunctions, step, validateWorkflow } from "./index.ts";
-import type { Command, Effect, ExecutionState, JsonObject, JsonValue, WorkflowDefinition } from "./index.ts";
+import { importSynthDev, perspective, replayJournal, scriptFunctions, step, validateWorkflow } from "./index.ts";
+import type { Command, Effect, ExecutionState, JournalEntry, JsonObject, JsonValue, WorkflowDefinition } from "./index.ts";
 
 const identity = { executionId: 9, tenantId: "t_1", workflowId: 1, workflowVersion: 1 };
 
@@ -50,16 +50,18 @@ const handlers: Record<string, Handler> = {
   },
 };
 
-async function run(def: WorkflowDefinition, llm: (args: JsonObject) => JsonValue, input: JsonObject, h = handlers): Promise<{ state: ExecutionState; calls: (Effect & { kind: "callTool" })[] }> {
+async function run(def: WorkflowDefinition, llm: (args: JsonObject) => JsonValue, input: JsonObject, h = handlers): Promise<{ state: ExecutionState; calls: (Effect & { kind: "callTool" })[]; journal: JournalEntry[] }> {
   let s: ExecutionState | null = null;
   const queue: Command[] = [{ kind: "start", input }];
   const calls: (Effect & { kind: "callTool" })[] = [];
+  const journal: JournalEntry[] = [];
   let t = Date.UTC(2026, 0, 1);
   while (queue.length) {
     const r = await step({ definition: def, state: s, command: queue.shift()!, now: new Date(t++).toISOString(), identity });
     s = r.state;
     if (r.more) queue.push({ kind: "continue" });
     for (const e of r.effects) {
+      if (e.kind === "journal") journal.push(e.entry);
       if (e.kind !== "callTool") continue;
       calls.push(e);
       if (e.tool === "sandbox.run") {
@@ -70,12 +72,14 @@ async function run(def: WorkflowDefinition, llm: (args: JsonObject) => JsonValue
         } catch (err) {
           queue.push({ kind: "toolResult", nodeId: e.nodeId, callId: e.callId, ok: false, error: { code: "BATON_SANDBOX_ERROR", message: (err as Error).message, retryable: false }, durationMs: 1 });
         }
-      } else {
+      } else if (e.tool === "llm.chat") {
         queue.push({ kind: "toolResult", nodeId: e.nodeId, callId: e.callId, ok: true, output: llm(e.args), durationMs: 1 });
+      } else {
+        queue.push({ kind: "toolResult", nodeId: e.nodeId, callId: e.callId, ok: true, output: { tool: e.tool, args: e.args }, durationMs: 1 });
       }
     }
   }
-  return { state: s!, calls };
+  return { state: s!, calls, journal };
 }
 
 function imported(): WorkflowDefinition {
@@ -145,6 +149,13 @@ describe("SynthDev execution", () => {
     ]);
     expect(calls.filter((c) => c.tool === "sandbox.run").map((c) => c.args.handler)).toEqual(["init", "countRound", "decide", "init", "countRound", "decide"]);
     expect(((state.context.synthdev as JsonObject).common_data as JsonObject).round).toBe(3);
+    // A checkpoint rebuilt from the journal (without the final state's rows, which the replay recomputes) has the same SynthDev runtime.
+    const all = await run(imported(), (() => { reviews = 0; return llm; })(), { task: "fizzbuzz" });
+    const cut = all.journal.findIndex((j) => j.nodeId === "stop");
+    const rebuilt = await replayJournal({ definition: imported(), identity, start: { kind: "start", input: { task: "fizzbuzz" } }, journal: all.journal.slice(0, cut), startedAt: new Date(Date.UTC(2026, 0, 1)).toISOString() });
+    expect(rebuilt.unplaced).toEqual([]);
+    expect(rebuilt.state.status).toBe("completed");
+    expect(rebuilt.state.context.synthdev).toEqual(all.state.context.synthdev);
   });
 
   it("an error handler returning 'retry' re-runs the state; without one the node fails with the handler's error", async () => {
@@ -169,5 +180,32 @@ describe("SynthDev execution", () => {
     const failed = await run(nv.workflow, () => ({ text: "" }), { task: "x" }, h);
     expect(failed.state.status).toBe("failed");
     expect(failed.state.error).toMatchObject({ code: "BATON_SANDBOX_ERROR", nodeId: "start" });
+  });
+
+  it("runs a role's included tools for the agent and keeps that traffic out of the other agents' view", async () => {
+    const wf = {
+      ...workflow,
+      states: [{ name: "start", agent: "coder", message: "Write: {input.task}", next_state: "review" }, { name: "review", agent: "reviewer", message: "Review it", next_state: "stop" }, { name: "stop" }],
+    };
+    const r = importSynthDev({ workflow: wf, script, roles: { coder: { systemMessage: "You write code.", includedTools: ["repo.read"] }, reviewer: { systemMessage: "You review code." } }, agentConfig: { model: "m:x" } });
+    if (!r.ok) throw new Error(JSON.stringify(r.errors));
+    const v = validateWorkflow(r.definition);
+    if (!v.ok) throw new Error(JSON.stringify(v.errors));
+    const seen: JsonObject[][] = [];
+    const llm = (args: JsonObject): JsonValue => {
+      const msgs = args.messages as JsonObject[];
+      seen.push(msgs);
+      if ((args.system as string).startsWith("You write") && !msgs.some((m) => m.role === "tool")) {
+        return { text: "", toolCalls: [{ id: "t1", name: "repo.read", args: { path: "main.py" } }, { id: "t2", name: "rm.rf", args: {} }] };
+      }
+      return { text: (args.system as string).startsWith("You write") ? "done coding" : "LGTM", toolCalls: [] };
+    };
+    const { state, calls } = await run(v.workflow, llm, { task: "x" });
+    expect(state.status).toBe("completed");
+    expect(calls.filter((c) => c.tool === "repo.read").map((c) => c.args)).toEqual([{ path: "main.py" }]);
+    expect(calls.some((c) => c.tool === "rm.rf")).toBe(false);
+    // The coder's second call sees its tool call and the result; the reviewer sees only the answer.
+    expect(seen[1]!.map((m) => m.role)).toEqual(["system", "user", "assistant", "tool"]);
+    expect(seen[2]!.map((m) => `${m.role as string}:${m.content as string}`)).toEqual(["system:Pair programming session", "user:Write: x", "user:done coding", "user:Review it"]);
   });
 });

@@ -122,10 +122,22 @@ export function addToContext(ctx: SynthdevRuntime["contexts"][string], msg: Json
  * `user` sees the other side's assistant messages as `user` messages.
  */
 export function perspective(messages: JsonObject[], agentRole: string): JsonObject[] {
-  return messages.map((m) => {
-    if (m.role === "system" || typeof m.agent !== "string") return { role: m.role ?? "user", content: m.content ?? "" };
-    return { role: m.agent === agentRole ? "assistant" : "user", content: m.content ?? "" };
-  });
+  const out: JsonObject[] = [];
+  for (const m of messages) {
+    if (m.role === "system" || typeof m.agent !== "string") {
+      out.push({ role: m.role ?? "user", content: m.content ?? "" });
+      continue;
+    }
+    const own = m.agent === agentRole;
+    // An agent's tool traffic is its own: other agents see only its answers.
+    if (m.role === "tool") {
+      if (own) out.push({ role: "tool", toolCallId: m.toolCallId ?? "", name: m.name ?? "", content: m.content ?? null });
+      continue;
+    }
+    if (own) out.push({ role: "assistant", content: m.content ?? "", ...(Array.isArray(m.toolCalls) ? { toolCalls: m.toolCalls } : {}) });
+    else if (!(Array.isArray(m.toolCalls) && m.content === "")) out.push({ role: "user", content: m.content ?? "" });
+  }
+  return out;
 }
 
 /** The `this` a handler sees (JSON; the sandbox adds `addMessage` / `getContext`). */
