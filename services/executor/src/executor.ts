@@ -213,11 +213,15 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     // Step number: rises across checkpoint rebuilds, so event ids and journal order never repeat.
     const version = checkpointVersion + (state.versionBase ?? 0);
     await records(prev, state, effects, version);
+    // Published without waiting in between: each publish is written to the one connection
+    // synchronously, in call order, so the stream keeps the step's order; only the acks overlap.
+    const published: Promise<void>[] = [];
     let i = 0;
     for (const e of effects) {
       i++;
-      if (e.kind === "emit") await publishEngineEvent(messaging, state, e.event, `evt:${state.executionId}:${version}:${i}`);
+      if (e.kind === "emit") published.push(publishEngineEvent(messaging, state, e.event, `evt:${state.executionId}:${version}:${i}`));
     }
+    await Promise.all(published);
     if (isFinished(state) && (prev === null || !isFinished(prev))) await finished(state);
   }
 
