@@ -1,11 +1,9 @@
 /**
  * Rules checked: what the importers produce is a definition the engine accepts.
- * - every imported seed example of seeds 000 and 001, and every docs/importers.md example,
- *   passes validateWorkflow (the state-machine one with a bounded self-loop, `branching`,
- *   `join`, a guard `condition` and `_start` context);
- * - a state machine looping through a whileLoop passes without any maxVisits;
- * - the seed 004 examples pass, or — while this version does not run `agent.*` node types —
- *   fail only with `unsupported_node_type` on exactly those nodes.
+ * - every imported seed example (seeds 000, 001 and 004) and every docs/importers.md example
+ *   passes validateWorkflow — including the state machines' bounded cycles (`maxVisits`),
+ *   `branching`, `join`, guard `condition`s and `_start` context;
+ * - a state machine looping through a whileLoop passes without any maxVisits.
  */
 import { describe, expect, it } from "@jest/globals";
 import { readFileSync } from "node:fs";
@@ -30,6 +28,8 @@ describe("imported definitions pass validateWorkflow", () => {
     ["seed 001 mock LLM plan", "plan", mockPlan],
     ["seed 000 stored steps", "toolSequence", codeReviewSteps],
     ["seed 000 procedural-memory record", "toolSequence", codeReviewRecord],
+    ["seed 004 ReAct flow", "stateMachine", reactAgent],
+    ["seed 004 human-in-the-loop flow", "stateMachine", reviewedReply],
     ...docExamples.map((b) => [`docs ${b.format} example`, b.format, b.source] as const),
   ] as Array<readonly [string, ImportFormat, unknown]>)("%s", (_name, format, source) => {
     const v = validateWorkflow(imported(format, source));
@@ -47,14 +47,5 @@ describe("imported definitions pass validateWorkflow", () => {
     });
     const v = validateWorkflow(def);
     expect(v.ok ? [] : v.errors).toEqual([]);
-  });
-
-  it("accepts the seed 004 examples, or refuses them only for agent.* node types not yet available", () => {
-    for (const source of [reactAgent, reviewedReply]) {
-      const def = imported("stateMachine", source) as { nodes: Array<{ type: string }> };
-      const v = validateWorkflow(def);
-      const agentNodes = def.nodes.flatMap((n, i) => (n.type.startsWith("agent.") && n.type !== "agent.humanReview" ? [`nodes[${i}].type`] : []));
-      if (!v.ok) expect(v.errors.map((e) => [e.path, e.code])).toEqual(agentNodes.map((p) => [p, "unsupported_node_type"]));
-    }
   });
 });
