@@ -83,6 +83,47 @@ const ChildWorkflowMissing = defineError("BATON_EXECUTOR_CHILD_WORKFLOW_MISSING"
 
 type EngineStart = Command & { kind: "start" };
 
+type JournalRow = Parameters<Store["nodeExecutions"]["recordMany"]>[0][number];
+
+/**
+ * Journal writes of every execution this process runs, gathered for one event-loop turn and
+ * written in one statement: under load that is one round trip for many steps instead of
+ * one each. Every caller's promise settles with the statement that carried its rows.
+ */
+function batchedJournal(store: Store, maxRows = 500): { write(rows: JournalRow[]): Promise<void> } {
+  const pending: { rows: JournalRow[]; resolve: () => void; reject: (err: unknown) => void }[] = [];
+  let scheduled = false;
+  const flush = async (): Promise<void> => {
+    scheduled = false;
+    while (pending.length > 0) {
+      const batch: typeof pending = [];
+      let n = 0;
+      while (pending.length > 0 && (n === 0 || n + pending[0]!.rows.length <= maxRows)) {
+        const w = pending.shift()!;
+        n += w.rows.length;
+        batch.push(w);
+      }
+      try {
+        await store.nodeExecutions.recordMany(batch.flatMap((w) => w.rows));
+        for (const w of batch) w.resolve();
+      } catch (err) {
+        for (const w of batch) w.reject(err);
+      }
+    }
+  };
+  return {
+    write(rows) {
+      return new Promise<void>((resolve, reject) => {
+        pending.push({ rows, resolve, reject });
+        if (!scheduled) {
+          scheduled = true;
+          setImmediate(() => void flush());
+        }
+      });
+    },
+  };
+}
+
 function jsonSize(v: JsonValue): number {
   return Buffer.byteLength(JSON.stringify(v));
 }
@@ -92,6 +133,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   const clock = opts.clock ?? (() => new Date());
   const largeResultBytes = opts.largeResultBytes ?? 65_536;
   const definitions = new Map<string, WorkflowDefinition>();
+  const journalWriter = batchedJournal(store);
   const locks = new Map<number, Promise<void>>();
   let sub: Subscription | undefined;
   let sweeper: NodeJS.Timeout | undefined;
@@ -233,7 +275,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   async function records(prev: ExecutionState | null, state: ExecutionState, effects: Effect[], version: number): Promise<void> {
     const journal = effects.flatMap((e) => (e.kind === "journal" ? [e.entry] : []));
     if (journal.length > 0) {
-      await store.nodeExecutions.recordMany(journal.map((j) => ({
+      await journalWriter.write(journal.map((j) => ({
         tenantId: state.tenantId, executionId: state.executionId, nodeId: j.nodeId, nodeType: j.nodeType, attempt: j.attempt, status: j.status,
         ...(j.input !== undefined ? { input: j.input } : {}),
         ...(j.output !== undefined ? { output: j.output } : {}),
