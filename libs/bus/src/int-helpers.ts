@@ -86,3 +86,23 @@ export function watchTerminations(nc: NatsConnection, stream: string, durable: s
   });
   return { seqs };
 }
+
+/** Two buses on one prefix (two processes sharing work) and the admin connection that cleans up. */
+export interface BusPair {
+  admin: Admin;
+  a: Bus;
+  b: Bus;
+}
+
+export async function openPair(prefix: string): Promise<BusPair> {
+  const admin = await openAdmin();
+  const [a, b] = await Promise.all([openBus(prefix), openBus(prefix)]);
+  return { admin, a, b };
+}
+
+/** Drains both buses, then deletes the prefix's streams and the given KV buckets. */
+export async function closePair(pair: BusPair | undefined, prefix: string, kvBuckets?: string[]): Promise<void> {
+  if (!pair) return;
+  await Promise.all([pair.a.drain(), pair.b.drain()]);
+  await pair.admin.cleanup(prefix, kvBuckets);
+}

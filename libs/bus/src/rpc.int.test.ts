@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { context, ROOT_CONTEXT, trace } from "@opentelemetry/api";
 import { defineError, hasCode } from "@baton/errors";
 import type { Bus, BusMessage } from "@baton/bus";
-import { dec, deferred, enc, openAdmin, openBus, randomPrefix, waitFor } from "./int-helpers.ts";
+import { dec, deferred, enc, openPair, closePair, randomPrefix, waitFor } from "./int-helpers.ts";
 import type { Admin } from "./int-helpers.ts";
 
 const NotFound = defineError("BATON_TEST_NOT_FOUND", (id: string) => `workflow ${id} not found`, { status: 404 });
@@ -26,14 +26,10 @@ let a: Bus;
 let b: Bus;
 
 beforeAll(async () => {
-  admin = await openAdmin();
-  [a, b] = await Promise.all([openBus(prefix), openBus(prefix)]);
+  ({ admin, a, b } = await openPair(prefix));
 });
 
-afterAll(async () => {
-  await Promise.all([a.drain(), b.drain()]);
-  await admin.cleanup(prefix, ["registry"]);
-});
+afterAll(() => closePair({ admin, a, b }, prefix, ["registry"]));
 
 async function failure(p: Promise<unknown>): Promise<{ code: string; status: number; retryable: boolean; message: string }> {
   try {

@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { hasCode } from "@baton/errors";
 import type { Bus } from "@baton/bus";
-import { deferred, dec, enc, openAdmin, openBus, randomPrefix, waitFor } from "./int-helpers.ts";
+import { deferred, dec, enc, openBus, openPair, closePair, randomPrefix, waitFor } from "./int-helpers.ts";
 import type { Admin } from "./int-helpers.ts";
 
 const prefix = randomPrefix();
@@ -20,14 +20,10 @@ let a: Bus;
 let b: Bus;
 
 beforeAll(async () => {
-  admin = await openAdmin();
-  [a, b] = await Promise.all([openBus(prefix), openBus(prefix)]);
+  ({ admin, a, b } = await openPair(prefix));
 });
 
-afterAll(async () => {
-  await Promise.all([a.drain(), b.drain()]);
-  await admin.cleanup(prefix);
-});
+afterAll(() => closePair({ admin, a, b }, prefix));
 
 const queueEmpty = async (stream: string): Promise<boolean> => (await admin.jsm.streams.info(stream)).state.messages === 0;
 

@@ -10,6 +10,7 @@ import type { Bus, Subscription } from "@baton/bus";
 import { ToolResultSchema, decode, valueToJson } from "@baton/contracts";
 import type { JsonObject, JsonValue } from "@baton/contracts";
 import { createMessaging } from "@baton/messaging";
+import type { ToolContext } from "./tool.ts";
 
 export const TEST_NATS_URL = process.env.BATON_NATS_URL ?? "nats://127.0.0.1:4222";
 
@@ -98,4 +99,25 @@ export async function deletePrefix(prefix: string, servers = TEST_NATS_URL): Pro
   } finally {
     await nc.close();
   }
+}
+
+/**
+ * A handler context for calling a tool directly in a unit test: execution 1, node "n",
+ * attempt 1, no-op progress and streaming unless overridden.
+ * @example await tool.handler(input, toolContext({ signal: ac.signal }))
+ */
+export function toolContext(overrides: Partial<ToolContext> = {}): ToolContext {
+  return {
+    idempotencyKey: "1.n",
+    callId: "1.n.1",
+    executionId: 1,
+    rootExecutionId: 1,
+    tenantId: "t",
+    nodeId: "n",
+    attempt: 1,
+    signal: new AbortController().signal,
+    progress: () => undefined,
+    stream: () => undefined,
+    ...overrides,
+  };
 }

@@ -7,9 +7,10 @@
 import { describe, expect, it } from "@jest/globals";
 import type { ToolContext, ToolSpec } from "@baton/sdk";
 import { builtinTools, policyFromEnv } from "./index.ts";
+import { toolContext } from "@baton/sdk/testing";
 
 function context(signal: AbortSignal = new AbortController().signal): ToolContext {
-  return { idempotencyKey: "1.n", callId: "1.n.1", executionId: 1, rootExecutionId: 1, stream: () => undefined, tenantId: "t", nodeId: "n", attempt: 1, signal, progress: () => undefined };
+  return toolContext({ signal });
 }
 
 const tools = builtinTools(policyFromEnv({}));

@@ -9,17 +9,9 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { ToolContext } from "@baton/sdk";
 import { httpTool, httpToolDeclarationSchema, type HttpToolDeclaration } from "./index.ts";
+import { toolContext } from "@baton/sdk/testing";
 
-const ctx: ToolContext = {
-  idempotencyKey: "1.n",
-  callId: "1.n.1",
-  executionId: 1, rootExecutionId: 1, stream: () => undefined,
-  tenantId: "t",
-  nodeId: "n",
-  attempt: 1,
-  signal: new AbortController().signal,
-  progress: () => undefined,
-};
+const ctx: ToolContext = toolContext();
 
 let server: http.Server;
 let port: number;

@@ -16,9 +16,10 @@ import type { AddressInfo } from "node:net";
 import zlib from "node:zlib";
 import type { ToolContext, ToolSpec } from "@baton/sdk";
 import { builtinTools, createHttpClient, nonPublicReason, policyFromEnv, type HttpPolicy, type ResolvedAddress } from "./index.ts";
+import { toolContext } from "@baton/sdk/testing";
 
 function context(signal: AbortSignal = new AbortController().signal): ToolContext {
-  return { idempotencyKey: "1.n", callId: "1.n.1", executionId: 1, rootExecutionId: 1, stream: () => undefined, tenantId: "t", nodeId: "n", attempt: 1, signal, progress: () => undefined };
+  return toolContext({ signal });
 }
 
 function tool(policy: HttpPolicy, name = "http.request"): ToolSpec {

@@ -19,19 +19,11 @@ import type { ToolContext, ToolSpec } from "@baton/sdk";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { createFixtureServer } from "./__fixtures__/mcp-tools.ts";
 import { connectMcpTools, mcpServerConfigSchema, parseMcpServerConfig, sanitizeToolName, type McpTools } from "./index.ts";
+import { toolContext } from "@baton/sdk/testing";
 
 const progress: Array<[number, string | undefined]> = [];
 function context(signal: AbortSignal = new AbortController().signal): ToolContext {
-  return {
-    idempotencyKey: "1.n",
-    callId: "1.n.1",
-    executionId: 1, rootExecutionId: 1, stream: () => undefined,
-    tenantId: "t",
-    nodeId: "n",
-    attempt: 1,
-    signal,
-    progress: (f, m) => void progress.push([f, m]),
-  };
+  return toolContext({ signal, progress: (f, m) => void progress.push([f, m]) });
 }
 
 function find(set: McpTools, name: string): ToolSpec {

@@ -10,17 +10,9 @@ import { z } from "zod";
 import { compileChecks, defineTool } from "@baton/sdk";
 import type { ToolContext, ToolSpec } from "@baton/sdk";
 import { builtinToolSpecs, echo, mathSum, textTemplate } from "./index.ts";
+import { toolContext } from "@baton/sdk/testing";
 
-const ctx: ToolContext = {
-  idempotencyKey: "1.n",
-  callId: "1.n.1",
-  executionId: 1, rootExecutionId: 1, stream: () => undefined,
-  tenantId: "t",
-  nodeId: "n",
-  attempt: 1,
-  signal: new AbortController().signal,
-  progress: () => undefined,
-};
+const ctx: ToolContext = toolContext();
 
 async function call(spec: ToolSpec, args: unknown): Promise<unknown> {
   const input = compileChecks(spec).input(args);

@@ -11,6 +11,7 @@ import { createSandbox } from "@baton/sandbox";
 import { compileChecks } from "@baton/sdk";
 import type { ToolContext, ToolSpec } from "@baton/sdk";
 import { sandboxTools } from "./sandbox-tool.ts";
+import { toolContext } from "@baton/sdk/testing";
 
 const sandbox = createSandbox({ maxThreads: 2 });
 afterAll(async () => {
@@ -19,7 +20,7 @@ afterAll(async () => {
 const [tool] = sandboxTools({ sandbox, maxTimeoutMs: 5_000 }) as [ToolSpec];
 
 function ctx(signal: AbortSignal = new AbortController().signal): ToolContext {
-  return { idempotencyKey: "1.n", callId: "1.n.1", executionId: 1, rootExecutionId: 1, stream: () => undefined, tenantId: "t", nodeId: "n", attempt: 1, signal, progress: () => undefined };
+  return toolContext({ signal });
 }
 
 async function call(args: unknown, c: ToolContext = ctx()): Promise<unknown> {
