@@ -32,7 +32,7 @@ export async function createFloor(opts: FloorOptions): Promise<BenchSystem & { r
   const id = randomBytes(4).toString("hex");
   const p = `benchfloor${id}`;
   const streams = { work: `BENCHFLOOR_${id}_WORK`, results: `BENCHFLOOR_${id}_RESULTS` };
-  const nc = await connect({ servers: opts.natsUrl, name: "bench-floor" });
+  const nc = await connect({ servers: opts.natsUrl, name: "bench-floor", noAsyncTraces: true });
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
   const common = { retention: RetentionPolicy.Workqueue, storage: StorageType.File, num_replicas: 1 };

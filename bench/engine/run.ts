@@ -5,6 +5,7 @@
  * Engine section of docs/benchmarks.md.
  *
  *   ./baton node bench/engine/run.ts [--iterations 200] [--warmup 20] [--concurrency 1,16] [--no-doc]
+ *     [--systems floor,baton,langgraph] [--graphs sequential-10,fan-out-1-8-1]   (a partial run does not touch the doc)
  *   (or ./baton npm run bench:engine -- [options])
  */
 import { readFile, writeFile } from "node:fs/promises";
@@ -24,6 +25,8 @@ const { values: args } = parseArgs({
     iterations: { type: "string", default: "200" },
     warmup: { type: "string", default: "20" },
     concurrency: { type: "string", default: "1,16" },
+    systems: { type: "string", default: "floor,baton,langgraph" },
+    graphs: { type: "string", default: "sequential-10,fan-out-1-8-1" },
     "no-doc": { type: "boolean", default: false },
     doc: { type: "string", default: new URL("../../docs/benchmarks.md", import.meta.url).pathname },
   },
@@ -42,7 +45,10 @@ const env = {
   redisUrl: process.env.BATON_REDIS_URL ?? "redis://127.0.0.1:6379",
   databaseUrl: process.env.BATON_BENCH_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/test",
 };
-const graphs: BenchGraph[] = [sequentialGraph(10), fanOutGraph(8)];
+const graphs: BenchGraph[] = [sequentialGraph(10), fanOutGraph(8)].filter((g) => args.graphs.split(",").includes(g.name));
+const systems = args.systems.split(",").map((s) => s.trim());
+for (const s of systems) if (!["floor", "baton", "langgraph"].includes(s)) throw new Error(`--systems: unknown system "${s}" (floor, baton, langgraph)`);
+if (graphs.length === 0) throw new Error(`--graphs: none of "${args.graphs}" is a graph (sequential-10, fan-out-1-8-1)`);
 const EXECUTION_TIMEOUT_MS = 60_000;
 
 function withTimeout<T>(what: string, p: Promise<T>): Promise<T> {
@@ -84,9 +90,9 @@ const rows: Row[] = [];
 const failures: string[] = [];
 const started = new Date();
 const loadAtStart = loadavg()[0]!;
-await measure(FLOOR, () => createFloor({ natsUrl: env.natsUrl, redisUrl: env.redisUrl }), rows, failures);
-const batonSettings = await measure(BATON, () => createBatonBench(env), rows, failures);
-await measure(LANGGRAPH, () => createLangGraph({ databaseUrl: env.databaseUrl }), rows, failures);
+if (systems.includes("floor")) await measure(FLOOR, () => createFloor({ natsUrl: env.natsUrl, redisUrl: env.redisUrl }), rows, failures);
+const batonSettings = systems.includes("baton") ? await measure(BATON, () => createBatonBench(env), rows, failures) : undefined;
+if (systems.includes("langgraph")) await measure(LANGGRAPH, () => createLangGraph({ databaseUrl: env.databaseUrl }), rows, failures);
 
 const order = [BATON, FLOOR, LANGGRAPH];
 rows.sort((a, b) => a.graph.localeCompare(b.graph) * -1 || a.concurrency - b.concurrency || order.indexOf(a.kind) - order.indexOf(b.kind));
@@ -170,7 +176,10 @@ ${failures.length > 0 ? `\n**Failed in this run:**\n\n${failures.map((f) => `- $
   \`./baton npm run test:jest -- --testMatch '<rootDir>/bench/**/*.test.ts' bench/engine\`.
 `;
 
-if (!args["no-doc"]) {
+// A partial run (some systems or graphs left out) prints its table but leaves the document alone.
+const partial = systems.length < 3 || graphs.length < 2;
+if (partial && !args["no-doc"]) console.error("a partial run (--systems / --graphs): docs/benchmarks.md left as it is");
+if (!args["no-doc"] && !partial) {
   const current = await readFile(args.doc, "utf8").catch((err: NodeJS.ErrnoException) => {
     if (err.code === "ENOENT") return "";
     throw err;

@@ -9,7 +9,7 @@ import { connect } from "@nats-io/transport-node";
 
 const id = process.env.RAW_ID ?? "x";
 const concurrency = Number(process.env.CONCURRENCY ?? 64);
-const nc = await connect({ servers: process.env.BATON_NATS_URL ?? "nats://127.0.0.1:4222" });
+const nc = await connect({ servers: process.env.BATON_NATS_URL ?? "nats://127.0.0.1:4222", noAsyncTraces: true });
 const js = jetstream(nc);
 const consumer = await js.consumers.get(`RAWBENCH_${id}_WORK`, "workers");
 const messages = await consumer.consume({ max_messages: concurrency });

@@ -136,7 +136,7 @@ async function baton(workers: number): Promise<{ load: Stats; serial: Stats }> {
     let deliver: (id: number) => void = () => undefined;
     let base = 0;
     const sub = await bus.consume(
-      { stream: "commands", durable: "bench_results", filterSubjects: [messaging.subjects.command("tool.result")], concurrency: 512, maxAckPending: 4096 },
+      { stream: "commands", durable: "bench_results", filterSubjects: [messaging.subjects.command("tool.result")], concurrency: 512, maxAckPending: 4096, ack: "plain" /* as the executor */ },
       async (msg) => {
         const r = decode(ToolResultSchema, msg.data);
         if (!r.ok) throw new Error(`call failed: ${r.error?.code} ${r.error?.message}`);
@@ -159,7 +159,7 @@ async function baton(workers: number): Promise<{ load: Stats; serial: Stats }> {
 
 async function raw(workers: number): Promise<{ load: Stats; serial: Stats }> {
   const id = randomBytes(4).toString("hex");
-  const nc = await connect({ servers: NATS });
+  const nc = await connect({ servers: NATS, noAsyncTraces: true });
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
   const work = `RAWBENCH_${id}_WORK`;

@@ -101,6 +101,22 @@ describe("consume", () => {
     expect(counts).toEqual([1, 2, 3]);
   });
 
+  it("with plain acks, removes handled messages from the work queue once stop() resolves", async () => {
+    const subject = `${prefix}.tool.plain.ack`;
+    let handled = 0;
+    const sub = await bus.consume({ stream: "tools", durable: "plain", filterSubjects: [subject], ack: "plain", ackWaitMs: 60_000 }, async () => {
+      handled++;
+    });
+    for (let i = 0; i < 20; i++) await bus.publish(subject, enc(String(i)));
+    await waitFor(() => handled === 20);
+    await sub.stop();
+    // Without the acks the 20 messages would stay in the stream for the minute of ackWait.
+    const info = await admin.jsm.consumers.info(bus.streams.tools, "plain");
+    expect(info.num_ack_pending).toBe(0);
+    expect((await admin.jsm.streams.info(bus.streams.tools)).state.messages).toBe(0);
+    expect(sub.processed).toBe(20);
+  });
+
   it("terminates non-retryable errors at once and logs the code", async () => {
     const subject = `${prefix}.evt.node.failed.t_1.1`;
     const durable = "permanent";

@@ -40,6 +40,13 @@ export interface ConsumerSpec {
    * @default "all"
    */
   deliverPolicy?: "all" | "new";
+  /**
+   * How a handled message is acknowledged. "confirmed" waits for the server to confirm
+   * the ack; "plain" sends it and goes on (one message less per delivery; a lost ack means
+   * one more delivery, so only for handlers that take a repeat calmly, like tool workers with
+   * their recorded results). stop() flushes plain acks before it resolves. @default "confirmed"
+   */
+  ack?: "confirmed" | "plain";
 }
 
 /** A running consumer or server. */
@@ -62,6 +69,8 @@ export interface ConsumerContext {
   logger: Logger;
   tracer: Tracer;
   isClosed(): boolean;
+  /** Round trip to the server: everything written before it has been sent. */
+  flush(): Promise<void>;
 }
 
 export const DEFAULT_ACK_WAIT_MS = 30_000;
@@ -81,6 +90,7 @@ interface CompiledSpec {
   concurrency: number;
   backoffMs: number[] | undefined;
   deliverPolicy: "all" | "new";
+  ack: "confirmed" | "plain";
 }
 
 const STREAM_KEYS: readonly string[] = ["events", "commands", "tools"];
@@ -109,6 +119,8 @@ export function compileConsumerSpec(spec: ConsumerSpec): CompiledSpec {
   const deliverPolicy = spec.deliverPolicy ?? "all";
   if (deliverPolicy !== "all" && deliverPolicy !== "new") problems.push('deliverPolicy: must be "all" or "new"');
   else if (deliverPolicy === "new" && spec.stream !== "events") problems.push('deliverPolicy: work-queue streams need "all"');
+  const ack = spec.ack ?? "confirmed";
+  if (ack !== "confirmed" && ack !== "plain") problems.push('ack: must be "confirmed" or "plain"');
   if (problems.length > 0) throw BusInvalidOptions(`ConsumerSpec ${String(spec.durable)}`, problems, { details: problems });
   return {
     stream: spec.stream,
@@ -120,6 +132,7 @@ export function compileConsumerSpec(spec: ConsumerSpec): CompiledSpec {
     concurrency,
     backoffMs: spec.backoffMs,
     deliverPolicy,
+    ack,
   };
 }
 
@@ -188,8 +201,10 @@ export async function startConsumer(ctx: ConsumerContext, rawSpec: ConsumerSpec,
   const apply = async (m: JsMsg, msg: BusMessage, decision: SettleDecision): Promise<void> => {
     switch (decision.action) {
       case "ack":
-        // Confirmed, so a stopped consumer never leaves an ack in the air.
-        await m.ackAck();
+        // Confirmed, so a stopped consumer never leaves an ack in the air; plain acks are
+        // flushed by stop().
+        if (spec.ack === "plain") m.ack();
+        else await m.ackAck();
         return;
       case "nak":
         log.debug("message will be retried", { subject: msg.subject, seq: msg.seq, deliveryCount: msg.deliveryCount, delayMs: decision.delayMs });
@@ -296,6 +311,7 @@ export async function startConsumer(ctx: ConsumerContext, rawSpec: ConsumerSpec,
         if (current !== undefined) await current.close();
         await running;
         await Promise.all(inflight);
+        if (spec.ack === "plain" && !ctx.isClosed()) await ctx.flush().catch(() => undefined);
       })();
       return stopping;
     },

@@ -124,16 +124,17 @@ describe("consumer specs", () => {
       concurrency: 16,
       backoffMs: undefined,
       deliverPolicy: "all",
+      ack: "confirmed",
     });
     expect(compileConsumerSpec({ stream: "events", durable: "x", filterSubjects: ["p.>"], maxDeliver: 0 }).maxDeliver).toBe(-1);
   });
 
   it("reports every problem at once", () => {
     const e = codeOf(() =>
-      compileConsumerSpec({ stream: "nope" as "events", durable: "a.b", filterSubjects: ["p.>.x"], ackWaitMs: 0, concurrency: 0, backoffMs: [-1] }),
+      compileConsumerSpec({ stream: "nope" as "events", durable: "a.b", filterSubjects: ["p.>.x"], ackWaitMs: 0, concurrency: 0, backoffMs: [-1], ack: "maybe" as "plain" }),
     );
     expect(e?.code).toBe("BATON_BUS_INVALID_OPTIONS");
-    expect(e?.details).toHaveLength(6);
+    expect(e?.details).toHaveLength(7);
     expect(codeOf(() => compileConsumerSpec({ stream: "tools", durable: "t", filterSubjects: ["p.tool.>"], deliverPolicy: "new" }))?.code).toBe(
       "BATON_BUS_INVALID_OPTIONS",
     );

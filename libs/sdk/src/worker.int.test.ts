@@ -228,8 +228,9 @@ describe("tool worker SDK", () => {
     const runsBefore = runs.get("t.progress");
     const ran = worker.completed;
     const sent = worker.answered;
-    // The same call again, past JetStream's de-duplication (another message id).
-    const call = { callId, tool: "t.progress", tenantId: "t_test", executionId: 1, nodeId: "n", attempt: 1, args: {} };
+    // The same call sent again by the executor (after a crash), past JetStream's
+    // de-duplication (another message id); `resent` tells the worker to look for a record.
+    const call = { callId, tool: "t.progress", tenantId: "t_test", executionId: 1, nodeId: "n", attempt: 1, args: {}, resent: true };
     await bus.publish(`${prefix}.tool.t.progress`, encode(ToolCallSchema, call), { idempotencyKey: `${callId}-again` });
     await until(() => worker.answered === sent + 1);
     expect(runs.get("t.progress")).toBe(runsBefore);

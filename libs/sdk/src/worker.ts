@@ -342,41 +342,53 @@ export function createWorker(options: WorkerOptions): Worker {
     }
   }
 
+  /** Sends a call's result to the executor as the `tool.result` command. */
+  function answer(tool: string, call: ToolCall, result: RecordedResult): Promise<void> {
+    return messaging!.sendCommand(
+      "tool.result",
+      {
+        callId: call.callId,
+        executionId: call.executionId,
+        tenantId: call.tenantId,
+        nodeId: call.nodeId,
+        attempt: call.attempt,
+        tool: call.tool || tool,
+        ok: result.ok,
+        ...(result.ok ? { output: valueFromJson(result.output ?? null) } : {}),
+        ...(result.error ? { error: result.error } : {}),
+        durationMs: result.durationMs,
+        workerId: result.workerId,
+      },
+      `result:${call.callId}`,
+    );
+  }
+
   async function handle(tool: string, msg: BusMessage): Promise<void> {
     const call = decode(ToolCallSchema, msg.data);
     const entry = specs.get(tool)!;
     inFlight++;
     try {
       const key = resultKey(call.callId);
-      const prior = await results!.get(key);
-      let result: RecordedResult;
+      // Only a redelivery, or a call the executor sends again, can have been answered before;
+      // the first delivery of a first send skips the lookup.
+      const prior = msg.deliveryCount > 1 || call.resent ? await results!.get(key) : null;
       if (prior && prior.operation === "PUT" && prior.length > 0) {
         logger.debug("call already answered; resending its result", { tool, callId: call.callId });
-        result = JSON.parse(dec.decode(prior.value)) as RecordedResult;
+        await answer(tool, call, JSON.parse(dec.decode(prior.value)) as RecordedResult);
       } else if (msg.deliveryCount >= o.maxDeliver) {
         logger.warn("last delivery of a call that was never answered", { tool, callId: call.callId, deliveries: msg.deliveryCount });
-        result = await record(key, failure(ToolDeliveriesExhausted(tool, msg.deliveryCount - 1), Date.now(), workerId));
+        await answer(tool, call, await record(key, failure(ToolDeliveriesExhausted(tool, msg.deliveryCount - 1), Date.now(), workerId)));
       } else {
-        result = await record(key, await run(tool, entry.checks, call, msg));
+        const result = await run(tool, entry.checks, call, msg);
         completed++;
+        // The record and the answer go out together; the message is acked only after both.
+        // A crash between them redelivers the call: with its result recorded it is answered
+        // from the record, otherwise it runs again (the handler has ctx.idempotencyKey for
+        // its side effects) and the repeated answer is dropped by the commands stream's
+        // duplicate window. Two deliveries racing (a worker presumed dead) may record
+        // different results; the executor takes the first answer either way.
+        await Promise.all([record(key, result), answer(tool, call, result)]);
       }
-      await messaging!.sendCommand(
-        "tool.result",
-        {
-          callId: call.callId,
-          executionId: call.executionId,
-          tenantId: call.tenantId,
-          nodeId: call.nodeId,
-          attempt: call.attempt,
-          tool: call.tool || tool,
-          ok: result.ok,
-          ...(result.ok ? { output: valueFromJson(result.output ?? null) } : {}),
-          ...(result.error ? { error: result.error } : {}),
-          durationMs: result.durationMs,
-          workerId: result.workerId,
-        },
-        `result:${call.callId}`,
-      );
       answered++;
     } finally {
       inFlight--;
@@ -427,6 +439,8 @@ export function createWorker(options: WorkerOptions): Worker {
                 concurrency: o.concurrency,
                 ackWaitMs: o.ackWaitMs,
                 maxDeliver: o.maxDeliver,
+                // A lost ack only redelivers the call, which is then answered from its record.
+                ack: "plain",
               },
               (msg) => handle(name, msg),
             ),

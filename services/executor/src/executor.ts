@@ -83,6 +83,9 @@ const ChildWorkflowMissing = defineError("BATON_EXECUTOR_CHILD_WORKFLOW_MISSING"
 
 type EngineStart = Command & { kind: "start" };
 
+/** Internal: a command was ignored against the cached checkpoint; apply it again from Redis. */
+class StaleCheckpoint extends Error {}
+
 type JournalRow = Parameters<Store["nodeExecutions"]["recordMany"]>[0][number];
 
 /**
@@ -135,6 +138,35 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   const definitions = new Map<string, WorkflowDefinition>();
   const journalWriter = batchedJournal(store);
   const locks = new Map<number, Promise<void>>();
+
+  // The latest checkpoint of each execution as this process last read or wrote it: a step
+  // starts from it instead of reading Redis. A write by another replica (or a checkpoint
+  // lost from Redis) makes it stale; the compare-and-set then fails, the entry is dropped,
+  // and handle() applies the command again from a fresh read.
+  const latest = new Map<number, Checkpoint<CheckpointState>>();
+  const LATEST_MAX = 4096;
+  const remember = (cp: Checkpoint<CheckpointState>): void => {
+    latest.delete(cp.executionId);
+    latest.set(cp.executionId, cp);
+    if (latest.size > LATEST_MAX) latest.delete(latest.keys().next().value!);
+  };
+  async function readCheckpoint(executionId: number): Promise<Checkpoint<CheckpointState> | null> {
+    const known = latest.get(executionId);
+    if (known) return known;
+    const cp = await checkpoints.get(executionId);
+    if (cp) remember(cp);
+    return cp;
+  }
+  async function writeCheckpoint(executionId: number, state: CheckpointState, expectedVersion: number): Promise<Checkpoint<CheckpointState>> {
+    try {
+      const written = await checkpoints.put(executionId, state, expectedVersion);
+      remember({ executionId, version: written.version, state, updatedAt: written.updatedAt });
+      return written;
+    } catch (err) {
+      latest.delete(executionId);
+      throw err;
+    }
+  }
   let sub: Subscription | undefined;
   let sweeper: NodeJS.Timeout | undefined;
   let sweeping: Promise<unknown> | undefined;
@@ -210,15 +242,19 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     }, `start:${row.id}`);
   }
 
-  /** Tool calls, timers, children and cancellations: they go out as soon as the checkpoint holds them. */
-  async function dispatch(state: ExecutionState, effects: Effect[]): Promise<void> {
+  /**
+   * Tool calls, timers, children and cancellations: they go out as soon as the checkpoint holds them.
+   * `resent`: effects carried out again (after a crash, or from a rebuilt checkpoint), whose
+   * tool calls may have been answered already; workers look for a recorded answer first.
+   */
+  async function dispatch(state: ExecutionState, effects: Effect[], resent = false): Promise<void> {
     const outward: Promise<unknown>[] = [];
     for (const e of effects) {
       switch (e.kind) {
         case "callTool":
           outward.push(messaging.callTool({
             callId: e.callId, executionId: state.executionId, tenantId: state.tenantId, nodeId: e.nodeId, attempt: e.attempt,
-            tool: e.tool, args: e.args, timeoutMs: e.timeoutMs ?? 0, idempotencyKey: e.idempotencyKey, rootExecutionId: state.rootExecutionId ?? state.executionId,
+            tool: e.tool, args: e.args, timeoutMs: e.timeoutMs ?? 0, idempotencyKey: e.idempotencyKey, rootExecutionId: state.rootExecutionId ?? state.executionId, resent,
           }));
           break;
         case "cancelTools":
@@ -267,8 +303,9 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     if (isFinished(state) && (prev === null || !isFinished(prev))) await finished(state);
   }
 
+  /** Carries out effects again: after a crash (`prev` null) or from a checkpoint rebuilt from the journal. */
   async function perform(prev: ExecutionState | null, state: ExecutionState, effects: Effect[], checkpointVersion: number): Promise<void> {
-    await Promise.all([dispatch(state, effects), record(prev, state, effects, checkpointVersion)]);
+    await Promise.all([dispatch(state, effects, true), record(prev, state, effects, checkpointVersion)]);
   }
 
   /** The journal rows of a step, and the execution row when the status (or pause point) changed. */
@@ -315,6 +352,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         ...(state.error ? { error: { code: state.error.code, message: state.error.message, retryable: false } } : {}),
       }, `child-result:${state.executionId}`);
     }
+    latest.delete(state.executionId);
     await checkpoints.expire?.(state.executionId);
   }
 
@@ -437,16 +475,17 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     // Journal step numbers already include earlier bases; leave room for steps that wrote no rows.
     replay.state.versionBase = journal.reduce((m, j) => Math.max(m, j.stepVersion ?? 0), 0) + 1000;
     if (replay.unplaced.length) logger.warn("journal rows the replay could not place", { executionId: row.id, rows: replay.unplaced.map((j) => `${j.nodeId}#${j.attempt}`) });
-    const written = await checkpoints.put(row.id, { ...replay.state, outbox: replay.rearm }, 0);
+    const written = await writeCheckpoint(row.id, { ...replay.state, outbox: replay.rearm }, 0);
     logger.warn("checkpoint rebuilt from the journal", { executionId: row.id, status: replay.state.status, rearmed: replay.rearm.length });
     await perform(replay.state, replay.state, replay.rearm, written.version);
-    const cleared = await checkpoints.put(row.id, { ...replay.state, outbox: [] }, written.version);
+    const cleared = await writeCheckpoint(row.id, { ...replay.state, outbox: [] }, written.version);
     return { state: replay.state, version: cleared.version };
   }
 
   async function apply(executionId: number, tenantId: string, first: Command): Promise<void> {
     // The checkpoint carries the execution's identity; the row is read only when there is none.
-    const cp = await checkpoints.get(executionId);
+    const fromCache = latest.has(executionId);
+    const cp = await readCheckpoint(executionId);
     let row: ExecutionRecord | null = null;
     if (cp === null) {
       row = await store.executions.getById(executionId);
@@ -493,7 +532,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       } catch (err) {
         throw EffectsFailed(executionId, errorMessage(err), { cause: err, retryDelayMs: 1_000 });
       }
-      const cleared = await checkpoints.put(executionId, { ...state, outbox: [], carried: [] }, version);
+      const cleared = await writeCheckpoint(executionId, { ...state, outbox: [], carried: [] }, version);
       version = cleared.version;
     }
     let command: Command = first;
@@ -503,6 +542,9 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         identity: { executionId, tenantId, workflowId: ident.workflowId, workflowVersion: ident.workflowVersion },
       }, blobs);
       if (r.ignored !== undefined) {
+        // The cached state may be behind another replica's writes, and a command it does not
+        // know about (a result for a call started since) would be dropped: check with Redis.
+        if (command === first && fromCache && first.kind !== "continue") throw new StaleCheckpoint();
         if (command.kind !== "continue") logger.debug("command ignored", { executionId, command: command.kind, why: r.ignored });
         // A redelivered command finds its step already applied; a crash may have left ready
         // nodes behind that step, so go on with them.
@@ -516,7 +558,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       // The checkpoint carries this step's effects and those of earlier steps still being written.
       const p = pipeOf(executionId);
       const carried = p.groups.map((g) => ({ version: g.version, effects: g.effects }));
-      const written = await checkpoints.put(executionId, { ...r.state, outbox: r.effects, carried }, version);
+      const written = await writeCheckpoint(executionId, { ...r.state, outbox: r.effects, carried }, version);
       const prev = state;
       version = written.version;
       state = r.state;
@@ -568,9 +610,9 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         // Nothing is in flight: drop the outbox from the checkpoint, unless a newer step wrote one.
         void serially(executionId, async () => {
           if (pipes.has(executionId)) return;
-          const cp = await checkpoints.get(executionId);
+          const cp = await readCheckpoint(executionId);
           if (!cp || cp.version !== version || isFinished(cp.state) || (!cp.state.outbox?.length && !cp.state.carried?.length)) return;
-          await checkpoints.put(executionId, { ...cp.state, outbox: [], carried: [] }, version);
+          await writeCheckpoint(executionId, { ...cp.state, outbox: [], carried: [] }, version);
         }).catch((err: unknown) => logger.debug("outbox not cleared; the next step replaces it", { executionId, error: errorMessage(err) }));
       },
       (err: unknown) => {
@@ -593,7 +635,15 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     let written: Promise<void> | undefined;
     await serially(executionId, async () => {
       try {
-        await apply(executionId, tenantId, command);
+        try {
+          await apply(executionId, tenantId, command);
+        } catch (err) {
+          // Another replica wrote since this process last did (or Redis lost the checkpoint):
+          // apply the command again from what Redis holds now.
+          if (!(err instanceof StaleCheckpoint) && !(hasCode(err) && err.code === "BATON_CHECKPOINT_CONFLICT")) throw err;
+          latest.delete(executionId);
+          await apply(executionId, tenantId, command);
+        }
         written = recordsDone(executionId);
       } catch (err) {
         if (hasCode(err) && !err.retryable && cmd.name === "execution.start") {
@@ -632,7 +682,9 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         afterId = row.id;
         try {
           await serially(row.id, async () => {
-            const cp = await checkpoints.get(row.id);
+            // The sweep looks for what a crash or Redis left behind: read Redis, not the cache.
+            latest.delete(row.id);
+            const cp = await readCheckpoint(row.id);
             // Nothing to do unless effects are left, or ready nodes wait for a step.
             if (cp && !cp.state.outbox?.length && !cp.state.ready.length) return;
             count++;
@@ -653,6 +705,9 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         concurrency: opts.concurrency ?? 32,
         ackWaitMs: opts.ackWaitMs ?? 30_000,
         maxDeliver: 20,
+        // Every command is applied idempotently (a redelivery finds its step applied), so a
+        // lost ack costs one more delivery, not a wrong result.
+        ack: "plain",
       });
       if (opts.recoverOnStart ?? true) {
         const n = await recover();
