@@ -9,6 +9,10 @@
  * - recordMany upserts a batch in one statement with record()'s semantics (fields an
  *   entry does not carry are kept, null clears), merges writes of one attempt, and
  *   writes nothing when an entry's execution is not its tenant's;
+ * - recordSteps writes journal entries and execution-row patches in one statement: a patch
+ *   changes only the columns it carries (null clears, updatedAt moves), patches of one
+ *   execution merge in order, and a patch or entry of another tenant's execution makes the
+ *   whole batch write nothing;
  * - listForReplay orders by stepVersion (nulls last), then id;
  * - blobs are stored once per tenant under the sha256 of their canonical JSON
  *   (key order does not matter), read back singly or in bulk, and are tenant-scoped;
@@ -153,6 +157,46 @@ describe("journal batches", () => {
     expect(await store.nodeExecutions.listById(ex.id)).toEqual([]);
     expect(await store.nodeExecutions.listById(theirs.id)).toEqual([]);
     await expect(store.nodeExecutions.recordMany([{ tenantId: tenant, executionId: ex.id, nodeId: "a", nodeType: "t", attempt: 0, status: "x" }]))
+      .rejects.toMatchObject({ code: "BATON_STORE_INVALID_INPUT" });
+  });
+
+  it("writes journal entries and execution patches together", async () => {
+    const ex = await newExecution({ q: 1 });
+    await store.executions.update(ex.id, { output: { old: true }, error: "old" });
+    const before = (await store.executions.getById(ex.id))!;
+    const startedAt = new Date("2026-11-21T10:00:00.000Z");
+    const completedAt = new Date("2026-11-21T10:00:01.000Z");
+    expect(await store.nodeExecutions.recordSteps({
+      entries: [
+        { tenantId: tenant, executionId: ex.id, nodeId: "a", nodeType: "tool", attempt: 1, status: "running", stepVersion: 1 },
+        { tenantId: tenant, executionId: ex.id, nodeId: "a", nodeType: "tool", attempt: 1, status: "completed", output: { v: 1 }, stepVersion: 2 },
+      ],
+      executions: [
+        { id: ex.id, tenantId: tenant, patch: { status: "running", currentState: "a", context: { step: 1 }, startedAt } },
+        { id: ex.id, tenantId: tenant, patch: { status: "completed", output: null, completedAt, tokenUsage: { total: 3 } } },
+      ],
+    })).toEqual({ journaled: 1, updated: 1 });
+    const after = (await store.executions.getById(ex.id))!;
+    expect(after).toMatchObject({ status: "completed", currentState: "a", context: { step: 1 }, output: null, error: "old", startedAt, completedAt, tokenUsage: { total: 3 }, input: { q: 1 } });
+    expect(after.updatedAt.getTime()).toBeGreaterThanOrEqual(before.updatedAt.getTime());
+    expect(await store.nodeExecutions.listById(ex.id)).toEqual([expect.objectContaining({ nodeId: "a", status: "completed", output: { v: 1 }, stepVersion: 2 })]);
+    expect(await store.nodeExecutions.recordSteps({ entries: [], executions: [] })).toEqual({ journaled: 0, updated: 0 });
+  });
+
+  it("writes nothing of a step batch holding a patch of another tenant's execution", async () => {
+    const ex = await newExecution();
+    const theirs = await store.executions.create(other, { workflowId: theirWf.id, workflowVersion: 1, input: {} });
+    await expect(store.nodeExecutions.recordSteps({
+      entries: [{ tenantId: tenant, executionId: ex.id, nodeId: "a", nodeType: "t", attempt: 1, status: "running" }],
+      executions: [
+        { id: ex.id, tenantId: tenant, patch: { status: "running" } },
+        { id: theirs.id, tenantId: tenant, patch: { status: "cancelled" } },
+      ],
+    })).rejects.toMatchObject({ code: "BATON_STORE_NOT_FOUND" });
+    expect(await store.nodeExecutions.listById(ex.id)).toEqual([]);
+    expect((await store.executions.getById(ex.id))!.status).toBe("queued");
+    expect((await store.executions.getById(theirs.id))!.status).toBe("queued");
+    await expect(store.nodeExecutions.recordSteps({ entries: [], executions: [{ id: ex.id, tenantId: tenant, patch: { status: "sleeping" as "running" } }] }))
       .rejects.toMatchObject({ code: "BATON_STORE_INVALID_INPUT" });
   });
 

@@ -1,9 +1,10 @@
+import type { Pool } from "pg";
 import { Prisma } from "./generated/client.ts";
 import type { PrismaClient } from "./generated/client.ts";
 import { guard, toStoreError } from "./db-errors.ts";
 import { StoreInvalidInput, StoreNotFound } from "./errors.ts";
 import { toExecution, toNodeExecution } from "./records.ts";
-import type { ExecutionPatch, ExecutionStatus, ExecutionsRepo, JsonValue, NodeExecutionEntry, NodeExecutionsRepo } from "./types.ts";
+import type { ExecutionPatch, ExecutionStatus, ExecutionsRepo, JsonValue, NodeExecutionEntry, NodeExecutionsRepo, StepRecords } from "./types.ts";
 import {
   EXECUTION_STATUSES,
   isDbId,
@@ -52,6 +53,24 @@ function executionPatch(patch: ExecutionPatch): Prisma.AgentWorkflowExecutionUnc
   if (patch.completedAt !== undefined) data.completedAt = optionalDate("completedAt", patch.completedAt);
   if (patch.deadlineAt !== undefined) data.deadlineAt = optionalDate("deadlineAt", patch.deadlineAt);
   return data;
+}
+
+/** A patch as sent to SQL by recordSteps: checked like {@link executionPatch}, only the keys it carries, dates as ISO text. */
+function executionPatchDoc(id: unknown, tenantId: unknown, patch: ExecutionPatch): Record<string, JsonValue> {
+  if (!isDbId(id)) throw StoreNotFound("execution", String(id));
+  const doc: Record<string, JsonValue> = { id, tenantId: requireTenantId(tenantId) };
+  const data = executionPatch(patch);
+  if (data.status !== undefined) doc.status = data.status;
+  if (data.currentState !== undefined) doc.currentState = data.currentState ?? null;
+  if (data.error !== undefined) doc.error = data.error ?? null;
+  if (patch.context !== undefined) doc.context = patch.context;
+  if (patch.tokenUsage !== undefined) doc.tokenUsage = patch.tokenUsage;
+  if (patch.output !== undefined) doc.output = patch.output ?? null;
+  if (patch.checkpoint !== undefined) doc.checkpoint = patch.checkpoint ?? null;
+  for (const key of ["startedAt", "completedAt", "deadlineAt"] as const) {
+    if (data[key] !== undefined) doc[key] = data[key] === null ? null : (data[key] as Date).toISOString();
+  }
+  return doc;
 }
 
 const ACTIVE_STATUSES: ExecutionStatus[] = ["queued", "running", "paused"];
@@ -263,17 +282,95 @@ function normalizeEntry(entry: unknown): NormalizedEntry {
   return { tenantId, executionId, nodeId, attempt, changes, doc };
 }
 
-export function nodeExecutionsRepo(prisma: PrismaClient, schema: string): NodeExecutionsRepo {
+export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: Pool): NodeExecutionsRepo {
   const orderBy: Prisma.AgentWorkflowNodeExecutionOrderByWithRelationInput[] = [{ startedAt: "asc" }, { id: "asc" }];
-  const table = Prisma.raw(`${quoteIdent(schema)}."agent_workflow_node_executions"`);
-  const executions = Prisma.raw(`${quoteIdent(schema)}."agent_workflow_executions"`);
-  // An update keeps a column the entry does not carry: "carries" is looked up in the batch itself.
-  const carries = (key: string): Prisma.Sql =>
-    Prisma.sql`(SELECT s.doc ? ${key} FROM src s WHERE (s.doc->>'executionId')::int = EXCLUDED."executionId" AND s.doc->>'nodeId' = EXCLUDED."nodeId" AND (s.doc->>'attempt')::int = EXCLUDED."attempt")`;
-  const keep = (column: string, key = column): Prisma.Sql => {
-    const col = Prisma.raw(`"${column}"`);
-    return Prisma.sql`${col} = CASE WHEN ${carries(key)} THEN EXCLUDED.${col} ELSE t.${col} END`;
-  };
+  // The hot path of the executor, so plain SQL on the pool rather than Prisma, whose
+  // per-query work costs more than the statement. One statement, so the tenant checks,
+  // the journal upserts and the execution updates all happen or none does.
+  const journal = `${quoteIdent(schema)}."agent_workflow_node_executions"`;
+  const runs = `${quoteIdent(schema)}."agent_workflow_executions"`;
+  // An upsert keeps a column the entry does not carry ("carries" looks in the batch itself).
+  const keepCol = (column: string): string =>
+    `"${column}" = CASE WHEN (SELECT s.doc ? '${column}' FROM src s WHERE (s.doc->>'executionId')::int = EXCLUDED."executionId" AND s.doc->>'nodeId' = EXCLUDED."nodeId" AND (s.doc->>'attempt')::int = EXCLUDED."attempt") THEN EXCLUDED."${column}" ELSE t."${column}" END`;
+  const patchCol = (column: string, value: string): string => `"${column}" = CASE WHEN p.doc ? '${column}' THEN ${value} ELSE x."${column}" END`;
+  const STEPS_SQL = `
+    WITH src AS (SELECT e AS doc FROM jsonb_array_elements($1::jsonb) AS e),
+    pat AS (SELECT e AS doc FROM jsonb_array_elements($2::jsonb) AS e),
+    foreign_rows AS (
+      SELECT 1 FROM (SELECT (doc->>'executionId')::int AS id, doc->>'tenantId' AS tenant FROM src
+                     UNION SELECT (doc->>'id')::int, doc->>'tenantId' FROM pat) w
+      LEFT JOIN ${runs} x ON x."id" = w.id AND x."tenantId" = w.tenant
+      WHERE x."id" IS NULL
+    ),
+    ins AS (
+      INSERT INTO ${journal} AS t ("tenantId", "executionId", "nodeId", "nodeType", "attempt", "status", "input", "output", "toolCalls", "tokenUsage",
+        "error", "errorCode", "retryable", "stepVersion", "durationMs", "startedAt", "completedAt")
+      SELECT doc->>'tenantId', (doc->>'executionId')::int, doc->>'nodeId', doc->>'nodeType', (doc->>'attempt')::int, doc->>'status',
+        NULLIF(doc->'input', 'null'::jsonb), NULLIF(doc->'output', 'null'::jsonb), NULLIF(doc->'toolCalls', 'null'::jsonb), NULLIF(doc->'tokenUsage', 'null'::jsonb),
+        doc->>'error', doc->>'errorCode', (doc->>'retryable')::boolean, (doc->>'stepVersion')::int, (doc->>'durationMs')::int,
+        COALESCE((doc->>'startedAt')::timestamptz, CURRENT_TIMESTAMP), (doc->>'completedAt')::timestamptz
+      FROM src
+      WHERE NOT EXISTS (SELECT 1 FROM foreign_rows)
+      ON CONFLICT ("executionId", "nodeId", "attempt") DO UPDATE SET
+        "status" = EXCLUDED."status", "nodeType" = EXCLUDED."nodeType",
+        ${["input", "output", "toolCalls", "tokenUsage", "error", "errorCode", "retryable", "stepVersion", "durationMs", "startedAt", "completedAt"].map(keepCol).join(",\n        ")}
+      RETURNING 1
+    ),
+    upd AS (
+      UPDATE ${runs} AS x SET
+        ${[
+          patchCol("status", "p.doc->>'status'"),
+          patchCol("currentState", "p.doc->>'currentState'"),
+          patchCol("context", "p.doc->'context'"),
+          patchCol("tokenUsage", "p.doc->'tokenUsage'"),
+          patchCol("output", "NULLIF(p.doc->'output', 'null'::jsonb)"),
+          patchCol("checkpoint", "NULLIF(p.doc->'checkpoint', 'null'::jsonb)"),
+          patchCol("error", "p.doc->>'error'"),
+          patchCol("startedAt", "(p.doc->>'startedAt')::timestamptz"),
+          patchCol("completedAt", "(p.doc->>'completedAt')::timestamptz"),
+          patchCol("deadlineAt", "(p.doc->>'deadlineAt')::timestamptz"),
+        ].join(",\n        ")},
+        "updatedAt" = CURRENT_TIMESTAMP
+      FROM pat p
+      WHERE x."id" = (p.doc->>'id')::int AND x."tenantId" = p.doc->>'tenantId' AND NOT EXISTS (SELECT 1 FROM foreign_rows)
+      RETURNING 1
+    )
+    SELECT (SELECT count(*) FROM ins)::int AS journaled, (SELECT count(*) FROM upd)::int AS updated`;
+
+  async function writeSteps(batch: StepRecords): Promise<{ journaled: number; updated: number }> {
+    // ON CONFLICT DO UPDATE and UPDATE ... FROM touch a row once per statement: merge writes
+    // of one attempt, and patches of one execution, in order.
+    const merged = new Map<string, NormalizedEntry>();
+    for (const raw of batch.entries) {
+      const n = normalizeEntry(raw);
+      const key = `${n.executionId}\u0000${n.nodeId}\u0000${n.attempt}`;
+      const prev = merged.get(key);
+      if (prev) Object.assign(prev.doc, n.doc);
+      else merged.set(key, n);
+    }
+    const patches = new Map<number, Record<string, JsonValue>>();
+    for (const e of batch.executions) {
+      const doc = executionPatchDoc(e?.id, e?.tenantId, e?.patch);
+      const id = e.id;
+      const prev = patches.get(id);
+      if (prev && prev.tenantId !== doc.tenantId) throw StoreNotFound("execution", `${id} (of the patches' tenants)`);
+      if (prev) Object.assign(prev, doc);
+      else patches.set(id, doc);
+    }
+    if (merged.size === 0 && patches.size === 0) return { journaled: 0, updated: 0 };
+    const docs = [...merged.values()].map((n) => n.doc);
+    const first = docs[0]?.executionId ?? [...patches.keys()][0]!;
+    const res = await guard({ entity: "execution", id: first as number }, () =>
+      pool.query<{ journaled: number; updated: number }>(STEPS_SQL, [JSON.stringify(docs), JSON.stringify([...patches.values()])]),
+    );
+    const row = res.rows[0] ?? { journaled: 0, updated: 0 };
+    if (row.journaled !== docs.length || row.updated !== patches.size) {
+      const ids = [...new Set([...[...merged.values()].map((n) => n.executionId), ...patches.keys()])].join(", ");
+      throw StoreNotFound("execution", `${ids} (of the entries' tenants)`);
+    }
+    return row;
+  }
+
   return {
     async record(entry) {
       const { tenantId, executionId, nodeId, attempt, changes } = normalizeEntry(entry);
@@ -304,45 +401,14 @@ export function nodeExecutionsRepo(prisma: PrismaClient, schema: string): NodeEx
 
     async recordMany(entries) {
       if (!Array.isArray(entries)) throw StoreInvalidInput("entries must be an array");
-      // ON CONFLICT DO UPDATE may touch a row once per statement: merge writes of one attempt, in order.
-      const merged = new Map<string, NormalizedEntry>();
-      for (const raw of entries) {
-        const n = normalizeEntry(raw);
-        const key = `${n.executionId}\u0000${n.nodeId}\u0000${n.attempt}`;
-        const prev = merged.get(key);
-        if (prev) Object.assign(prev.doc, n.doc);
-        else merged.set(key, n);
+      return (await writeSteps({ entries, executions: [] })).journaled;
+    },
+
+    recordSteps(batch) {
+      if (typeof batch !== "object" || batch === null || !Array.isArray(batch.entries) || !Array.isArray(batch.executions)) {
+        throw StoreInvalidInput("batch must be { entries: [], executions: [] }");
       }
-      if (merged.size === 0) return 0;
-      const docs = [...merged.values()].map((n) => n.doc);
-      const first = docs[0]!;
-      // One statement: the tenant check, inserts and updates all happen or none does
-      // (an entry whose execution is not its tenant's makes the whole batch write nothing).
-      const count = await guard({ entity: "execution", id: first.executionId as number }, () => prisma.$executeRaw`
-        WITH src AS (SELECT e AS doc FROM jsonb_array_elements(${JSON.stringify(docs)}::jsonb) AS e),
-        foreign_entries AS (
-          SELECT 1 FROM src LEFT JOIN ${executions} x ON x."id" = (src.doc->>'executionId')::int AND x."tenantId" = src.doc->>'tenantId'
-          WHERE x."id" IS NULL
-        )
-        INSERT INTO ${table} AS t ("tenantId", "executionId", "nodeId", "nodeType", "attempt", "status", "input", "output", "toolCalls", "tokenUsage",
-          "error", "errorCode", "retryable", "stepVersion", "durationMs", "startedAt", "completedAt")
-        SELECT doc->>'tenantId', (doc->>'executionId')::int, doc->>'nodeId', doc->>'nodeType', (doc->>'attempt')::int, doc->>'status',
-          NULLIF(doc->'input', 'null'::jsonb), NULLIF(doc->'output', 'null'::jsonb), NULLIF(doc->'toolCalls', 'null'::jsonb), NULLIF(doc->'tokenUsage', 'null'::jsonb),
-          doc->>'error', doc->>'errorCode', (doc->>'retryable')::boolean, (doc->>'stepVersion')::int, (doc->>'durationMs')::int,
-          COALESCE((doc->>'startedAt')::timestamptz, CURRENT_TIMESTAMP), (doc->>'completedAt')::timestamptz
-        FROM src
-        WHERE NOT EXISTS (SELECT 1 FROM foreign_entries)
-        ON CONFLICT ("executionId", "nodeId", "attempt") DO UPDATE SET
-          "status" = EXCLUDED."status", "nodeType" = EXCLUDED."nodeType",
-          ${keep("input")}, ${keep("output")}, ${keep("toolCalls")}, ${keep("tokenUsage")},
-          ${keep("error")}, ${keep("errorCode")}, ${keep("retryable")}, ${keep("stepVersion")}, ${keep("durationMs")},
-          ${keep("startedAt")}, ${keep("completedAt")}
-      `);
-      if (count !== docs.length) {
-        const ids = [...new Set([...merged.values()].map((n) => n.executionId))].join(", ");
-        throw StoreNotFound("execution", `${ids} (of the entries' tenants)`);
-      }
-      return count;
+      return writeSteps(batch);
     },
 
     async list(tenantId, executionId) {

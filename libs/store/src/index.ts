@@ -70,6 +70,7 @@ export type {
   NodeExecutionEntry,
   NodeExecutionRecord,
   NodeExecutionsRepo,
+  StepRecords,
   PageOptions,
   ReviewCreateInput,
   ReviewDecision,

@@ -1,4 +1,5 @@
 import { PrismaPg } from "@prisma/adapter-pg";
+import pg from "pg";
 import { PrismaClient } from "./generated/client.ts";
 import { blobsRepo } from "./blobs.ts";
 import { guard } from "./db-errors.ts";
@@ -27,22 +28,22 @@ function positiveInt(name: string, v: number | undefined, fallback: number): num
 export function createStore(opts: StoreOptions): Store {
   if (typeof opts?.databaseUrl !== "string" || opts.databaseUrl.length === 0) throw StoreInvalidInput("databaseUrl is required");
   const schema = requireSchemaName(opts.schema);
-  const adapter = new PrismaPg(
-    {
-      connectionString: opts.databaseUrl,
-      max: positiveInt("poolSize", opts.poolSize, 10),
-      connectionTimeoutMillis: positiveInt("connectTimeoutMs", opts.connectTimeoutMs, 5000),
-    },
-    // Idle-connection errors (server restart) surface on the next query as BATON_STORE_UNAVAILABLE.
-    { schema, onPoolError: () => {}, onConnectionError: () => {} },
-  );
+  // One pool, shared by Prisma and by the few hot statements written in plain SQL.
+  const pool = new pg.Pool({
+    connectionString: opts.databaseUrl,
+    max: positiveInt("poolSize", opts.poolSize, 10),
+    connectionTimeoutMillis: positiveInt("connectTimeoutMs", opts.connectTimeoutMs, 5000),
+  });
+  // Idle-connection errors (server restart) surface on the next query as BATON_STORE_UNAVAILABLE.
+  pool.on("error", () => {});
+  const adapter = new PrismaPg(pool, { schema, onPoolError: () => {}, onConnectionError: () => {}, disposeExternalPool: true });
   const prisma = new PrismaClient({ adapter });
   let closed: Promise<void> | undefined;
   return {
     prisma,
     schema,
     close() {
-      closed ??= prisma.$disconnect();
+      closed ??= prisma.$disconnect().then(() => (pool.ended ? undefined : pool.end()));
       return closed;
     },
     async ping() {
@@ -51,7 +52,7 @@ export function createStore(opts: StoreOptions): Store {
     tenants: tenantsRepo(prisma, schema),
     workflows: workflowsRepo(prisma),
     executions: executionsRepo(prisma),
-    nodeExecutions: nodeExecutionsRepo(prisma, schema),
+    nodeExecutions: nodeExecutionsRepo(prisma, schema, pool),
     reviews: reviewsRepo(prisma),
     memory: memoryRepo(prisma, schema),
     learning: learningRepo(prisma),

@@ -510,6 +510,12 @@ export interface ExecutionsRepo {
   listActive(query?: ActiveExecutionsQuery): Promise<ExecutionRecord[]>;
 }
 
+/** What {@link NodeExecutionsRepo.recordSteps} writes. */
+export interface StepRecords {
+  entries: readonly NodeExecutionEntry[];
+  executions: readonly { id: number; tenantId: string; patch: ExecutionPatch }[];
+}
+
 /** The durable per-node journal. */
 export interface NodeExecutionsRepo {
   /** Idempotent upsert on (executionId, nodeId, attempt). Throws `BATON_STORE_NOT_FOUND` when the execution is not the tenant's. */
@@ -526,6 +532,15 @@ export interface NodeExecutionsRepo {
    * @returns how many rows were written
    */
   recordMany(entries: readonly NodeExecutionEntry[]): Promise<number>;
+  /**
+   * Internal (executor): the journal writes of many steps and the execution-row updates
+   * that go with them, in one SQL statement (one round trip, straight on the connection
+   * pool). Journal entries as in {@link recordMany}; patches as in
+   * {@link ExecutionsRepo.update}, merged in order per execution. Throws
+   * `BATON_STORE_NOT_FOUND` when an entry's or a patch's execution is not its tenant's
+   * (then nothing is written).
+   */
+  recordSteps(batch: StepRecords): Promise<{ journaled: number; updated: number }>;
   /** Internal (executor): not tenant-scoped. Ordered by stepVersion (nulls last), then id. */
   listForReplay(executionId: number): Promise<NodeExecutionRecord[]>;
 }

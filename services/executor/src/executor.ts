@@ -86,28 +86,30 @@ type EngineStart = Command & { kind: "start" };
 /** Internal: a command was ignored against the cached checkpoint; apply it again from Redis. */
 class StaleCheckpoint extends Error {}
 
-type JournalRow = Parameters<Store["nodeExecutions"]["recordMany"]>[0][number];
+type StepRecords = Parameters<Store["nodeExecutions"]["recordSteps"]>[0];
 
 /**
- * Journal writes of every execution this process runs, gathered for one event-loop turn and
- * written in one statement: under load that is one round trip for many steps instead of
- * one each. Every caller's promise settles with the statement that carried its rows.
+ * Journal rows and execution-row updates of every execution this process runs, gathered for
+ * one event-loop turn and written in one statement: under load that is one round trip for
+ * many steps instead of two each. Every caller's promise settles with the statement that
+ * carried its records.
  */
-function batchedJournal(store: Store, maxRows = 500): { write(rows: JournalRow[]): Promise<void> } {
-  const pending: { rows: JournalRow[]; resolve: () => void; reject: (err: unknown) => void }[] = [];
+function batchedRecords(store: Store, maxRows = 500): { write(records: StepRecords): Promise<void> } {
+  const pending: { records: StepRecords; resolve: () => void; reject: (err: unknown) => void }[] = [];
   let scheduled = false;
+  const size = (r: StepRecords): number => r.entries.length + r.executions.length;
   const flush = async (): Promise<void> => {
     scheduled = false;
     while (pending.length > 0) {
       const batch: typeof pending = [];
       let n = 0;
-      while (pending.length > 0 && (n === 0 || n + pending[0]!.rows.length <= maxRows)) {
+      while (pending.length > 0 && (n === 0 || n + size(pending[0]!.records) <= maxRows)) {
         const w = pending.shift()!;
-        n += w.rows.length;
+        n += size(w.records);
         batch.push(w);
       }
       try {
-        await store.nodeExecutions.recordMany(batch.flatMap((w) => w.rows));
+        await store.nodeExecutions.recordSteps({ entries: batch.flatMap((w) => w.records.entries), executions: batch.flatMap((w) => w.records.executions) });
         for (const w of batch) w.resolve();
       } catch (err) {
         for (const w of batch) w.reject(err);
@@ -115,9 +117,9 @@ function batchedJournal(store: Store, maxRows = 500): { write(rows: JournalRow[]
     }
   };
   return {
-    write(rows) {
+    write(records) {
       return new Promise<void>((resolve, reject) => {
-        pending.push({ rows, resolve, reject });
+        pending.push({ records, resolve, reject });
         if (!scheduled) {
           scheduled = true;
           setImmediate(() => void flush());
@@ -136,7 +138,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   const clock = opts.clock ?? (() => new Date());
   const largeResultBytes = opts.largeResultBytes ?? 65_536;
   const definitions = new Map<string, WorkflowDefinition>();
-  const journalWriter = batchedJournal(store);
+  const recordWriter = batchedRecords(store);
   const locks = new Map<number, Promise<void>>();
 
   // The latest checkpoint of each execution as this process last read or wrote it: a step
@@ -310,37 +312,39 @@ export function createExecutor(opts: ExecutorOptions): Executor {
 
   /** The journal rows of a step, and the execution row when the status (or pause point) changed. */
   async function records(prev: ExecutionState | null, state: ExecutionState, effects: Effect[], version: number): Promise<void> {
-    const journal = effects.flatMap((e) => (e.kind === "journal" ? [e.entry] : []));
-    if (journal.length > 0) {
-      await journalWriter.write(journal.map((j) => ({
-        tenantId: state.tenantId, executionId: state.executionId, nodeId: j.nodeId, nodeType: j.nodeType, attempt: j.attempt, status: j.status,
-        ...(j.input !== undefined ? { input: j.input } : {}),
-        ...(j.output !== undefined ? { output: j.output } : {}),
-        ...(j.error !== undefined ? { error: j.error } : {}),
-        ...(j.errorCode !== undefined ? { errorCode: j.errorCode } : {}),
-        ...(j.retryable !== undefined ? { retryable: j.retryable } : {}),
-        ...(j.toolCalls !== undefined ? { toolCalls: j.toolCalls } : {}),
-        ...(j.tokenUsage !== undefined ? { tokenUsage: j.tokenUsage } : {}),
-        ...(j.durationMs !== undefined ? { durationMs: j.durationMs } : {}),
-        ...(j.startedAt ? { startedAt: new Date(j.startedAt) } : {}),
-        ...(j.completedAt ? { completedAt: new Date(j.completedAt) } : {}),
-        stepVersion: version,
-      })));
-    }
+    const entries = effects.flatMap((e) => (e.kind === "journal" ? [{
+      tenantId: state.tenantId, executionId: state.executionId, nodeId: e.entry.nodeId, nodeType: e.entry.nodeType, attempt: e.entry.attempt, status: e.entry.status,
+      ...(e.entry.input !== undefined ? { input: e.entry.input } : {}),
+      ...(e.entry.output !== undefined ? { output: e.entry.output } : {}),
+      ...(e.entry.error !== undefined ? { error: e.entry.error } : {}),
+      ...(e.entry.errorCode !== undefined ? { errorCode: e.entry.errorCode } : {}),
+      ...(e.entry.retryable !== undefined ? { retryable: e.entry.retryable } : {}),
+      ...(e.entry.toolCalls !== undefined ? { toolCalls: e.entry.toolCalls } : {}),
+      ...(e.entry.tokenUsage !== undefined ? { tokenUsage: e.entry.tokenUsage } : {}),
+      ...(e.entry.durationMs !== undefined ? { durationMs: e.entry.durationMs } : {}),
+      ...(e.entry.startedAt ? { startedAt: new Date(e.entry.startedAt) } : {}),
+      ...(e.entry.completedAt ? { completedAt: new Date(e.entry.completedAt) } : {}),
+      stepVersion: version,
+    }] : []));
     const pauseChanged = prev?.pause?.nodeId !== state.pause?.nodeId;
-    if (prev === null || prev.status !== state.status || pauseChanged) {
-      await store.executions.update(state.executionId, {
-        status: state.status,
-        currentState: state.pause?.nodeId ?? state.lastNode ?? null,
-        context: state.context,
-        ...(prev === null ? { startedAt: new Date(state.startedAt) } : {}),
-        ...(state.output !== undefined ? { output: state.output } : {}),
-        ...(state.error ? { error: `${state.error.code}: ${state.error.message}` } : {}),
-        ...(state.finishedAt ? { completedAt: new Date(state.finishedAt) } : {}),
-        ...(state.deadlineAt ? { deadlineAt: new Date(state.deadlineAt) } : {}),
-        ...(state.tokenUsage ? { tokenUsage: state.tokenUsage } : {}),
-      });
-    }
+    const executions = prev === null || prev.status !== state.status || pauseChanged
+      ? [{
+          id: state.executionId,
+          tenantId: state.tenantId,
+          patch: {
+            status: state.status,
+            currentState: state.pause?.nodeId ?? state.lastNode ?? null,
+            context: state.context,
+            ...(prev === null ? { startedAt: new Date(state.startedAt) } : {}),
+            ...(state.output !== undefined ? { output: state.output } : {}),
+            ...(state.error ? { error: `${state.error.code}: ${state.error.message}` } : {}),
+            ...(state.finishedAt ? { completedAt: new Date(state.finishedAt) } : {}),
+            ...(state.deadlineAt ? { deadlineAt: new Date(state.deadlineAt) } : {}),
+            ...(state.tokenUsage ? { tokenUsage: state.tokenUsage } : {}),
+          },
+        }]
+      : [];
+    if (entries.length > 0 || executions.length > 0) await recordWriter.write({ entries, executions });
   }
 
   async function finished(state: ExecutionState): Promise<void> {
@@ -482,7 +486,11 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     return { state: replay.state, version: cleared.version };
   }
 
-  async function apply(executionId: number, tenantId: string, first: Command): Promise<void> {
+  /**
+   * Applies `first`, then `more` (tool results that queued up behind it) in the same step:
+   * one checkpoint write, one dispatch and one batch of records for all of them.
+   */
+  async function apply(executionId: number, tenantId: string, first: Command, more: readonly Command[] = []): Promise<void> {
     // The checkpoint carries the execution's identity; the row is read only when there is none.
     const fromCache = latest.has(executionId);
     const cp = await readCheckpoint(executionId);
@@ -523,7 +531,12 @@ export function createExecutor(opts: ExecutorOptions): Executor {
 
     // Effects this process is still writing (pipelined) are in flight, not lost; anything
     // else in the checkpoint's outbox was left by a crash and is carried out again.
-    const pipe = pipes.get(executionId);
+    let pipe = pipes.get(executionId);
+    if (pipe?.failed) {
+      // Records of an earlier step failed: everything still unwritten is in the checkpoint; redo it.
+      pipes.delete(executionId);
+      pipe = undefined;
+    }
     const inFlight = pipe !== undefined && pipe.versions.has(version);
     if (state && !inFlight && (state.outbox?.length || state.carried?.length)) {
       try {
@@ -536,15 +549,25 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       version = cleared.version;
     }
     let command: Command = first;
+    const identity = { executionId, tenantId, workflowId: ident.workflowId, workflowVersion: ident.workflowVersion };
     for (;;) {
-      const r = await stepLoaded({
-        definition, state, command, now: clock().toISOString(),
-        identity: { executionId, tenantId, workflowId: ident.workflowId, workflowVersion: ident.workflowVersion },
-      }, blobs);
+      let r = await stepLoaded({ definition, state, command, now: clock().toISOString(), identity }, blobs);
+      // The cached state may be behind another replica's writes, and a command it does not
+      // know about (a result for a call started since) would be dropped: check with Redis.
+      if (r.ignored !== undefined && command === first && fromCache && first.kind !== "continue") throw new StaleCheckpoint();
+      if (command === first) {
+        for (const next of more) {
+          const base = r.ignored === undefined ? r : { state, effects: [], more: false };
+          const n = await stepLoaded({ definition, state: base.state, command: next, now: clock().toISOString(), identity }, blobs);
+          if (n.ignored !== undefined) {
+            if (fromCache) throw new StaleCheckpoint();
+            logger.debug("command ignored", { executionId, command: next.kind, why: n.ignored });
+            continue;
+          }
+          r = { state: n.state, effects: [...base.effects, ...n.effects], more: n.more };
+        }
+      }
       if (r.ignored !== undefined) {
-        // The cached state may be behind another replica's writes, and a command it does not
-        // know about (a result for a call started since) would be dropped: check with Redis.
-        if (command === first && fromCache && first.kind !== "continue") throw new StaleCheckpoint();
         if (command.kind !== "continue") logger.debug("command ignored", { executionId, command: command.kind, why: r.ignored });
         // A redelivered command finds its step already applied; a crash may have left ready
         // nodes behind that step, so go on with them.
@@ -583,6 +606,12 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     /** Checkpoint versions written by this process whose records are not written yet. */
     versions: Set<number>;
     tail: Promise<void>;
+    /**
+     * Writing a step's records failed. The pipe stays, with its groups, so later steps of the
+     * same apply still carry those effects in their checkpoints (and their own records,
+     * chained behind, do not run); the next apply drops it and redoes what the checkpoint holds.
+     */
+    failed?: boolean;
   }
   const pipes = new Map<number, Pipe>();
 
@@ -617,7 +646,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       },
       (err: unknown) => {
         // Leave the effects in the checkpoint: the redelivered command carries them out again.
-        if (pipes.get(executionId) === p) pipes.delete(executionId);
+        p.failed = true;
         throw err;
       },
     );
@@ -630,19 +659,45 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     return pipes.get(executionId)?.tail;
   }
 
+  /**
+   * Tool results waiting for their execution's lock, by execution: the first to arrive
+   * leads, later ones join it until the lock is free, and then all are applied in one step
+   * (a fan-out's results come back together). Each command is acknowledged when the step's
+   * records are written, as if alone.
+   */
+  const queued = new Map<number, { tenantId: string; commands: Command[]; settled: Promise<void> }>();
+
   async function handle(cmd: AnyCommand): Promise<void> {
     const { executionId, tenantId, command } = await toEngineCommand(cmd);
+    if (command.kind !== "toolResult") return handleNow(cmd, executionId, tenantId, command);
+    const open = queued.get(executionId);
+    if (open && open.tenantId === tenantId) {
+      open.commands.push(command);
+      return open.settled;
+    }
+    const batch = { tenantId, commands: [command], settled: Promise.resolve() };
+    if (!open) queued.set(executionId, batch);
+    batch.settled = handleNow(cmd, executionId, tenantId, command, () => {
+      // The lock is ours: whatever joined so far is applied with the leader; later results wait for the next turn.
+      if (queued.get(executionId) === batch) queued.delete(executionId);
+      return batch.commands.slice(1);
+    });
+    return batch.settled;
+  }
+
+  async function handleNow(cmd: AnyCommand, executionId: number, tenantId: string, command: Command, joined?: () => Command[]): Promise<void> {
     let written: Promise<void> | undefined;
     await serially(executionId, async () => {
+      const more = joined?.() ?? [];
       try {
         try {
-          await apply(executionId, tenantId, command);
+          await apply(executionId, tenantId, command, more);
         } catch (err) {
           // Another replica wrote since this process last did (or Redis lost the checkpoint):
           // apply the command again from what Redis holds now.
           if (!(err instanceof StaleCheckpoint) && !(hasCode(err) && err.code === "BATON_CHECKPOINT_CONFLICT")) throw err;
           latest.delete(executionId);
-          await apply(executionId, tenantId, command);
+          await apply(executionId, tenantId, command, more);
         }
         written = recordsDone(executionId);
       } catch (err) {

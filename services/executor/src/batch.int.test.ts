@@ -1,0 +1,119 @@
+/**
+ * Rules checked against the real NATS, Redis and Postgres (the executor's handle() is
+ * called directly, without its consumer):
+ * - tool results of one execution that arrive while its lock is held are applied together,
+ *   in one step (their journal rows carry one step number), each call's result counts, and
+ *   every handle() call resolves only once that step's journal rows are written;
+ * - results handled one after another are one step each, as before.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { randomBytes } from "node:crypto";
+import type { Redis } from "ioredis";
+import { connectBus } from "@baton/bus";
+import type { Bus } from "@baton/bus";
+import { createRedis, redisCheckpointStore } from "@baton/checkpoints";
+import { COMMANDS, decode, encode, valueFromJson } from "@baton/contracts";
+import type { CommandName } from "@baton/contracts";
+import { createMessaging } from "@baton/messaging";
+import type { AnyCommand, CommandInit } from "@baton/messaging";
+import { deletePrefix } from "@baton/sdk/testing";
+import { openTestStore } from "@baton/store/testing";
+import type { TestStore } from "@baton/store/testing";
+import type { JsonObject } from "@baton/store";
+import { createLogger } from "@baton/telemetry";
+import { createExecutor } from "./executor.ts";
+import type { CheckpointState, Executor } from "./executor.ts";
+
+const NATS = process.env.BATON_NATS_URL ?? "nats://127.0.0.1:4222";
+const prefix = `xb${randomBytes(4).toString("hex")}`;
+let t: TestStore;
+let bus: Bus;
+let redis: Redis;
+let executor: Executor;
+let checkpoints: ReturnType<typeof redisCheckpointStore<CheckpointState>>;
+let tenantId: string;
+let workflowId: number;
+
+const fan = {
+  start: "s",
+  nodes: [
+    { id: "s", type: "setVariable", config: { values: { x: 1 } } },
+    ...["a", "b", "c", "d"].map((id) => ({ id, type: "tool", config: { tool: "echo" }, input: { v: id } })),
+    { id: "j", type: "transform", config: { expression: "[a.v, b.v, c.v, d.v]" } },
+  ],
+  edges: [...["a", "b", "c", "d"].flatMap((id) => [{ from: "s", to: id }, { from: id, to: "j" }])],
+  output: { j: "$.j" },
+};
+
+beforeAll(async () => {
+  t = await openTestStore({ prefix: "exec_batch" });
+  bus = await connectBus({ servers: NATS, prefix, name: "executor-batch-test", logger: createLogger("test", "silent") });
+  redis = createRedis(process.env.BATON_REDIS_URL ?? "redis://127.0.0.1:6379");
+  checkpoints = redisCheckpointStore<CheckpointState>(redis, { prefix });
+  executor = createExecutor({ messaging: createMessaging(bus), store: t.store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0 });
+  tenantId = (await t.store.tenants.create("batch")).id;
+  workflowId = (await t.store.workflows.create(tenantId, { name: "fan", definition: fan as unknown as JsonObject })).id;
+});
+
+afterAll(async () => {
+  await t?.dispose();
+  const keys = await redis.keys(`${prefix}:*`);
+  if (keys.length) await redis.del(...keys);
+  await redis.quit();
+  await bus.drain();
+  await deletePrefix(prefix, NATS);
+});
+
+async function started(): Promise<number> {
+  const row = await t.store.executions.create(tenantId, { workflowId, workflowVersion: 1, input: {} });
+  await executor.handle(command("execution.start", { executionId: row.id, tenantId, workflowId, workflowVersion: 1, input: {} }));
+  return row.id;
+}
+
+/** A command as the consumer hands it over: encoded and decoded as on the bus. */
+function command<N extends CommandName>(name: N, init: CommandInit<N>): AnyCommand {
+  const schema = COMMANDS[name];
+  return { name, message: decode(schema, encode(schema, init as never)) } as AnyCommand;
+}
+
+const result = (executionId: number, nodeId: string): AnyCommand =>
+  command("tool.result", { callId: `${executionId}.${nodeId}.1`, executionId, tenantId, nodeId, attempt: 1, tool: "echo", ok: true, output: valueFromJson({ v: nodeId }), durationMs: 1 });
+
+/** The step number of each node's completed journal row. */
+async function completedSteps(id: number): Promise<Record<string, number>> {
+  const rows = await t.store.nodeExecutions.listById(id);
+  return Object.fromEntries(rows.filter((r) => r.status === "completed").map((r) => [r.nodeId, r.stepVersion!]));
+}
+
+describe("tool results that queue up behind their execution's lock", () => {
+  it("are applied in one step, and each handle() resolves with its records written", async () => {
+    const id = await started();
+    // All four at once: the first takes the lock, the other three join one batch behind it.
+    const handled = ["a", "b", "c", "d"].map((n) => executor.handle(result(id, n)));
+    const steps: Record<string, number>[] = [];
+    for (const h of handled) {
+      await h;
+      steps.push(await completedSteps(id));
+    }
+    // b, c and d joined a batch (a leads it, or went just before); the join after them.
+    const last = steps.at(-1)!;
+    expect(last.b).toBe(last.c);
+    expect(last.c).toBe(last.d);
+    expect(last.a).toBeLessThanOrEqual(last.b!);
+    expect(last.j).toBeGreaterThan(last.d!);
+    // When a call's handle() resolved, its own row was already written.
+    ["a", "b", "c", "d"].forEach((n, i) => expect(steps[i]![n]).toBeDefined());
+    const cp = (await checkpoints.get(id))!;
+    expect(cp.state.status).toBe("completed");
+    expect(cp.state.output).toEqual({ j: ["a", "b", "c", "d"] });
+    expect((await t.store.executions.getById(id))!.status).toBe("completed");
+  });
+
+  it("handled one after another, each result is its own step", async () => {
+    const id = await started();
+    for (const n of ["a", "b", "c", "d"]) await executor.handle(result(id, n));
+    const s = await completedSteps(id);
+    expect(new Set([s.a, s.b, s.c, s.d]).size).toBe(4);
+    expect((await checkpoints.get(id))!.state.output).toEqual({ j: ["a", "b", "c", "d"] });
+  });
+});
