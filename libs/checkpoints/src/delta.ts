@@ -49,35 +49,75 @@ export function jsonEqual(a: Json | undefined, b: Json | undefined): boolean {
   return true;
 }
 
-/** The patch that turns `from` into `to`, or `null` when they are equal. */
+/**
+ * The patch that turns `from` into `to`, or `null` when they are equal. One walk: a
+ * container's patch is `null` exactly when none of its items differ (as {@link jsonEqual}
+ * decides), so each subtree is visited once instead of being compared again at every level.
+ */
 export function diffJson(from: Json, to: Json): JsonPatch | null {
-  if (jsonEqual(from, to)) return null;
-  if (isObject(from) && isObject(to)) {
-    const o: Record<string, JsonPatch> = {};
-    for (const k of Object.keys(to)) {
-      if (!has(from, k)) setKey(o, k, { $: to[k] as Json });
-      else {
-        const p = diffJson(from[k] as Json, to[k] as Json);
-        if (p !== null) setKey(o, k, p);
-      }
-    }
-    const r = Object.keys(from).filter((k) => !has(to, k));
-    return r.length > 0 ? { o, r } : { o };
+  if (from === to) return null;
+  if (typeof from !== "object" || typeof to !== "object" || from === null || to === null) return { $: to };
+  if (Array.isArray(from)) return Array.isArray(to) ? diffArrays(from, to) : { $: to };
+  if (Array.isArray(to)) return { $: to };
+  return diffObjects(from, to);
+}
+
+function diffObjects(from: JsonObject, to: JsonObject): JsonPatch | null {
+  let o: Record<string, JsonPatch> | undefined;
+  let shared = 0;
+  for (const k of Object.keys(to)) {
+    let p: JsonPatch | null;
+    if (has(from, k)) {
+      shared++;
+      p = diffJson(from[k] as Json, to[k] as Json);
+    } else p = { $: to[k] as Json };
+    if (p !== null) setKey((o ??= {}), k, p);
   }
-  if (Array.isArray(from) && Array.isArray(to)) {
-    const a: Record<string, JsonPatch> = {};
-    for (let i = 0; i < to.length; i++) {
-      const item = to[i] as Json;
-      if (i >= from.length) a[i] = { $: item };
-      else {
-        const p = diffJson(from[i] as Json, item);
-        if (p !== null) a[i] = p;
-      }
-    }
-    const byIndex: JsonPatch = { a, n: to.length };
-    return JSON.stringify(byIndex).length < JSON.stringify(to).length ? byIndex : { $: to };
+  // Every key of `from` is in `to` unless `from` has more keys than the two share.
+  if (shared < Object.keys(from).length) return { o: o ?? {}, r: Object.keys(from).filter((k) => !has(to, k)) };
+  return o === undefined ? null : { o };
+}
+
+function diffArrays(from: Json[], to: Json[]): JsonPatch | null {
+  let a: Record<string, JsonPatch> | undefined;
+  for (let i = 0; i < to.length; i++) {
+    const p = i < from.length ? diffJson(from[i] as Json, to[i] as Json) : { $: to[i] as Json };
+    if (p !== null) (a ??= {})[i] = p;
   }
-  return { $: to };
+  if (a === undefined && from.length === to.length) return null;
+  const byIndex: JsonPatch = { a: a ?? {}, n: to.length };
+  // Whichever is shorter as JSON; a long array with a few changes is not serialised whole.
+  const size = JSON.stringify(byIndex).length;
+  return jsonLength(to, size) > size ? byIndex : { $: to };
+}
+
+// Characters JSON.stringify escapes (lone surrogates included); strings without them serialise as `"…"`.
+const ESCAPED = /[\u0000-\u001f"\\\ud800-\udfff]/;
+
+/**
+ * `JSON.stringify(v).length`, counted without building the string; once the count
+ * passes `limit`, it stops and returns some number above `limit`.
+ */
+function jsonLength(v: Json, limit: number): number {
+  if (typeof v === "string") return ESCAPED.test(v) ? JSON.stringify(v).length : v.length + 2;
+  if (typeof v === "number") return Number.isFinite(v) ? String(v).length : 4;
+  if (typeof v === "boolean") return v ? 4 : 5;
+  if (v === null) return 4;
+  // The opening bracket, then each item with the comma or closing bracket after it.
+  let n = 1;
+  if (Array.isArray(v)) {
+    if (v.length === 0) return 2;
+    for (let i = 0; i < v.length && n <= limit; i++) n += jsonLength(v[i] as Json, limit - n) + 1;
+    return n;
+  }
+  const keys = Object.keys(v);
+  if (keys.length === 0) return 2;
+  for (let i = 0; i < keys.length && n <= limit; i++) {
+    const k = keys[i] as string;
+    n += jsonLength(k, limit - n) + 1;
+    n += jsonLength(v[k] as Json, limit - n) + 1;
+  }
+  return n;
 }
 
 /** Thrown by {@link applyPatch} when a patch does not fit the value it is applied to. */

@@ -9,6 +9,9 @@
  * - a delta is never made against a state that was replaced behind the store's back
  *   (delete and write again from another process), and history written with another
  *   snapshotEvery still reads back;
+ * - the state put returns is the JSON round-trip of what was put, the caller's own:
+ *   readable, assignable, and changing it (or the object that was put) changes no
+ *   stored version nor any later delta;
  * - expire() puts a TTL on checkpoint and history, defaults to finishedTtlSeconds
  *   (7 days unless configured), and a later put makes the execution permanent again;
  * - options are checked when the store is built and reported by name;
@@ -148,6 +151,53 @@ describe("redisCheckpointStore", () => {
     await a.put(11, { who: "a", n: 2 }, 1);
     expect((await a.getVersion(11, 1))?.state).toEqual({ who: "b", n: 1, extra: [1, 2] });
     expect((await a.history(11)).map((c) => c.state)).toEqual([{ who: "a", n: 2 }, { who: "b", n: 1, extra: [1, 2] }]);
+  });
+
+  it("hands put's caller its own JSON round-trip of the state, which no later delta depends on", async () => {
+    const store = redisCheckpointStore(redis, { prefix, snapshotEvery: 4 });
+    const state = { at: new Date(0), gone: undefined, list: [1, { deep: "a" }], nested: { n: 1 } };
+    const first = await store.put(13, state, 0);
+    expect(Object.keys(first)).toEqual(["executionId", "version", "state", "updatedAt"]);
+    expect(JSON.parse(JSON.stringify(first))).toEqual({ ...first, state: { at: "1970-01-01T00:00:00.000Z", list: [1, { deep: "a" }], nested: { n: 1 } } });
+    const written: unknown[] = [JSON.parse(JSON.stringify(state))];
+    // The caller changes what it put and what it got back, in place, between puts.
+    const got = first.state as typeof state & { list: [number, { deep: string }] };
+    got.list[1].deep = "changed by the caller";
+    got.nested.n = 99;
+    for (let v = 1; v < 10; v++) {
+      state.list.push(v);
+      state.nested.n = v + 1;
+      const cp = await store.put(13, state, v);
+      written.push(JSON.parse(JSON.stringify(state)));
+      if (v % 3 === 0) (cp.state as typeof state).nested.n = -1;
+      if (v % 2 === 0) cp.state = { replaced: true };
+      if (v % 2 === 0) expect(cp.state).toEqual({ replaced: true });
+    }
+    expect(got.nested.n).toBe(99);
+    expect((await store.get(13))?.state).toEqual(written[9]);
+    for (let v = 1; v <= 10; v++) expect((await store.getVersion(13, v))?.state).toEqual(written[v - 1]);
+    expect((await store.history(13)).map((c) => c.state)).toEqual([...written].reverse());
+  });
+
+  it("diffs against what Redis holds when another process rewrote the same versions, and refuses when it wrote ahead", async () => {
+    const a = redisCheckpointStore(redis, { prefix });
+    const b = redisCheckpointStore(redis, { prefix });
+    const states = (who: string): { who: string; steps: number[]; vars: Record<string, number> }[] =>
+      Array.from({ length: 3 }, (_, i) => ({ who, steps: Array.from({ length: i + 1 }, (_, k) => k), vars: { [who]: i } }));
+    for (const [v, s] of states("a").entries()) await a.put(14, s, v); // a caches version 3
+    await b.delete(14);
+    for (const [v, s] of states("b").entries()) await b.put(14, s, v);
+    await a.put(14, { who: "a", steps: [], vars: {} }, 3);
+    const expected = [...states("b"), { who: "a", steps: [], vars: {} }];
+    const reader = redisCheckpointStore(redis, { prefix });
+    for (let v = 1; v <= 4; v++) expect((await reader.getVersion(14, v))?.state).toEqual(expected[v - 1]);
+
+    await b.put(14, { who: "b", steps: [9], vars: { b: 9 } }, 4); // b is now one ahead of a's cache
+    await expect(a.put(14, { who: "a", steps: [], vars: {} }, 4)).rejects.toMatchObject({ code: "BATON_CHECKPOINT_CONFLICT", details: { expected: 4, actual: 5 } });
+    expect(await a.get(14)).toMatchObject({ version: 5, state: { who: "b", steps: [9], vars: { b: 9 } } });
+    await a.put(14, { who: "a", steps: [1], vars: { a: 6 } }, 5);
+    expected.push({ who: "b", steps: [9], vars: { b: 9 } }, { who: "a", steps: [1], vars: { a: 6 } });
+    expect((await reader.history(14)).map((c) => c.state)).toEqual([...expected].reverse());
   });
 
   it("reads history written with another snapshotEvery", async () => {

@@ -14,7 +14,7 @@
  * strands a delta without its base: a version is rebuilt from the nearest newer
  * snapshot, or from the latest state, by applying deltas down to it.
  */
-import { createHash } from "node:crypto";
+import { createHash, hash } from "node:crypto";
 import { Redis } from "ioredis";
 import type { RedisOptions } from "ioredis";
 import { errorMessage, hasCode } from "@baton/errors";
@@ -241,7 +241,42 @@ function wrapRedisError(operation: string, key: string, err: unknown): unknown {
   return CheckpointUnavailable(operation, { cause: err });
 }
 
-const sha1 = (text: string): string => createHash("sha1").update(text).digest("hex");
+const sha1 = (text: string): string => hash("sha1", text);
+
+/**
+ * The latest state of an execution as this store last wrote or read it: its JSON and,
+ * filled in when a put first needs them, the parsed value and the JSON's sha1. The value
+ * is never handed to a caller (who might change it), so it always equals the JSON.
+ */
+interface LatestState {
+  version: number;
+  json: string;
+  value?: Json | undefined;
+  sha?: string;
+}
+
+/**
+ * What `put` returns. The state is parsed from the written JSON when first read, not
+ * before: most callers only need the version. Reading or assigning it turns it into a
+ * plain data property.
+ */
+function writtenCheckpoint<S>(executionId: number, version: number, json: string, updatedAt: string): Checkpoint<S> {
+  const settle = (cp: Checkpoint<S>, value: S): S => {
+    Object.defineProperty(cp, "state", { value, writable: true, enumerable: true, configurable: true });
+    return value;
+  };
+  return {
+    executionId,
+    version,
+    get state(): S {
+      return settle(this, JSON.parse(json) as S);
+    },
+    set state(value: S) {
+      settle(this, value);
+    },
+    updatedAt,
+  };
+}
 
 interface HistoryEntry {
   v: number;
@@ -299,12 +334,12 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
   const checkpointKey = (id: number): string => `${prefix}:checkpoint:{${id}}`;
   const historyKey = (id: number): string => `${prefix}:checkpoint:{${id}}:history`;
 
-  // executionId → the JSON of its latest state as this process last saw it.
-  const cache = new Map<number, { version: number; json: string }>();
-  const remember = (executionId: number, version: number, json: string): void => {
+  // executionId → its latest state as this process last wrote or read it.
+  const cache = new Map<number, LatestState>();
+  const remember = (executionId: number, latest: LatestState): void => {
     if (stateCacheSize === 0) return;
     cache.delete(executionId);
-    cache.set(executionId, { version, json });
+    cache.set(executionId, latest);
     if (cache.size > stateCacheSize) cache.delete(cache.keys().next().value as number);
   };
 
@@ -347,7 +382,7 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
       const ms = Number(t);
       if (!Number.isSafeInteger(version) || s === null || s === undefined || !Number.isFinite(ms)) throw CheckpointCorrupt(key);
       const state = decodeJson(key, s) as S;
-      remember(executionId, version, s);
+      remember(executionId, { version, json: s });
       return { executionId, version, state, updatedAt: new Date(ms).toISOString() };
     },
 
@@ -356,9 +391,11 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
       requireInteger("expectedVersion", expectedVersion, 0);
       const json = encodeState(state);
       const key = checkpointKey(executionId);
-      const next = decodeJson(key, json) as Json;
       // The previous version becomes a snapshot every snapshotEvery versions, else a delta.
       const needsDelta = expectedVersion > 0 && expectedVersion % snapshotEvery !== 0;
+      // The written state as JSON values (undefined fields dropped, dates as strings), parsed
+      // only when a delta needs it. It stays this store's own: the caller gets another copy.
+      let next: Json | undefined;
       let previous = cache.get(executionId);
       for (let attempt = 0; ; attempt++) {
         let payload = "";
@@ -372,8 +409,11 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
             }
             previous = { version: latest.version, json: latest.json };
           }
-          payload = `"d":${JSON.stringify(diffJson(next, decodeJson(key, previous.json) as Json))}`;
-          previousSha = sha1(previous.json);
+          next ??= decodeJson(key, json) as Json;
+          previous.value ??= decodeJson(key, previous.json) as Json;
+          previous.sha ??= sha1(previous.json);
+          payload = `"d":${JSON.stringify(diffJson(next, previous.value))}`;
+          previousSha = previous.sha;
         }
         let reply: unknown;
         try {
@@ -383,8 +423,8 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
         }
         const [ok, version, ms] = reply as [number, number, number?];
         if (ok === 1) {
-          remember(executionId, version, json);
-          return { executionId, version, state: next as S, updatedAt: new Date(ms ?? 0).toISOString() };
+          remember(executionId, { version, json, value: next });
+          return writtenCheckpoint<S>(executionId, version, json, new Date(ms ?? 0).toISOString());
         }
         cache.delete(executionId);
         previous = undefined;
