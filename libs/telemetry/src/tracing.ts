@@ -83,7 +83,15 @@ export async function withSpan<T>(
 ): Promise<T> {
   ensureContextPropagation();
   const parent = options.parent ?? context.active();
-  return tracer.startActiveSpan(name, { attributes: attrs, ...(options.kind === undefined ? {} : { kind: options.kind }) }, parent, async (span) => {
+  const span = tracer.startSpan(name, { attributes: attrs, ...(options.kind === undefined ? {} : { kind: options.kind }) }, parent);
+  if (!span.isRecording()) {
+    // No tracer provider records spans (no OpenTelemetry SDK registered): making this span
+    // active would only repeat the parent's span context, at the cost of a context switch
+    // per call on the hot path. `fn` runs in the parent's context, so what it sends carries
+    // the same trace context either way.
+    return parent === context.active() ? await fn(span) : await context.with(parent, () => fn(span));
+  }
+  return context.with(trace.setSpan(parent, span), async () => {
     try {
       return await fn(span);
     } catch (err) {
