@@ -114,6 +114,13 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
     return wf;
   };
 
+  /** The API shape of an updated (or restored) workflow, announced as `workflow.updated`. */
+  const updated = async (tenantId: string, record: Parameters<typeof toWorkflow>[0], log: FastifyBaseLogger) => {
+    const wf = toWorkflow(record);
+    await publishAfterWrite(deps, log, "workflow.updated", tenantId, wf.id, { id: wf.id, name: wf.name, slug: wf.slug, version: wf.version });
+    return wf;
+  };
+
   app.post("/agent-workflows", {
     schema: {
       tags,
@@ -198,14 +205,7 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
       const record = await orNotFound("workflow", id, () =>
         store.workflows.update(tenantId, id, defined(request.body) as typeof request.body),
       );
-      const wf = toWorkflow(record);
-      await publishAfterWrite(deps, request.log, "workflow.updated", tenantId, wf.id, {
-        id: wf.id,
-        name: wf.name,
-        slug: wf.slug,
-        version: wf.version,
-      });
-      return wf;
+      return updated(tenantId, record, request.log);
     },
   });
 
@@ -286,14 +286,7 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
       // A definition valid when it was saved may not be valid for this engine any more.
       await checkDefinition(deps, old.definition, "version.definition");
       const record = await orNotFound("workflow version", versionId, () => store.workflows.restoreVersion(tenantId, id, versionId));
-      const wf = toWorkflow(record);
-      await publishAfterWrite(deps, request.log, "workflow.updated", tenantId, wf.id, {
-        id: wf.id,
-        name: wf.name,
-        slug: wf.slug,
-        version: wf.version,
-      });
-      return wf;
+      return updated(tenantId, record, request.log);
     },
   });
 
