@@ -34,8 +34,23 @@ function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => void } 
   return { promise, resolve };
 }
 
-async function until(cond: () => boolean | Promise<boolean>): Promise<void> {
-  while (!(await cond())) await new Promise((r) => setTimeout(r, 25));
+/**
+ * Polls `cond` until it holds. Fails after `ms` with what it last saw (or with the fact that
+ * `cond` itself did not answer), instead of running into jest's silent test timeout.
+ */
+async function until(cond: () => boolean | Promise<boolean>, ms = 20_000, what = "the condition"): Promise<void> {
+  const deadline = Date.now() + ms;
+  let last = "never evaluated";
+  for (;;) {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<"late">((r) => (timer = setTimeout(() => r("late"), Math.max(1, deadline - Date.now()))));
+    const got = await Promise.race([Promise.resolve(cond()).then((ok) => (ok ? "ok" : "no")), late]).finally(() => clearTimeout(timer));
+    if (got === "ok") return;
+    if (got === "late") throw new Error(`${what}: no answer within ${ms} ms (the check itself was still running; last result: ${last})`);
+    last = "false";
+    if (Date.now() >= deadline) throw new Error(`${what}: still false after ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
 }
 
 describe("tool worker SDK", () => {
@@ -295,7 +310,10 @@ describe("tool worker SDK", () => {
     // A worker that registered and died: no heartbeat, no unregister.
     const ghost = await registry.register("ghost", [descriptor], { heartbeatMs: 3_600_000 });
     expect((await registry.get("t.sum"))!.workers).toBe(2);
-    await until(async () => (await registry.get("t.sum"))!.workers === 1);
+    let seen = -1;
+    await until(async () => (seen = (await registry.get("t.sum"))!.workers) === 1, 20_000, "the ghost worker to drop out").catch((err: Error) => {
+      throw new Error(`${err.message}; live workers last counted: ${seen}`);
+    });
     // The live worker (heartbeat every TTL/3) stays.
     expect((await registry.list()).find((t) => t.name === "t.sum")!.workers).toBe(1);
     await ghost.stop();
