@@ -1,7 +1,7 @@
 import { SpanKind } from "@opentelemetry/api";
 import type { Attributes } from "@opentelemetry/api";
 import { connect } from "@nats-io/transport-node";
-import { jetstream, jetstreamManager, DeliverPolicy } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, DeliverPolicy, JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import type { ConsumerMessages, JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { headers as natsHeaders, RequestError, TimeoutError } from "@nats-io/nats-core";
 import type { Msg, NatsConnection } from "@nats-io/nats-core";
@@ -105,6 +105,14 @@ export interface Bus {
   broadcast(subject: string, data: Uint8Array, meta?: MessageMeta): Promise<void>;
   /** Opens (creating if needed) the KV bucket `{prefix}_{bucket}` (prefix with `.` → `_`). */
   kv(bucket: string, opts?: KvBucketOptions): Promise<KV>;
+  /**
+   * The keys of bucket `{prefix}_{bucket}` matching `filter` (a key, `*` and `>` wildcards;
+   * every key by default) that hold an entry, sorted; a delete marker counts, so read each
+   * with `get()` to see its operation. One stream-info request: unlike nats.js `KV.keys()`,
+   * whose consumer can wait forever when an entry expires (max age) while it is being read,
+   * this always answers. An unknown bucket has no keys.
+   */
+  kvKeys(bucket: string, filter?: string): Promise<string[]>;
   isConnected(): boolean;
   /** Stops every subscription and replay (waiting for handlers in flight), then drains the connection. */
   drain(): Promise<void>;
@@ -456,8 +464,7 @@ class NatsBus implements Bus {
 
   async kv(bucket: string, opts: KvBucketOptions = {}): Promise<KV> {
     this.#assertOpen("kv");
-    if (!BUCKET_RE.test(bucket)) throw BusInvalidOptions("kv bucket", [`"${bucket}" must be letters, digits, "_" or "-"`]);
-    const name = `${this.prefix.replace(/[^A-Za-z0-9_-]/g, "_")}_${bucket}`;
+    const name = this.#kvName(bucket);
     let kv = this.#kvs.get(name);
     if (kv === undefined) {
       kv = new Kvm(this.#js).create(name, { history: opts.history ?? 1, ...(opts.ttlMs ? { ttl: opts.ttlMs } : {}) });
@@ -465,6 +472,25 @@ class NatsBus implements Bus {
       void kv.catch(() => this.#kvs.delete(name));
     }
     return kv;
+  }
+
+  async kvKeys(bucket: string, filter = ">"): Promise<string[]> {
+    this.#assertOpen("kvKeys");
+    const name = this.#kvName(bucket);
+    const subjectPrefix = `$KV.${name}.`;
+    let subjects: Record<string, number> | undefined;
+    try {
+      subjects = (await this.#jsm.streams.info(`KV_${name}`, { subjects_filter: subjectPrefix + filter })).state.subjects;
+    } catch (err) {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return [];
+      throw err;
+    }
+    return Object.keys(subjects ?? {}).map((s) => s.slice(subjectPrefix.length)).sort();
+  }
+
+  #kvName(bucket: string): string {
+    if (!BUCKET_RE.test(bucket)) throw BusInvalidOptions("kv bucket", [`"${bucket}" must be letters, digits, "_" or "-"`]);
+    return `${this.prefix.replace(/[^A-Za-z0-9_-]/g, "_")}_${bucket}`;
   }
 
   isConnected(): boolean {

@@ -9,7 +9,10 @@
  *   BATON_BUS_TIMEOUT (504, retryable);
  * - servers in one queue group answer each request exactly once between them;
  * - stop() answers requests in flight before it resolves, and afterwards nobody answers;
- * - kv() opens a bucket named after the prefix, usable for put/get.
+ * - kv() opens a bucket named after the prefix, usable for put/get;
+ * - kvKeys() lists the keys holding an entry (delete markers too), sorted, filtered by
+ *   subject wildcards; an unknown bucket has none; entries that expired (max age) are gone
+ *   and the listing still answers.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { context, ROOT_CONTEXT, trace } from "@opentelemetry/api";
@@ -29,7 +32,7 @@ beforeAll(async () => {
   ({ admin, a, b } = await openPair(prefix));
 });
 
-afterAll(() => closePair({ admin, a, b }, prefix, ["registry"]));
+afterAll(() => closePair({ admin, a, b }, prefix, ["registry", "expiring"]));
 
 async function failure(p: Promise<unknown>): Promise<{ code: string; status: number; retryable: boolean; message: string }> {
   try {
@@ -133,5 +136,36 @@ describe("kv", () => {
     expect(dec((await again.get("tool.web.search"))!.value)).toBe("worker-1");
     expect((await admin.jsm.streams.info(`KV_${prefix}_registry`)).config.name).toBe(`KV_${prefix}_registry`);
     expect(await failure(a.kv("bad.name"))).toMatchObject({ code: "BATON_BUS_INVALID_OPTIONS" });
+  });
+
+  it("lists keys with kvKeys(), filtered, sorted, delete markers included", async () => {
+    const kv = await a.kv("registry");
+    await kv.put("tool.b.w1", enc("x"));
+    await kv.put("tool.a.w1", enc("x"));
+    await kv.put("tool.a.w2", enc("x"));
+    await kv.delete("tool.a.w2");
+    expect(await b.kvKeys("registry")).toEqual(["tool.a.w1", "tool.a.w2", "tool.b.w1", "tool.web.search"]);
+    expect(await b.kvKeys("registry", "tool.a.*")).toEqual(["tool.a.w1", "tool.a.w2"]);
+    expect((await kv.get("tool.a.w2"))!.operation).toBe("DEL");
+    expect(await b.kvKeys("registry", "nothing.>")).toEqual([]);
+    expect(await b.kvKeys("never_opened")).toEqual([]);
+    expect(await failure(b.kvKeys("bad.name"))).toMatchObject({ code: "BATON_BUS_INVALID_OPTIONS" });
+  });
+
+  it("answers kvKeys() while entries expire, without the expired ones", async () => {
+    const kv = await a.kv("expiring", { ttlMs: 1_000 });
+    await kv.put("gone.w1", enc("x"));
+    await kv.put("gone.w2", enc("x"));
+    expect(await b.kvKeys("expiring")).toEqual(["gone.w1", "gone.w2"]);
+    // Keep one key fresh while the others pass their max age.
+    const deadline = Date.now() + 4_000;
+    let keys: string[] = [];
+    while (Date.now() < deadline) {
+      await kv.put("live.w1", enc("x"));
+      keys = await b.kvKeys("expiring");
+      if (!keys.includes("gone.w1") && !keys.includes("gone.w2")) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(keys).toEqual(["live.w1"]);
   });
 });

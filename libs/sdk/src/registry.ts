@@ -80,12 +80,6 @@ function visible(t: ToolDescriptor, tenantId: string | undefined): boolean {
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
-async function keysOf(kv: KV, filter?: string): Promise<string[]> {
-  const out: string[] = [];
-  for await (const k of await kv.keys(filter)) out.push(k);
-  return out;
-}
-
 /** Opens the registry of the bus's prefix (creating its buckets when needed). */
 export function createToolRegistry(bus: Bus, opts: ToolRegistryOptions = {}): ToolRegistry {
   const presenceTtlMs = opts.presenceTtlMs ?? DEFAULT_PRESENCE_TTL_MS;
@@ -110,8 +104,9 @@ export function createToolRegistry(bus: Bus, opts: ToolRegistryOptions = {}): To
    */
   const livePresence = async (filter?: string): Promise<string[]> => {
     const kv = await presence();
+    const keys = await bus.kvKeys(PRESENCE_BUCKET, filter);
     const now = Date.now();
-    const entries = await Promise.all([...new Set(await keysOf(kv, filter))].map((k) => kv.get(k)));
+    const entries = await Promise.all(keys.map((k) => kv.get(k)));
     return entries.filter((e) => e !== null && e.operation === "PUT" && now - e.created.getTime() < presenceTtlMs).map((e) => e!.key);
   };
 
@@ -133,10 +128,9 @@ export function createToolRegistry(bus: Bus, opts: ToolRegistryOptions = {}): To
   return {
     presenceTtlMs,
     async list({ tenantId } = {}) {
-      const kv = await descriptors();
-      const [names, counts] = await Promise.all([keysOf(kv), workerCounts()]);
+      const [names, counts] = await Promise.all([bus.kvKeys(DESCRIPTORS_BUCKET), workerCounts()]);
       const tools: RegisteredTool[] = [];
-      for (const name of names.sort()) {
+      for (const name of names) {
         const d = await readDescriptor(name);
         if (!d) continue;
         known.set(name, Date.now());

@@ -120,10 +120,8 @@ export function createToolSourceStore(bus: Bus): ToolSourceStore {
     },
     async list() {
       const kv = await sources();
-      const keys: string[] = [];
-      for await (const k of await kv.keys()) if (parseKey(k)) keys.push(k);
       const out: StoredToolSource[] = [];
-      for (const k of [...new Set(keys)].sort()) {
+      for (const k of (await bus.kvKeys(TOOL_SOURCES_BUCKET)).filter((key) => parseKey(key) !== undefined)) {
         const s = await read(kv, k);
         if (s) out.push(s);
       }
