@@ -18,6 +18,7 @@ import { serverAtLeast, startConsumer } from "./consumer.ts";
 import type { ConsumerSpec, MessageHandler, Subscription } from "./consumer.ts";
 import { ensureStream, streamSpecs } from "./topology.ts";
 import { coalesceWrites } from "./coalesce.ts";
+import { skipSettledRequestErrors } from "./settled-requests.ts";
 
 /** Options of {@link Bus.replay}. */
 export interface ReplayOptions {
@@ -162,6 +163,8 @@ function remoteError(headers: Record<string, string>, subject: string): BatonErr
 export async function connectBus(options: BusOptions): Promise<Bus> {
   const o = compileBusOptions(options);
   const logger = (o.logger ?? createLogger("bus", "info")).child({ connection: o.name, prefix: o.prefix });
+  // And none after every answered request (a nats.js 3.4 detail; see settled-requests.ts).
+  skipSettledRequestErrors();
   let nc: NatsConnection;
   try {
     // noAsyncTraces: nats.js otherwise builds an Error (a stack trace) for every request and
