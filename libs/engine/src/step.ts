@@ -11,7 +11,7 @@
  * execution's concurrency cap.
  */
 import type { JsonObject, JsonValue } from "./json.ts";
-import { isJsonObject } from "./json.ts";
+import { clonePlain, isJsonObject } from "./json.ts";
 import type { ForEachConfig, NodeDefinition, RetryPolicy, WorkflowDefinition } from "./model.ts";
 import {
   AGENT_TOOLS, embedConfigSchema, imageGenConfigSchema, llmConfigSchema, memoryReadConfigSchema, memoryWriteConfigSchema, promptConfigSchema,
@@ -101,7 +101,7 @@ class Stepper {
     this.def = def;
     this.g = graphOf(def);
     this.now = now;
-    this.s = structuredClone(state);
+    this.s = clonePlain(state);
     this.blobs = blobs;
     this.nodesById = new Map(def.nodes.map((n) => [n.id, n]));
   }
@@ -1230,7 +1230,7 @@ function newState(input: StepInput, cmd: Command & { kind: "start" }): Execution
  * the context patch applied, and every node that was in flight made ready again.
  */
 export function forkState(source: ExecutionState, identity: NonNullable<StepInput["identity"]>, fork: { executionId: number; version: number; contextPatch?: JsonObject }, now: string): ExecutionState {
-  const s = structuredClone(source);
+  const s = clonePlain(source);
   Object.assign(s, identity);
   s.status = "running";
   s.startedAt = now;
