@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { Pool } from "pg";
 import { Prisma } from "./generated/client.ts";
 import type { PrismaClient } from "./generated/client.ts";
@@ -337,6 +338,9 @@ export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: P
     )
     SELECT (SELECT count(*) FROM ins)::int AS journaled, (SELECT count(*) FROM upd)::int AS updated`;
 
+  // Per schema: a pool's connection can serve stores of several schemas (tests do).
+  const STEPS_STATEMENT = `baton_record_steps_${createHash("sha1").update(STEPS_SQL).digest("hex").slice(0, 16)}`;
+
   async function writeSteps(batch: StepRecords): Promise<{ journaled: number; updated: number }> {
     // ON CONFLICT DO UPDATE and UPDATE ... FROM touch a row once per statement: merge writes
     // of one attempt, and patches of one execution, in order.
@@ -360,8 +364,10 @@ export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: P
     if (merged.size === 0 && patches.size === 0) return { journaled: 0, updated: 0 };
     const docs = [...merged.values()].map((n) => n.doc);
     const first = docs[0]?.executionId ?? [...patches.keys()][0]!;
+    // A named statement: each connection parses and plans it once, not on every write (the
+    // plan of this statement cost about twice its execution).
     const res = await guard({ entity: "execution", id: first as number }, () =>
-      pool.query<{ journaled: number; updated: number }>(STEPS_SQL, [JSON.stringify(docs), JSON.stringify([...patches.values()])]),
+      pool.query<{ journaled: number; updated: number }>({ name: STEPS_STATEMENT, text: STEPS_SQL, values: [JSON.stringify(docs), JSON.stringify([...patches.values()])] }),
     );
     const row = res.rows[0] ?? { journaled: 0, updated: 0 };
     if (row.journaled !== docs.length || row.updated !== patches.size) {
