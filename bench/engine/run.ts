@@ -70,10 +70,14 @@ async function measure(kind: string, make: () => Promise<BenchSystem>, rows: Row
       for (const concurrency of levels) {
         const once = (): Promise<ExecutionTrace> => withTimeout(`a ${system!.name} execution of ${graph.name}`, run());
         await runPool(warmup, concurrency, once);
+        const cpuBefore = process.cpuUsage();
         const traces = await runPool(iterations, concurrency, once);
+        const cpuUsed = process.cpuUsage(cpuBefore);
         const row: Row = { kind, ...summarise(system.name, graph, concurrency, traces) };
         rows.push(row);
-        console.error(`${row.system} · ${row.graph} · c=${concurrency}: p50 ${row.p50.toFixed(2)} ms, p99 ${row.p99.toFixed(2)} ms, ${row.stepsPerSecond.toFixed(0)} steps/s`);
+        // This process's CPU per node: a diagnostic (the servers' CPU is not in it), not a result.
+        const cpuPerNode = (cpuUsed.user + cpuUsed.system) / 1000 / (iterations * graph.nodes.length);
+        console.error(`${row.system} · ${row.graph} · c=${concurrency}: p50 ${row.p50.toFixed(2)} ms, p99 ${row.p99.toFixed(2)} ms, ${row.stepsPerSecond.toFixed(0)} steps/s, ${cpuPerNode.toFixed(2)} ms CPU/node in this process`);
       }
     }
   } catch (err) {
