@@ -23,7 +23,7 @@ import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import type { Redis } from "ioredis";
-import { createRedis } from "@baton/checkpoints";
+import { createRedis, deleteKeysByPrefix } from "@baton/checkpoints";
 import { loadConfig } from "@baton/config";
 import { createLogger } from "@baton/telemetry";
 import { startBaton } from "../bin/start.ts";
@@ -32,7 +32,7 @@ import pg from "pg";
 import { api, DATABASE_URL, deleteStreams, dropSchema, freePort, isolatedConfig, waitFor } from "./helpers.ts";
 import type { Api } from "./helpers.ts";
 import type { NodeRow, Recorder } from "./workflows.ts";
-import { collectEvents, createDefinition, deleteKeys, eventNames, getExecution, journal, startExecution, testTools, timelineProblems, waitForExecution } from "./workflows.ts";
+import { collectEvents, createDefinition, eventNames, getExecution, journal, startExecution, testTools, timelineProblems, waitForExecution } from "./workflows.ts";
 import { createStore } from "@baton/store";
 import type { ToolSpec } from "@baton/sdk";
 
@@ -102,7 +102,7 @@ afterAll(async () => {
   await Promise.all(procs.map((p) => exited(p.child)));
   await local?.stop();
   if (redis) {
-    await deleteKeys(redis, `${config.prefix}:*`);
+    await deleteKeysByPrefix(redis, config.prefix);
     await redis.quit();
   }
   await dropSchema(config.databaseSchema);

@@ -23,7 +23,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
-import { createRedis } from "@baton/checkpoints";
+import { createRedis, deleteKeysByPrefix } from "@baton/checkpoints";
 import { createStore } from "@baton/store";
 import type { Store } from "@baton/store";
 import { createLogger } from "@baton/telemetry";
@@ -33,7 +33,7 @@ import { api, deleteStreams, dropSchema, isolatedConfig, waitFor } from "./helpe
 import type { Api } from "./helpers.ts";
 import type { ExecutionRow, NodeRow, Recorder, SseEvent } from "./workflows.ts";
 import {
-  children, collectEvents, createDefinition, deleteKeys, eventNames, journal, startExecution, testTools, timelineProblems, waitForExecution,
+  children, collectEvents, createDefinition, eventNames, journal, startExecution, testTools, timelineProblems, waitForExecution,
 } from "./workflows.ts";
 
 const { config } = isolatedConfig();
@@ -58,7 +58,7 @@ afterAll(async () => {
   await baton?.stop();
   await store?.close();
   if (redis) {
-    await deleteKeys(redis, `${config.prefix}:*`);
+    await deleteKeysByPrefix(redis, config.prefix);
     await redis.quit();
   }
   await dropSchema(config.databaseSchema);

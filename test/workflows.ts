@@ -273,14 +273,3 @@ export function testTools(redis: Redis, ns: string): { tools: ToolSpec[]; record
   };
 }
 
-/** Deletes every key under `pattern` (SCAN, not KEYS). */
-export async function deleteKeys(redis: Redis, pattern: string): Promise<number> {
-  let cursor = "0";
-  let n = 0;
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 500);
-    cursor = next;
-    if (keys.length > 0) n += await redis.del(...keys);
-  } while (cursor !== "0");
-  return n;
-}

@@ -18,7 +18,7 @@
  * alternate between implementations. `BENCH_ONLY=<name>` runs one (e.g. under --cpu-prof).
  */
 import { randomUUID } from "node:crypto";
-import { createRedis, redisCheckpointStore, type Redis } from "@baton/checkpoints";
+import { createRedis, deleteKeysByPrefix, redisCheckpointStore, type Redis } from "@baton/checkpoints";
 
 type Store = { put(executionId: number, state: unknown, expectedVersion: number): Promise<unknown> };
 type Factory = (redis: Redis, prefix: string) => Store;
@@ -122,12 +122,7 @@ async function round(redis: Redis, factory: Factory, states: Record<string, unkn
   const cpu = process.cpuUsage(cpu0);
   const puts = states.length * (states[0]?.length ?? 0);
   // Clean up outside the measurement.
-  let cursor = "0";
-  do {
-    const [c, keys] = await redis.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 1000);
-    if (keys.length > 0) await redis.del(...keys);
-    cursor = c;
-  } while (cursor !== "0");
+  await deleteKeysByPrefix(redis, prefix);
   return { cpu: (cpu.user + cpu.system) / puts, wall: wall / puts };
 }
 

@@ -15,7 +15,7 @@ import { performance } from "node:perf_hooks";
 import { connect } from "@nats-io/transport-node";
 import type { Subscription } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { createRedis } from "@baton/checkpoints";
+import { createRedis, deleteKeysByPrefix } from "@baton/checkpoints";
 import { loadConfig } from "@baton/config";
 import { streamNames } from "@baton/contracts";
 import { decodeEventMessage } from "@baton/messaging";
@@ -169,12 +169,7 @@ export async function createBatonBench(opts: BatonBenchOptions): Promise<BenchSy
       await rm(config.dataDir, { recursive: true, force: true });
       const redis = createRedis(opts.redisUrl);
       try {
-        let cursor = "0";
-        do {
-          const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 1000);
-          if (keys.length > 0) await redis.del(...keys);
-          cursor = next;
-        } while (cursor !== "0");
+        await deleteKeysByPrefix(redis, prefix);
       } finally {
         await redis.quit();
       }

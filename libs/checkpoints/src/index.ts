@@ -12,6 +12,7 @@ export {
   CHECKPOINT_DEFAULTS,
   compileRedisCheckpointOptions,
   createRedis,
+  deleteKeysByPrefix,
   redisCheckpointStore,
   redisIdempotencyStore,
   type CompiledRedisCheckpointOptions,

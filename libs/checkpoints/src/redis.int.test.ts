@@ -12,9 +12,13 @@
  * - the state put returns is the JSON round-trip of what was put, the caller's own:
  *   readable, assignable, and changing it (or the object that was put) changes no
  *   stored version nor any later delta;
+ * - unversionedKeys (the executor's outbox) are read and written with the latest version
+ *   only: past versions and the history never hold them, a put without them drops them, and
+ *   dropUnversioned clears them in place at the version named and nowhere else;
  * - expire() puts a TTL on checkpoint and history, defaults to finishedTtlSeconds
  *   (7 days unless configured), and a later put makes the execution permanent again;
  * - options are checked when the store is built and reported by name;
+ * - deleteKeysByPrefix removes a prefix's keys (and not a longer prefix's), and refuses an empty one;
  * - damaged records and Redis being away surface as catalogue errors
  *   (BATON_CHECKPOINT_CORRUPT, BATON_CHECKPOINT_UNAVAILABLE), never as raw errors;
  * - idempotency: of concurrent remember() calls on one key exactly one stores, all
@@ -24,20 +28,11 @@
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { createRedis, redisCheckpointStore, redisIdempotencyStore } from "@baton/checkpoints";
+import { createRedis, deleteKeysByPrefix, redisCheckpointStore, redisIdempotencyStore } from "@baton/checkpoints";
 import type { Redis, RedisCheckpointOptions } from "@baton/checkpoints";
 import { checkpointStoreConformance, type ConformanceOptions } from "@baton/checkpoints/testing";
 
 const REDIS_URL = process.env.BATON_REDIS_URL ?? "redis://127.0.0.1:6379";
-
-async function deleteByPrefix(redis: Redis, prefix: string): Promise<void> {
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 500);
-    if (keys.length > 0) await redis.del(...keys);
-    cursor = next;
-  } while (cursor !== "0");
-}
 
 function testPrefix(): string {
   return `baton-test:${randomUUID()}`;
@@ -68,7 +63,7 @@ for (const v of variants) {
       return {
         store: redisCheckpointStore(redis, { prefix, ...v.options }),
         cleanup: async () => {
-          await deleteByPrefix(redis, prefix);
+          await deleteKeysByPrefix(redis, prefix);
           await redis.quit();
         },
       };
@@ -87,7 +82,7 @@ describe("redisCheckpointStore", () => {
     redis = createRedis(REDIS_URL);
   });
   afterAll(async () => {
-    await deleteByPrefix(redis, prefix);
+    await deleteKeysByPrefix(redis, prefix);
     await redis.quit();
   });
 
@@ -114,13 +109,31 @@ describe("redisCheckpointStore", () => {
     expect(ttl).toBeLessThanOrEqual(3600);
 
     const defaults = redisCheckpointStore(redis, { prefix });
-    expect(defaults.options).toEqual({ prefix, historyLimit: 100, snapshotEvery: 20, finishedTtlSeconds: 604_800, stateCacheSize: 64 });
+    expect(defaults.options).toEqual({ prefix, historyLimit: 100, snapshotEvery: 20, finishedTtlSeconds: 604_800, stateCacheSize: 64, unversionedKeys: [] });
     await defaults.expire(2);
     expect(await redis.ttl(historyKey(2))).toBeGreaterThan(3600);
   });
 
+  it("deleteKeysByPrefix removes every key under the prefix and nothing else", async () => {
+    const mine = testPrefix();
+    const store = redisCheckpointStore(redis, { prefix: mine });
+    for (let id = 1; id <= 3; id++) await store.put(id, { id }, 0);
+    await redis.set(`${mine}:idempotency:k`, "1");
+    const neighbour = `${mine}x`;
+    await redis.set(`${neighbour}:keep`, "1");
+    try {
+      expect(await deleteKeysByPrefix(redis, mine)).toBe(7); // 3 checkpoints, 3 histories, 1 record
+      expect(await redis.keys(`${mine}:*`)).toEqual([]);
+      expect(await redis.get(`${neighbour}:keep`)).toBe("1");
+      expect(await deleteKeysByPrefix(redis, mine)).toBe(0);
+      await expect(deleteKeysByPrefix(redis, "")).rejects.toMatchObject({ code: "BATON_CHECKPOINT_INVALID_ARGUMENT" });
+    } finally {
+      await redis.del(`${neighbour}:keep`);
+    }
+  });
+
   it("refuses bad options by name", () => {
-    for (const bad of [{ historyLimit: 0 }, { snapshotEvery: 0 }, { finishedTtlSeconds: 1.5 }, { stateCacheSize: -1 }]) {
+    for (const bad of [{ historyLimit: 0 }, { snapshotEvery: 0 }, { finishedTtlSeconds: 1.5 }, { stateCacheSize: -1 }, { unversionedKeys: [""] }, { unversionedKeys: "outbox" as never }]) {
       const name = Object.keys(bad)[0]!;
       expect(() => redisCheckpointStore(redis, { prefix, ...bad })).toThrow(expect.objectContaining({ code: "BATON_CHECKPOINT_INVALID_ARGUMENT", message: expect.stringContaining(name) }));
     }
@@ -200,6 +213,39 @@ describe("redisCheckpointStore", () => {
     expect((await reader.history(14)).map((c) => c.state)).toEqual([...expected].reverse());
   });
 
+  it("keeps unversionedKeys with the latest version only: no history, no delta over them", async () => {
+    const store = redisCheckpointStore<Record<string, unknown>>(redis, { prefix, unversionedKeys: ["outbox", "carried"] });
+    const big = Array.from({ length: 50 }, (_, i) => ({ kind: "journal", entry: { nodeId: `n${i}`, output: "x".repeat(40) } }));
+    const versioned: Record<string, unknown>[] = [];
+    for (let v = 0; v < 10; v++) {
+      const state = { n: v, list: Array.from({ length: v }, (_, i) => i), outbox: big.map((e) => ({ ...e, step: v })), ...(v % 2 === 0 ? { carried: [{ version: v }] } : {}) };
+      versioned.push({ n: v, list: state.list });
+      const cp = await store.put(15, state, v);
+      // The written state (parsed on first read) has them back.
+      expect(cp.state).toEqual(state);
+    }
+    // The latest has them; a put without one of them drops it.
+    expect((await store.get(15))?.state).toEqual({ ...versioned[9], outbox: big.map((e) => ({ ...e, step: 9 })) });
+    await store.put(15, { n: 10, list: [] }, 10);
+    expect((await store.get(15))?.state).toEqual({ n: 10, list: [] });
+    expect(await redis.hget(checkpointKey(15), "u")).toBeNull();
+    // Past versions are the versioned part only, and the history never stored the outboxes.
+    versioned.push({ n: 10, list: [] });
+    for (let v = 1; v <= 11; v++) expect((await store.getVersion(15, v))?.state).toEqual(versioned[v - 1]);
+    expect((await store.history(15)).map((c) => c.state)).toEqual([...versioned].reverse());
+    const historyBytes = (await redis.lrange(historyKey(15), 0, -1)).reduce((sum, e) => sum + Buffer.byteLength(e), 0);
+    expect(historyBytes).toBeLessThan(JSON.stringify(big).length);
+
+    // dropUnversioned clears them in place, only at the version named.
+    await store.put(15, { n: 11, list: [], outbox: [1] }, 11);
+    expect(await store.dropUnversioned(15, 11)).toBe(false);
+    expect((await store.get(15))?.state).toEqual({ n: 11, list: [], outbox: [1] });
+    expect(await store.dropUnversioned(15, 12)).toBe(true);
+    expect(await store.get(15)).toMatchObject({ version: 12, state: { n: 11, list: [] } });
+    expect((await store.get(15))?.state).not.toHaveProperty("outbox");
+    expect(await store.dropUnversioned(16, 1)).toBe(false);
+  });
+
   it("reads history written with another snapshotEvery", async () => {
     const writer = redisCheckpointStore(redis, { prefix, snapshotEvery: 3 });
     for (let v = 0; v < 12; v++) await writer.put(12, { v: v + 1, list: Array.from({ length: v + 1 }, (_, i) => i) }, v);
@@ -238,7 +284,7 @@ describe("redisIdempotencyStore", () => {
     redis = createRedis(REDIS_URL);
   });
   afterAll(async () => {
-    await deleteByPrefix(redis, prefix);
+    await deleteKeysByPrefix(redis, prefix);
     await redis.quit();
   });
 

@@ -63,6 +63,15 @@ export interface RedisCheckpointOptions {
    * @default 64
    */
   stateCacheSize?: number;
+  /**
+   * Top-level keys of a state that belong to the latest version only: `put` stores them
+   * beside the state, `get` and the state `put` returns have them, and `history` and
+   * `getVersion` leave them out (no delta is computed over them, and no past version
+   * keeps them). For what changes wholly on every write and is of no use once
+   * superseded, such as the executor's outbox of effects still to carry out.
+   * @default []
+   */
+  unversionedKeys?: readonly string[];
 }
 
 /** {@link RedisCheckpointOptions} with every default filled in, frozen. */
@@ -74,6 +83,7 @@ export const CHECKPOINT_DEFAULTS = Object.freeze({
   snapshotEvery: 20,
   finishedTtlSeconds: 604_800,
   stateCacheSize: 64,
+  unversionedKeys: Object.freeze<string[]>([]),
 });
 
 /** Checks the options and fills in the defaults; throws `BATON_CHECKPOINT_INVALID_ARGUMENT` naming a bad field. */
@@ -85,6 +95,7 @@ export function compileRedisCheckpointOptions(opts: RedisCheckpointOptions): Com
     snapshotEvery: requireInteger("snapshotEvery", opts.snapshotEvery ?? CHECKPOINT_DEFAULTS.snapshotEvery, 1),
     finishedTtlSeconds: requireInteger("finishedTtlSeconds", opts.finishedTtlSeconds ?? opts.ttlSeconds ?? CHECKPOINT_DEFAULTS.finishedTtlSeconds, 1),
     stateCacheSize: requireInteger("stateCacheSize", opts.stateCacheSize ?? CHECKPOINT_DEFAULTS.stateCacheSize, 0),
+    unversionedKeys: requireKeys(opts.unversionedKeys ?? CHECKPOINT_DEFAULTS.unversionedKeys),
   });
 }
 
@@ -96,6 +107,12 @@ export interface RedisCheckpointStore<S = unknown> extends CheckpointStore<S> {
    * @param seconds @default the store's `finishedTtlSeconds`
    */
   expire(executionId: number, seconds?: number): Promise<void>;
+  /**
+   * Removes the `unversionedKeys` from the latest checkpoint when it is still version
+   * `version`, in place: no new version, nothing in the history.
+   * @returns whether it did (false: the latest version is another one, or there is none)
+   */
+  dropUnversioned(executionId: number, version: number): Promise<boolean>;
   /** The compiled options this store runs with. */
   readonly options: CompiledRedisCheckpointOptions;
 }
@@ -125,6 +142,24 @@ export function createRedis(url: string, options: RedisOptions = {}): Redis {
   });
 }
 
+/**
+ * Deletes every key under `prefix` (`prefix:*`: checkpoints, their history, idempotency
+ * records) with SCAN, never KEYS, so a shared Redis is not blocked. For tearing down an
+ * isolated prefix: tests, benchmarks, a throwaway deployment.
+ * @returns how many keys were deleted
+ */
+export async function deleteKeysByPrefix(redis: Redis, prefix: string): Promise<number> {
+  if (typeof prefix !== "string" || prefix.length === 0) throw CheckpointInvalidArgument("prefix", prefix, "a non-empty string");
+  let cursor = "0";
+  let deleted = 0;
+  do {
+    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 1000);
+    if (keys.length > 0) deleted += await redis.del(...keys);
+    cursor = next;
+  } while (cursor !== "0");
+  return deleted;
+}
+
 interface LuaScript {
   readonly source: string;
   readonly sha: string;
@@ -143,7 +178,8 @@ async function runScript(redis: Redis, script: LuaScript, keys: string[], args: 
   }
 }
 
-// The version check, the write, turning the previous head into its delta (or
+// The version check, the write (ARGV[6]: the unversioned keys' JSON object, kept in
+// field 'u' and never in the history), turning the previous head into its delta (or
 // snapshot) and the history append happen in one script, so no reader or writer ever
 // sees one without the others. The delta was computed by the caller against a state
 // it read: ARGV[5] is that state's sha1, and a different stored state (deleted and
@@ -174,6 +210,11 @@ local now = redis.call('TIME')
 local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 local version = current + 1
 redis.call('HSET', KEYS[1], 'v', version, 's', ARGV[2], 't', string.format('%d', ms))
+if ARGV[6] == '' then
+  redis.call('HDEL', KEYS[1], 'u')
+else
+  redis.call('HSET', KEYS[1], 'u', ARGV[6])
+end
 redis.call('PERSIST', KEYS[1])
 redis.call('LPUSH', KEYS[2], '{"v":' .. string.format('%d', version) .. ',"t":' .. string.format('%d', ms) .. '}')
 redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[3]) - 1)
@@ -199,6 +240,14 @@ end
 return {current, state, redis.call('LRANGE', KEYS[2], current - base, current - target)}
 `);
 
+const DROP_UNVERSIONED = lua(`
+if tonumber(redis.call('HGET', KEYS[1], 'v') or '0') ~= tonumber(ARGV[1]) then
+  return 0
+end
+redis.call('HDEL', KEYS[1], 'u')
+return 1
+`);
+
 const REMEMBER = lua(`
 local existing = redis.call('GET', KEYS[1])
 if existing then
@@ -207,6 +256,13 @@ end
 redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
 return {1}
 `);
+
+function requireKeys(value: unknown): readonly string[] {
+  if (!Array.isArray(value) || value.some((k) => typeof k !== "string" || k.length === 0)) {
+    throw CheckpointInvalidArgument("unversionedKeys", value, "an array of non-empty strings");
+  }
+  return Object.freeze([...(value as string[])]);
+}
 
 function requireInteger(name: string, value: unknown, min: number): number {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min) {
@@ -260,7 +316,7 @@ interface LatestState {
  * before: most callers only need the version. Reading or assigning it turns it into a
  * plain data property.
  */
-function writtenCheckpoint<S>(executionId: number, version: number, json: string, updatedAt: string): Checkpoint<S> {
+function writtenCheckpoint<S>(executionId: number, version: number, json: string, unversioned: string, updatedAt: string): Checkpoint<S> {
   const settle = (cp: Checkpoint<S>, value: S): S => {
     Object.defineProperty(cp, "state", { value, writable: true, enumerable: true, configurable: true });
     return value;
@@ -269,13 +325,19 @@ function writtenCheckpoint<S>(executionId: number, version: number, json: string
     executionId,
     version,
     get state(): S {
-      return settle(this, JSON.parse(json) as S);
+      return settle(this, withUnversioned(JSON.parse(json), unversioned) as S);
     },
     set state(value: S) {
       settle(this, value);
     },
     updatedAt,
   };
+}
+
+/** The state with its unversioned keys (a JSON object, or "" for none) put back. */
+function withUnversioned(state: unknown, unversioned: string): unknown {
+  if (unversioned === "" || state === null || typeof state !== "object") return state;
+  return Object.assign(state, JSON.parse(unversioned) as object);
 }
 
 interface HistoryEntry {
@@ -329,7 +391,20 @@ function rebuild(key: string, entries: readonly string[], headState: Json | unde
  */
 export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheckpointOptions): RedisCheckpointStore<S> {
   const options = compileRedisCheckpointOptions(opts);
-  const { prefix, historyLimit, snapshotEvery, finishedTtlSeconds, stateCacheSize } = options;
+  const { prefix, historyLimit, snapshotEvery, finishedTtlSeconds, stateCacheSize, unversionedKeys } = options;
+  const unversioned = new Set(unversionedKeys);
+
+  /** The state without its unversioned keys, and those keys as a JSON object ("" when none is set). */
+  const split = (state: unknown): { versioned: unknown; rest: string } => {
+    if (unversioned.size === 0 || state === null || typeof state !== "object" || Array.isArray(state)) return { versioned: state, rest: "" };
+    const versioned: Record<string, unknown> = {};
+    let rest: Record<string, unknown> | undefined;
+    for (const [k, v] of Object.entries(state)) {
+      if (!unversioned.has(k)) versioned[k] = v;
+      else if (v !== undefined) (rest ??= {})[k] = v;
+    }
+    return { versioned, rest: rest ? encodeState(rest) : "" };
+  };
 
   const checkpointKey = (id: number): string => `${prefix}:checkpoint:{${id}}`;
   const historyKey = (id: number): string => `${prefix}:checkpoint:{${id}}:history`;
@@ -372,16 +447,17 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
       const key = checkpointKey(executionId);
       let fields: (string | null)[];
       try {
-        fields = await redis.hmget(key, "v", "s", "t");
+        fields = await redis.hmget(key, "v", "s", "t", "u");
       } catch (err) {
         throw wrapRedisError("get", key, err);
       }
-      const [v, s, t] = fields;
+      const [v, s, t, u] = fields;
       if (v === null || v === undefined) return null;
       const version = Number(v);
       const ms = Number(t);
       if (!Number.isSafeInteger(version) || s === null || s === undefined || !Number.isFinite(ms)) throw CheckpointCorrupt(key);
       const state = decodeJson(key, s) as S;
+      if (u && state !== null && typeof state === "object") Object.assign(state, decodeJson(key, u));
       remember(executionId, { version, json: s });
       return { executionId, version, state, updatedAt: new Date(ms).toISOString() };
     },
@@ -389,7 +465,8 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
     async put(executionId, state, expectedVersion) {
       requireInteger("executionId", executionId, 0);
       requireInteger("expectedVersion", expectedVersion, 0);
-      const json = encodeState(state);
+      const { versioned, rest } = split(state);
+      const json = encodeState(versioned);
       const key = checkpointKey(executionId);
       // The previous version becomes a snapshot every snapshotEvery versions, else a delta.
       const needsDelta = expectedVersion > 0 && expectedVersion % snapshotEvery !== 0;
@@ -417,14 +494,14 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
         }
         let reply: unknown;
         try {
-          reply = await runScript(redis, PUT, [key, historyKey(executionId)], [expectedVersion, json, historyLimit, payload, previousSha]);
+          reply = await runScript(redis, PUT, [key, historyKey(executionId)], [expectedVersion, json, historyLimit, payload, previousSha, rest]);
         } catch (err) {
           throw wrapRedisError("put", key, err);
         }
         const [ok, version, ms] = reply as [number, number, number?];
         if (ok === 1) {
           remember(executionId, { version, json, value: next });
-          return writtenCheckpoint<S>(executionId, version, json, new Date(ms ?? 0).toISOString());
+          return writtenCheckpoint<S>(executionId, version, json, rest, new Date(ms ?? 0).toISOString());
         }
         cache.delete(executionId);
         previous = undefined;
@@ -486,6 +563,17 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
         await redis.del(key, historyKey(executionId));
       } catch (err) {
         throw wrapRedisError("delete", key, err);
+      }
+    },
+
+    async dropUnversioned(executionId, version) {
+      requireInteger("executionId", executionId, 0);
+      requireInteger("version", version, 1);
+      const key = checkpointKey(executionId);
+      try {
+        return (await runScript(redis, DROP_UNVERSIONED, [key], [version])) === 1;
+      } catch (err) {
+        throw wrapRedisError("dropUnversioned", key, err);
       }
     },
 

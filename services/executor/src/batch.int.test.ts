@@ -4,7 +4,9 @@
  * - tool results of one execution that arrive while its lock is held are applied together,
  *   in one step (their journal rows carry one step number), each call's result counts, and
  *   every handle() call resolves only once that step's journal rows are written;
- * - results handled one after another are one step each, as before.
+ * - results handled one after another are one step each, as before;
+ * - once an execution waits (its records written, no step since), its outbox is dropped from
+ *   the Redis checkpoint in place: the version stays, the history gains nothing.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomBytes } from "node:crypto";
@@ -21,7 +23,7 @@ import { openTestStore } from "@baton/store/testing";
 import type { TestStore } from "@baton/store/testing";
 import type { JsonObject } from "@baton/store";
 import { createLogger } from "@baton/telemetry";
-import { createExecutor } from "./executor.ts";
+import { CHECKPOINT_UNVERSIONED_KEYS, createExecutor } from "./executor.ts";
 import type { CheckpointState, Executor } from "./executor.ts";
 
 const NATS = process.env.BATON_NATS_URL ?? "nats://127.0.0.1:4222";
@@ -49,7 +51,7 @@ beforeAll(async () => {
   t = await openTestStore({ prefix: "exec_batch" });
   bus = await connectBus({ servers: NATS, prefix, name: "executor-batch-test", logger: createLogger("test", "silent") });
   redis = createRedis(process.env.BATON_REDIS_URL ?? "redis://127.0.0.1:6379");
-  checkpoints = redisCheckpointStore<CheckpointState>(redis, { prefix });
+  checkpoints = redisCheckpointStore<CheckpointState>(redis, { prefix, unversionedKeys: CHECKPOINT_UNVERSIONED_KEYS });
   executor = createExecutor({ messaging: createMessaging(bus), store: t.store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0 });
   tenantId = (await t.store.tenants.create("batch")).id;
   workflowId = (await t.store.workflows.create(tenantId, { name: "fan", definition: fan as unknown as JsonObject })).id;
@@ -114,6 +116,27 @@ describe("tool results that queue up behind their execution's lock", () => {
     for (const n of ["a", "b", "c", "d"]) await executor.handle(result(id, n));
     const s = await completedSteps(id);
     expect(new Set([s.a, s.b, s.c, s.d]).size).toBe(4);
+    expect((await checkpoints.get(id))!.state.output).toEqual({ j: ["a", "b", "c", "d"] });
+  });
+});
+
+describe("the outbox of an execution that waits", () => {
+  it("is dropped from Redis in place once the step's records are written", async () => {
+    const id = await started(); // s ran; a, b, c and d wait for their results
+    const key = `${prefix}:checkpoint:{${id}}`;
+    const cp = (await checkpoints.get(id))!;
+    const historyBefore = (await checkpoints.history(id)).map((c) => c.version);
+    expect(cp.state.outbox?.some((e) => e.kind === "callTool")).toBe(true);
+    const deadline = Date.now() + 5_000;
+    while ((await redis.hget(key, "u")) !== null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(await redis.hget(key, "u")).toBeNull();
+    const after = (await checkpoints.get(id))!;
+    expect(after.version).toBe(cp.version);
+    expect(after.state.outbox).toBeUndefined();
+    expect(after.state.nodes).toEqual(cp.state.nodes);
+    expect((await checkpoints.history(id)).map((c) => c.version)).toEqual(historyBefore);
+    // It goes on as before.
+    for (const n of ["a", "b", "c", "d"]) await executor.handle(result(id, n));
     expect((await checkpoints.get(id))!.state.output).toEqual({ j: ["a", "b", "c", "d"] });
   });
 });

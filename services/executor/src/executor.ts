@@ -34,10 +34,19 @@ export interface CheckpointState extends ExecutionState {
   carried?: { version: number; effects: Effect[] }[];
 }
 
-/** The checkpoint store as the executor uses it; `getVersion` and `expire` are optional extras of the Redis store. */
+/**
+ * The keys of {@link CheckpointState} that only the latest checkpoint needs: the effects still
+ * to carry out. Give them to the Redis store as `unversionedKeys`, so every write does not
+ * diff them and the history (time travel) does not keep them.
+ */
+export const CHECKPOINT_UNVERSIONED_KEYS: readonly (keyof CheckpointState)[] = Object.freeze(["outbox", "carried"]);
+
+/** The checkpoint store as the executor uses it; `getVersion`, `expire` and `dropUnversioned` are optional extras of the Redis store. */
 export type ExecutorCheckpoints = CheckpointStore<CheckpointState> & {
   getVersion?(executionId: number, version: number): Promise<Checkpoint<CheckpointState> | null>;
   expire?(executionId: number, seconds?: number): Promise<void>;
+  /** Clears the outbox of `version` in place (a store with {@link CHECKPOINT_UNVERSIONED_KEYS} as its unversioned keys). */
+  dropUnversioned?(executionId: number, version: number): Promise<boolean>;
 };
 
 export interface ExecutorOptions {
@@ -83,10 +92,22 @@ const ChildWorkflowMissing = defineError("BATON_EXECUTOR_CHILD_WORKFLOW_MISSING"
 
 type EngineStart = Command & { kind: "start" };
 
+/** How long an execution's records must have been idle before its outbox is dropped from Redis. */
+const OUTBOX_CLEAR_DELAY_MS = 250;
+
 /** Internal: a command was ignored against the cached checkpoint; apply it again from Redis. */
 class StaleCheckpoint extends Error {}
 
 type StepRecords = Parameters<Store["nodeExecutions"]["recordSteps"]>[0];
+
+/** A step whose journal rows and events are to be written: `prev` null = a redo after a crash (write everything again). */
+interface StepToRecord {
+  prev: ExecutionState | null;
+  state: ExecutionState;
+  effects: Effect[];
+  /** The checkpoint version the step wrote. */
+  version: number;
+}
 
 /**
  * Journal rows and execution-row updates of every execution this process runs, gathered for
@@ -290,19 +311,33 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * `prev` null = a redo after a crash: write everything again.
    */
   async function record(prev: ExecutionState | null, state: ExecutionState, effects: Effect[], checkpointVersion: number): Promise<void> {
+    await recordSteps([{ prev, state, effects, version: checkpointVersion }]);
+  }
+
+  /**
+   * The records of consecutive steps of one execution, in order: all their journal rows and
+   * execution-row updates in one statement (a later step's write of a row wins), then all
+   * their events. Steps whose records queued up while the previous ones were being written
+   * go together, so the records keep pace with the steps.
+   */
+  async function recordSteps(steps: readonly StepToRecord[]): Promise<void> {
     // Step number: rises across checkpoint rebuilds, so event ids and journal order never repeat.
-    const version = checkpointVersion + (state.versionBase ?? 0);
-    await records(prev, state, effects, version);
+    const numbered = steps.map((s) => ({ ...s, version: s.version + (s.state.versionBase ?? 0) }));
+    const written = numbered.map((s) => records(s.prev, s.state, s.effects, s.version));
+    const batch: StepRecords = written.length === 1 ? written[0]! : { entries: written.flatMap((r) => r.entries), executions: written.flatMap((r) => r.executions) };
+    if (batch.entries.length > 0 || batch.executions.length > 0) await recordWriter.write(batch);
     // Published without waiting in between: each publish is written to the one connection
-    // synchronously, in call order, so the stream keeps the step's order; only the acks overlap.
+    // synchronously, in call order, so the stream keeps the steps' order; only the acks overlap.
     const published: Promise<void>[] = [];
-    let i = 0;
-    for (const e of effects) {
-      i++;
-      if (e.kind === "emit") published.push(publishEngineEvent(messaging, state, e.event, `evt:${state.executionId}:${version}:${i}`));
+    for (const s of numbered) {
+      let i = 0;
+      for (const e of s.effects) {
+        i++;
+        if (e.kind === "emit") published.push(publishEngineEvent(messaging, s.state, e.event, `evt:${s.state.executionId}:${s.version}:${i}`));
+      }
     }
     await Promise.all(published);
-    if (isFinished(state) && (prev === null || !isFinished(prev))) await finished(state);
+    for (const s of numbered) if (isFinished(s.state) && (s.prev === null || !isFinished(s.prev))) await finished(s.state);
   }
 
   /** Carries out effects again: after a crash (`prev` null) or from a checkpoint rebuilt from the journal. */
@@ -311,7 +346,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   }
 
   /** The journal rows of a step, and the execution row when the status (or pause point) changed. */
-  async function records(prev: ExecutionState | null, state: ExecutionState, effects: Effect[], version: number): Promise<void> {
+  function records(prev: ExecutionState | null, state: ExecutionState, effects: Effect[], version: number): StepRecords {
     const entries = effects.flatMap((e) => (e.kind === "journal" ? [{
       tenantId: state.tenantId, executionId: state.executionId, nodeId: e.entry.nodeId, nodeType: e.entry.nodeType, attempt: e.entry.attempt, status: e.entry.status,
       ...(e.entry.input !== undefined ? { input: e.entry.input } : {}),
@@ -344,7 +379,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
           },
         }]
       : [];
-    if (entries.length > 0 || executions.length > 0) await recordWriter.write({ entries, executions });
+    return { entries, executions };
   }
 
   async function finished(state: ExecutionState): Promise<void> {
@@ -548,6 +583,11 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       const cleared = await writeCheckpoint(executionId, { ...state, outbox: [], carried: [] }, version);
       version = cleared.version;
     }
+    // The engine copies the state it steps from: leave the effects (handled above) out of it.
+    if (state && (state.outbox !== undefined || state.carried !== undefined)) {
+      const { outbox: _outbox, carried: _carried, ...rest } = state;
+      state = rest;
+    }
     let command: Command = first;
     const identity = { executionId, tenantId, workflowId: ident.workflowId, workflowVersion: ident.workflowVersion };
     for (;;) {
@@ -606,6 +646,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     /** Checkpoint versions written by this process whose records are not written yet. */
     versions: Set<number>;
     tail: Promise<void>;
+    /** Steps waiting for the records before them; the next link writes them all at once. */
+    waiting: StepToRecord[];
     /**
      * Writing a step's records failed. The pipe stays, with its groups, so later steps of the
      * same apply still carry those effects in their checkpoints (and their own records,
@@ -615,34 +657,72 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   }
   const pipes = new Map<number, Pipe>();
 
+  /** Outboxes to drop from Redis once their execution has been idle a moment; stop() drops them at once. */
+  const clearing = new Map<number, { run: () => Promise<void>; timer: NodeJS.Timeout }>();
+  function takeClearing(executionId: number): { run: () => Promise<void>; timer: NodeJS.Timeout } | undefined {
+    const c = clearing.get(executionId);
+    clearing.delete(executionId);
+    return c;
+  }
+
   function pipeOf(executionId: number): Pipe {
     let p = pipes.get(executionId);
     if (!p) {
-      p = { groups: [], versions: new Set(), tail: Promise.resolve() };
+      p = { groups: [], versions: new Set(), tail: Promise.resolve(), waiting: [] };
       pipes.set(executionId, p);
     }
     return p;
   }
 
-  /** Chains a step's records after the previous step's; the last one done clears the outbox. */
+  /**
+   * Queues a step's records behind the previous steps'. The steps that queued while a link
+   * was being written are written together by the next link; the last link done clears the
+   * outbox.
+   */
   function schedule(executionId: number, prev: ExecutionState | null, state: ExecutionState, effects: Effect[], version: number): void {
+    // This step's checkpoint replaced the outbox a clear was waiting to drop.
+    const pending = takeClearing(executionId);
+    if (pending) clearTimeout(pending.timer);
     const p = pipeOf(executionId);
-    const group = { version, effects };
-    p.groups.push(group);
+    p.groups.push({ version, effects });
     p.versions.add(version);
-    const link = p.tail.then(() => record(prev, state, effects, version));
+    p.waiting.push({ prev, state, effects, version });
+    if (p.waiting.length > 1) return; // the link already queued takes this step too
+    let steps: StepToRecord[] = [];
+    const link = p.tail.then(() => {
+      steps = p.waiting.splice(0);
+      return recordSteps(steps);
+    });
     p.tail = link.then(
       () => {
-        p.groups = p.groups.filter((g) => g !== group);
+        const done = new Set(steps.map((s) => s.version));
+        p.groups = p.groups.filter((g) => !done.has(g.version));
         if (p.groups.length > 0 || pipes.get(executionId) !== p) return;
         pipes.delete(executionId);
+        const last = steps[steps.length - 1]!;
+        if (isFinished(last.state)) return;
         // Nothing is in flight: drop the outbox from the checkpoint, unless a newer step wrote one.
+        const notCleared = (err: unknown): void => logger.debug("outbox not cleared; the next step replaces it", { executionId, error: errorMessage(err) });
+        if (checkpoints.dropUnversioned) {
+          // The cached state now says so at once (a step started from it before this saw the pipe
+          // and carries nothing over). Redis is told a little later, in place (no new version;
+          // the store checks the version), and only if no step came since: the next step's
+          // checkpoint replaces the outbox anyway, so a busy execution costs no extra write.
+          const cached = latest.get(executionId);
+          if (cached?.version === last.version) remember({ ...cached, state: { ...cached.state, outbox: [], carried: [] } });
+          const drop = checkpoints.dropUnversioned.bind(checkpoints);
+          clearing.set(executionId, {
+            run: () => drop(executionId, last.version).then(() => undefined, notCleared),
+            timer: setTimeout(() => void takeClearing(executionId)?.run(), OUTBOX_CLEAR_DELAY_MS).unref(),
+          });
+          return;
+        }
         void serially(executionId, async () => {
           if (pipes.has(executionId)) return;
           const cp = await readCheckpoint(executionId);
-          if (!cp || cp.version !== version || isFinished(cp.state) || (!cp.state.outbox?.length && !cp.state.carried?.length)) return;
-          await writeCheckpoint(executionId, { ...cp.state, outbox: [], carried: [] }, version);
-        }).catch((err: unknown) => logger.debug("outbox not cleared; the next step replaces it", { executionId, error: errorMessage(err) }));
+          if (!cp || cp.version !== last.version || isFinished(cp.state) || (!cp.state.outbox?.length && !cp.state.carried?.length)) return;
+          await writeCheckpoint(executionId, { ...cp.state, outbox: [], carried: [] }, last.version);
+        }).catch(notCleared);
       },
       (err: unknown) => {
         // Leave the effects in the checkpoint: the redelivered command carries them out again.
@@ -784,6 +864,10 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       clearInterval(sweeper);
       await sweeping;
       await sub?.stop();
+      const drops = [...clearing.values()];
+      clearing.clear();
+      for (const c of drops) clearTimeout(c.timer);
+      await Promise.all(drops.map((c) => c.run()));
     },
   };
 }

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { FastifyInstance } from "fastify";
-import { createRedis, redisCheckpointStore } from "@baton/checkpoints";
+import { createRedis, deleteKeysByPrefix, redisCheckpointStore } from "@baton/checkpoints";
 import type { RedisCheckpointStore } from "@baton/checkpoints";
 import { validateWorkflow, workflowDefinitionJsonSchema } from "@baton/engine";
 import type { Store } from "@baton/store";
@@ -201,12 +201,7 @@ export async function openTestGateway(opts: GatewayOptions = {}, extra: Pick<Gat
     async close() {
       await app.close();
       await t.dispose();
-      let cursor = "0";
-      do {
-        const [next, keys] = await redis.scan(cursor, "MATCH", `${redisPrefix}:*`, "COUNT", 500);
-        if (keys.length > 0) await redis.del(...keys);
-        cursor = next;
-      } while (cursor !== "0");
+      await deleteKeysByPrefix(redis, redisPrefix);
       await redis.quit();
     },
   };
