@@ -16,7 +16,11 @@
  * - listForReplay orders by stepVersion (nulls last), then id;
  * - blobs are stored once per tenant under the sha256 of their canonical JSON
  *   (key order does not matter), read back singly or in bulk, and are tenant-scoped;
- * - workflows.getBySlug finds a workflow of the tenant only.
+ * - workflows.getBySlug finds a workflow of the tenant only;
+ * - learning.recordFromJournal records an execution's completed tool nodes in journal order
+ *   (tool from the first tool call, "unknown" without one, params = input) with its agent
+ *   and session, once per execution; another tenant's execution is not found and nothing
+ *   is written.
  */
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
@@ -243,5 +247,45 @@ describe("workflows.getBySlug", () => {
     expect((await store.workflows.getBySlug(tenant, wf.slug))?.id).toBe(wf.id);
     expect((await store.workflows.getBySlug(other, wf.slug))?.id).toBe(theirWf.id);
     expect(await store.workflows.getBySlug(tenant, "no-such-slug")).toBeNull();
+  });
+});
+
+describe("learned sequences from the journal", () => {
+  it("records the completed tool nodes in journal order, once", async () => {
+    const ex = await store.executions.create(tenant, { workflowId: wf.id, workflowVersion: 1, input: {}, agentId: 7, sessionId: 9 });
+    const base = { tenantId: tenant, executionId: ex.id, attempt: 1 };
+    const at = (s: number): Date => new Date(Date.now() - 10_000 + s * 1000);
+    expect(await store.nodeExecutions.recordMany([
+      { ...base, nodeId: "summarise", nodeType: "tool", status: "completed", input: { text: "x" }, toolCalls: [{ tool: "text.summarise" }], startedAt: at(3) },
+      { ...base, nodeId: "search", nodeType: "tool", status: "completed", input: { q: "cats" }, toolCalls: [{ tool: "web.search" }], startedAt: at(1) },
+      { ...base, nodeId: "flaky", nodeType: "tool", status: "failed", input: {}, toolCalls: [{ tool: "web.flaky" }], startedAt: at(2) },
+      { ...base, nodeId: "decide", nodeType: "condition", status: "completed", startedAt: at(2) },
+      { ...base, nodeId: "bare", nodeType: "tool", status: "completed", startedAt: at(4) },
+    ])).toBe(5);
+
+    expect(await store.learning.recordFromJournal({ tenantId: tenant, executionId: ex.id, successful: true })).toEqual({ tools: ["web.search", "text.summarise", "unknown"] });
+    // A repeat (a redelivered event) keeps the first record.
+    await store.learning.recordFromJournal({ tenantId: tenant, executionId: ex.id, successful: false });
+    const rows = (await store.learning.list(tenant)).filter((r) => r.executionId === ex.id);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({
+      agentId: 7,
+      sessionId: 9,
+      successful: true,
+      tools: [
+        { nodeId: "search", tool: "web.search", params: { q: "cats" } },
+        { nodeId: "summarise", tool: "text.summarise", params: { text: "x" } },
+        { nodeId: "bare", tool: "unknown", params: null },
+      ],
+    });
+  });
+
+  it("does not record another tenant's execution", async () => {
+    const theirs = await store.executions.create(other, { workflowId: theirWf.id, workflowVersion: 1, input: {} });
+    await expect(store.learning.recordFromJournal({ tenantId: tenant, executionId: theirs.id, successful: true })).rejects.toMatchObject({ code: "BATON_STORE_NOT_FOUND" });
+    expect((await store.learning.list(tenant)).map((r) => r.executionId)).not.toContain(theirs.id);
+    // Its own tenant still records it (nothing was written under the executionId).
+    expect(await store.learning.recordFromJournal({ tenantId: other, executionId: theirs.id, successful: true })).toEqual({ tools: [] });
+    expect((await store.learning.list(other)).map((r) => r.executionId)).toContain(theirs.id);
   });
 });

@@ -55,7 +55,7 @@ export function createStore(opts: StoreOptions): Store {
     nodeExecutions: nodeExecutionsRepo(prisma, schema, pool),
     reviews: reviewsRepo(prisma),
     memory: memoryRepo(prisma, schema),
-    learning: learningRepo(prisma),
+    learning: learningRepo(prisma, schema, pool),
     mcpServers: mcpServersRepo(prisma),
     blobs: blobsRepo(prisma),
   };

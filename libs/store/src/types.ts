@@ -591,6 +591,15 @@ export interface MemoryRepo {
 export interface LearningRepo {
   /** Idempotent per executionId: the first record wins. */
   recordSequence(entry: LearnedSequenceInput): Promise<void>;
+  /**
+   * Records an execution's tool sequence from its journal, in one statement: its completed
+   * tool nodes in journal order (start time, then row id) as `{ nodeId, tool, params }`
+   * (`tool` from the node's first tool call, `"unknown"` without one; `params` its input),
+   * with the execution's agent and session. Only rows and the execution of `tenantId` count:
+   * `BATON_STORE_NOT_FOUND` when the execution is not the tenant's (nothing is written).
+   * Idempotent per executionId like {@link recordSequence}; returns the tools' names in order.
+   */
+  recordFromJournal(entry: { tenantId: string; executionId: number; successful: boolean }): Promise<{ tools: string[] }>;
   /** Newest first. */
   list(tenantId: string, opts?: { agentId?: number; successful?: boolean } & PageOptions): Promise<LearnedSequenceRecord[]>;
 }

@@ -24,25 +24,10 @@ export function createLearner(opts: LearnerOptions): Service {
         if (ev.type !== "execution.completed" && ev.type !== "execution.failed") return;
         const m = ev.message;
         const executionId = m.id;
-        const nodes = await store.nodeExecutions.listById(executionId);
-        const calls = nodes
-          .filter((n) => n.nodeType === "tool" && n.status === "completed")
-          .map((n) => {
-            const tc = Array.isArray(n.toolCalls) ? (n.toolCalls[0] as { tool?: string } | undefined) : undefined;
-            return { nodeId: n.nodeId, tool: tc?.tool ?? "unknown", params: (n.input ?? null) };
-          });
         const successful = ev.type === "execution.completed";
-        const exec = await store.executions.getById(executionId);
-        await store.learning.recordSequence({
-          tenantId: m.tenantId,
-          executionId,
-          agentId: exec?.agentId ?? null,
-          sessionId: exec?.sessionId ?? null,
-          tools: calls,
-          successful,
-        });
-        logger.debug("tool sequence recorded", { executionId, tools: calls.length, successful });
-        await messaging.publishEvent("learning.sequence", { tenantId: m.tenantId, executionId, tools: calls.map((c) => c.tool), successful }, `learning:${executionId}`);
+        const { tools } = await store.learning.recordFromJournal({ tenantId: m.tenantId, executionId, successful });
+        logger.debug("tool sequence recorded", { executionId, tools: tools.length, successful });
+        await messaging.publishEvent("learning.sequence", { tenantId: m.tenantId, executionId, tools, successful }, `learning:${executionId}`);
       });
     },
     async stop() {
