@@ -15,7 +15,6 @@
  */
 import { randomBytes } from "node:crypto";
 import { chmod, mkdtemp, rm, stat } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
@@ -25,6 +24,7 @@ import { Client, escapeIdentifier } from "pg";
 import { createRedis } from "@baton/checkpoints";
 import { ensureLocalInfra, locateServer, probe } from "./local-infra.ts";
 import type { LocalInfra } from "./local-infra.ts";
+import { freePort } from "../test/helpers.ts";
 
 const NATS_URL = process.env.BATON_NATS_URL ?? "nats://127.0.0.1:4222";
 const REDIS_URL = process.env.BATON_REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -41,15 +41,6 @@ function withPort(url: string, port: number): string {
   u.hostname = "127.0.0.1";
   u.port = String(port);
   return u.href;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === "string") throw new Error("no port");
-  return address.port;
 }
 
 async function databaseExists(url: string, database: string): Promise<boolean> {

@@ -30,18 +30,10 @@ import {
   valueToJson,
 } from "./index.ts";
 import type { JsonValue } from "./index.ts";
+import { caught } from "./test-helpers.ts";
 
 const text = (b: Uint8Array): string => new TextDecoder().decode(b);
 const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
-
-function caught(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error("expected a throw");
-}
 
 describe("encode", () => {
   it("writes proto field names and every implicit field, and omits unset message fields", () => {

@@ -20,6 +20,7 @@ import {
   UnknownMessageType,
 } from "./index.ts";
 import type { EventType } from "./index.ts";
+import { caught } from "./test-helpers.ts";
 
 /** NATS subject matching: `*` matches one token, `>` one or more trailing tokens. */
 function matches(filter: string, subject: string): boolean {
@@ -41,15 +42,6 @@ function overlap(a: string, b: string): boolean {
     if (x[i] === ">" || y[i] === ">") return true;
     if (x[i] !== "*" && y[i] !== "*" && x[i] !== y[i]) return false;
   }
-}
-
-function caught(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error("expected a throw");
 }
 
 const s = subjects("baton");
