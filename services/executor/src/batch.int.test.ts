@@ -6,7 +6,9 @@
  *   every handle() call resolves only once that step's journal rows are written;
  * - results handled one after another are one step each, as before;
  * - once an execution waits (its records written, no step since), its outbox is dropped from
- *   the Redis checkpoint in place: the version stays, the history gains nothing.
+ *   the Redis checkpoint in place: the version stays, the history gains nothing;
+ * - a step's journal statement does not wait for the previous step's events to be confirmed,
+ *   but its own events go out only after those are, and not at all when they failed.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomBytes } from "node:crypto";
@@ -17,11 +19,11 @@ import { createRedis, redisCheckpointStore } from "@baton/checkpoints";
 import { COMMANDS, decode, encode, valueFromJson } from "@baton/contracts";
 import type { CommandName } from "@baton/contracts";
 import { createMessaging } from "@baton/messaging";
-import type { AnyCommand, CommandInit } from "@baton/messaging";
+import type { AnyCommand, CommandInit, Messaging } from "@baton/messaging";
 import { deletePrefix } from "@baton/sdk/testing";
 import { openTestStore } from "@baton/store/testing";
 import type { TestStore } from "@baton/store/testing";
-import type { JsonObject } from "@baton/store";
+import type { JsonObject, Store } from "@baton/store";
 import { createLogger } from "@baton/telemetry";
 import { CHECKPOINT_UNVERSIONED_KEYS, createExecutor } from "./executor.ts";
 import type { CheckpointState, Executor } from "./executor.ts";
@@ -138,5 +140,84 @@ describe("the outbox of an execution that waits", () => {
     // It goes on as before.
     for (const n of ["a", "b", "c", "d"]) await executor.handle(result(id, n));
     expect((await checkpoints.get(id))!.state.output).toEqual({ j: ["a", "b", "c", "d"] });
+  });
+});
+
+describe("the records of consecutive steps", () => {
+  /** An executor whose event publishes wait for `gate` (when set), logging rows and events in the order they go out. */
+  function gated(): { executor: Executor; log: string[]; hold(): { release(): void; fail(): void } } {
+    const log: string[] = [];
+    let gate: Promise<void> | undefined;
+    const messaging = createMessaging(bus);
+    const publishEvent: Messaging["publishEvent"] = async (type, init, key) => {
+      log.push(`event ${type} ${(init as { nodeId?: string }).nodeId ?? ""}`.trim());
+      if (gate) await gate;
+      return messaging.publishEvent(type, init, key);
+    };
+    const rows = t.store.nodeExecutions;
+    const store: Store = {
+      ...t.store,
+      nodeExecutions: {
+        ...rows,
+        recordSteps: (batch) => {
+          log.push(`rows ${batch.entries.map((e) => `${e.nodeId}:${e.status}`).join(" ")}`);
+          return rows.recordSteps(batch);
+        },
+      },
+    };
+    const x = createExecutor({ messaging: { ...messaging, publishEvent }, store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0 });
+    return {
+      executor: x,
+      log,
+      hold() {
+        let release!: () => void;
+        let fail!: (err: Error) => void;
+        gate = new Promise<void>((res, rej) => ((release = res), (fail = rej)));
+        gate.catch(() => undefined);
+        return { release: () => release(), fail: () => fail(new Error("the events stream is gone")) };
+      },
+    };
+  }
+
+  async function until(check: () => boolean, what: string): Promise<void> {
+    const deadline = Date.now() + 5_000;
+    while (!check()) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
+  it("writes a step's rows while the previous step's events are confirmed, and publishes its events after them", async () => {
+    const g = gated();
+    const row = await t.store.executions.create(tenantId, { workflowId, workflowVersion: 1, input: {} });
+    await g.executor.handle(command("execution.start", { executionId: row.id, tenantId, workflowId, workflowVersion: 1, input: {} }));
+    g.log.length = 0;
+    const gate = g.hold();
+    const a = g.executor.handle(result(row.id, "a"));
+    await until(() => g.log.includes("event node.completed a"), "a's event");
+    const b = g.executor.handle(result(row.id, "b"));
+    // b's rows are written while a's event is still unconfirmed; b's event waits for it.
+    await until(() => g.log.includes("rows b:completed"), "b's rows");
+    expect(g.log).not.toContain("event node.completed b");
+    gate.release();
+    await Promise.all([a, b]);
+    expect(g.log).toEqual(["rows a:completed", "event node.completed a", "rows b:completed", "event node.completed b"]);
+  });
+
+  it("does not publish a step's events when the previous step's events failed", async () => {
+    const g = gated();
+    const row = await t.store.executions.create(tenantId, { workflowId, workflowVersion: 1, input: {} });
+    await g.executor.handle(command("execution.start", { executionId: row.id, tenantId, workflowId, workflowVersion: 1, input: {} }));
+    g.log.length = 0;
+    const gate = g.hold();
+    const a = g.executor.handle(result(row.id, "a"));
+    await until(() => g.log.includes("event node.completed a"), "a's event");
+    const b = g.executor.handle(result(row.id, "b"));
+    await until(() => g.log.includes("rows b:completed"), "b's rows");
+    gate.fail();
+    // Neither command is acknowledged: both are delivered again and redo what the checkpoint holds.
+    await expect(a).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED" });
+    await expect(b).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED" });
+    expect(g.log.filter((l) => l.startsWith("event"))).toEqual(["event node.completed a"]);
   });
 });

@@ -311,16 +311,19 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * `prev` null = a redo after a crash: write everything again.
    */
   async function record(prev: ExecutionState | null, state: ExecutionState, effects: Effect[], checkpointVersion: number): Promise<void> {
-    await recordSteps([{ prev, state, effects, version: checkpointVersion }]);
+    const { published } = await recordSteps([{ prev, state, effects, version: checkpointVersion }]);
+    await published;
   }
 
   /**
    * The records of consecutive steps of one execution, in order: all their journal rows and
    * execution-row updates in one statement (a later step's write of a row wins), then all
    * their events. Steps whose records queued up while the previous ones were being written
-   * go together, so the records keep pace with the steps.
+   * go together, so the records keep pace with the steps. Resolves once the rows are written;
+   * the events go out after `after` (the previous steps' events, confirmed), and `published`
+   * settles when the server has confirmed them and a finished execution's parent has been told.
    */
-  async function recordSteps(steps: readonly StepToRecord[]): Promise<void> {
+  async function recordSteps(steps: readonly StepToRecord[], after: Promise<void> = Promise.resolve()): Promise<{ published: Promise<void> }> {
     // Step number: rises across checkpoint rebuilds, so event ids and journal order never repeat.
     const numbered = steps.map((s) => ({ ...s, version: s.version + (s.state.versionBase ?? 0) }));
     const written = numbered.map((s) => records(s.prev, s.state, s.effects, s.version));
@@ -328,16 +331,22 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     if (batch.entries.length > 0 || batch.executions.length > 0) await recordWriter.write(batch);
     // Published without waiting in between: each publish is written to the one connection
     // synchronously, in call order, so the stream keeps the steps' order; only the acks overlap.
-    const published: Promise<void>[] = [];
-    for (const s of numbered) {
-      let i = 0;
-      for (const e of s.effects) {
-        i++;
-        if (e.kind === "emit") published.push(publishEngineEvent(messaging, s.state, e.event, `evt:${s.state.executionId}:${s.version}:${i}`));
+    const publish = (): Promise<unknown> => {
+      const confirmed: Promise<void>[] = [];
+      for (const s of numbered) {
+        let i = 0;
+        for (const e of s.effects) {
+          i++;
+          if (e.kind === "emit") confirmed.push(publishEngineEvent(messaging, s.state, e.event, `evt:${s.state.executionId}:${s.version}:${i}`));
+        }
       }
-    }
-    await Promise.all(published);
-    for (const s of numbered) if (isFinished(s.state) && (s.prev === null || !isFinished(s.prev))) await finished(s.state);
+      return Promise.all(confirmed);
+    };
+    const published = after.then(publish).then(async () => {
+      for (const s of numbered) if (isFinished(s.state) && (s.prev === null || !isFinished(s.prev))) await finished(s.state);
+    });
+    published.catch(() => undefined); // awaited by the caller; never left unhandled meanwhile
+    return { published };
   }
 
   /** Carries out effects again: after a crash (`prev` null) or from a checkpoint rebuilt from the journal. */
@@ -646,6 +655,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     /** Checkpoint versions written by this process whose records are not written yet. */
     versions: Set<number>;
     tail: Promise<void>;
+    /** Settles when the last link's rows are written: the next link's statement may start. */
+    journaled: Promise<void>;
     /** Steps waiting for the records before them; the next link writes them all at once. */
     waiting: StepToRecord[];
     /**
@@ -668,7 +679,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   function pipeOf(executionId: number): Pipe {
     let p = pipes.get(executionId);
     if (!p) {
-      p = { groups: [], versions: new Set(), tail: Promise.resolve(), waiting: [] };
+      p = { groups: [], versions: new Set(), tail: Promise.resolve(), journaled: Promise.resolve(), waiting: [] };
       pipes.set(executionId, p);
     }
     return p;
@@ -689,11 +700,15 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     p.waiting.push({ prev, state, effects, version });
     if (p.waiting.length > 1) return; // the link already queued takes this step too
     let steps: StepToRecord[] = [];
-    const link = p.tail.then(() => {
+    // A link's statement starts once the previous link's rows are written, while the previous
+    // events are still being confirmed; its own events go out only after those are.
+    const before = p.tail;
+    const link = p.journaled.then(() => {
       steps = p.waiting.splice(0);
-      return recordSteps(steps);
+      return recordSteps(steps, before);
     });
-    p.tail = link.then(
+    p.journaled = link.then(() => undefined);
+    p.tail = link.then((l) => l.published).then(
       () => {
         const done = new Set(steps.map((s) => s.version));
         p.groups = p.groups.filter((g) => !done.has(g.version));
@@ -732,6 +747,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     );
     // handle() awaits the tail; a failure nobody waits for (a recovery sweep) must not crash the process.
     p.tail.catch(() => undefined);
+    p.journaled.catch(() => undefined);
   }
 
   /** The records of an execution's steps scheduled so far, as one promise. */
