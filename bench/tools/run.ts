@@ -143,8 +143,9 @@ async function baton(workers: number): Promise<{ load: Stats; serial: Stats }> {
         deliver(Number(r.callId.split(".")[1]) - base);
       },
     );
-    const call = (id: number): Promise<void> =>
-      messaging.callTool({ callId: `1.${base + id}.1`, tool: "bench.noop", tenantId: "bench", executionId: 1, nodeId: String(base + id), attempt: 1, args: { n: id } });
+    const call = async (id: number): Promise<void> => {
+      await messaging.callTool({ callId: `1.${base + id}.1`, tool: "bench.noop", tenantId: "bench", executionId: 1, nodeId: String(base + id), attempt: 1, args: { n: id } });
+    };
     const load = await drive(CALLS, WINDOW, call, (cb) => (deliver = cb));
     base = CALLS;
     const serial = await drive(SERIAL, 1, call, (cb) => (deliver = cb));

@@ -2,7 +2,7 @@ import { SpanKind } from "@opentelemetry/api";
 import type { Attributes } from "@opentelemetry/api";
 import { connect } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, DeliverPolicy, JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
-import type { ConsumerMessages, JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import type { ConsumerMessages, JetStreamClient, JetStreamManager, StoredMsg } from "@nats-io/jetstream";
 import { headers as natsHeaders, RequestError, TimeoutError } from "@nats-io/nats-core";
 import type { Msg, NatsConnection } from "@nats-io/nats-core";
 import { Kvm } from "@nats-io/kv";
@@ -114,6 +114,12 @@ export interface Bus {
    * this always answers. An unknown bucket has no keys.
    */
   kvKeys(bucket: string, filter?: string): Promise<string[]>;
+  /**
+   * The value of `key` in bucket `{prefix}_{bucket}`, or null when the key holds none (never
+   * written, deleted, purged, expired) or the bucket does not exist. Reads without opening
+   * the bucket, so a reader never creates it with settings of its own.
+   */
+  kvGet(bucket: string, key: string): Promise<Uint8Array | null>;
   isConnected(): boolean;
   /** Stops every subscription and replay (waiting for handlers in flight), then drains the connection. */
   drain(): Promise<void>;
@@ -489,6 +495,20 @@ class NatsBus implements Bus {
       throw err;
     }
     return Object.keys(subjects ?? {}).map((s) => s.slice(subjectPrefix.length)).sort();
+  }
+
+  async kvGet(bucket: string, key: string): Promise<Uint8Array | null> {
+    this.#assertOpen("kvGet");
+    const name = this.#kvName(bucket);
+    let m: StoredMsg | null;
+    try {
+      m = await this.#jsm.streams.getMessage(`KV_${name}`, { last_by_subj: `$KV.${name}.${key}` });
+    } catch (err) {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return null;
+      throw err;
+    }
+    const op = m?.header?.get("KV-Operation");
+    return m === null || op === "DEL" || op === "PURGE" ? null : m.data;
   }
 
   #kvName(bucket: string): string {

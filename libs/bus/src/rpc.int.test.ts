@@ -12,7 +12,9 @@
  * - kv() opens a bucket named after the prefix, usable for put/get;
  * - kvKeys() lists the keys holding an entry (delete markers too), sorted, filtered by
  *   subject wildcards; an unknown bucket has none; entries that expired (max age) are gone
- *   and the listing still answers.
+ *   and the listing still answers;
+ * - kvGet() reads a key's value without opening the bucket: null for a key never written,
+ *   deleted or purged, and for a bucket that does not exist (which it does not create).
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { context, ROOT_CONTEXT, trace } from "@opentelemetry/api";
@@ -150,6 +152,23 @@ describe("kv", () => {
     expect(await b.kvKeys("registry", "nothing.>")).toEqual([]);
     expect(await b.kvKeys("never_opened")).toEqual([]);
     expect(await failure(b.kvKeys("bad.name"))).toMatchObject({ code: "BATON_BUS_INVALID_OPTIONS" });
+  });
+
+  it("reads one key with kvGet(), null when it holds no value, without creating a bucket", async () => {
+    const kv = await a.kv("results");
+    await kv.put("call.1", enc("first"));
+    await kv.put("call.1", enc("second"));
+    await kv.put("call.2", enc("x"));
+    await kv.delete("call.2");
+    await kv.put("call.3", enc("x"));
+    await kv.purge("call.3");
+    expect(dec((await b.kvGet("results", "call.1"))!)).toBe("second");
+    expect(await b.kvGet("results", "call.2")).toBeNull();
+    expect(await b.kvGet("results", "call.3")).toBeNull();
+    expect(await b.kvGet("results", "call.never")).toBeNull();
+    expect(await b.kvGet("never_opened", "call.1")).toBeNull();
+    await expect(admin.jsm.streams.info(`KV_${prefix}_never_opened`)).rejects.toThrow(/stream not found/);
+    expect(await failure(b.kvGet("bad.name", "k"))).toMatchObject({ code: "BATON_BUS_INVALID_OPTIONS" });
   });
 
   it("answers kvKeys() while entries expire, without the expired ones", async () => {

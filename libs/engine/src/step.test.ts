@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@jest/globals";
 import { readFileSync } from "node:fs";
-import { backoffDelay, forkState, replayJournal, step, validateWorkflow } from "./index.ts";
+import { backoffDelay, forkState, outstandingCalls, replayJournal, step, validateWorkflow } from "./index.ts";
 import type { Command, Effect, ExecutionState, JournalEntry, JsonObject, JsonValue, WorkflowDefinition } from "./index.ts";
 
 const quickstart = JSON.parse(readFileSync(new URL("../../../examples/quickstart/workflow.json", import.meta.url), "utf8")) as { definition: unknown };
@@ -308,6 +308,26 @@ describe("step: forEach and sub-workflows", () => {
     const r = await drive(d, { tools: { sq: (a) => ({ ok: true, output: { y: (a.x as number) ** 2, i: a.i ?? null } }) } }, null, { kind: "start", input: { xs: [1, 2, 3, 4, 5] } });
     expect(r.state.output).toBe(55);
     expect(calls(r)).toHaveLength(5);
+  });
+
+  it("lists the calls a state waits for: tool nodes' and running items', none once finished", async () => {
+    const d = def({
+      start: "s",
+      nodes: [
+        { id: "s", type: "setVariable", config: { values: { x: 1 } } },
+        { id: "a", type: "tool", config: { tool: "t" } },
+        { id: "each", type: "forEach", config: { items: "$.input.xs", tool: "t", concurrency: 2 } },
+      ],
+      edges: [{ from: "s", to: "a" }, { from: "s", to: "each" }],
+    });
+    const first = await step({ definition: d, state: null, command: { kind: "start", input: { xs: [1, 2, 3] } }, now: new Date(t0).toISOString(), identity });
+    const sent = first.effects.flatMap((e) => (e.kind === "callTool" ? [e.callId] : []));
+    expect(sent).toHaveLength(3); // a, and the first two items
+    expect([...outstandingCalls(first.state)].sort()).toEqual([...sent].sort());
+    const done = await step({ definition: d, state: first.state, command: { kind: "toolResult", nodeId: "a", callId: sent[0]!, ok: true, output: {}, durationMs: 1 }, now: new Date(t0).toISOString(), identity });
+    expect(outstandingCalls(done.state).has(sent[0]!)).toBe(false);
+    const cancelled = await step({ definition: d, state: done.state, command: { kind: "cancel", reason: "stop" }, now: new Date(t0).toISOString(), identity });
+    expect(outstandingCalls(cancelled.state).size).toBe(0);
   });
 
   it("fails on an item's error unless continueOnError; an empty list completes at once", async () => {

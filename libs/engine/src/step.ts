@@ -59,6 +59,21 @@ export function isFinished(s: ExecutionState): boolean {
   return s.status === "completed" || s.status === "failed" || s.status === "cancelled";
 }
 
+/**
+ * The ids of the calls (and child keys) the state waits for: a result for any other id is
+ * ignored by {@link step}.
+ */
+export function outstandingCalls(s: ExecutionState): Set<string> {
+  const ids = new Set<string>();
+  if (isFinished(s)) return ids;
+  for (const run of Object.values(s.nodes)) {
+    if (run.status !== "running" && run.status !== "paused") continue;
+    if (run.callId) ids.add(run.callId);
+    for (const it of run.fan?.items ?? []) if (it.status === "running" && it.key) ids.add(it.key);
+  }
+  return ids;
+}
+
 /** Stable idempotency key of one tool call attempt. */
 export function toolCallId(executionId: number, nodeId: string, attempt: number): string {
   return `${executionId}.${nodeId}.${attempt}`;

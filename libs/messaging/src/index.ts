@@ -8,7 +8,7 @@ import {
   COMMANDS, EVENTS, RPCS, ToolCallSchema, createEvent, decode, encode, eventScopeId, isCommandName, subjects as makeSubjects,
 } from "@baton/contracts";
 import type {
-  CommandName, EventInit, EventMessage, EventType, MessageInitShape, RpcName, RpcReply, RpcRequest, Subjects,
+  CommandName, EventInit, EventMessage, EventType, JsonValue, MessageInitShape, RpcName, RpcReply, RpcRequest, Subjects,
 } from "@baton/contracts";
 import { defineError } from "@baton/errors";
 
@@ -23,6 +23,28 @@ export type ToolCallInit = MessageInitShape<typeof ToolCallSchema> & { tool: str
 
 export type ConsumeOptions = Omit<ConsumerSpec, "stream" | "filterSubjects" | "durable">;
 
+/**
+ * The record of a tool call's result, JSON in the KV bucket {@link RESULTS_BUCKET} under
+ * {@link resultKey}: written by the worker that ran the call (first record wins), read by a
+ * worker that gets the call again and by the executor for a call it finds it sent before.
+ */
+export interface RecordedToolResult {
+  ok: boolean;
+  output?: JsonValue;
+  error?: { code: string; message: string; retryable: boolean };
+  durationMs: number;
+  workerId: string;
+}
+
+/** The KV bucket of tool call results (`{prefix}_tool_results`). */
+export const RESULTS_BUCKET = "tool_results";
+const KV_KEY_RE = /^[A-Za-z0-9_=/-]+(\.[A-Za-z0-9_=/-]+)*$/;
+
+/** The KV key of a call's result: the call id when it is a valid key, else `b64.{base64url}`. */
+export function resultKey(callId: string): string {
+  return KV_KEY_RE.test(callId) ? callId : `b64.${Buffer.from(callId).toString("base64url")}`;
+}
+
 export interface Messaging {
   readonly bus: Bus;
   readonly subjects: Subjects;
@@ -30,13 +52,21 @@ export interface Messaging {
   publishEvent<T extends EventType>(type: T, init: EventInit<T>, idempotencyKey?: string): Promise<void>;
   /** Sends a command on `{p}.cmd.{name}`; the key de-duplicates resends. */
   sendCommand<N extends CommandName>(name: N, init: CommandInit<N>, idempotencyKey: string): Promise<void>;
-  /** Puts a tool call on the tool's work queue; the call id is its idempotency key. */
-  callTool(init: ToolCallInit): Promise<void>;
+  /**
+   * Puts a tool call on the tool's work queue; the call id is its idempotency key.
+   * `duplicate`: the queue already had this call id (within the stream's duplicate window),
+   * so this send added nothing.
+   */
+  callTool(init: ToolCallInit): Promise<{ duplicate: boolean }>;
+  /** The recorded result of a tool call, or null when no worker has recorded one (yet). */
+  recordedToolResult(callId: string): Promise<RecordedToolResult | null>;
   consumeCommands(durable: string, handler: (cmd: AnyCommand, msg: BusMessage) => Promise<void>, opts?: ConsumeOptions): Promise<Subscription>;
   consumeEvents(durable: string, types: readonly EventType[], handler: (ev: AnyEvent, msg: BusMessage) => Promise<void>, opts?: ConsumeOptions): Promise<Subscription>;
   request<N extends RpcName>(name: N, init: MessageInitShape<(typeof RPCS)[N]["request"]>, timeoutMs?: number): Promise<RpcReply<N>>;
   serve<N extends RpcName>(name: N, handler: (req: RpcRequest<N>) => Promise<MessageInitShape<(typeof RPCS)[N]["reply"]>>): Promise<Subscription>;
 }
+
+const utf8 = new TextDecoder();
 
 export function createMessaging(bus: Bus): Messaging {
   const s = makeSubjects(bus.prefix);
@@ -71,12 +101,17 @@ export function createMessaging(bus: Bus): Messaging {
       });
     },
     async callTool(init) {
-      await bus.publish(s.toolCall(init.tool), encode(ToolCallSchema, init), {
+      const { duplicate } = await bus.publish(s.toolCall(init.tool), encode(ToolCallSchema, init), {
         tenantId: init.tenantId,
         type: "tool.call",
         schema: ToolCallSchema.typeName,
         idempotencyKey: init.callId,
       });
+      return { duplicate };
+    },
+    async recordedToolResult(callId) {
+      const data = await bus.kvGet(RESULTS_BUCKET, resultKey(callId));
+      return data === null || data.length === 0 ? null : (JSON.parse(utf8.decode(data)) as RecordedToolResult);
     },
     consumeCommands(durable, handler, opts = {}) {
       return bus.consume({ ...opts, stream: "commands", durable, filterSubjects: [s.allCommands()] }, async (msg) => {

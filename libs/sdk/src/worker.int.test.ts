@@ -8,6 +8,8 @@
  * - thrown errors keep their code and retryability; a plain Error is BATON_TOOL_FAILED, retryable;
  * - ctx.progress publishes node.progress; ctx carries the call's idempotency key (call id when absent);
  * - a redelivered call whose result is recorded is answered from the record, not run again;
+ * - the executor's view of the same contract: a call sent again within the duplicate window
+ *   is reported as a duplicate, and its result reads back from the record (messaging);
  * - in-progress acks keep a call longer than ackWait from being redelivered;
  * - the last allowed delivery answers BATON_TOOL_DELIVERIES_EXHAUSTED instead of vanishing;
  * - the registry lists descriptors (JSON Schema) with live worker counts, hides tools from
@@ -20,6 +22,7 @@ import { z } from "zod";
 import { connectBus } from "@baton/bus";
 import type { Bus } from "@baton/bus";
 import { NodeProgressSchema, ToolCallSchema, decode, encode, streamNames } from "@baton/contracts";
+import { createMessaging } from "@baton/messaging";
 import { createLogger } from "@baton/telemetry";
 import { cancelToolCalls, createToolRegistry, createWorker, defineTool, toolDurable } from "./index.ts";
 import type { ToolContext, ToolSpec, Worker } from "./index.ts";
@@ -250,6 +253,17 @@ describe("tool worker SDK", () => {
     await until(() => worker.answered === sent + 1);
     expect(runs.get("t.progress")).toBe(runsBefore);
     expect(worker.completed).toBe(ran);
+  });
+
+  it("reports a call sent twice as a duplicate, and reads its recorded result back", async () => {
+    const messaging = createMessaging(bus);
+    const callId = `1.n_${Math.random().toString(36).slice(2, 10)}.1`;
+    const call = { callId, tool: "t.sum", tenantId: "t_test", executionId: 1, nodeId: "n", attempt: 1, args: { values: [2, 3] } };
+    expect(await messaging.recordedToolResult(callId)).toBeNull();
+    expect(await messaging.callTool(call)).toEqual({ duplicate: false });
+    await results.waitFor(callId);
+    expect(await messaging.callTool(call)).toEqual({ duplicate: true });
+    expect(await messaging.recordedToolResult(callId)).toMatchObject({ ok: true, output: { sum: 5 }, workerId: "w-1" });
   });
 
   it("keeps a call running longer than ackWait from being redelivered", async () => {

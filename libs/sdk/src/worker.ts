@@ -17,8 +17,8 @@ import { connectBus } from "@baton/bus";
 import { TokenDeltaSchema, ToolCallSchema, ToolCancelSchema, decode, encode, toJsonValue, valueFromJson } from "@baton/contracts";
 import type { MessageShape } from "@baton/contracts";
 import { errorMessage, hasCode } from "@baton/errors";
-import { createMessaging } from "@baton/messaging";
-import type { Messaging } from "@baton/messaging";
+import { createMessaging, RESULTS_BUCKET, resultKey } from "@baton/messaging";
+import type { Messaging, RecordedToolResult } from "@baton/messaging";
 import { createLogger } from "@baton/telemetry";
 import type { Logger } from "@baton/telemetry";
 import {
@@ -28,7 +28,7 @@ import { createToolRegistry, workerKeyToken } from "./registry.ts";
 import type { Registration, ToolRegistry } from "./registry.ts";
 import { compileChecks, DEFAULT_TOOL_TIMEOUT_MS, toDescriptor } from "./schema.ts";
 import type { Check } from "./schema.ts";
-import type { JsonValue, ToolContext, ToolSpec } from "./tool.ts";
+import type { ToolContext, ToolSpec } from "./tool.ts";
 
 export interface WorkerOptions {
   /** A connected bus; the worker does not close it. Give this or `servers`. */
@@ -78,28 +78,16 @@ export interface Worker {
   ready(): boolean;
 }
 
-interface RecordedResult {
-  ok: boolean;
-  output?: JsonValue;
-  error?: { code: string; message: string; retryable: boolean };
-  durationMs: number;
-  workerId: string;
-}
-
+type RecordedResult = RecordedToolResult;
 type ToolCall = MessageShape<typeof ToolCallSchema>;
 
-export const RESULTS_BUCKET = "tool_results";
+export { RESULTS_BUCKET, resultKey };
+
 /** Cancels of calls not (yet) running here are remembered this long, at most this many. */
 const CANCEL_MEMORY_MS = 10 * 60_000;
 const CANCEL_MEMORY_MAX = 10_000;
-const KV_KEY_RE = /^[A-Za-z0-9_=/-]+(\.[A-Za-z0-9_=/-]+)*$/;
 const enc = new TextEncoder();
 const dec = new TextDecoder();
-
-/** The KV key of a call's result: the call id when it is a valid key, else `b64.{base64url}`. */
-export function resultKey(callId: string): string {
-  return KV_KEY_RE.test(callId) ? callId : `b64.${Buffer.from(callId).toString("base64url")}`;
-}
 
 function fnv1a(s: string): string {
   let h = 0x811c9dc5;

@@ -8,7 +8,12 @@
  * - once an execution waits (its records written, no step since), its outbox is dropped from
  *   the Redis checkpoint in place: the version stays, the history gains nothing;
  * - a step's journal statement does not wait for the previous step's events to be confirmed,
- *   but its own events go out only after those are, and not at all when they failed.
+ *   but its own events go out only after those are, and not at all when they failed;
+ * - calls go out while their checkpoint is written. When it is not written (a crash), the
+ *   answer that comes meanwhile is delivered again (BATON_EXECUTOR_RESULT_BEFORE_CALL) and
+ *   dropped on its last delivery; the redelivered command sends the call again, finds it
+ *   sent, and applies its recorded answer. When the compare-and-set is lost to another
+ *   executor, the calls the step applied again does not send are cancelled.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomBytes } from "node:crypto";
@@ -16,9 +21,9 @@ import type { Redis } from "ioredis";
 import { connectBus } from "@baton/bus";
 import type { Bus } from "@baton/bus";
 import { createRedis, redisCheckpointStore } from "@baton/checkpoints";
-import { COMMANDS, decode, encode, valueFromJson } from "@baton/contracts";
+import { COMMANDS, decode, encode, ToolCancelSchema, valueFromJson } from "@baton/contracts";
 import type { CommandName } from "@baton/contracts";
-import { createMessaging } from "@baton/messaging";
+import { createMessaging, RESULTS_BUCKET, resultKey } from "@baton/messaging";
 import type { AnyCommand, CommandInit, Messaging } from "@baton/messaging";
 import { deletePrefix } from "@baton/sdk/testing";
 import { openTestStore } from "@baton/store/testing";
@@ -219,5 +224,80 @@ describe("the records of consecutive steps", () => {
     await expect(a).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED" });
     await expect(b).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED" });
     expect(g.log.filter((l) => l.startsWith("event"))).toEqual(["event node.completed a"]);
+  });
+});
+
+describe("calls sent while their checkpoint is written", () => {
+  const chain = {
+    start: "a",
+    nodes: [{ id: "a", type: "tool", config: { tool: "echo" } }, { id: "b", type: "tool", config: { tool: "echo" } }],
+    edges: [{ from: "a", to: "b" }],
+    output: { b: "$.b" },
+  };
+  let chainId: number;
+  beforeAll(async () => {
+    chainId = (await t.store.workflows.create(tenantId, { name: "chain", definition: chain })).id;
+  });
+
+  function executorWith(cp: typeof checkpoints): Executor {
+    return createExecutor({ messaging: createMessaging(bus), store: t.store, checkpoints: cp, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0 });
+  }
+
+  async function startChain(x: Executor): Promise<number> {
+    const row = await t.store.executions.create(tenantId, { workflowId: chainId, workflowVersion: 1, input: {} });
+    await x.handle(command("execution.start", { executionId: row.id, tenantId, workflowId: chainId, workflowVersion: 1, input: {} }));
+    return row.id;
+  }
+
+  it("answers a call sent for a checkpoint that was never written from its record", async () => {
+    let failPut = false;
+    const flaky: typeof checkpoints = Object.assign(Object.create(checkpoints) as typeof checkpoints, {
+      put: (...args: Parameters<typeof checkpoints.put>) => (failPut ? Promise.reject(new Error("the executor died here")) : checkpoints.put(...args)),
+    });
+    const x = executorWith(flaky);
+    const id = await startChain(x);
+    // a's result: b's call goes out, its checkpoint is not written (as if the process died).
+    failPut = true;
+    await expect(x.handle(result(id, "a"))).rejects.toThrow("the executor died here");
+    failPut = false;
+    expect((await checkpoints.get(id))!.state.nodes.b).toBeUndefined();
+    // A worker ran b and recorded its answer; the answer reaches an executor whose checkpoint has no b.
+    const kv = await bus.kv(RESULTS_BUCKET);
+    await kv.put(resultKey(`${id}.b.1`), new TextEncoder().encode(JSON.stringify({ ok: true, output: { v: "recorded" }, durationMs: 3, workerId: "w1" })));
+    const answer = command("tool.result", { callId: `${id}.b.1`, executionId: id, tenantId, nodeId: "b", attempt: 1, tool: "echo", ok: true, output: valueFromJson({ v: "recorded" }), durationMs: 3 });
+    await expect(x.handle(answer, 1)).rejects.toMatchObject({ code: "BATON_EXECUTOR_RESULT_BEFORE_CALL", retryable: true, retryDelayMs: 250 });
+    await expect(x.handle(answer, 3)).rejects.toMatchObject({ code: "BATON_EXECUTOR_RESULT_BEFORE_CALL", retryDelayMs: 1_000 });
+    await x.handle(answer, 8); // the last delivery: dropped
+    // a's result is delivered again: b's call is sent again, found sent, and its record applied.
+    await x.handle(result(id, "a"), 2);
+    const cp = (await checkpoints.get(id))!;
+    expect(cp.state.status).toBe("completed");
+    expect(cp.state.output).toEqual({ b: { v: "recorded" } });
+    const rows = await t.store.nodeExecutions.listById(id);
+    expect(rows.filter((r) => r.nodeId === "b").map((r) => r.status)).toEqual(["completed"]);
+  });
+
+  it("cancels the calls of a step that lost its compare-and-set and was not taken again", async () => {
+    const cancelled: string[][] = [];
+    const listener = await bus.serve(createMessaging(bus).subjects.toolCancel(), async (msg) => {
+      cancelled.push(decode(ToolCancelSchema, msg.data).callIds);
+      return { data: new Uint8Array() };
+    }, { queue: `test_${randomBytes(3).toString("hex")}` });
+    try {
+      const x1 = executorWith(checkpoints);
+      const x2 = executorWith(checkpoints);
+      const id = await startChain(x1); // x1 caches the checkpoint with a's call out
+      await x2.handle(command("execution.cancel", { executionId: id, tenantId, reason: "stop" }));
+      // x1 applies a's result to its cached state: b's call goes out, the compare-and-set fails,
+      // the result applied again to the cancelled execution is ignored, and b is cancelled.
+      await x1.handle(result(id, "a"));
+      const deadline = Date.now() + 5_000;
+      while (!cancelled.some((ids) => ids.includes(`${id}.b.1`)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(cancelled).toContainEqual([`${id}.a.1`]); // the cancel itself
+      expect(cancelled).toContainEqual([`${id}.b.1`]); // the orphan
+      expect((await checkpoints.get(id))!.state.status).toBe("cancelled");
+    } finally {
+      await listener.stop();
+    }
   });
 });

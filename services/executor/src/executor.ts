@@ -2,7 +2,8 @@
  * The executor: consumes execution commands, tool results, timers and child results,
  * applies them with the engine's pure `step`, and after every node writes the
  * checkpoint to Redis (compare-and-set on its version) before it carries out the
- * step's effects.
+ * step's effects — except its tool calls, which go out while the checkpoint is written
+ * (ADR 007, item 16: how a call out for a checkpoint never written is answered).
  *
  * Crash safety (ADR 002): the effects of a step are written into the checkpoint (the
  * outbox) in the same compare-and-set, then carried out with idempotency keys
@@ -16,7 +17,7 @@
 import type { Checkpoint, CheckpointStore } from "@baton/checkpoints";
 import { encode, ToolCancelSchema, valueFromJson, valueToJson } from "@baton/contracts";
 import type { Command, Effect, ExecutionState, JsonValue, WorkflowDefinition } from "@baton/engine";
-import { BlobsNeeded, isFinished, referencedTools, replayJournal, step, validateWorkflow } from "@baton/engine";
+import { BlobsNeeded, isFinished, outstandingCalls, referencedTools, replayJournal, step, validateWorkflow } from "@baton/engine";
 import { defineError, errorMessage, hasCode } from "@baton/errors";
 import type { AnyCommand, Messaging } from "@baton/messaging";
 import type { Service } from "@baton/runtime";
@@ -78,8 +79,11 @@ export interface ExecutorOptions {
 }
 
 export interface Executor extends Service {
-  /** Applies one command now (used by the consumer; exposed for tests and tools). */
-  handle(cmd: AnyCommand): Promise<void>;
+  /**
+   * Applies one command now (used by the consumer; exposed for tests and tools). `delivery`:
+   * the consumer's delivery count; a direct call is taken as a last delivery.
+   */
+  handle(cmd: AnyCommand, delivery?: number): Promise<void>;
   /** Finishes any unfinished outbox and rebuilds lost checkpoints of active executions. */
   recover(): Promise<number>;
 }
@@ -88,6 +92,7 @@ const EffectsFailed = defineError("BATON_EXECUTOR_EFFECTS_FAILED", (id: number, 
 const TenantBusy = defineError("BATON_EXECUTOR_TENANT_BUSY", (tenant: string, cap: number) => `tenant ${tenant} already runs ${cap} executions; this one waits`, { status: 429, retryable: true });
 const TimerNotDue = defineError("BATON_EXECUTOR_TIMER_NOT_DUE", (timerId: string) => `timer ${timerId} is not due yet`, { status: 425, retryable: true });
 const ForkSourceMissing = defineError("BATON_EXECUTOR_FORK_SOURCE_MISSING", (id: number, v: number) => `checkpoint version ${v} of execution ${id} is gone`, { status: 404 });
+const ResultBeforeCall = defineError("BATON_EXECUTOR_RESULT_BEFORE_CALL", (callId: string, id: number) => `execution ${id} has no call ${callId} (yet): the result is delivered again`, { status: 409, retryable: true });
 const ChildWorkflowMissing = defineError("BATON_EXECUTOR_CHILD_WORKFLOW_MISSING", (ref: string) => `sub-workflow ${ref} does not exist`, { status: 404 });
 
 type EngineStart = Command & { kind: "start" };
@@ -97,6 +102,23 @@ const OUTBOX_CLEAR_DELAY_MS = 250;
 
 /** Internal: a command was ignored against the cached checkpoint; apply it again from Redis. */
 class StaleCheckpoint extends Error {}
+
+/** What applying commands found beyond the steps it wrote (see handleNow and handle). */
+interface ApplyOutcome {
+  /** Tool results ignored because the execution's checkpoint (read from Redis) has no such call. */
+  unknown: Set<Command>;
+  /** Calls sent for a step whose checkpoint was not written. */
+  unconfirmed: Set<string>;
+}
+const newOutcome = (): ApplyOutcome => ({ unknown: new Set(), unconfirmed: new Set() });
+
+/**
+ * A result whose call its execution's checkpoint does not know is delivered again this many
+ * times (backing off from 250 ms to 8 s, about 24 s in all) before it is taken as stale and
+ * dropped: calls go out while their checkpoint is being written, so the answer can reach
+ * another replica before the checkpoint does.
+ */
+const UNKNOWN_RESULT_DELIVERIES = 8;
 
 type StepRecords = Parameters<Store["nodeExecutions"]["recordSteps"]>[0];
 
@@ -270,18 +292,14 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * `resent`: effects carried out again (after a crash, or from a rebuilt checkpoint), whose
    * tool calls may have been answered already; workers look for a recorded answer first.
    */
-  async function dispatch(state: ExecutionState, effects: Effect[], resent = false): Promise<void> {
-    const outward: Promise<unknown>[] = [];
+  async function dispatch(state: ExecutionState, effects: Effect[], resent = false, calls = true): Promise<void> {
+    const outward: Promise<unknown>[] = calls ? [sendCalls(state, effects, resent)] : [];
     for (const e of effects) {
       switch (e.kind) {
         case "callTool":
-          outward.push(messaging.callTool({
-            callId: e.callId, executionId: state.executionId, tenantId: state.tenantId, nodeId: e.nodeId, attempt: e.attempt,
-            tool: e.tool, args: e.args, timeoutMs: e.timeoutMs ?? 0, idempotencyKey: e.idempotencyKey, rootExecutionId: state.rootExecutionId ?? state.executionId, resent,
-          }));
           break;
         case "cancelTools":
-          outward.push(messaging.bus.broadcast(messaging.subjects.toolCancel(), encode(ToolCancelSchema, { callIds: e.callIds, reason: e.reason }), { tenantId: state.tenantId, type: "tools.cancel" }));
+          outward.push(cancelCalls(state.tenantId, e.callIds, e.reason));
           break;
         case "setTimer":
           outward.push(messaging.sendCommand("execution.timer", { executionId: state.executionId, tenantId: state.tenantId, timerId: e.timerId, dueAt: e.dueAt }, `timer:${state.executionId}:${e.timerId}`));
@@ -302,6 +320,43 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       }
     }
     await Promise.all(outward);
+  }
+
+  /**
+   * Puts a step's tool calls on their queues. Resolves with the calls the queue already had
+   * (`duplicate`) that are not marked `resent`: an earlier attempt at the same step sent them
+   * and never wrote its checkpoint (see apply).
+   */
+  async function sendCalls(state: ExecutionState, effects: Effect[], resent = false): Promise<(Effect & { kind: "callTool" })[]> {
+    const calls = effects.filter((e): e is Effect & { kind: "callTool" } => e.kind === "callTool");
+    if (calls.length === 0) return [];
+    const sent = await Promise.all(calls.map((e) => messaging.callTool({
+      callId: e.callId, executionId: state.executionId, tenantId: state.tenantId, nodeId: e.nodeId, attempt: e.attempt,
+      tool: e.tool, args: e.args, timeoutMs: e.timeoutMs ?? 0, idempotencyKey: e.idempotencyKey, rootExecutionId: state.rootExecutionId ?? state.executionId, resent,
+    })));
+    return resent ? [] : calls.filter((_, i) => sent[i]!.duplicate);
+  }
+
+  function cancelCalls(tenantId: string, callIds: string[], reason: string): Promise<void> {
+    return messaging.bus.broadcast(messaging.subjects.toolCancel(), encode(ToolCancelSchema, { callIds, reason }), { tenantId, type: "tools.cancel" });
+  }
+
+  /**
+   * The answers already recorded for calls the queue had before this step sent them. Such a
+   * call was sent by an attempt at the step that never wrote its checkpoint (the executor
+   * crashed, or lost the compare-and-set); its answer may have come while no checkpoint knew
+   * the call, and been dropped. The record is the answer; a call not answered yet is answered
+   * through the queue as usual, now that the checkpoint knows it.
+   */
+  async function recordedAnswers(tenantId: string, calls: readonly (Effect & { kind: "callTool" })[]): Promise<Command[]> {
+    const found: Command[] = [];
+    for (const c of calls) {
+      const rec = await messaging.recordedToolResult(c.callId);
+      if (!rec) continue;
+      logger.info("a call sent again had been answered; its recorded answer is applied", { callId: c.callId });
+      found.push(await toolResultCommand(tenantId, { nodeId: c.nodeId, callId: c.callId, ...rec }));
+    }
+    return found;
   }
 
   /**
@@ -456,12 +511,25 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       }
       case "tool.result": {
         const m = cmd.message;
-        const command: Command = m.ok
-          ? { kind: "toolResult", nodeId: m.nodeId, callId: m.callId, ok: true, output: await canonical(m.tenantId, valueToJson(m.output) ?? null), durationMs: m.durationMs }
-          : { kind: "toolResult", nodeId: m.nodeId, callId: m.callId, ok: false, durationMs: m.durationMs, error: { code: m.error?.code || "BATON_TOOL_FAILED", message: m.error?.message || "tool failed", retryable: m.error?.retryable ?? false } };
+        const command = await toolResultCommand(m.tenantId, { nodeId: m.nodeId, callId: m.callId, ok: m.ok, durationMs: m.durationMs, ...(m.ok ? { output: valueToJson(m.output) ?? null } : {}), ...(m.error ? { error: m.error } : {}) });
         return { executionId: m.executionId, tenantId: m.tenantId, command };
       }
     }
+  }
+
+  interface ToolAnswer {
+    nodeId: string;
+    callId: string;
+    ok: boolean;
+    durationMs: number;
+    output?: JsonValue;
+    error?: { code: string; message: string; retryable: boolean };
+  }
+
+  async function toolResultCommand(tenantId: string, a: ToolAnswer): Promise<Command> {
+    return a.ok
+      ? { kind: "toolResult", nodeId: a.nodeId, callId: a.callId, ok: true, output: await canonical(tenantId, a.output ?? null), durationMs: a.durationMs }
+      : { kind: "toolResult", nodeId: a.nodeId, callId: a.callId, ok: false, durationMs: a.durationMs, error: { code: a.error?.code || "BATON_TOOL_FAILED", message: a.error?.message || "tool failed", retryable: a.error?.retryable ?? false } };
   }
 
   /** Large values are stored once and referenced, so checkpoints, events and the journal stay small. */
@@ -534,7 +602,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * Applies `first`, then `more` (tool results that queued up behind it) in the same step:
    * one checkpoint write, one dispatch and one batch of records for all of them.
    */
-  async function apply(executionId: number, tenantId: string, first: Command, more: readonly Command[] = []): Promise<void> {
+  async function apply(executionId: number, tenantId: string, first: Command, more: readonly Command[] = [], outcome: ApplyOutcome = newOutcome()): Promise<void> {
     // The checkpoint carries the execution's identity; the row is read only when there is none.
     const fromCache = latest.has(executionId);
     const cp = await readCheckpoint(executionId);
@@ -598,7 +666,11 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       state = rest;
     }
     let command: Command = first;
+    // Answers of calls this step found sent before (recordedAnswers), applied after it.
+    const recorded: Command[] = [];
     const identity = { executionId, tenantId, workflowId: ident.workflowId, workflowVersion: ident.workflowVersion };
+    // A tool result the state (read from Redis, not the cache) has no call for, on a live execution.
+    const unknownCall = (c: Command, s: ExecutionState | null): boolean => c.kind === "toolResult" && s !== null && (s.status === "running" || s.status === "paused");
     for (;;) {
       let r = await stepLoaded({ definition, state, command, now: clock().toISOString(), identity }, blobs);
       // The cached state may be behind another replica's writes, and a command it does not
@@ -611,6 +683,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
           if (n.ignored !== undefined) {
             if (fromCache) throw new StaleCheckpoint();
             logger.debug("command ignored", { executionId, command: next.kind, why: n.ignored });
+            if (unknownCall(next, base.state)) outcome.unknown.add(next);
             continue;
           }
           r = { state: n.state, effects: [...base.effects, ...n.effects], more: n.more };
@@ -618,6 +691,12 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       }
       if (r.ignored !== undefined) {
         if (command.kind !== "continue") logger.debug("command ignored", { executionId, command: command.kind, why: r.ignored });
+        if (command === first && unknownCall(first, state)) outcome.unknown.add(first);
+        const answer = recorded.shift();
+        if (answer) {
+          command = answer;
+          continue;
+        }
         // A redelivered command finds its step already applied; a crash may have left ready
         // nodes behind that step, so go on with them.
         if (command.kind !== "continue" && state && (state.status === "running" || state.status === "paused") && state.ready.length > 0) {
@@ -630,19 +709,40 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       // The checkpoint carries this step's effects and those of earlier steps still being written.
       const p = pipeOf(executionId);
       const carried = p.groups.map((g) => ({ version: g.version, effects: g.effects }));
-      const written = await writeCheckpoint(executionId, { ...r.state, outbox: r.effects, carried }, version);
+      // The step's tool calls go out while its checkpoint is written: waiting for the
+      // compare-and-set first cost a Redis round trip per node. Should the checkpoint not be
+      // written, the calls are out for a step that never was: a lost compare-and-set is
+      // applied again at once and handleNow cancels what that does not send again; after a
+      // crash the redelivered command sends them again, finds them sent (recordedAnswers),
+      // and an answer that came in between is delivered again for a while (handle).
+      const calls = sendCalls(r.state, r.effects);
+      calls.catch(() => undefined); // awaited below, once the checkpoint is written
+      let written: Awaited<ReturnType<typeof writeCheckpoint>>;
+      try {
+        written = await writeCheckpoint(executionId, { ...r.state, outbox: r.effects, carried }, version);
+      } catch (err) {
+        for (const e of r.effects) if (e.kind === "callTool") outcome.unconfirmed.add(e.callId);
+        throw err;
+      }
       const prev = state;
       version = written.version;
       state = r.state;
-      // Calls, timers and children go out now; journal rows and events follow in order, off the
-      // lock, and the command is acknowledged only once they are written (see handle).
+      // Timers, children and cancellations go out now; journal rows and events follow in order,
+      // off the lock, and the command is acknowledged only once they are written (see handle).
+      let again: Awaited<typeof calls>;
       try {
-        await dispatch(state, r.effects);
+        [again] = await Promise.all([calls, dispatch(state, r.effects, false, false)]);
       } catch (err) {
         pipes.delete(executionId);
         throw EffectsFailed(executionId, errorMessage(err), { cause: err, retryDelayMs: 1_000 });
       }
       schedule(executionId, prev, state, r.effects, version);
+      if (again.length > 0) recorded.push(...(await recordedAnswers(tenantId, again)));
+      const answer = recorded.shift();
+      if (answer) {
+        command = answer;
+        continue;
+      }
       if (!r.more) break;
       command = { kind: "continue" };
     }
@@ -761,39 +861,52 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * (a fan-out's results come back together). Each command is acknowledged when the step's
    * records are written, as if alone.
    */
-  const queued = new Map<number, { tenantId: string; commands: Command[]; settled: Promise<void> }>();
+  const queued = new Map<number, { tenantId: string; commands: Command[]; settled: Promise<void>; outcome: ApplyOutcome }>();
 
-  async function handle(cmd: AnyCommand): Promise<void> {
+  /**
+   * Applies a command. `delivery`: how often the consumer has delivered it (a direct call is
+   * taken as the last delivery); a tool result whose call the checkpoint does not know is
+   * delivered again, backing off, until its {@link UNKNOWN_RESULT_DELIVERIES}th delivery.
+   */
+  async function handle(cmd: AnyCommand, delivery = Number.POSITIVE_INFINITY): Promise<void> {
     const { executionId, tenantId, command } = await toEngineCommand(cmd);
     if (command.kind !== "toolResult") return handleNow(cmd, executionId, tenantId, command);
     const open = queued.get(executionId);
+    let batch: { tenantId: string; commands: Command[]; settled: Promise<void>; outcome: ApplyOutcome };
     if (open && open.tenantId === tenantId) {
-      open.commands.push(command);
-      return open.settled;
+      batch = open;
+      batch.commands.push(command);
+    } else {
+      const b = { tenantId, commands: [command], settled: Promise.resolve(), outcome: newOutcome() };
+      if (!open) queued.set(executionId, b);
+      b.settled = handleNow(cmd, executionId, tenantId, command, () => {
+        // The lock is ours: whatever joined so far is applied with the leader; later results wait for the next turn.
+        if (queued.get(executionId) === b) queued.delete(executionId);
+        return b.commands.slice(1);
+      }, b.outcome);
+      batch = b;
     }
-    const batch = { tenantId, commands: [command], settled: Promise.resolve() };
-    if (!open) queued.set(executionId, batch);
-    batch.settled = handleNow(cmd, executionId, tenantId, command, () => {
-      // The lock is ours: whatever joined so far is applied with the leader; later results wait for the next turn.
-      if (queued.get(executionId) === batch) queued.delete(executionId);
-      return batch.commands.slice(1);
-    });
-    return batch.settled;
+    await batch.settled;
+    if (batch.outcome.unknown.has(command) && command.kind === "toolResult") {
+      if (delivery < UNKNOWN_RESULT_DELIVERIES) throw ResultBeforeCall(command.callId, executionId, { retryDelayMs: Math.min(250 * 2 ** (delivery - 1), 8_000) });
+      logger.debug("a result for a call its execution does not have was dropped", { executionId, callId: command.callId, deliveries: delivery });
+    }
   }
 
-  async function handleNow(cmd: AnyCommand, executionId: number, tenantId: string, command: Command, joined?: () => Command[]): Promise<void> {
+  async function handleNow(cmd: AnyCommand, executionId: number, tenantId: string, command: Command, joined?: () => Command[], outcome = newOutcome()): Promise<void> {
     let written: Promise<void> | undefined;
     await serially(executionId, async () => {
       const more = joined?.() ?? [];
       try {
         try {
-          await apply(executionId, tenantId, command, more);
+          await apply(executionId, tenantId, command, more, outcome);
         } catch (err) {
           // Another replica wrote since this process last did (or Redis lost the checkpoint):
           // apply the command again from what Redis holds now.
           if (!(err instanceof StaleCheckpoint) && !(hasCode(err) && err.code === "BATON_CHECKPOINT_CONFLICT")) throw err;
           latest.delete(executionId);
-          await apply(executionId, tenantId, command, more);
+          await apply(executionId, tenantId, command, more, outcome);
+          await cancelOrphans(executionId, tenantId, outcome.unconfirmed);
         }
         written = recordsDone(executionId);
       } catch (err) {
@@ -821,6 +934,20 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         throw EffectsFailed(executionId, errorMessage(err), { cause: err, retryDelayMs: 1_000 });
       }
     }
+  }
+
+  /**
+   * Calls sent for a step that lost its compare-and-set, which the step applied again (from
+   * what Redis holds) did not send: nothing waits for their answers, so they are cancelled.
+   */
+  async function cancelOrphans(executionId: number, tenantId: string, sent: ReadonlySet<string>): Promise<void> {
+    if (sent.size === 0) return;
+    const current = latest.get(executionId)?.state;
+    const wanted = current ? outstandingCalls(current) : new Set<string>();
+    const orphans = [...sent].filter((id) => !wanted.has(id));
+    if (orphans.length === 0) return;
+    logger.info("calls of a step that lost its checkpoint write are cancelled", { executionId, callIds: orphans });
+    await cancelCalls(tenantId, orphans, "sent for a step that another executor's write replaced");
   }
 
   async function recover(): Promise<number> {
@@ -852,7 +979,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     handle,
     recover,
     async start() {
-      sub = await messaging.consumeCommands(opts.durable ?? "executor", (cmd) => handle(cmd), {
+      sub = await messaging.consumeCommands(opts.durable ?? "executor", (cmd, msg) => handle(cmd, msg.deliveryCount), {
         concurrency: opts.concurrency ?? 32,
         ackWaitMs: opts.ackWaitMs ?? 30_000,
         maxDeliver: 20,
