@@ -192,7 +192,8 @@ describe("the records of consecutive steps", () => {
     }
   }
 
-  it("writes a step's rows while the previous step's events are confirmed, and publishes its events after them", async () => {
+  /** a's result, its event held unconfirmed; then b's result, up to its rows being written. */
+  async function twoSteps(): Promise<{ g: ReturnType<typeof gated>; a: Promise<void>; b: Promise<void>; gate: { release(): void; fail(): void } }> {
     const g = gated();
     const row = await t.store.executions.create(tenantId, { workflowId, workflowVersion: 1, input: {} });
     await g.executor.handle(command("execution.start", { executionId: row.id, tenantId, workflowId, workflowVersion: 1, input: {} }));
@@ -201,8 +202,13 @@ describe("the records of consecutive steps", () => {
     const a = g.executor.handle(result(row.id, "a"));
     await until(() => g.log.includes("event node.completed a"), "a's event");
     const b = g.executor.handle(result(row.id, "b"));
-    // b's rows are written while a's event is still unconfirmed; b's event waits for it.
     await until(() => g.log.includes("rows b:completed"), "b's rows");
+    return { g, a, b, gate };
+  }
+
+  it("writes a step's rows while the previous step's events are confirmed, and publishes its events after them", async () => {
+    const { g, a, b, gate } = await twoSteps();
+    // b's rows are written while a's event is still unconfirmed; b's event waits for it.
     expect(g.log).not.toContain("event node.completed b");
     gate.release();
     await Promise.all([a, b]);
@@ -210,15 +216,7 @@ describe("the records of consecutive steps", () => {
   });
 
   it("does not publish a step's events when the previous step's events failed", async () => {
-    const g = gated();
-    const row = await t.store.executions.create(tenantId, { workflowId, workflowVersion: 1, input: {} });
-    await g.executor.handle(command("execution.start", { executionId: row.id, tenantId, workflowId, workflowVersion: 1, input: {} }));
-    g.log.length = 0;
-    const gate = g.hold();
-    const a = g.executor.handle(result(row.id, "a"));
-    await until(() => g.log.includes("event node.completed a"), "a's event");
-    const b = g.executor.handle(result(row.id, "b"));
-    await until(() => g.log.includes("rows b:completed"), "b's rows");
+    const { g, a, b, gate } = await twoSteps();
     gate.fail();
     // Neither command is acknowledged: both are delivered again and redo what the checkpoint holds.
     await expect(a).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED" });
