@@ -275,6 +275,18 @@ describe("calls sent while their checkpoint is written", () => {
     expect(rows.filter((r) => r.nodeId === "b").map((r) => r.status)).toEqual(["completed"]);
   });
 
+  it("drops at once a repeated answer of a finished attempt, and of an earlier attempt", async () => {
+    const x = executorWith(checkpoints);
+    const id = await startChain(x);
+    await x.handle(result(id, "a"), 1); // b's call is out
+    await x.handle(result(id, "a"), 1); // the same answer again (a lost ack): acked, not delivered again
+    const early = command("tool.result", { callId: `${id}.b.2`, executionId: id, tenantId, nodeId: "b", attempt: 2, tool: "echo", ok: true, output: valueFromJson({}), durationMs: 1 });
+    await expect(x.handle(early, 1)).rejects.toMatchObject({ code: "BATON_EXECUTOR_RESULT_BEFORE_CALL" }); // a later attempt than b's
+    const old = command("tool.result", { callId: `${id}.a.0`, executionId: id, tenantId, nodeId: "a", attempt: 0, tool: "echo", ok: true, output: valueFromJson({}), durationMs: 1 });
+    await x.handle(old, 1);
+    expect((await checkpoints.get(id))!.state.nodes.b!.status).toBe("running");
+  });
+
   it("cancels the calls of a step that lost its compare-and-set and was not taken again", async () => {
     const cancelled: string[][] = [];
     const listener = await bus.serve(createMessaging(bus).subjects.toolCancel(), async (msg) => {

@@ -105,12 +105,20 @@ class StaleCheckpoint extends Error {}
 
 /** What applying commands found beyond the steps it wrote (see handleNow and handle). */
 interface ApplyOutcome {
-  /** Tool results ignored because the execution's checkpoint (read from Redis) has no such call. */
+  /** Tool results the execution's checkpoint (read from Redis) ignored that may be early (mayBeEarly). */
   unknown: Set<Command>;
   /** Calls sent for a step whose checkpoint was not written. */
   unconfirmed: Set<string>;
 }
 const newOutcome = (): ApplyOutcome => ({ unknown: new Set(), unconfirmed: new Set() });
+
+/** Tool results of one execution applied together (see handle). */
+interface ResultBatch {
+  tenantId: string;
+  commands: Command[];
+  settled: Promise<void>;
+  outcome: ApplyOutcome;
+}
 
 /**
  * A result whose call its execution's checkpoint does not know is delivered again this many
@@ -512,6 +520,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       case "tool.result": {
         const m = cmd.message;
         const command = await toolResultCommand(m.tenantId, { nodeId: m.nodeId, callId: m.callId, ok: m.ok, durationMs: m.durationMs, ...(m.ok ? { output: valueToJson(m.output) ?? null } : {}), ...(m.error ? { error: m.error } : {}) });
+        resultAttempts.set(command, m.attempt);
         return { executionId: m.executionId, tenantId: m.tenantId, command };
       }
     }
@@ -530,6 +539,21 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     return a.ok
       ? { kind: "toolResult", nodeId: a.nodeId, callId: a.callId, ok: true, output: await canonical(tenantId, a.output ?? null), durationMs: a.durationMs }
       : { kind: "toolResult", nodeId: a.nodeId, callId: a.callId, ok: false, durationMs: a.durationMs, error: { code: a.error?.code || "BATON_TOOL_FAILED", message: a.error?.message || "tool failed", retryable: a.error?.retryable ?? false } };
+  }
+
+  /**
+   * Whether a tool result the state (read from Redis, not the cache) ignored may be early
+   * rather than stale: its execution is live and its node has not moved past the call's
+   * attempt. A repeat of an answer already applied to a finished attempt, or an answer of an
+   * earlier attempt, is stale and dropped at once.
+   */
+  function mayBeEarly(c: Command, s: ExecutionState | null): boolean {
+    if (c.kind !== "toolResult" || s === null || (s.status !== "running" && s.status !== "paused")) return false;
+    const run = s.nodes[c.nodeId];
+    const attempt = resultAttempts.get(c);
+    if (!run || attempt === undefined) return true;
+    if (run.attempt !== attempt) return run.attempt < attempt;
+    return run.status === "running" || run.status === "paused";
   }
 
   /** Large values are stored once and referenced, so checkpoints, events and the journal stay small. */
@@ -669,8 +693,6 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     // Answers of calls this step found sent before (recordedAnswers), applied after it.
     const recorded: Command[] = [];
     const identity = { executionId, tenantId, workflowId: ident.workflowId, workflowVersion: ident.workflowVersion };
-    // A tool result the state (read from Redis, not the cache) has no call for, on a live execution.
-    const unknownCall = (c: Command, s: ExecutionState | null): boolean => c.kind === "toolResult" && s !== null && (s.status === "running" || s.status === "paused");
     for (;;) {
       let r = await stepLoaded({ definition, state, command, now: clock().toISOString(), identity }, blobs);
       // The cached state may be behind another replica's writes, and a command it does not
@@ -683,7 +705,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
           if (n.ignored !== undefined) {
             if (fromCache) throw new StaleCheckpoint();
             logger.debug("command ignored", { executionId, command: next.kind, why: n.ignored });
-            if (unknownCall(next, base.state)) outcome.unknown.add(next);
+            if (mayBeEarly(next, base.state)) outcome.unknown.add(next);
             continue;
           }
           r = { state: n.state, effects: [...base.effects, ...n.effects], more: n.more };
@@ -691,7 +713,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       }
       if (r.ignored !== undefined) {
         if (command.kind !== "continue") logger.debug("command ignored", { executionId, command: command.kind, why: r.ignored });
-        if (command === first && unknownCall(first, state)) outcome.unknown.add(first);
+        if (command === first && mayBeEarly(first, state)) outcome.unknown.add(first);
         const answer = recorded.shift();
         if (answer) {
           command = answer;
@@ -861,7 +883,9 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * (a fan-out's results come back together). Each command is acknowledged when the step's
    * records are written, as if alone.
    */
-  const queued = new Map<number, { tenantId: string; commands: Command[]; settled: Promise<void>; outcome: ApplyOutcome }>();
+  const queued = new Map<number, ResultBatch>();
+  /** The attempt each tool result from the bus answers (see mayBeEarly). */
+  const resultAttempts = new WeakMap<Command, number>();
 
   /**
    * Applies a command. `delivery`: how often the consumer has delivered it (a direct call is
@@ -872,12 +896,12 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     const { executionId, tenantId, command } = await toEngineCommand(cmd);
     if (command.kind !== "toolResult") return handleNow(cmd, executionId, tenantId, command);
     const open = queued.get(executionId);
-    let batch: { tenantId: string; commands: Command[]; settled: Promise<void>; outcome: ApplyOutcome };
+    let batch: ResultBatch;
     if (open && open.tenantId === tenantId) {
       batch = open;
       batch.commands.push(command);
     } else {
-      const b = { tenantId, commands: [command], settled: Promise.resolve(), outcome: newOutcome() };
+      const b: ResultBatch = { tenantId, commands: [command], settled: Promise.resolve(), outcome: newOutcome() };
       if (!open) queued.set(executionId, b);
       b.settled = handleNow(cmd, executionId, tenantId, command, () => {
         // The lock is ours: whatever joined so far is applied with the leader; later results wait for the next turn.
