@@ -9,6 +9,8 @@
  * - recordMany upserts a batch in one statement with record()'s semantics (fields an
  *   entry does not carry are kept, null clears), merges writes of one attempt, and
  *   writes nothing when an entry's execution is not its tenant's;
+ * - recordSteps leaves a journal row as it is when an entry of an earlier step (stepVersion)
+ *   lands after a later one (another executor's records), and does not count it;
  * - recordSteps writes journal entries and execution-row patches in one statement: a patch
  *   changes only the columns it carries (null clears, updatedAt moves), patches of one
  *   execution merge in order, and a patch or entry of another tenant's execution makes the
@@ -185,6 +187,23 @@ describe("journal batches", () => {
     expect(after.updatedAt.getTime()).toBeGreaterThanOrEqual(before.updatedAt.getTime());
     expect(await store.nodeExecutions.listById(ex.id)).toEqual([expect.objectContaining({ nodeId: "a", status: "completed", output: { v: 1 }, stepVersion: 2 })]);
     expect(await store.nodeExecutions.recordSteps({ entries: [], executions: [] })).toEqual({ journaled: 0, updated: 0 });
+  });
+
+  it("leaves a journal row as a later step wrote it when an earlier step's write lands after", async () => {
+    const ex = await newExecution();
+    const row = { tenantId: tenant, executionId: ex.id, nodeId: "x", nodeType: "tool", attempt: 1 };
+    // Step 5 (another executor) completed x before step 4's "running" landed.
+    expect(await store.nodeExecutions.recordSteps({ entries: [{ ...row, status: "completed", output: { v: 5 }, stepVersion: 5 }], executions: [] })).toEqual({ journaled: 1, updated: 0 });
+    expect(await store.nodeExecutions.recordSteps({
+      entries: [{ ...row, status: "running", input: { v: 4 }, stepVersion: 4 }, { ...row, nodeId: "y", status: "running", stepVersion: 4 }],
+      executions: [],
+    })).toEqual({ journaled: 1, updated: 0 });
+    const rows = await store.nodeExecutions.listById(ex.id);
+    expect(rows.find((r) => r.nodeId === "x")).toMatchObject({ status: "completed", output: { v: 5 }, input: null, stepVersion: 5 });
+    expect(rows.find((r) => r.nodeId === "y")).toMatchObject({ status: "running", stepVersion: 4 });
+    // The same step written again (a redo after a crash) and later steps still write.
+    expect(await store.nodeExecutions.recordSteps({ entries: [{ ...row, status: "completed", output: { v: 5 }, durationMs: 9, stepVersion: 5 }], executions: [] })).toEqual({ journaled: 1, updated: 0 });
+    expect((await store.nodeExecutions.listById(ex.id)).find((r) => r.nodeId === "x")).toMatchObject({ durationMs: 9 });
   });
 
   it("writes nothing of a step batch holding a patch of another tenant's execution", async () => {

@@ -315,6 +315,9 @@ export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: P
       ON CONFLICT ("executionId", "nodeId", "attempt") DO UPDATE SET
         "status" = EXCLUDED."status", "nodeType" = EXCLUDED."nodeType",
         ${["input", "output", "toolCalls", "tokenUsage", "error", "errorCode", "retryable", "stepVersion", "durationMs", "startedAt", "completedAt"].map(keepCol).join(",\n        ")}
+      -- A write of an earlier step than the row's (another executor's records landing late)
+      -- leaves the row as the later step wrote it.
+      WHERE t."stepVersion" IS NULL OR EXCLUDED."stepVersion" IS NULL OR t."stepVersion" <= EXCLUDED."stepVersion"
       RETURNING 1
     ),
     upd AS (
@@ -336,7 +339,7 @@ export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: P
       WHERE x."id" = (p.doc->>'id')::int AND x."tenantId" = p.doc->>'tenantId' AND NOT EXISTS (SELECT 1 FROM foreign_rows)
       RETURNING 1
     )
-    SELECT (SELECT count(*) FROM ins)::int AS journaled, (SELECT count(*) FROM upd)::int AS updated`;
+    SELECT (SELECT count(*) FROM ins)::int AS journaled, (SELECT count(*) FROM upd)::int AS updated, EXISTS (SELECT 1 FROM foreign_rows) AS "foreign"`;
 
   // Per schema: a pool's connection can serve stores of several schemas (tests do).
   const STEPS_STATEMENT = `baton_record_steps_${createHash("sha1").update(STEPS_SQL).digest("hex").slice(0, 16)}`;
@@ -367,14 +370,14 @@ export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: P
     // A named statement: each connection parses and plans it once, not on every write (the
     // plan of this statement cost about twice its execution).
     const res = await guard({ entity: "execution", id: first as number }, () =>
-      pool.query<{ journaled: number; updated: number }>({ name: STEPS_STATEMENT, text: STEPS_SQL, values: [JSON.stringify(docs), JSON.stringify([...patches.values()])] }),
+      pool.query<{ journaled: number; updated: number; foreign: boolean }>({ name: STEPS_STATEMENT, text: STEPS_SQL, values: [JSON.stringify(docs), JSON.stringify([...patches.values()])] }),
     );
-    const row = res.rows[0] ?? { journaled: 0, updated: 0 };
-    if (row.journaled !== docs.length || row.updated !== patches.size) {
+    const row = res.rows[0];
+    if (!row || row.foreign || row.updated !== patches.size) {
       const ids = [...new Set([...[...merged.values()].map((n) => n.executionId), ...patches.keys()])].join(", ");
       throw StoreNotFound("execution", `${ids} (of the entries' tenants)`);
     }
-    return row;
+    return { journaled: row.journaled, updated: row.updated };
   }
 
   return {

@@ -529,7 +529,9 @@ export interface NodeExecutionsRepo {
    * round trip), with the semantics of {@link record} for each entry. Entries for the
    * same (executionId, nodeId, attempt) are merged in order first. Throws
    * `BATON_STORE_NOT_FOUND` when an entry's execution is not its tenant's (then nothing is written).
-   * @returns how many rows were written
+   * An entry whose `stepVersion` is below the row's leaves the row as it is: the records of
+   * an earlier step that land after a later step's (another executor wrote them) do not undo it.
+   * @returns how many rows were written (such left rows not counted)
    */
   recordMany(entries: readonly NodeExecutionEntry[]): Promise<number>;
   /**
