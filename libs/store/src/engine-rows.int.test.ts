@@ -10,7 +10,8 @@
  *   entry does not carry are kept, null clears), merges writes of one attempt, and
  *   writes nothing when an entry's execution is not its tenant's;
  * - recordSteps leaves a journal row as it is when an entry of an earlier step (stepVersion)
- *   lands after a later one (another executor's records), and does not count it;
+ *   lands after a later one (another executor's records), and does not count it; likewise an
+ *   execution-row patch of an earlier step than the journal's latest row;
  * - recordSteps writes journal entries and execution-row patches in one statement: a patch
  *   changes only the columns it carries (null clears, updatedAt moves), patches of one
  *   execution merge in order, and a patch or entry of another tenant's execution makes the
@@ -204,6 +205,27 @@ describe("journal batches", () => {
     // The same step written again (a redo after a crash) and later steps still write.
     expect(await store.nodeExecutions.recordSteps({ entries: [{ ...row, status: "completed", output: { v: 5 }, durationMs: 9, stepVersion: 5 }], executions: [] })).toEqual({ journaled: 1, updated: 0 });
     expect((await store.nodeExecutions.listById(ex.id)).find((r) => r.nodeId === "x")).toMatchObject({ durationMs: 9 });
+  });
+
+  it("leaves an execution row alone when a patch of an earlier step lands after a later step's rows", async () => {
+    const ex = await newExecution();
+    const row = { tenantId: tenant, executionId: ex.id, nodeId: "x", nodeType: "tool", attempt: 1 };
+    expect(await store.nodeExecutions.recordSteps({
+      entries: [{ ...row, status: "completed", stepVersion: 2 }],
+      executions: [{ id: ex.id, tenantId: tenant, stepVersion: 2, patch: { status: "completed", output: { done: true } } }],
+    })).toEqual({ journaled: 1, updated: 1 });
+    // Step 1's records (the start: running) land late.
+    expect(await store.nodeExecutions.recordSteps({
+      entries: [{ ...row, status: "running", stepVersion: 1 }],
+      executions: [{ id: ex.id, tenantId: tenant, stepVersion: 1, patch: { status: "running", startedAt: new Date() } }],
+    })).toEqual({ journaled: 0, updated: 0 });
+    expect(await store.executions.getById(ex.id)).toMatchObject({ status: "completed", output: { done: true }, startedAt: null });
+    // The latest step's own patch, and a patch without a step, still apply.
+    expect(await store.nodeExecutions.recordSteps({ entries: [], executions: [{ id: ex.id, tenantId: tenant, stepVersion: 2, patch: { currentState: "x" } }] })).toEqual({ journaled: 0, updated: 1 });
+    expect(await store.nodeExecutions.recordSteps({ entries: [], executions: [{ id: ex.id, tenantId: tenant, patch: { error: "noted" } }] })).toEqual({ journaled: 0, updated: 1 });
+    expect(await store.executions.getById(ex.id)).toMatchObject({ status: "completed", currentState: "x", error: "noted" });
+    await expect(store.nodeExecutions.recordSteps({ entries: [], executions: [{ id: ex.id, tenantId: tenant, stepVersion: 1.5, patch: {} }] }))
+      .rejects.toMatchObject({ code: "BATON_STORE_INVALID_INPUT" });
   });
 
   it("writes nothing of a step batch holding a patch of another tenant's execution", async () => {

@@ -337,6 +337,10 @@ export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: P
         "updatedAt" = CURRENT_TIMESTAMP
       FROM pat p
       WHERE x."id" = (p.doc->>'id')::int AND x."tenantId" = p.doc->>'tenantId' AND NOT EXISTS (SELECT 1 FROM foreign_rows)
+        -- A patch of an earlier step than the journal's latest (another executor's later
+        -- records landed first) would undo them.
+        AND (p.doc->'stepVersion' IS NULL OR NOT EXISTS (
+          SELECT 1 FROM ${journal} j WHERE j."executionId" = x."id" AND j."stepVersion" > (p.doc->>'stepVersion')::int))
       RETURNING 1
     )
     SELECT (SELECT count(*) FROM ins)::int AS journaled, (SELECT count(*) FROM upd)::int AS updated, EXISTS (SELECT 1 FROM foreign_rows) AS "foreign"`;
@@ -358,6 +362,10 @@ export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: P
     const patches = new Map<number, Record<string, JsonValue>>();
     for (const e of batch.executions) {
       const doc = executionPatchDoc(e?.id, e?.tenantId, e?.patch);
+      if (e.stepVersion !== undefined) {
+        if (!Number.isSafeInteger(e.stepVersion)) throw StoreInvalidInput(`stepVersion of the patch of execution ${e.id} must be an integer`);
+        doc.stepVersion = e.stepVersion;
+      }
       const id = e.id;
       const prev = patches.get(id);
       if (prev && prev.tenantId !== doc.tenantId) throw StoreNotFound("execution", `${id} (of the patches' tenants)`);
@@ -373,7 +381,7 @@ export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: P
       pool.query<{ journaled: number; updated: number; foreign: boolean }>({ name: STEPS_STATEMENT, text: STEPS_SQL, values: [JSON.stringify(docs), JSON.stringify([...patches.values()])] }),
     );
     const row = res.rows[0];
-    if (!row || row.foreign || row.updated !== patches.size) {
+    if (!row || row.foreign) {
       const ids = [...new Set([...[...merged.values()].map((n) => n.executionId), ...patches.keys()])].join(", ");
       throw StoreNotFound("execution", `${ids} (of the entries' tenants)`);
     }

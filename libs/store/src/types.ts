@@ -513,7 +513,12 @@ export interface ExecutionsRepo {
 /** What {@link NodeExecutionsRepo.recordSteps} writes. */
 export interface StepRecords {
   entries: readonly NodeExecutionEntry[];
-  executions: readonly { id: number; tenantId: string; patch: ExecutionPatch }[];
+  /**
+   * `stepVersion`: the step the patch comes from; when the journal already holds a row of a
+   * later step of the execution, the patch is left out (another executor's later records
+   * landed first).
+   */
+  executions: readonly { id: number; tenantId: string; patch: ExecutionPatch; stepVersion?: number }[];
 }
 
 /** The durable per-node journal. */
@@ -538,9 +543,11 @@ export interface NodeExecutionsRepo {
    * Internal (executor): the journal writes of many steps and the execution-row updates
    * that go with them, in one SQL statement (one round trip, straight on the connection
    * pool). Journal entries as in {@link recordMany}; patches as in
-   * {@link ExecutionsRepo.update}, merged in order per execution. Throws
+   * {@link ExecutionsRepo.update}, merged in order per execution, left out when the journal
+   * holds a row of a later step than the patch's `stepVersion`. Throws
    * `BATON_STORE_NOT_FOUND` when an entry's or a patch's execution is not its tenant's
    * (then nothing is written).
+   * @returns rows written and execution rows updated (entries and patches left out not counted)
    */
   recordSteps(batch: StepRecords): Promise<{ journaled: number; updated: number }>;
   /** Internal (executor): not tenant-scoped. Ordered by stepVersion (nulls last), then id. */

@@ -438,6 +438,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       ? [{
           id: state.executionId,
           tenantId: state.tenantId,
+          stepVersion: version,
           patch: {
             status: state.status,
             currentState: state.pause?.nodeId ?? state.lastNode ?? null,
