@@ -84,6 +84,7 @@ describe("broken manifests", () => {
     });
     editK8s("planner.yaml", (d) => {
       container(d).livenessProbe.httpGet.port = 9999;
+      container(d).env.push({ name: "BATON_LLM_ALIASES", value: "{fast:" });
     });
     editK8s("learner.yaml", (d) => {
       container(d).env[0]!.value = "learnerx";
@@ -114,6 +115,7 @@ describe("broken manifests", () => {
     ["a probe on the wrong port", "livenessProbe must use the module's health port 9464, not 9999"],
     ["an unknown k8s target", 'BATON_TARGET names unknown target "learnerx"'],
     ["a module without a Deployment", "k8s: no Deployment runs learner"],
+    ["an invalid LLM setting", "Deployment baton-planner: container baton: configuration is invalid: invalid LLM configuration: BATON_LLM_ALIASES: not valid JSON"],
     ["a file kustomization does not list", "k8s/kustomization.yaml: does not list review.yaml"],
     ["a Dockerfile without the entry point", 'Dockerfile: expected it has ENTRYPOINT ["node", "bin/baton.ts"]'],
   ])("reports %s", (_what, expected) => {

@@ -6,7 +6,7 @@
  * - Dockerfile: node:24-slim, `npm install`, Prisma generation, `node bin/baton.ts` entry.
  * - docker-compose.yml: every service has an image or a build; third-party images are
  *   pinned and health-checked; Baton services use only the environment variables
- *   `@baton/config` reads, with values its parser accepts, name only known targets,
+ *   `@baton/config` and `@baton/llm` read, with values their parsers accept, name only known targets,
  *   never start local servers, and
  *   probe /readyz on their module's health port; dependencies exist; the default
  *   set runs target `all` and the "split" profile runs every module.
@@ -23,6 +23,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse, parseAllDocuments } from "yaml";
 import { ALL_MODULES, envSchema, loadConfig } from "@baton/config";
+import { LLM_ENV_VARS, llmConfigFromEnv } from "@baton/llm";
 
 /** The variables the brief requires the manifests to be able to set. */
 const REQUIRED_ENV = [
@@ -57,7 +58,7 @@ const str = (v: unknown): string | undefined => (typeof v === "string" ? v : typ
 /** Checks the manifests under `root`; never throws for a bad manifest, reports it. */
 export function checkManifests(root: string): ManifestReport {
   const problems: string[] = [];
-  const allowedEnv = new Set(Object.keys(envSchema.shape));
+  const allowedEnv = new Set([...Object.keys(envSchema.shape), ...LLM_ENV_VARS]);
   const targets = new Set<string>(["all", ...ALL_MODULES]);
   for (const name of REQUIRED_ENV) {
     if (!allowedEnv.has(name)) problems.push(`@baton/config: envSchema: ${name} is not a documented variable`);
@@ -113,11 +114,13 @@ function checkValues(ctx: Ctx, where: string, env: Map<string, string>): void {
     }
     values[k] = v;
   }
-  try {
-    loadConfig(values);
-  } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
-    ctx.problems.push(`${where}: configuration is invalid: ${message.replace(/\s*\n\s*/g, "; ")}`);
+  for (const read of [loadConfig, llmConfigFromEnv]) {
+    try {
+      read(values);
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      ctx.problems.push(`${where}: configuration is invalid: ${message.replace(/\s*\n\s*/g, "; ")}`);
+    }
   }
 }
 

@@ -4,11 +4,24 @@
  *   servers and aliases come from JSON variables; every problem is reported at once;
  * - a reference resolves through aliases and the default model; check() names the
  *   configuration to set when a provider, alias or default is missing;
- * - a node's overrides win over the workflow's agentConfig, undefined ones do not.
+ * - a node's overrides win over the workflow's agentConfig, undefined ones do not;
+ * - LLM_ENV_VARS names exactly the variables llmConfigFromEnv reads, and docs/llm.md
+ *   documents each of them.
  */
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "@jest/globals";
 import { hasCode } from "@baton/errors";
-import { createLlmRegistry, emptyLlmConfig, llmConfigFromEnv, resolveModelSettings } from "./index.ts";
+import { createLlmRegistry, emptyLlmConfig, LLM_ENV_VARS, llmConfigFromEnv, resolveModelSettings } from "./index.ts";
+
+describe("LLM_ENV_VARS", () => {
+  it("names exactly what llmConfigFromEnv reads, each documented in docs/llm.md", () => {
+    const read = new Set<string>();
+    llmConfigFromEnv(new Proxy({}, { get: (_t, key) => (typeof key === "string" && read.add(key), undefined) }));
+    expect([...read].sort()).toEqual([...LLM_ENV_VARS].sort());
+    const doc = readFileSync(new URL("../../../docs/llm.md", import.meta.url), "utf8");
+    expect(LLM_ENV_VARS.filter((v) => !doc.includes(`\`${v}\``))).toEqual([]);
+  });
+});
 
 describe("llmConfigFromEnv", () => {
   it("reads keys, base URLs, compatible servers, aliases, default model and limits", () => {

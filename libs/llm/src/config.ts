@@ -62,6 +62,21 @@ export const PROVIDER_KEY_ENV: Record<BuiltinProvider, [string, string]> = {
   google: ["BATON_GOOGLE_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY"],
 };
 
+/** Every environment variable {@link llmConfigFromEnv} reads (docs/llm.md, "Configuration"). */
+export const LLM_ENV_VARS: readonly string[] = Object.freeze([
+  ...BUILTIN_PROVIDERS.flatMap((p) => [...PROVIDER_KEY_ENV[p], `BATON_${p.toUpperCase()}_BASE_URL`]),
+  "BATON_LLM_PROVIDERS",
+  "BATON_LLM_ALIASES",
+  "BATON_LLM_DEFAULT_MODEL",
+  "BATON_LLM_EMBEDDING_MODEL",
+  "BATON_LLM_IMAGE_MODEL",
+  "BATON_LLM_TENANT_DAILY_TOKENS",
+  "BATON_LLM_TIMEOUT_MS",
+  "BATON_LLM_MAX_RETRIES",
+  "BATON_LLM_RETRY_BASE_DELAY_MS",
+  "BATON_LLM_RETRY_MAX_DELAY_MS",
+]);
+
 const PROVIDER_NAME_RE = /^[a-z][a-z0-9_-]*$/;
 
 /** A configuration with every default filled in and nothing configured. */

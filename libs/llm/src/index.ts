@@ -17,6 +17,7 @@ export {
   DEFAULT_LLM_RETRY_MAX_DELAY_MS,
   DEFAULT_LLM_TIMEOUT_MS,
   emptyLlmConfig,
+  LLM_ENV_VARS,
   llmConfigFromEnv,
   modelSettingsSchema,
   PROVIDER_KEY_ENV,
