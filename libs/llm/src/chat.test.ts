@@ -109,6 +109,36 @@ describe("chat with the mock model", () => {
     expect(model.doGenerateCalls).toHaveLength(1);
   });
 
+  it("reports structured output that does not match its schema as BATON_LLM_INVALID_RESPONSE, naming the field", async () => {
+    const model = new MockLanguageModelV4({ doGenerate: generated([{ type: "text", text: '{"city":"Paris","days":"three"}' }]) });
+    const schema = { type: "object", properties: { city: { type: "string" }, days: { type: "number" } }, required: ["city", "days"] };
+    const err = await chat({ model: "mock:m", messages: [{ role: "user", content: "plan" }], responseFormat: { type: "json", schema } }, { registry: registryWith(model) }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "BATON_LLM_INVALID_RESPONSE", retryable: true });
+    expect((err as Error).message).toContain("answer/days must be number");
+  });
+
+  it("checks structured output against 2020-12 and 2019-09 schemas too", async () => {
+    for (const dialect of ["https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2019-09/schema"]) {
+      const schema = { $schema: dialect, type: "object", properties: { days: { type: "number" } }, required: ["days"] };
+      const ok = new MockLanguageModelV4({ doGenerate: generated([{ type: "text", text: '{"days":3}' }]) });
+      expect((await registryWith(ok).chat({ model: "mock:m", messages: [{ role: "user", content: "plan" }], responseFormat: { type: "json", schema } })).object).toEqual({ days: 3 });
+      const bad = new MockLanguageModelV4({ doGenerate: generated([{ type: "text", text: '{"days":"x"}' }]) });
+      await expect(registryWith(bad).chat({ model: "mock:m", messages: [{ role: "user", content: "plan" }], responseFormat: { type: "json", schema } }))
+        .rejects.toMatchObject({ code: "BATON_LLM_INVALID_RESPONSE" });
+    }
+  });
+
+  it("refuses a responseFormat schema that is not JSON Schema before calling the model", async () => {
+    const model = new MockLanguageModelV4({ doGenerate: generated([{ type: "text", text: "{}" }]) });
+    const err = await chat(
+      { model: "mock:m", messages: [{ role: "user", content: "plan" }], responseFormat: { type: "json", schema: { type: "nonsense" } } },
+      { registry: registryWith(model) },
+    ).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "BATON_LLM_BAD_REQUEST" });
+    expect((err as Error).message).toContain("responseFormat.schema: not a valid JSON Schema");
+    expect(model.doGenerateCalls).toHaveLength(0);
+  });
+
   it("refuses an invalid request, naming each field", async () => {
     const model = new MockLanguageModelV4({ doGenerate: generated([{ type: "text", text: "x" }]) });
     const err = await registryWith(model)

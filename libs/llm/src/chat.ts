@@ -5,6 +5,10 @@
  */
 import { APICallError, generateText, jsonSchema, Output, stepCountIs, streamText, tool } from "ai";
 import type { LanguageModel, ToolChoice, ToolSet } from "ai";
+import { Ajv } from "ajv";
+import type { ValidateFunction } from "ajv";
+import { Ajv2019 } from "ajv/dist/2019.js";
+import { Ajv2020 } from "ajv/dist/2020.js";
 import { hasCode } from "@baton/errors";
 import type { BatonError } from "@baton/errors";
 import type { LlmConfig } from "./config.ts";
@@ -104,7 +108,11 @@ export function toLlmError(err: unknown, model: string): BatonError {
     return LlmBadRequest(model, message, cause);
   }
   if (/NoObjectGenerated|NoOutputGenerated|JSONParse|TypeValidation|InvalidResponseData|EmptyResponseBody/.test(name)) {
-    return LlmInvalidResponse(model, message, cause);
+    // The reason is at the end of the cause chain (e.g. which field broke responseFormat.schema).
+    let root: unknown = err;
+    while (typeof root === "object" && root !== null && (root as { cause?: unknown }).cause instanceof Error) root = (root as { cause: Error }).cause;
+    const reason = root !== err && root instanceof Error ? ` (${root.message})` : "";
+    return LlmInvalidResponse(model, message + reason, cause);
   }
   if (isNetworkError(err)) return LlmUnavailable(model, message, cause);
   return LlmFailed(model, message, cause);
@@ -179,6 +187,37 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+// Draft-07 (and 06) by default; a schema that names 2019-09 or 2020-12 in `$schema` gets its own dialect.
+const ajvOptions = { allErrors: true, strict: false };
+const dialects = { default: new Ajv(ajvOptions), "2019-09": new Ajv2019(ajvOptions), "2020-12": new Ajv2020(ajvOptions) };
+const ajvFor = (schema: object): Ajv => {
+  const named = (schema as { $schema?: unknown }).$schema;
+  if (typeof named === "string" && named.includes("2020-12")) return dialects["2020-12"];
+  if (typeof named === "string" && named.includes("2019-09")) return dialects["2019-09"];
+  return dialects.default;
+};
+const outputValidators = new Map<string, ValidateFunction>();
+
+/**
+ * The check of a structured answer against `responseFormat.schema` (compiled once per
+ * schema); the AI SDK only parses it. A schema Ajv cannot compile is the caller's error.
+ */
+function outputValidator(ref: string, schema: object): (value: unknown) => { success: true; value: unknown } | { success: false; error: Error } {
+  const key = JSON.stringify(schema);
+  let fn = outputValidators.get(key);
+  if (!fn) {
+    try {
+      fn = ajvFor(schema).compile(schema);
+    } catch (err) {
+      throw LlmBadRequest(ref, `responseFormat.schema: not a valid JSON Schema: ${(err as Error).message}`);
+    }
+    if (outputValidators.size >= 200) outputValidators.delete(outputValidators.keys().next().value!);
+    outputValidators.set(key, fn);
+  }
+  const check = fn;
+  return (value) => (check(value) ? { success: true, value } : { success: false, error: new Error(`the answer does not match responseFormat.schema: ${dialects.default.errorsText(check.errors, { dataVar: "answer" })}`) });
+}
+
 /**
  * One LLM call. Validates the request (BATON_LLM_BAD_REQUEST naming each field),
  * resolves the model (BATON_LLM_MODEL_NOT_CONFIGURED), then calls it: streamed when
@@ -211,7 +250,7 @@ export async function runChat(deps: ChatDeps, request: ChatRequest, opts: ChatOp
   const messages = toModelMessages(req.messages, names);
   const output = req.responseFormat
     ? Output.object({
-        schema: jsonSchema(req.responseFormat.schema as Parameters<typeof jsonSchema>[0]),
+        schema: jsonSchema(req.responseFormat.schema as Parameters<typeof jsonSchema>[0], { validate: outputValidator(ref, req.responseFormat.schema) }),
         ...(req.responseFormat.name ? { name: req.responseFormat.name } : {}),
         ...(req.responseFormat.description ? { description: req.responseFormat.description } : {}),
       })
