@@ -125,4 +125,14 @@ describe("validateWorkflow: the complete model", () => {
       { path: "input.n", code: "invalid_input", message: "must be integer" },
     ]);
   });
+
+  it("takes input schemas of drafts 2019-09 and 2020-12 when $schema names them", () => {
+    for (const dialect of ["https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2019-09/schema"]) {
+      const v = validateWorkflow({ inputSchema: { $schema: dialect, type: "object", required: ["q"], properties: { q: { type: "string" } } }, nodes: [{ id: "a", ...sv }] });
+      expect(v.ok).toBe(true);
+      if (!v.ok) return;
+      expect(validateInput(v.workflow, { q: "x" })).toEqual([]);
+      expect(validateInput(v.workflow, { q: 1 })).toEqual([{ path: "input.q", code: "invalid_input", message: "must be string" }]);
+    }
+  });
 });

@@ -5,6 +5,8 @@
 import { z } from "zod";
 import { Ajv } from "ajv";
 import type { ErrorObject, ValidateFunction } from "ajv";
+import { Ajv2019 } from "ajv/dist/2019.js";
+import { Ajv2020 } from "ajv/dist/2020.js";
 import { collectPaths, parsePath } from "./path.ts";
 import type { WorkflowDefinition } from "./model.ts";
 import { AGENT_TOOLS, NODE_TYPES, PLANNED_NODE_TYPES, bodySchema, canonicalType, forEachConfigSchema, toolConfigSchema, workflowDefinitionSchema } from "./model.ts";
@@ -231,14 +233,34 @@ function checkNodeConfig(type: string, config: Record<string, JsonValue>, at: st
   }
 }
 
-const ajv = new Ajv({ allErrors: true, strict: false });
+// Draft-07 (and 06) by default; a schema that names 2019-09 or 2020-12 in `$schema` gets its own dialect.
+const ajvOptions = { allErrors: true, strict: false };
+const ajv = new Ajv(ajvOptions);
+const ajv2019 = new Ajv2019(ajvOptions);
+const ajv2020 = new Ajv2020(ajvOptions);
+function ajvFor(schema: unknown): Ajv {
+  const named = typeof schema === "object" && schema !== null ? (schema as { $schema?: unknown }).$schema : undefined;
+  if (typeof named === "string" && named.includes("2020-12")) return ajv2020;
+  if (typeof named === "string" && named.includes("2019-09")) return ajv2019;
+  return ajv;
+}
 const compiledSchemas = new Map<string, ValidateFunction>();
+
+/**
+ * A check of values against a JSON Schema, compiled once per schema: undefined when a value
+ * matches, else its problems (`answer/days must be number`). Throws when the schema does not
+ * compile. Draft-07 unless `$schema` names 2019-09 or 2020-12.
+ */
+export function jsonSchemaCheck(schema: object, dataVar = "value"): (value: unknown) => string | undefined {
+  const fn = compileSchema(schema);
+  return (value) => (fn(value) ? undefined : ajv.errorsText(fn.errors, { dataVar }));
+}
 
 function compileSchema(schema: unknown): ValidateFunction {
   const key = JSON.stringify(schema);
   let fn = compiledSchemas.get(key);
   if (!fn) {
-    fn = ajv.compile(schema as object);
+    fn = ajvFor(schema).compile(schema as object);
     if (compiledSchemas.size > 500) compiledSchemas.delete(compiledSchemas.keys().next().value!);
     compiledSchemas.set(key, fn);
   }

@@ -5,10 +5,7 @@
  */
 import { APICallError, generateText, jsonSchema, Output, stepCountIs, streamText, tool } from "ai";
 import type { LanguageModel, ToolChoice, ToolSet } from "ai";
-import { Ajv } from "ajv";
-import type { ValidateFunction } from "ajv";
-import { Ajv2019 } from "ajv/dist/2019.js";
-import { Ajv2020 } from "ajv/dist/2020.js";
+import { jsonSchemaCheck } from "@baton/engine";
 import { hasCode } from "@baton/errors";
 import type { BatonError } from "@baton/errors";
 import type { LlmConfig } from "./config.ts";
@@ -187,35 +184,21 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-// Draft-07 (and 06) by default; a schema that names 2019-09 or 2020-12 in `$schema` gets its own dialect.
-const ajvOptions = { allErrors: true, strict: false };
-const dialects = { default: new Ajv(ajvOptions), "2019-09": new Ajv2019(ajvOptions), "2020-12": new Ajv2020(ajvOptions) };
-const ajvFor = (schema: object): Ajv => {
-  const named = (schema as { $schema?: unknown }).$schema;
-  if (typeof named === "string" && named.includes("2020-12")) return dialects["2020-12"];
-  if (typeof named === "string" && named.includes("2019-09")) return dialects["2019-09"];
-  return dialects.default;
-};
-const outputValidators = new Map<string, ValidateFunction>();
-
 /**
- * The check of a structured answer against `responseFormat.schema` (compiled once per
- * schema); the AI SDK only parses it. A schema Ajv cannot compile is the caller's error.
+ * The check of a structured answer against `responseFormat.schema` (the AI SDK only parses
+ * it). A schema that does not compile is the caller's error.
  */
 function outputValidator(ref: string, schema: object): (value: unknown) => { success: true; value: unknown } | { success: false; error: Error } {
-  const key = JSON.stringify(schema);
-  let fn = outputValidators.get(key);
-  if (!fn) {
-    try {
-      fn = ajvFor(schema).compile(schema);
-    } catch (err) {
-      throw LlmBadRequest(ref, `responseFormat.schema: not a valid JSON Schema: ${(err as Error).message}`);
-    }
-    if (outputValidators.size >= 200) outputValidators.delete(outputValidators.keys().next().value!);
-    outputValidators.set(key, fn);
+  let check: (value: unknown) => string | undefined;
+  try {
+    check = jsonSchemaCheck(schema, "answer");
+  } catch (err) {
+    throw LlmBadRequest(ref, `responseFormat.schema: not a valid JSON Schema: ${(err as Error).message}`);
   }
-  const check = fn;
-  return (value) => (check(value) ? { success: true, value } : { success: false, error: new Error(`the answer does not match responseFormat.schema: ${dialects.default.errorsText(check.errors, { dataVar: "answer" })}`) });
+  return (value) => {
+    const problem = check(value);
+    return problem === undefined ? { success: true, value } : { success: false, error: new Error(`the answer does not match responseFormat.schema: ${problem}`) };
+  };
 }
 
 /**
