@@ -266,7 +266,8 @@ export async function runChat(deps: ChatDeps, request: ChatRequest, opts: ChatOp
 
   let emitted = 0;
   const generate = async (): Promise<Collected> => {
-    const r = await generateText(common);
+    // The provider's body is `raw` (the SDK drops it unless asked).
+    const r = await generateText({ ...common, include: { responseBody: true } });
     let out: unknown;
     if (output) out = r.output;
     return {
