@@ -17,7 +17,7 @@ import { defineTool } from "@baton/sdk";
 import { createLogger } from "@baton/telemetry";
 import { startBaton } from "../bin/start.ts";
 import type { BatonHandle } from "../bin/start.ts";
-import { api, deleteStreams, dropSchema, freePort, isolatedConfig, waitFor } from "./helpers.ts";
+import { api, freePort, isolatedConfig, removeIsolated, waitFor } from "./helpers.ts";
 import type { Api } from "./helpers.ts";
 
 const root = join(import.meta.dirname, "..");
@@ -71,8 +71,7 @@ afterAll(async () => {
   executor?.kill("SIGKILL");
   await local?.stop();
   await llm?.close();
-  await dropSchema(config.databaseSchema);
-  await deleteStreams(config.natsUrl, config.prefix);
+  await removeIsolated(config);
 }, 30_000);
 
 describe("a crash between the LLM answer and its tool calls", () => {

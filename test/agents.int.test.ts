@@ -20,7 +20,7 @@ import { defineTool } from "@baton/sdk";
 import { createLogger } from "@baton/telemetry";
 import { startBaton } from "../bin/start.ts";
 import type { BatonHandle } from "../bin/start.ts";
-import { api, deleteStreams, dropSchema, isolatedConfig, readSse, waitFor } from "./helpers.ts";
+import { api, isolatedConfig, readSse, removeIsolated, waitFor } from "./helpers.ts";
 import type { Api } from "./helpers.ts";
 
 const { config } = isolatedConfig();
@@ -53,8 +53,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await baton?.stop();
   await llm?.close();
-  await dropSchema(config.databaseSchema);
-  await deleteStreams(config.natsUrl, config.prefix);
+  await removeIsolated(config);
 });
 
 async function create(slug: string, definition: unknown): Promise<number> {

@@ -23,13 +23,13 @@ import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import type { Redis } from "ioredis";
-import { createRedis, deleteKeysByPrefix } from "@baton/checkpoints";
+import { createRedis } from "@baton/checkpoints";
 import { loadConfig } from "@baton/config";
 import { createLogger } from "@baton/telemetry";
 import { startBaton } from "../bin/start.ts";
 import type { BatonHandle } from "../bin/start.ts";
 import pg from "pg";
-import { api, DATABASE_URL, deleteStreams, dropSchema, freePort, isolatedConfig, waitFor } from "./helpers.ts";
+import { api, DATABASE_URL, freePort, isolatedConfig, removeIsolated, waitFor } from "./helpers.ts";
 import type { Api } from "./helpers.ts";
 import type { NodeRow, Recorder } from "./workflows.ts";
 import { collectEvents, createDefinition, eventNames, getExecution, journal, startExecution, testTools, timelineProblems, waitForExecution } from "./workflows.ts";
@@ -101,12 +101,8 @@ afterAll(async () => {
   for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
   await Promise.all(procs.map((p) => exited(p.child)));
   await local?.stop();
-  if (redis) {
-    await deleteKeysByPrefix(redis, config.prefix);
-    await redis.quit();
-  }
-  await dropSchema(config.databaseSchema);
-  await deleteStreams(config.natsUrl, config.prefix);
+  await redis?.quit();
+  await removeIsolated(config);
 }, 30_000);
 
 /** Handler runs of `rec.sleep` for one execution (call ids `{execution}.{node}.{attempt}`). */

@@ -22,7 +22,7 @@ import { createLogger } from "@baton/telemetry";
 import type { BusService } from "../bin/modules.ts";
 import { startBaton } from "../bin/start.ts";
 import type { BatonHandle } from "../bin/start.ts";
-import { api, deleteStreams, dropSchema, isolatedConfig, readSse, waitFor } from "./helpers.ts";
+import { api, isolatedConfig, readSse, removeIsolated, waitFor } from "./helpers.ts";
 import type { Api } from "./helpers.ts";
 import { createWorkflow, execute, waitForStatus } from "./quickstart.ts";
 
@@ -42,8 +42,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await baton?.stop();
   await store?.close();
-  await dropSchema(config.databaseSchema);
-  await deleteStreams(config.natsUrl, config.prefix);
+  await removeIsolated(config);
 });
 
 describe("walking skeleton (all-in-one)", () => {

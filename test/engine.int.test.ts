@@ -23,13 +23,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
-import { createRedis, deleteKeysByPrefix } from "@baton/checkpoints";
+import { createRedis } from "@baton/checkpoints";
 import { createStore } from "@baton/store";
 import type { Store } from "@baton/store";
 import { createLogger } from "@baton/telemetry";
 import { startBaton } from "../bin/start.ts";
 import type { BatonHandle } from "../bin/start.ts";
-import { api, deleteStreams, dropSchema, isolatedConfig, waitFor } from "./helpers.ts";
+import { api, isolatedConfig, removeIsolated, waitFor } from "./helpers.ts";
 import type { Api } from "./helpers.ts";
 import type { ExecutionRow, NodeRow, Recorder, SseEvent } from "./workflows.ts";
 import {
@@ -57,12 +57,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await baton?.stop();
   await store?.close();
-  if (redis) {
-    await deleteKeysByPrefix(redis, config.prefix);
-    await redis.quit();
-  }
-  await dropSchema(config.databaseSchema);
-  await deleteStreams(config.natsUrl, config.prefix);
+  await redis?.quit();
+  await removeIsolated(config);
 });
 
 const uniq = () => randomBytes(3).toString("hex");

@@ -2,6 +2,7 @@
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
 import pg from "pg";
+import { createRedis, deleteKeysByPrefix } from "@baton/checkpoints";
 import type { BatonConfig } from "@baton/config";
 import { loadConfig } from "@baton/config";
 import { streamNames } from "@baton/contracts";
@@ -111,5 +112,20 @@ export async function deleteStreams(natsUrl: string, prefix: string): Promise<vo
     for await (const name of jsm.streams.names()) if (name.startsWith(kv)) await jsm.streams.delete(name).catch(() => false);
   } finally {
     await nc.close();
+  }
+}
+
+/**
+ * Removes what a Baton run on an {@link isolatedConfig} leaves behind: its Postgres schema,
+ * its streams and KV buckets, and its Redis keys (checkpoints and their history).
+ */
+export async function removeIsolated(config: BatonConfig): Promise<void> {
+  await dropSchema(config.databaseSchema);
+  await deleteStreams(config.natsUrl, config.prefix);
+  const redis = createRedis(config.redisUrl);
+  try {
+    await deleteKeysByPrefix(redis, config.prefix);
+  } finally {
+    await redis.quit();
   }
 }

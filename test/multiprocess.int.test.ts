@@ -14,7 +14,7 @@ import { loadConfig } from "@baton/config";
 import { createLogger } from "@baton/telemetry";
 import { startBaton } from "../bin/start.ts";
 import type { BatonHandle } from "../bin/start.ts";
-import { api, deleteStreams, dropSchema, freePort, isolatedConfig, waitFor } from "./helpers.ts";
+import { api, freePort, isolatedConfig, removeIsolated, waitFor } from "./helpers.ts";
 import { createWorkflow, execute, waitForStatus } from "./quickstart.ts";
 
 const root = join(import.meta.dirname, "..");
@@ -58,8 +58,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const p of procs) if (p.child.exitCode === null) p.child.kill("SIGKILL");
   await rest?.stop();
-  await dropSchema(config.databaseSchema);
-  await deleteStreams(config.natsUrl, config.prefix);
+  await removeIsolated(config);
 });
 
 describe("walking skeleton (separate processes)", () => {

@@ -11,7 +11,7 @@ import { defineTool } from "@baton/sdk";
 import { createLogger } from "@baton/telemetry";
 import { startBaton } from "../bin/start.ts";
 import type { BatonHandle } from "../bin/start.ts";
-import { api, deleteStreams, dropSchema, isolatedConfig, readSse } from "./helpers.ts";
+import { api, isolatedConfig, readSse, removeIsolated } from "./helpers.ts";
 import type { Api } from "./helpers.ts";
 
 const { config } = isolatedConfig();
@@ -36,8 +36,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await baton?.stop();
-  await dropSchema(config.databaseSchema);
-  await deleteStreams(config.natsUrl, config.prefix);
+  await removeIsolated(config);
 });
 
 async function create(slug: string, definition: unknown): Promise<number> {

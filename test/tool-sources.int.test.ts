@@ -24,7 +24,7 @@ import { createStore } from "@baton/store";
 import { createLogger } from "@baton/telemetry";
 import { startBaton } from "../bin/start.ts";
 import type { BatonHandle } from "../bin/start.ts";
-import { api, deleteStreams, dropSchema, isolatedConfig, waitFor } from "./helpers.ts";
+import { api, isolatedConfig, removeIsolated, waitFor } from "./helpers.ts";
 import type { Api } from "./helpers.ts";
 import { waitForStatus } from "./quickstart.ts";
 
@@ -110,8 +110,7 @@ afterAll(async () => {
   if (savedAllowPrivate === undefined) delete process.env.BATON_HTTP_ALLOW_PRIVATE;
   else process.env.BATON_HTTP_ALLOW_PRIVATE = savedAllowPrivate;
   await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
-  await dropSchema(config.databaseSchema);
-  await deleteStreams(config.natsUrl, config.prefix);
+  await removeIsolated(config);
 });
 
 describe("tools declared without code", () => {
