@@ -99,22 +99,16 @@ describe("chat with the mock model", () => {
     expect(model.doGenerateCalls[0]!.responseFormat).toMatchObject({ type: "json" });
   });
 
-  it("reports structured output that is not JSON as BATON_LLM_INVALID_RESPONSE", async () => {
-    const model = new MockLanguageModelV4({ doGenerate: generated([{ type: "text", text: "sorry, no JSON" }]) });
-    const err = await chat(
-      { model: "mock:m", messages: [{ role: "user", content: "plan" }], responseFormat: { type: "json", schema: { type: "object" } } },
-      { registry: registryWith(model) },
-    ).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: "BATON_LLM_INVALID_RESPONSE", retryable: true });
-    expect(model.doGenerateCalls).toHaveLength(1);
-  });
-
-  it("reports structured output that does not match its schema as BATON_LLM_INVALID_RESPONSE, naming the field", async () => {
-    const model = new MockLanguageModelV4({ doGenerate: generated([{ type: "text", text: '{"city":"Paris","days":"three"}' }]) });
+  it.each([
+    ["that is not JSON", "sorry, no JSON", "could not parse the response"],
+    ["that does not match its schema, naming the field", '{"city":"Paris","days":"three"}', "answer/days must be number"],
+  ])("reports structured output %s as BATON_LLM_INVALID_RESPONSE, without a second call", async (_what, answer, detail) => {
+    const model = new MockLanguageModelV4({ doGenerate: generated([{ type: "text", text: answer }]) });
     const schema = { type: "object", properties: { city: { type: "string" }, days: { type: "number" } }, required: ["city", "days"] };
     const err = await chat({ model: "mock:m", messages: [{ role: "user", content: "plan" }], responseFormat: { type: "json", schema } }, { registry: registryWith(model) }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: "BATON_LLM_INVALID_RESPONSE", retryable: true });
-    expect((err as Error).message).toContain("answer/days must be number");
+    expect((err as Error).message).toContain(detail);
+    expect(model.doGenerateCalls).toHaveLength(1);
   });
 
   it("checks structured output against 2020-12 and 2019-09 schemas too", async () => {

@@ -71,6 +71,26 @@ describe("llmConfigFromEnv", () => {
     expect(problems.some((p) => p.startsWith("BATON_LLM_ALIASES: not valid JSON"))).toBe(true);
     expect(problems.some((p) => p.startsWith("BATON_LLM_TENANT_DAILY_TOKENS:"))).toBe(true);
   });
+
+  it("refuses JSON that is not an object, and aliases that are not model strings", () => {
+    const problemsOf = (env: Record<string, string>): string[] => {
+      try {
+        llmConfigFromEnv(env);
+        return [];
+      } catch (e) {
+        return (e as { details: string[] }).details;
+      }
+    };
+    expect(problemsOf({ BATON_LLM_PROVIDERS: "[]", BATON_LLM_ALIASES: '"fast"' })).toEqual([
+      'BATON_LLM_PROVIDERS: must be an object {"name": {"baseURL": "…", "apiKey"?: "…"}}',
+      'BATON_LLM_ALIASES: must be an object {"alias": "provider:model"}',
+    ]);
+    expect(problemsOf({ BATON_LLM_ALIASES: JSON.stringify({ "a:b": "openai:x", fast: 3, ok: " openai:gpt " }) })).toEqual([
+      'BATON_LLM_ALIASES.a:b: an alias name must not be empty or contain ":"',
+      'BATON_LLM_ALIASES.fast: must be a "provider:model" string',
+    ]);
+    expect(llmConfigFromEnv({ BATON_LLM_ALIASES: JSON.stringify({ ok: " openai:gpt " }) }).aliases).toEqual({ ok: "openai:gpt" });
+  });
 });
 
 describe("model references", () => {

@@ -131,33 +131,28 @@ export function llmConfigFromEnv(env: Record<string, string | undefined> = proce
     }
   };
 
-  const providers = json("BATON_LLM_PROVIDERS");
-  if (providers !== undefined) {
-    if (typeof providers !== "object" || providers === null || Array.isArray(providers)) {
-      problems.push('BATON_LLM_PROVIDERS: must be an object {"name": {"baseURL": "…", "apiKey"?: "…"}}');
-    } else {
-      for (const [name, value] of Object.entries(providers)) {
-        if (!PROVIDER_NAME_RE.test(name)) problems.push(`BATON_LLM_PROVIDERS.${name}: name must be lower-case letters, digits, "_" or "-"`);
-        else if ((BUILTIN_PROVIDERS as readonly string[]).includes(name)) problems.push(`BATON_LLM_PROVIDERS.${name}: "${name}" is a built-in provider; pick another name`);
-        const parsed = compatibleSchema.safeParse(value);
-        if (!parsed.success) {
-          for (const i of parsed.error.issues) problems.push(`BATON_LLM_PROVIDERS.${[name, ...i.path.map(String)].join(".")}: ${i.message}`);
-        } else cfg.compatible[name] = parsed.data;
-      }
-    }
+  /** The entries of a variable holding a JSON object (none when unset or not an object, which is reported). */
+  const jsonEntries = (name: string, shape: string): [string, unknown][] => {
+    const v = json(name);
+    if (v === undefined) return [];
+    if (typeof v === "object" && v !== null && !Array.isArray(v)) return Object.entries(v);
+    problems.push(`${name}: must be an object ${shape}`);
+    return [];
+  };
+
+  for (const [name, value] of jsonEntries("BATON_LLM_PROVIDERS", '{"name": {"baseURL": "…", "apiKey"?: "…"}}')) {
+    if (!PROVIDER_NAME_RE.test(name)) problems.push(`BATON_LLM_PROVIDERS.${name}: name must be lower-case letters, digits, "_" or "-"`);
+    else if ((BUILTIN_PROVIDERS as readonly string[]).includes(name)) problems.push(`BATON_LLM_PROVIDERS.${name}: "${name}" is a built-in provider; pick another name`);
+    const parsed = compatibleSchema.safeParse(value);
+    if (!parsed.success) {
+      for (const i of parsed.error.issues) problems.push(`BATON_LLM_PROVIDERS.${[name, ...i.path.map(String)].join(".")}: ${i.message}`);
+    } else cfg.compatible[name] = parsed.data;
   }
 
-  const aliases = json("BATON_LLM_ALIASES");
-  if (aliases !== undefined) {
-    if (typeof aliases !== "object" || aliases === null || Array.isArray(aliases)) {
-      problems.push('BATON_LLM_ALIASES: must be an object {"alias": "provider:model"}');
-    } else {
-      for (const [name, target] of Object.entries(aliases)) {
-        if (name.includes(":") || name === "") problems.push(`BATON_LLM_ALIASES.${name}: an alias name must not be empty or contain ":"`);
-        else if (typeof target !== "string" || target.trim() === "") problems.push(`BATON_LLM_ALIASES.${name}: must be a "provider:model" string`);
-        else cfg.aliases[name] = target.trim();
-      }
-    }
+  for (const [name, target] of jsonEntries("BATON_LLM_ALIASES", '{"alias": "provider:model"}')) {
+    if (name.includes(":") || name === "") problems.push(`BATON_LLM_ALIASES.${name}: an alias name must not be empty or contain ":"`);
+    else if (typeof target !== "string" || target.trim() === "") problems.push(`BATON_LLM_ALIASES.${name}: must be a "provider:model" string`);
+    else cfg.aliases[name] = target.trim();
   }
 
   const defaultModel = get("BATON_LLM_DEFAULT_MODEL");
