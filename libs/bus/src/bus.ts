@@ -14,7 +14,7 @@ import { buildHeaders, fromCoreMsg, fromJsMsg, HEADERS } from "./message.ts";
 import type { BusMessage, MessageMeta } from "./message.ts";
 import { compileBusOptions, filterWithin, isValidFilter, isValidSubject, streamSubjects, subjectMatches } from "./options.ts";
 import type { BusOptions, StreamKey } from "./options.ts";
-import { serverAtLeast, startConsumer } from "./consumer.ts";
+import { coveringFilter, serverAtLeast, startConsumer } from "./consumer.ts";
 import type { ConsumerSpec, MessageHandler, Subscription } from "./consumer.ts";
 import { ensureStream, streamSpecs } from "./topology.ts";
 import { coalesceWrites } from "./coalesce.ts";
@@ -334,10 +334,12 @@ class NatsBus implements Bus {
     const signal = opts.signal;
     if (signal?.aborted) return;
     // One filter: `filter_subjects` as a string becomes the consumer's filter_subject, which
-    // every server knows. Several: a list from NATS 2.10; before, the whole stream,
-    // filtered here (an ordered consumer acks nothing, so skipping costs only bandwidth).
-    const serverFilters = filters.length === 1 ? filters[0]! : serverAtLeast(this.#serverVersion(), 2, 10) ? filters : undefined;
-    const clientFilters = filters.length > 1 && serverFilters === undefined ? filters : undefined;
+    // every server knows. Several: a list from NATS 2.10; before, the narrowest filter that
+    // covers them (or the whole stream), filtered here (an ordered consumer acks nothing, so
+    // skipping costs only bandwidth).
+    const several = filters.length > 1 && !serverAtLeast(this.#serverVersion(), 2, 10);
+    const serverFilters = filters.length === 1 ? filters[0]! : several ? coveringFilter(filters, this.#subjects.events) : filters;
+    const clientFilters = several ? filters : undefined;
     const consumer = await this.#js.consumers.get(this.streams.events, {
       ...(serverFilters === undefined ? {} : { filter_subjects: serverFilters }),
       ...(opts.fromSeq !== undefined && opts.fromSeq > 1 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: opts.fromSeq } : { deliver_policy: DeliverPolicy.All }),

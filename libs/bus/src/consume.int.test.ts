@@ -12,14 +12,18 @@
  * - a retryable error on the last of maxDeliver deliveries is terminated;
  * - `concurrency` caps the handlers in flight in one process;
  * - working() keeps a handler slower than ackWait from being redelivered;
- * - several filter subjects deliver exactly the matching events; filters outside the
- *   stream are refused with BATON_BUS_INVALID_OPTIONS;
+ * - several filter subjects deliver exactly the matching events; before NATS 2.10 the
+ *   server is asked for the narrowest one filter covering them, so other events never
+ *   leave it (a durable made without a filter keeps none: that server cannot add one in
+ *   place); filters outside the stream are refused with BATON_BUS_INVALID_OPTIONS;
  * - consuming again with changed settings updates the durable in place.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { context, ROOT_CONTEXT, trace } from "@opentelemetry/api";
+import { AckPolicy, DeliverPolicy } from "@nats-io/jetstream";
 import { defineError } from "@baton/errors";
 import type { Bus, BusMessage } from "@baton/bus";
+import { serverAtLeast } from "./consumer.ts";
 import { captureLogger, deferred, dec, enc, openAdmin, openBus, randomPrefix, waitFor, watchTerminations } from "./int-helpers.ts";
 import type { Admin, CapturedLogger } from "./int-helpers.ts";
 
@@ -212,6 +216,35 @@ describe("consume", () => {
     await waitFor(() => seen.includes(`${prefix}.evt.review.created.t_9.sentinel`));
     await sub.stop();
     expect(seen).toEqual([`${prefix}.evt.execution.started.t_9.1`, `${prefix}.evt.review.created.t_9.1`, `${prefix}.evt.review.created.t_9.sentinel`]);
+  });
+
+  it.each([
+    ["a new durable", "narrowed-new", false],
+    // As an earlier Baton left it on NATS before 2.10 (every event delivered, skipped in the client).
+    ["a durable made without a filter", "narrowed-old", true],
+  ])("asks the server only for what several filters can match: %s", async (_, durable, made) => {
+    if (made) await admin.jsm.consumers.add(bus.streams.events, { durable_name: durable, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.New });
+    const filters = [`${prefix}.evt.execution.completed.*.*`, `${prefix}.evt.execution.failed.*.*`];
+    const seen: string[] = [];
+    const sub = await bus.consume({ stream: "events", durable, filterSubjects: filters, deliverPolicy: "new" }, async (msg) => void seen.push(msg.subject));
+    for (let i = 0; i < 5; i++) await bus.publish(`${prefix}.evt.node.completed.t_1.${i}`, enc("node"));
+    for (const s of [`execution.started.t_1.1`, `execution.completed.t_1.1`, `execution.failed.t_1.2`]) await bus.publish(`${prefix}.evt.${s}`, enc("x"));
+    await flushThrough(`${prefix}.evt.execution.failed.t_1.sentinel`, () => seen.map((s) => s.split(".").at(-1)!));
+    const info = await admin.jsm.consumers.info(bus.streams.events, durable);
+    await sub.stop();
+    expect(seen).toEqual([`${prefix}.evt.execution.completed.t_1.1`, `${prefix}.evt.execution.failed.t_1.2`, `${prefix}.evt.execution.failed.t_1.sentinel`]);
+    if (serverAtLeast(admin.nc.info!.version, 2, 10)) {
+      expect(info.config.filter_subjects).toEqual(filters);
+      expect(info.delivered.consumer_seq).toBe(3);
+    } else if (!made) {
+      // One filter per consumer: the narrowest covering both. The node events never left the server.
+      expect(info.config.filter_subject).toBe(`${prefix}.evt.execution.>`);
+      expect(info.delivered.consumer_seq).toBe(4);
+    } else {
+      // That server cannot add a filter in place (it would deliver nothing): the durable is kept as it was.
+      expect(info.config.filter_subject).toBeUndefined();
+      expect(info.delivered.consumer_seq).toBe(9);
+    }
   });
 
   it("refuses filters outside the stream before touching the server", async () => {

@@ -143,15 +143,39 @@ export function serverAtLeast(version: string, major: number, minor: number): bo
 }
 
 /**
- * How the filters reach the server. NATS before 2.10 takes one filter per consumer; then
- * an events consumer with several filters takes the whole stream and skips (acks) the
- * rest in the client. A work queue cannot do that without stealing others' messages.
+ * The narrowest single filter that covers all of `filters` — their shared leading tokens,
+ * then `>` — when it lies within one of `within` (the stream's subjects); otherwise
+ * undefined. For servers that take one filter per consumer (NATS before 2.10): the
+ * learner's `….evt.execution.completed.*.*` and `….evt.execution.failed.*.*` become
+ * `….evt.execution.>`, so the server no longer sends it every node event to skip.
  */
-export function planFilters(spec: CompiledSpec, serverVersion: string): { server: Pick<ConsumerDesired, "filter_subject" | "filter_subjects">; client: string[] | undefined } {
+export function coveringFilter(filters: readonly string[], within: readonly string[]): string | undefined {
+  const split = filters.map((f) => f.split("."));
+  const first = split[0];
+  if (first === undefined) return undefined;
+  let shared = 0;
+  while (shared < first.length && first[shared] !== ">" && split.every((t) => t[shared] === first[shared])) shared++;
+  // `a.b.>` does not match `a.b` itself: a filter that is all shared tokens needs one fewer.
+  if (split.some((t) => t.length === shared)) shared--;
+  if (shared <= 0) return undefined;
+  const cover = [...first.slice(0, shared), ">"].join(".");
+  return within.some((w) => filterWithin(cover, w)) ? cover : undefined;
+}
+
+/**
+ * How the filters reach the server. NATS before 2.10 takes one filter per consumer; then
+ * an events consumer with several filters takes the narrowest filter covering them all
+ * (the whole stream when there is none) and skips (acks) the rest in the client. A work
+ * queue cannot do that without stealing others' messages.
+ */
+export function planFilters(spec: CompiledSpec, serverVersion: string, streamSubjects: readonly string[]): { server: Pick<ConsumerDesired, "filter_subject" | "filter_subjects">; client: string[] | undefined } {
   const filters = spec.filterSubjects;
   if (filters.length === 1) return { server: { filter_subject: filters[0]! }, client: undefined };
   if (serverAtLeast(serverVersion, 2, 10)) return { server: { filter_subjects: filters }, client: undefined };
-  if (spec.stream === "events") return { server: {}, client: filters };
+  if (spec.stream === "events") {
+    const cover = coveringFilter(filters, streamSubjects);
+    return { server: cover === undefined ? {} : { filter_subject: cover }, client: filters };
+  }
   throw BusUnsupported(`consumer ${spec.durable} with several filter subjects on the ${spec.stream} work queue`, "2.10", serverVersion);
 }
 
@@ -170,7 +194,10 @@ export async function startConsumer(ctx: ConsumerContext, rawSpec: ConsumerSpec,
     const problems = outside.map((f) => `filterSubjects: "${f}" is outside the ${spec.stream} stream (${taken.join(", ")})`);
     throw BusInvalidOptions(`ConsumerSpec ${spec.durable}`, problems, { details: problems });
   }
-  const filters = planFilters(spec, ctx.serverVersion);
+  const planned = planFilters(spec, ctx.serverVersion, taken);
+  // An events durable an earlier Baton made without a filter (several filters on NATS < 2.10)
+  // keeps it: that server cannot add one in place (ensureConsumer). The client skips the rest.
+  const keepUnfiltered = spec.stream === "events" && !serverAtLeast(ctx.serverVersion, 2, 10);
   const info = await ensureConsumer(ctx.jsm, streamName, {
     durable_name: spec.durable,
     ack_policy: AckPolicy.Explicit,
@@ -178,10 +205,15 @@ export async function startConsumer(ctx: ConsumerContext, rawSpec: ConsumerSpec,
     ack_wait: nanos(spec.ackWaitMs),
     max_deliver: spec.maxDeliver,
     max_ack_pending: spec.maxAckPending,
-    ...filters.server,
-  });
+    ...planned.server,
+  }, { keepUnfiltered });
   const consumer = ctx.js.consumers.getConsumerFromInfo(info);
   const log = ctx.logger.child({ stream: streamName, durable: spec.durable });
+  const unfiltered = !info.config.filter_subject && !info.config.filter_subjects?.length;
+  const filters = unfiltered && planned.client === undefined && spec.stream === "events" ? { ...planned, client: spec.filterSubjects } : planned;
+  if (unfiltered && keepUnfiltered && (planned.server.filter_subject ?? planned.server.filter_subjects) !== undefined) {
+    log.info("this durable takes every event and skips the others here: NATS before 2.10 cannot give it a filter in place; delete the consumer to narrow it", { filterSubjects: spec.filterSubjects });
+  }
   const termWithReason = serverAtLeast(ctx.serverVersion, 2, 11);
 
   let stopped = false;

@@ -14,7 +14,7 @@
 import { describe, expect, it } from "@jest/globals";
 import { hasCode } from "@baton/errors";
 import { compileBusOptions, streamNames, streamSubjects, subjectMatches } from "@baton/bus";
-import { compileConsumerSpec, planFilters, serverAtLeast } from "./consumer.ts";
+import { compileConsumerSpec, coveringFilter, planFilters, serverAtLeast } from "./consumer.ts";
 import { filterWithin, isValidDurable, isValidFilter, isValidSubject } from "./options.ts";
 import { consumerDrift, streamDrift, streamSpecs } from "./topology.ts";
 import type { ConsumerConfig, StreamConfig } from "@nats-io/jetstream";
@@ -142,15 +142,34 @@ describe("consumer specs", () => {
 
   it("plans filters by server version", () => {
     const one = compileConsumerSpec({ stream: "tools", durable: "t", filterSubjects: ["p.tool.a"] });
-    expect(planFilters(one, "2.9.10")).toEqual({ server: { filter_subject: "p.tool.a" }, client: undefined });
-    const events = compileConsumerSpec({ stream: "events", durable: "e", filterSubjects: ["p.node.>", "p.execution.>"] });
-    expect(planFilters(events, "2.10.0")).toEqual({ server: { filter_subjects: ["p.node.>", "p.execution.>"] }, client: undefined });
-    expect(planFilters(events, "2.9.10")).toEqual({ server: {}, client: ["p.node.>", "p.execution.>"] });
+    expect(planFilters(one, "2.9.10", ["p.tool.>"])).toEqual({ server: { filter_subject: "p.tool.a" }, client: undefined });
+    const events = compileConsumerSpec({ stream: "events", durable: "e", filterSubjects: ["p.evt.node.>", "p.evt.execution.>"] });
+    expect(planFilters(events, "2.10.0", ["p.evt.>"])).toEqual({ server: { filter_subjects: ["p.evt.node.>", "p.evt.execution.>"] }, client: undefined });
+    // Before 2.10: the narrowest one filter covering them all, and the rest is skipped in the client.
+    expect(planFilters(events, "2.9.10", ["p.evt.>"])).toEqual({ server: { filter_subject: "p.evt.>" }, client: ["p.evt.node.>", "p.evt.execution.>"] });
+    expect(planFilters(events, "2.9.10", ["p.evt.node.>", "p.evt.execution.>"])).toEqual({ server: {}, client: ["p.evt.node.>", "p.evt.execution.>"] });
+    const learner = compileConsumerSpec({ stream: "events", durable: "l", filterSubjects: ["p.evt.execution.completed.*.*", "p.evt.execution.failed.*.*"] });
+    expect(planFilters(learner, "2.9.10", ["p.evt.>"])).toEqual({ server: { filter_subject: "p.evt.execution.>" }, client: learner.filterSubjects });
     const work = compileConsumerSpec({ stream: "tools", durable: "t", filterSubjects: ["p.tool.a", "p.tool.b"] });
-    expect(codeOf(() => planFilters(work, "2.9.10"))?.code).toBe("BATON_BUS_UNSUPPORTED");
+    expect(codeOf(() => planFilters(work, "2.9.10", ["p.tool.>"]))?.code).toBe("BATON_BUS_UNSUPPORTED");
     expect(serverAtLeast("2.11.0", 2, 10)).toBe(true);
     expect(serverAtLeast("3.0.0", 2, 11)).toBe(true);
     expect(serverAtLeast("2.9.10", 2, 10)).toBe(false);
+  });
+
+  it.each([
+    [["p.evt.execution.completed.*.*", "p.evt.execution.failed.*.*"], "p.evt.execution.>"],
+    [["p.evt.*.x.>", "p.evt.*.y"], "p.evt.*.>"],
+    // `p.evt.review.>` needs at least one token after `review`: `p.evt.review` is not covered by it.
+    [["p.evt.review", "p.evt.review.created"], "p.evt.>"],
+    [["p.evt.node.>", "p.evt.execution.>"], "p.evt.>"],
+    // Nothing narrower than `p.>`, which is wider than the stream: the server cannot take it.
+    [["p.evt.node.>", "p.cmd.x"], undefined],
+    [["a.b", "c.d"], undefined],
+  ])("covers %j with %s", (filters, cover) => {
+    const got = coveringFilter(filters, ["p.evt.>"]);
+    expect(got).toBe(cover);
+    if (got !== undefined) for (const f of filters) expect(filterWithin(f, got)).toBe(true);
   });
 });
 

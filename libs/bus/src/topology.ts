@@ -104,8 +104,13 @@ export function consumerDrift(current: ConsumerConfig, want: ConsumerDesired): s
   return drift;
 }
 
-/** Creates the durable consumer, or updates the fields Baton owns; safe under concurrency. */
-export async function ensureConsumer(jsm: JetStreamManager, stream: string, want: ConsumerDesired): Promise<ConsumerInfo> {
+/**
+ * Creates the durable consumer, or updates the fields Baton owns; safe under concurrency.
+ * `keepUnfiltered`: leave an existing durable without a filter as it is rather than give it
+ * one. NATS before 2.10 accepts that update but then delivers nothing (seen on 2.9.10), so
+ * the caller filters such a durable's messages itself.
+ */
+export async function ensureConsumer(jsm: JetStreamManager, stream: string, want: ConsumerDesired, opts: { keepUnfiltered?: boolean } = {}): Promise<ConsumerInfo> {
   const durable = want.durable_name!;
   let lastError: unknown;
   for (let attempt = 0; attempt < 5; attempt++) {
@@ -123,7 +128,8 @@ export async function ensureConsumer(jsm: JetStreamManager, stream: string, want
         continue;
       }
     }
-    const drift = consumerDrift(info.config, want);
+    let drift = consumerDrift(info.config, want);
+    if (opts.keepUnfiltered && !info.config.filter_subject && !info.config.filter_subjects?.length) drift = drift.filter((d) => d !== "filter");
     if (drift.length === 0) return info;
     const update: Record<string, unknown> = {
       ack_wait: want.ack_wait,
