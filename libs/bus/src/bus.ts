@@ -17,7 +17,7 @@ import type { BusOptions, StreamKey } from "./options.ts";
 import { coveringFilter, serverAtLeast, startConsumer } from "./consumer.ts";
 import type { ConsumerSpec, MessageHandler, Subscription } from "./consumer.ts";
 import { ensureStream, streamSpecs } from "./topology.ts";
-import { coalesceWrites } from "./coalesce.ts";
+import { coalesceWrites, sendNow } from "./coalesce.ts";
 import { skipSettledRequestErrors } from "./settled-requests.ts";
 
 /** Options of {@link Bus.replay}. */
@@ -104,6 +104,12 @@ export interface Bus {
    * for signals that are useless once missed, such as "cancel these calls".
    */
   broadcast(subject: string, data: Uint8Array, meta?: MessageMeta): Promise<void>;
+  /**
+   * Writes what has been published so far to the socket now. The bus otherwise sends each
+   * event-loop turn's frames in one write when the turn ends (ADR 007); call this right after
+   * a publish whose reader waits for it while this turn still has work to do.
+   */
+  sendNow(): void;
   /** Opens (creating if needed) the KV bucket `{prefix}_{bucket}` (prefix with `.` → `_`). */
   kv(bucket: string, opts?: KvBucketOptions): Promise<KV>;
   /**
@@ -389,6 +395,10 @@ class NatsBus implements Bus {
       },
       { kind: SpanKind.CLIENT },
     );
+  }
+
+  sendNow(): void {
+    sendNow(this.#nc);
   }
 
   async broadcast(subject: string, data: Uint8Array, meta?: MessageMeta): Promise<void> {

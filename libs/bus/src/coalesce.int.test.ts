@@ -2,13 +2,14 @@
  * Rules checked against the real NATS server:
  * - frames written in many microtasks of one event-loop turn leave in one socket write
  *   (without the wrapping, nats.js makes one write per microtask), and all arrive in order;
+ * - sendNow writes the queued frames at once, and later frames of the turn are coalesced again;
  * - a connection is wrapped once; after a reconnect its new transport can be wrapped again.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { Socket } from "node:net";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { coalesceWrites } from "./coalesce.ts";
+import { coalesceWrites, sendNow } from "./coalesce.ts";
 import { NATS_URL, waitFor } from "./int-helpers.ts";
 
 const socketOf = (nc: NatsConnection): Socket => (nc as unknown as { protocol: { transport: { socket: Socket } } }).protocol.transport.socket;
@@ -78,6 +79,34 @@ describe("coalesceWrites", () => {
     // nats.js alone flushes once per microtask; wrapped, the turn goes out at once.
     expect(plain.writes).toBeGreaterThanOrEqual(25);
     expect(coalesced.writes).toBe(1);
+  });
+
+  it("sendNow writes what is queued at once; the rest of the turn is coalesced again", async () => {
+    const nc = await connect({ servers: NATS_URL });
+    try {
+      expect(coalesceWrites(nc)).toBe(true);
+      const subject = `coalesce.now.${process.pid}`;
+      const received: string[] = [];
+      const sub = reader.subscribe(subject, { callback: (_e, m) => void received.push(m.string()) });
+      await reader.flush();
+      await nc.flush();
+      const counter = countWrites(socketOf(nc));
+      nc.publish(subject, "urgent");
+      // Corked, and nats.js would write only after this microtask: nothing is written yet.
+      expect(counter.count()).toBe(0);
+      expect(sendNow(nc)).toBe(true);
+      expect(counter.count()).toBe(1);
+      await publishAcrossMicrotasks(nc, subject, 20);
+      await new Promise((r) => setImmediate(r));
+      expect(counter.count()).toBe(2);
+      counter.restore();
+      await waitFor(() => received.length === 21);
+      expect(received).toEqual(["urgent", ...Array.from({ length: 20 }, (_, i) => String(i))]);
+      sub.unsubscribe();
+    } finally {
+      await nc.close();
+    }
+    expect(sendNow({} as NatsConnection)).toBe(false);
   });
 
   it("wraps a transport once, and the new transport of a reconnect again", async () => {

@@ -18,16 +18,12 @@ export function coalesceWrites(nc: NatsConnection): boolean {
   const transport = (nc as unknown as { protocol?: { transport?: Transport } }).protocol?.transport;
   if (!transport || typeof transport._send !== "function" || transport[COALESCED]) return false;
   const send = transport._send;
-  let corked: Socket | undefined;
   transport._send = function (this: Transport, frame: Uint8Array): Promise<void> {
     const sock = this.socket;
-    if (sock && corked === undefined && !sock.destroyed) {
-      corked = sock;
+    if (sock && this[CORKED] === undefined && !sock.destroyed) {
+      const cork: Cork = { sock, turn: setImmediate(() => uncork(this, cork)) };
+      this[CORKED] = cork;
       sock.cork();
-      setImmediate(() => {
-        corked = undefined;
-        sock.uncork();
-      });
     }
     return send.call(this, frame);
   };
@@ -35,10 +31,44 @@ export function coalesceWrites(nc: NatsConnection): boolean {
   return true;
 }
 
+/**
+ * Writes what the connection holds to the socket now rather than at the end of the turn:
+ * nats.js's pending frames (it would write them after the current microtask), then the
+ * corked socket. For a frame whose latency matters more than one more `write` (a tool call
+ * that a worker waits for while the caller still has a turn of work ahead). Later frames of
+ * the turn are coalesced again. Returns false, doing nothing, when the connection is not the
+ * expected shape.
+ */
+export function sendNow(nc: NatsConnection): boolean {
+  const protocol = (nc as unknown as { protocol?: { transport?: Transport; flushPending?: () => void } }).protocol;
+  if (!protocol || typeof protocol.flushPending !== "function") return false;
+  protocol.flushPending();
+  const transport = protocol.transport;
+  const cork = transport?.[CORKED];
+  if (transport && cork) {
+    clearImmediate(cork.turn);
+    uncork(transport, cork);
+  }
+  return true;
+}
+
+function uncork(transport: Transport, cork: Cork): void {
+  if (transport[CORKED] !== cork) return;
+  transport[CORKED] = undefined;
+  cork.sock.uncork();
+}
+
 const COALESCED = Symbol("baton.coalescedWrites");
+const CORKED = Symbol("baton.corked");
+
+interface Cork {
+  sock: Socket;
+  turn: NodeJS.Immediate;
+}
 
 interface Transport {
   socket?: Socket;
   _send?: (frame: Uint8Array) => Promise<void>;
   [COALESCED]?: boolean;
+  [CORKED]?: Cork;
 }

@@ -375,7 +375,10 @@ export function createWorker(options: WorkerOptions): Worker {
         // its side effects) and the repeated answer is dropped by the commands stream's
         // duplicate window. Two deliveries racing (a worker presumed dead) may record
         // different results; the executor takes the first answer either way.
-        await Promise.all([record(key, result), answer(tool, call, result)]);
+        const sent = Promise.all([record(key, result), answer(tool, call, result)]);
+        // The executor waits for the answer: out now, not when this turn ends.
+        bus!.sendNow();
+        await sent;
       }
       answered++;
     } finally {

@@ -338,10 +338,13 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   async function sendCalls(state: ExecutionState, effects: Effect[], resent = false): Promise<(Effect & { kind: "callTool" })[]> {
     const calls = effects.filter((e): e is Effect & { kind: "callTool" } => e.kind === "callTool");
     if (calls.length === 0) return [];
-    const sent = await Promise.all(calls.map((e) => messaging.callTool({
+    const sending = Promise.all(calls.map((e) => messaging.callTool({
       callId: e.callId, executionId: state.executionId, tenantId: state.tenantId, nodeId: e.nodeId, attempt: e.attempt,
       tool: e.tool, args: e.args, timeoutMs: e.timeoutMs ?? 0, idempotencyKey: e.idempotencyKey, rootExecutionId: state.rootExecutionId ?? state.executionId, resent,
     })));
+    // The workers wait for these while this turn goes on to the checkpoint: out now, not at its end.
+    messaging.bus.sendNow();
+    const sent = await sending;
     return resent ? [] : calls.filter((_, i) => sent[i]!.duplicate);
   }
 
