@@ -140,18 +140,32 @@ interface StepToRecord {
 }
 
 /**
- * Journal rows and execution-row updates of every execution this process runs, gathered for
- * one event-loop turn and written in one statement: under load that is one round trip for
- * many steps instead of two each. Every caller's promise settles with the statement that
- * carried its records.
+ * Journal rows and execution-row updates of every execution this process runs, written in as
+ * few statements as keep up. A write goes out at the end of the current microtask when fewer
+ * than `maxInFlight` statements are running; otherwise it waits for one of them, and
+ * everything that queued meanwhile goes together (up to `maxRows` rows a statement). An idle
+ * process so writes at once, and a busy one makes one round trip for many steps. Every
+ * caller's promise settles with the statement that carried its records.
  */
-function batchedRecords(store: Store, maxRows = 500): { write(records: StepRecords): Promise<void> } {
+function batchedRecords(store: Store, maxRows = 500, maxInFlight = 4): { write(records: StepRecords): Promise<void> } {
   const pending: { records: StepRecords; resolve: () => void; reject: (err: unknown) => void }[] = [];
   let scheduled = false;
+  let inFlight = 0;
   const size = (r: StepRecords): number => r.entries.length + r.executions.length;
-  const flush = async (): Promise<void> => {
+  const run = async (batch: typeof pending): Promise<void> => {
+    try {
+      await store.nodeExecutions.recordSteps({ entries: batch.flatMap((w) => w.records.entries), executions: batch.flatMap((w) => w.records.executions) });
+      for (const w of batch) w.resolve();
+    } catch (err) {
+      for (const w of batch) w.reject(err);
+    } finally {
+      inFlight--;
+      schedule();
+    }
+  };
+  const flush = (): void => {
     scheduled = false;
-    while (pending.length > 0) {
+    while (pending.length > 0 && inFlight < maxInFlight) {
       const batch: typeof pending = [];
       let n = 0;
       while (pending.length > 0 && (n === 0 || n + size(pending[0]!.records) <= maxRows)) {
@@ -159,22 +173,20 @@ function batchedRecords(store: Store, maxRows = 500): { write(records: StepRecor
         n += size(w.records);
         batch.push(w);
       }
-      try {
-        await store.nodeExecutions.recordSteps({ entries: batch.flatMap((w) => w.records.entries), executions: batch.flatMap((w) => w.records.executions) });
-        for (const w of batch) w.resolve();
-      } catch (err) {
-        for (const w of batch) w.reject(err);
-      }
+      inFlight++;
+      void run(batch);
     }
+  };
+  const schedule = (): void => {
+    if (scheduled || pending.length === 0 || inFlight >= maxInFlight) return;
+    scheduled = true;
+    queueMicrotask(flush);
   };
   return {
     write(records) {
       return new Promise<void>((resolve, reject) => {
         pending.push({ records, resolve, reject });
-        if (!scheduled) {
-          scheduled = true;
-          setImmediate(() => void flush());
-        }
+        schedule();
       });
     },
   };
