@@ -375,7 +375,8 @@ export function createWorker(options: WorkerOptions): Worker {
         // its side effects) and the repeated answer is dropped by the commands stream's
         // duplicate window. Two deliveries racing (a worker presumed dead) may record
         // different results; the executor takes the first answer either way.
-        const sent = Promise.all([record(key, result), answer(tool, call, result)]);
+        // The answer first: the server stores and delivers it before it stores the record.
+        const sent = Promise.all([answer(tool, call, result), record(key, result)]);
         // The executor waits for the answer: out now, not when this turn ends.
         bus!.sendNow();
         await sent;
