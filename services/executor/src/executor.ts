@@ -418,6 +418,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
           if (e.kind === "emit") confirmed.push(publishEngineEvent(messaging, s.state, e.event, `evt:${s.state.executionId}:${s.version}:${i}`));
         }
       }
+      // Subscribers (the SSE stream, a parent waiting on node events) wait for these: out now.
+      if (confirmed.length > 0) messaging.bus.sendNow();
       return Promise.all(confirmed);
     };
     const published = after.then(publish).then(async () => {
