@@ -377,8 +377,9 @@ export function createWorker(options: WorkerOptions): Worker {
         // different results; the executor takes the first answer either way.
         // The answer first: the server stores and delivers it before it stores the record.
         const sent = Promise.all([answer(tool, call, result), record(key, result)]);
-        // The executor waits for the answer: out now, not when this turn ends.
-        bus!.sendNow();
+        // The executor waits for the answer: when it is the only call here, out now rather
+        // than when this turn ends. Under load the answers of a turn share one write.
+        if (inFlight === 1) bus!.sendNow();
         await sent;
       }
       answered++;

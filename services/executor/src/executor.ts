@@ -354,8 +354,10 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       callId: e.callId, executionId: state.executionId, tenantId: state.tenantId, nodeId: e.nodeId, attempt: e.attempt,
       tool: e.tool, args: e.args, timeoutMs: e.timeoutMs ?? 0, idempotencyKey: e.idempotencyKey, rootExecutionId: state.rootExecutionId ?? state.executionId, resent,
     })));
-    // The workers wait for these while this turn goes on to the checkpoint: out now, not at its end.
-    messaging.bus.sendNow();
+    // The workers wait for these while this turn goes on to the checkpoint: when this is the
+    // only step being applied, out now rather than at the turn's end. Under load the calls
+    // of a turn share one write.
+    if (applying <= 1) messaging.bus.sendNow();
     const sent = await sending;
     return resent ? [] : calls.filter((_, i) => sent[i]!.duplicate);
   }
@@ -418,8 +420,9 @@ export function createExecutor(opts: ExecutorOptions): Executor {
           if (e.kind === "emit") confirmed.push(publishEngineEvent(messaging, s.state, e.event, `evt:${s.state.executionId}:${s.version}:${i}`));
         }
       }
-      // Subscribers (the SSE stream, a parent waiting on node events) wait for these: out now.
-      if (confirmed.length > 0) messaging.bus.sendNow();
+      // Subscribers (the SSE stream, a parent waiting on node events) wait for these: when
+      // one execution is writing records, out now; with more, a turn's events share a write.
+      if (confirmed.length > 0 && pipes.size <= 1) messaging.bus.sendNow();
       return Promise.all(confirmed);
     };
     const published = after.then(publish).then(async () => {
@@ -644,7 +647,19 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * Applies `first`, then `more` (tool results that queued up behind it) in the same step:
    * one checkpoint write, one dispatch and one batch of records for all of them.
    */
+  /** Steps being applied now, across executions (see sendCalls). */
+  let applying = 0;
+
   async function apply(executionId: number, tenantId: string, first: Command, more: readonly Command[] = [], outcome: ApplyOutcome = newOutcome()): Promise<void> {
+    applying++;
+    try {
+      await applyNow(executionId, tenantId, first, more, outcome);
+    } finally {
+      applying--;
+    }
+  }
+
+  async function applyNow(executionId: number, tenantId: string, first: Command, more: readonly Command[], outcome: ApplyOutcome): Promise<void> {
     // The checkpoint carries the execution's identity; the row is read only when there is none.
     const fromCache = latest.has(executionId);
     const cp = await readCheckpoint(executionId);
