@@ -15,6 +15,7 @@ import { createServer as createNetServer } from "node:net";
 import { hasCode } from "@baton/errors";
 import { createLlmRegistry, llmConfigFromEnv } from "./index.ts";
 import type { ChatRequest, LlmRegistry } from "./index.ts";
+import { plainTextAnswer } from "./int-helpers.ts";
 import { startOpenAiCompatibleServer } from "./testing.ts";
 import type { OpenAiCompatibleServer, ScriptStep } from "./testing.ts";
 
@@ -45,14 +46,9 @@ describe.each([["openai", "fast"], ["openai-compatible", "local:llama3"]])("%s p
   it("answers plain text with usage and the raw chat completion", async () => {
     const { server, registry } = await setup([{ text: "Hello there", usage: { prompt_tokens: 21, completion_tokens: 3 } }]);
     const result = await registry.chat({ model, system: "be nice", messages: [{ role: "user", content: "hi" }], temperature: 0.1 });
-    expect(result).toMatchObject({
-      text: "Hello there",
-      toolCalls: [],
-      finishReason: "stop",
-      usage: { inputTokens: 21, outputTokens: 3, totalTokens: 24 },
-      message: { role: "assistant", content: "Hello there" },
-      raw: { object: "chat.completion", choices: [{ message: { role: "assistant", content: "Hello there" }, finish_reason: "stop" }], usage: { total_tokens: 24 } },
-    });
+    expect(result).toMatchObject(plainTextAnswer("Hello there", { input: 21, output: 3 }, {
+      object: "chat.completion", choices: [{ message: { role: "assistant", content: "Hello there" }, finish_reason: "stop" }], usage: { total_tokens: 24 },
+    }));
     const sent = server.requests[0]!;
     expect(sent.body).toMatchObject({ temperature: 0.1, messages: [{ role: "system", content: "be nice" }, { role: "user", content: "hi" }] });
     expect(sent.headers.authorization).toBe(model === "fast" ? "Bearer sk-test" : "Bearer local-key");

@@ -14,6 +14,7 @@ import { createServer } from "node:http";
 import type { IncomingHttpHeaders } from "node:http";
 import { createLlmRegistry, llmConfigFromEnv } from "./index.ts";
 import type { ChatRequest, LlmRegistry } from "./index.ts";
+import { plainTextAnswer } from "./int-helpers.ts";
 
 interface Seen {
   path: string;
@@ -147,14 +148,7 @@ describe.each([["anthropic", anthropic], ["google", google]])("%s provider", (_n
   it("answers plain text with usage and the provider's raw body", async () => {
     const { url, seen } = await scripted([{ body: p.text("Hello there", { input: 21, output: 3 }) }]);
     const result = await registry(url, p).chat({ model: p.model, system: "be nice", messages: [{ role: "user", content: "hi" }], temperature: 0.1 });
-    expect(result).toMatchObject({
-      text: "Hello there",
-      toolCalls: [],
-      finishReason: "stop",
-      usage: { inputTokens: 21, outputTokens: 3, totalTokens: 24 },
-      message: { role: "assistant", content: "Hello there" },
-      raw: p.text("Hello there", { input: 21, output: 3 }),
-    });
+    expect(result).toMatchObject(plainTextAnswer("Hello there", { input: 21, output: 3 }, p.text("Hello there", { input: 21, output: 3 })));
     const req = seen[0]!;
     expect(req.path).toMatch(p.path);
     expect(req.headers[p.keyHeader[0]]).toBe(p.keyHeader[1]);
