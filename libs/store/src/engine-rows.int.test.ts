@@ -9,9 +9,12 @@
  * - recordMany upserts a batch in one statement with record()'s semantics (fields an
  *   entry does not carry are kept, null clears), merges writes of one attempt, and
  *   writes nothing when an entry's execution is not its tenant's;
- * - recordSteps leaves a journal row as it is when an entry of an earlier step (stepVersion)
- *   lands after a later one (another executor's records), and does not count it; likewise an
- *   execution-row patch of an earlier step than the journal's latest row;
+ * - recordSteps merges the writes of one attempt by step (stepVersion), whatever order they
+ *   land in: an entry of an earlier step landing after a later one's only fills columns the
+ *   row does not have (it is not counted when there is nothing to fill), so both orders give
+ *   the same row; two statements sharing rows listed in opposite orders take the locks in one
+ *   order (no deadlock); an execution-row patch of an earlier step than the journal's latest
+ *   row is left out;
  * - recordSteps writes journal entries and execution-row patches in one statement: a patch
  *   changes only the columns it carries (null clears, updatedAt moves), patches of one
  *   execution merge in order, and a patch or entry of another tenant's execution makes the
@@ -26,10 +29,11 @@
  *   is written.
  */
 import { createHash } from "node:crypto";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { canonicalJson } from "./blobs.ts";
 import { openTestStore, type TestStore } from "./testing.ts";
-import type { Store, WorkflowRecord } from "./types.ts";
+import type { NodeExecutionEntry, Store, WorkflowRecord } from "./types.ts";
 
 let t: TestStore;
 let store: Store;
@@ -190,21 +194,102 @@ describe("journal batches", () => {
     expect(await store.nodeExecutions.recordSteps({ entries: [], executions: [] })).toEqual({ journaled: 0, updated: 0 });
   });
 
-  it("leaves a journal row as a later step wrote it when an earlier step's write lands after", async () => {
+  it("merges the writes of one attempt by step, whichever lands first", async () => {
     const ex = await newExecution();
     const row = { tenantId: tenant, executionId: ex.id, nodeId: "x", nodeType: "tool", attempt: 1 };
-    // Step 5 (another executor) completed x before step 4's "running" landed.
-    expect(await store.nodeExecutions.recordSteps({ entries: [{ ...row, status: "completed", output: { v: 5 }, stepVersion: 5 }], executions: [] })).toEqual({ journaled: 1, updated: 0 });
+    const startedAt = new Date("2026-11-21T10:00:00.000Z");
+    // Step 5 completed x before step 4's "running" (with the input and the call) landed.
+    expect(await store.nodeExecutions.recordSteps({ entries: [{ ...row, status: "completed", output: { v: 5 }, startedAt, stepVersion: 5 }], executions: [] })).toEqual({ journaled: 1, updated: 0 });
     expect(await store.nodeExecutions.recordSteps({
-      entries: [{ ...row, status: "running", input: { v: 4 }, stepVersion: 4 }, { ...row, nodeId: "y", status: "running", stepVersion: 4 }],
+      entries: [
+        { ...row, status: "running", input: { v: 4 }, toolCalls: [{ callId: "c4" }], output: { v: 4 }, startedAt: new Date("2026-11-21T09:00:00.000Z"), stepVersion: 4 },
+        { ...row, nodeId: "y", status: "running", stepVersion: 4 },
+      ],
       executions: [],
-    })).toEqual({ journaled: 1, updated: 0 });
-    const rows = await store.nodeExecutions.listById(ex.id);
-    expect(rows.find((r) => r.nodeId === "x")).toMatchObject({ status: "completed", output: { v: 5 }, input: null, stepVersion: 5 });
+    })).toEqual({ journaled: 2, updated: 0 });
+    let rows = await store.nodeExecutions.listById(ex.id);
+    // The later step's status and columns stay; the earlier one only filled what was missing.
+    expect(rows.find((r) => r.nodeId === "x")).toMatchObject({ status: "completed", output: { v: 5 }, input: { v: 4 }, toolCalls: [{ callId: "c4" }], startedAt, stepVersion: 5 });
     expect(rows.find((r) => r.nodeId === "y")).toMatchObject({ status: "running", stepVersion: 4 });
+    // Landing again, with nothing left to fill, it writes nothing.
+    expect(await store.nodeExecutions.recordSteps({ entries: [{ ...row, status: "running", input: { v: 4 }, stepVersion: 4 }], executions: [] })).toEqual({ journaled: 0, updated: 0 });
     // The same step written again (a redo after a crash) and later steps still write.
     expect(await store.nodeExecutions.recordSteps({ entries: [{ ...row, status: "completed", output: { v: 5 }, durationMs: 9, stepVersion: 5 }], executions: [] })).toEqual({ journaled: 1, updated: 0 });
-    expect((await store.nodeExecutions.listById(ex.id)).find((r) => r.nodeId === "x")).toMatchObject({ durationMs: 9 });
+    rows = await store.nodeExecutions.listById(ex.id);
+    expect(rows.find((r) => r.nodeId === "x")).toMatchObject({ status: "completed", durationMs: 9, input: { v: 4 } });
+  });
+
+  it("gives the same rows whichever of two steps' statements lands first", async () => {
+    const startedAt = new Date("2026-11-21T10:00:00.000Z");
+    const completedAt = new Date("2026-11-21T10:00:01.000Z");
+    // Two steps of a graph: step 1 completes a and begins b and c; step 2 completes c, then
+    // b (their answers came in that order). The two statements share two rows, listed in
+    // opposite orders: written as listed, running together they could deadlock.
+    const steps = (id: number): NodeExecutionEntry[][] => [
+      [
+        { tenantId: tenant, executionId: id, nodeId: "a", nodeType: "tool", attempt: 1, status: "completed", output: { a: 1 }, startedAt, completedAt, stepVersion: 1 },
+        { tenantId: tenant, executionId: id, nodeId: "b", nodeType: "tool", attempt: 1, status: "running", input: { b: 0 }, toolCalls: [{ callId: "b1" }], startedAt: completedAt, stepVersion: 1 },
+        { tenantId: tenant, executionId: id, nodeId: "c", nodeType: "tool", attempt: 1, status: "running", input: { c: 0 }, toolCalls: [{ callId: "c1" }], startedAt: completedAt, stepVersion: 1 },
+      ],
+      [
+        { tenantId: tenant, executionId: id, nodeId: "c", nodeType: "tool", attempt: 1, status: "completed", input: { c: 0 }, output: { c: 1 }, durationMs: 2, startedAt: completedAt, completedAt, stepVersion: 2 },
+        { tenantId: tenant, executionId: id, nodeId: "b", nodeType: "tool", attempt: 1, status: "completed", input: { b: 0 }, output: { b: 1 }, durationMs: 3, startedAt: completedAt, completedAt, stepVersion: 2 },
+      ],
+    ];
+    const shape = (rows: Awaited<ReturnType<typeof store.nodeExecutions.listById>>) =>
+      rows.map(({ nodeId, status, input, output, toolCalls, durationMs, startedAt: s, completedAt: c, stepVersion }) => ({ nodeId, status, input, output, toolCalls, durationMs, s, c, stepVersion }))
+        .sort((x, y) => x.nodeId.localeCompare(y.nodeId));
+    const results = [];
+    for (const order of [[0, 1], [1, 0]]) {
+      const ex = await newExecution();
+      for (const i of order) await store.nodeExecutions.recordSteps({ entries: steps(ex.id)[i]!, executions: [] });
+      results.push(shape(await store.nodeExecutions.listById(ex.id)));
+    }
+    expect(results[0]).toEqual([
+      { nodeId: "a", status: "completed", input: null, output: { a: 1 }, toolCalls: null, durationMs: null, s: startedAt, c: completedAt, stepVersion: 1 },
+      { nodeId: "b", status: "completed", input: { b: 0 }, output: { b: 1 }, toolCalls: [{ callId: "b1" }], durationMs: 3, s: completedAt, c: completedAt, stepVersion: 2 },
+      { nodeId: "c", status: "completed", input: { c: 0 }, output: { c: 1 }, toolCalls: [{ callId: "c1" }], durationMs: 2, s: completedAt, c: completedAt, stepVersion: 2 },
+    ]);
+    for (const r of results) expect(r).toEqual(results[0]);
+  });
+
+  it("takes the rows' locks in one order, so two statements sharing rows do not deadlock", async () => {
+    const ex = await newExecution();
+    const entry = (nodeId: string, stepVersion: number): NodeExecutionEntry =>
+      ({ tenantId: tenant, executionId: ex.id, nodeId, nodeType: "tool", attempt: 1, status: "completed", output: { nodeId, stepVersion }, stepVersion });
+    await store.nodeExecutions.recordSteps({ entries: [entry("b", 1), entry("c", 1)], executions: [] });
+    // Another session holds b. Statement 2 lists c before b, statement 3 b before c: written
+    // as listed, 2 would hold c while waiting for b, and 3 would take b and wait for c.
+    const holder = new pg.Client({ connectionString: t.options.databaseUrl });
+    // pg_stat_activity is read from its own session: inside the holder's transaction it would not change.
+    const watcher = new pg.Client({ connectionString: t.options.databaseUrl });
+    await holder.connect();
+    await watcher.connect();
+    try {
+      await holder.query("BEGIN");
+      await holder.query(`SELECT 1 FROM "${t.options.schema}"."agent_workflow_node_executions" WHERE "executionId" = $1 AND "nodeId" = 'b' FOR UPDATE`, [ex.id]);
+      const waiting = async (n: number): Promise<void> => {
+        for (const until = Date.now() + 5_000; Date.now() < until;) {
+          const r = await watcher.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND query LIKE '%agent_workflow_node_executions%'`);
+          if (r.rows[0]!.n >= n) return;
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+        throw new Error(`fewer than ${n} statements came to wait for a row lock`);
+      };
+      // 3 queues for b first, so it gets b when the holder lets go, and then needs c.
+      const third = store.nodeExecutions.recordSteps({ entries: [entry("b", 3), entry("c", 3)], executions: [] });
+      await waiting(1);
+      const second = store.nodeExecutions.recordSteps({ entries: [entry("c", 2), entry("b", 2)], executions: [] });
+      await waiting(2);
+      await holder.query("COMMIT");
+      // 3 wrote first; 2, an earlier step, then had nothing to fill.
+      expect(await Promise.all([second, third])).toEqual([{ journaled: 0, updated: 0 }, { journaled: 2, updated: 0 }]);
+    } finally {
+      await holder.end();
+      await watcher.end();
+    }
+    const rows = await store.nodeExecutions.listById(ex.id);
+    expect(rows.map((r) => [r.nodeId, r.stepVersion])).toEqual([["b", 3], ["c", 3]]);
   });
 
   it("leaves an execution row alone when a patch of an earlier step lands after a later step's rows", async () => {

@@ -290,12 +290,28 @@ export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: P
   // the journal upserts and the execution updates all happen or none does.
   const journal = `${quoteIdent(schema)}."agent_workflow_node_executions"`;
   const runs = `${quoteIdent(schema)}."agent_workflow_executions"`;
-  // An upsert keeps a column the entry does not carry ("carries" looks in the batch itself).
-  const keepCol = (column: string): string =>
-    `"${column}" = CASE WHEN (SELECT s.doc ? '${column}' FROM src s WHERE (s.doc->>'executionId')::int = EXCLUDED."executionId" AND s.doc->>'nodeId' = EXCLUDED."nodeId" AND (s.doc->>'attempt')::int = EXCLUDED."attempt") THEN EXCLUDED."${column}" ELSE t."${column}" END`;
+  // The rows of one attempt may be written by statements that land in any order (the
+  // executor overlaps an execution's statements), so an upsert merges by step: a write of
+  // the same or a later step (stepVersion) than the row's sets the status and every column
+  // it carries ("carries" looks in the batch itself) and keeps the rest; a write of an
+  // earlier step only fills columns the row does not have yet. Within an attempt a column,
+  // once set, is only ever set again to the same kind of value (no step clears one), so the
+  // row comes out the same whichever write lands first.
+  const NEWER = `(t."stepVersion" IS NULL OR EXCLUDED."stepVersion" IS NULL OR t."stepVersion" <= EXCLUDED."stepVersion")`;
+  const MERGED = ["input", "output", "toolCalls", "tokenUsage", "error", "errorCode", "retryable", "stepVersion", "durationMs", "startedAt", "completedAt"];
+  const mergeCol = (column: string): string =>
+    `"${column}" = CASE WHEN ${NEWER} THEN CASE WHEN (SELECT s.doc ? '${column}' FROM src s WHERE (s.doc->>'executionId')::int = EXCLUDED."executionId" AND s.doc->>'nodeId' = EXCLUDED."nodeId" AND (s.doc->>'attempt')::int = EXCLUDED."attempt") THEN EXCLUDED."${column}" ELSE t."${column}" END
+        ELSE COALESCE(t."${column}", EXCLUDED."${column}") END`;
+  const laterCol = (column: string): string => `"${column}" = CASE WHEN ${NEWER} THEN EXCLUDED."${column}" ELSE t."${column}" END`;
+  // A write of an earlier step that has nothing to fill leaves the row untouched (and uncounted).
+  const fills = MERGED.map((c) => `(t."${c}" IS NULL AND EXCLUDED."${c}" IS NOT NULL)`).join(" OR ");
   const patchCol = (column: string, value: string): string => `"${column}" = CASE WHEN p.doc ? '${column}' THEN ${value} ELSE x."${column}" END`;
   const STEPS_SQL = `
-    WITH src AS (SELECT e AS doc FROM jsonb_array_elements($1::jsonb) AS e),
+    -- Ids are drawn in the entries' order (an insert takes one even when it updates), so rows
+    -- begun in one step list in the order the step began them; the rows are then written in
+    -- (execution, node, attempt) order, the same in every statement, so statements writing
+    -- rows of one execution at the same time take the locks in one order and never deadlock.
+    WITH src AS (SELECT e AS doc, nextval('${quoteIdent(schema)}."agent_workflow_node_executions_id_seq"'::regclass)::int AS id FROM jsonb_array_elements($1::jsonb) AS e),
     pat AS (SELECT e AS doc FROM jsonb_array_elements($2::jsonb) AS e),
     foreign_rows AS (
       SELECT 1 FROM (SELECT (doc->>'executionId')::int AS id, doc->>'tenantId' AS tenant FROM src
@@ -304,20 +320,18 @@ export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: P
       WHERE x."id" IS NULL
     ),
     ins AS (
-      INSERT INTO ${journal} AS t ("tenantId", "executionId", "nodeId", "nodeType", "attempt", "status", "input", "output", "toolCalls", "tokenUsage",
+      INSERT INTO ${journal} AS t ("id", "tenantId", "executionId", "nodeId", "nodeType", "attempt", "status", "input", "output", "toolCalls", "tokenUsage",
         "error", "errorCode", "retryable", "stepVersion", "durationMs", "startedAt", "completedAt")
-      SELECT doc->>'tenantId', (doc->>'executionId')::int, doc->>'nodeId', doc->>'nodeType', (doc->>'attempt')::int, doc->>'status',
+      SELECT id, doc->>'tenantId', (doc->>'executionId')::int, doc->>'nodeId', doc->>'nodeType', (doc->>'attempt')::int, doc->>'status',
         NULLIF(doc->'input', 'null'::jsonb), NULLIF(doc->'output', 'null'::jsonb), NULLIF(doc->'toolCalls', 'null'::jsonb), NULLIF(doc->'tokenUsage', 'null'::jsonb),
         doc->>'error', doc->>'errorCode', (doc->>'retryable')::boolean, (doc->>'stepVersion')::int, (doc->>'durationMs')::int,
         COALESCE((doc->>'startedAt')::timestamptz, CURRENT_TIMESTAMP), (doc->>'completedAt')::timestamptz
       FROM src
       WHERE NOT EXISTS (SELECT 1 FROM foreign_rows)
+      ORDER BY (doc->>'executionId')::int, doc->>'nodeId', (doc->>'attempt')::int
       ON CONFLICT ("executionId", "nodeId", "attempt") DO UPDATE SET
-        "status" = EXCLUDED."status", "nodeType" = EXCLUDED."nodeType",
-        ${["input", "output", "toolCalls", "tokenUsage", "error", "errorCode", "retryable", "stepVersion", "durationMs", "startedAt", "completedAt"].map(keepCol).join(",\n        ")}
-      -- A write of an earlier step than the row's (another executor's records landing late)
-      -- leaves the row as the later step wrote it.
-      WHERE t."stepVersion" IS NULL OR EXCLUDED."stepVersion" IS NULL OR t."stepVersion" <= EXCLUDED."stepVersion"
+        ${[laterCol("status"), laterCol("nodeType"), ...MERGED.map(mergeCol)].join(",\n        ")}
+      WHERE ${NEWER} OR ${fills}
       RETURNING 1
     ),
     upd AS (

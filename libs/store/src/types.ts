@@ -534,9 +534,12 @@ export interface NodeExecutionsRepo {
    * round trip), with the semantics of {@link record} for each entry. Entries for the
    * same (executionId, nodeId, attempt) are merged in order first. Throws
    * `BATON_STORE_NOT_FOUND` when an entry's execution is not its tenant's (then nothing is written).
-   * An entry whose `stepVersion` is below the row's leaves the row as it is: the records of
-   * an earlier step that land after a later step's (another executor wrote them) do not undo it.
-   * @returns how many rows were written (such left rows not counted)
+   * Writes of one attempt merge by step, whatever order they land in: an entry whose
+   * `stepVersion` is below the row's only fills columns the row does not have yet, so the
+   * records of an earlier step that land after a later step's (statements overlapping, or
+   * another executor's) do not undo it. Entries are written in (execution, node, attempt)
+   * order, so statements running at the same time do not deadlock.
+   * @returns how many rows were written (an earlier step's entry with nothing to fill not counted)
    */
   recordMany(entries: readonly NodeExecutionEntry[]): Promise<number>;
   /**
