@@ -8,7 +8,12 @@
  * - once an execution waits (its records written, no step since), its outbox is dropped from
  *   the Redis checkpoint in place: the version stays, the history gains nothing;
  * - a step's journal statement does not wait for the previous step's events to be confirmed,
- *   but its own events go out only after those are, and not at all when they failed;
+ *   but its own events go out only after those are, and not at all when they failed; steps
+ *   whose rows came in meanwhile publish their events together;
+ * - the statements of steps that leave the execution row alone run alongside the previous
+ *   step's; a step that changes the row (here the last) waits for every row before it; when
+ *   an earlier step's rows fail, no later step's events go out, and the redelivered command
+ *   redoes both steps' records in order;
  * - calls go out while their checkpoint is written. When it is not written (a crash), the
  *   answer that comes meanwhile is delivered again (BATON_EXECUTOR_RESULT_BEFORE_CALL) and
  *   dropped on its last delivery; the redelivered command sends the call again, finds it
@@ -150,9 +155,10 @@ describe("the outbox of an execution that waits", () => {
 
 describe("the records of consecutive steps", () => {
   /** An executor whose event publishes wait for `gate` (when set), logging rows and events in the order they go out. */
-  function gated(): { executor: Executor; log: string[]; hold(): { release(): void; fail(): void } } {
+  function gated(): { executor: Executor; log: string[]; hold(): { release(): void; fail(): void }; holdRows(nodeId: string): { release(): void; fail(): void } } {
     const log: string[] = [];
     let gate: Promise<void> | undefined;
+    const heldRows = new Map<string, Promise<void>>();
     const messaging = createMessaging(bus);
     const publishEvent: Messaging["publishEvent"] = async (type, init, key) => {
       log.push(`event ${type} ${(init as { nodeId?: string }).nodeId ?? ""}`.trim());
@@ -164,8 +170,10 @@ describe("the records of consecutive steps", () => {
       ...t.store,
       nodeExecutions: {
         ...rows,
-        recordSteps: (batch) => {
+        recordSteps: async (batch) => {
           log.push(`rows ${batch.entries.map((e) => `${e.nodeId}:${e.status}`).join(" ")}`);
+          const held = batch.entries.map((e) => heldRows.get(e.nodeId)).find((h) => h !== undefined);
+          if (held) await held;
           return rows.recordSteps(batch);
         },
       },
@@ -181,29 +189,60 @@ describe("the records of consecutive steps", () => {
         gate.catch(() => undefined);
         return { release: () => release(), fail: () => fail(new Error("the events stream is gone")) };
       },
+      holdRows(nodeId) {
+        let release!: () => void;
+        let fail!: (err: Error) => void;
+        const held = new Promise<void>((res, rej) => ((release = res), (fail = rej)));
+        held.catch(() => undefined);
+        heldRows.set(nodeId, held);
+        return {
+          release: () => {
+            heldRows.delete(nodeId);
+            release();
+          },
+          fail: () => {
+            heldRows.delete(nodeId);
+            fail(new Error("the database went away"));
+          },
+        };
+      },
     };
   }
 
-  async function until(check: () => boolean, what: string): Promise<void> {
+  async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
     const deadline = Date.now() + 5_000;
-    while (!check()) {
+    while (!(await check())) {
       if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
       await new Promise((r) => setTimeout(r, 10));
     }
   }
 
-  /** a's result, its event held unconfirmed; then b's result, up to its rows being written. */
-  async function twoSteps(): Promise<{ g: ReturnType<typeof gated>; a: Promise<void>; b: Promise<void>; gate: { release(): void; fail(): void } }> {
+  /** A gated executor with an execution of the fan started (s ran; a, b, c and d wait), its log cleared. */
+  async function startedGated(): Promise<{ g: ReturnType<typeof gated>; id: number }> {
     const g = gated();
     const row = await t.store.executions.create(tenantId, { workflowId, workflowVersion: 1, input: {} });
     await g.executor.handle(command("execution.start", { executionId: row.id, tenantId, workflowId, workflowVersion: 1, input: {} }));
     g.log.length = 0;
+    return { g, id: row.id };
+  }
+
+  /** a's result, its journal statement started and held until released or failed. */
+  async function aHeld(g: ReturnType<typeof gated>, id: number): Promise<{ a: Promise<void>; heldA: { release(): void; fail(): void } }> {
+    const heldA = g.holdRows("a");
+    const a = g.executor.handle(result(id, "a"));
+    await until(() => g.log.includes("rows a:completed"), "a's statement");
+    return { a, heldA };
+  }
+
+  /** a's result, its event held unconfirmed; then b's result, up to its rows being written. */
+  async function twoSteps(): Promise<{ g: ReturnType<typeof gated>; id: number; a: Promise<void>; b: Promise<void>; gate: { release(): void; fail(): void } }> {
+    const { g, id } = await startedGated();
     const gate = g.hold();
-    const a = g.executor.handle(result(row.id, "a"));
+    const a = g.executor.handle(result(id, "a"));
     await until(() => g.log.includes("event node.completed a"), "a's event");
-    const b = g.executor.handle(result(row.id, "b"));
+    const b = g.executor.handle(result(id, "b"));
     await until(() => g.log.includes("rows b:completed"), "b's rows");
-    return { g, a, b, gate };
+    return { g, id, a, b, gate };
   }
 
   it("writes a step's rows while the previous step's events are confirmed, and publishes its events after them", async () => {
@@ -213,6 +252,77 @@ describe("the records of consecutive steps", () => {
     gate.release();
     await Promise.all([a, b]);
     expect(g.log).toEqual(["rows a:completed", "event node.completed a", "rows b:completed", "event node.completed b"]);
+  });
+
+  it("overlaps the statements of steps that leave the execution row alone; the last step's waits for every row", async () => {
+    const { g, id } = await startedGated();
+    // a's statement is running (held) when b's and c's results come: theirs start at once.
+    const { a, heldA } = await aHeld(g, id);
+    const b = g.executor.handle(result(id, "b"));
+    await until(() => g.log.includes("rows b:completed"), "b's statement");
+    const c = g.executor.handle(result(id, "c"));
+    await until(() => g.log.includes("rows c:completed"), "c's statement");
+    const settled = new Set<string>();
+    for (const [n, p] of [["b", b], ["c", c]] as const) void p.then(() => settled.add(n), () => settled.add(n));
+    // b's and c's rows are written: the statements ran while a's was held.
+    await until(async () => (await t.store.nodeExecutions.listById(id)).filter((r) => r.status === "completed").length === 3, "b's and c's rows");
+    // Written, but not acknowledged, and not announced before a's rows and event.
+    expect(settled.size).toBe(0);
+    expect(g.log.filter((l) => l.startsWith("event"))).toEqual([]);
+    // d's answer: d's step leaves the row alone, its statement goes; the step after it runs j
+    // and completes the execution, so its statement changes the row and waits for a's.
+    const d = g.executor.handle(result(id, "d"));
+    await until(() => g.log.includes("rows d:completed"), "d's statement");
+    await new Promise((r) => setTimeout(r, 100));
+    expect(g.log.some((l) => l.includes("j:completed"))).toBe(false);
+    expect((await t.store.executions.getById(id))!.status).toBe("running");
+    heldA.release();
+    await Promise.all([a, b, c, d]);
+    expect(g.log.filter((l) => l.startsWith("rows"))).toEqual(["rows a:completed", "rows b:completed", "rows c:completed", "rows d:completed", "rows j:running j:completed"]);
+    // The events in step order, each step's after its rows.
+    expect(g.log.filter((l) => l.startsWith("event"))).toEqual([
+      "event node.completed a", "event node.completed b", "event node.completed c", "event node.completed d",
+      "event node.started j", "event node.completed j", "event execution.completed",
+    ]);
+    expect(g.log.indexOf("event node.started j")).toBeGreaterThan(g.log.indexOf("rows j:running j:completed"));
+    const journal = await t.store.nodeExecutions.listById(id);
+    expect(journal.map((r) => `${r.nodeId}:${r.status}`)).toEqual(["s:completed", "a:completed", "b:completed", "c:completed", "d:completed", "j:completed"]);
+    expect(journal.find((r) => r.nodeId === "a")).toMatchObject({ input: { v: "a" }, output: { v: "a" } });
+    expect((await t.store.executions.getById(id))!.status).toBe("completed");
+  });
+
+  it("publishes together the events of steps whose rows came in while earlier events were confirmed", async () => {
+    const { g, id, a, b, gate } = await twoSteps(); // a's event unconfirmed, b's rows written
+    const c = g.executor.handle(result(id, "c"));
+    await until(() => g.log.includes("rows c:completed"), "c's rows");
+    // Once a's event is confirmed, b's and c's go out at once: c's does not wait for b's.
+    const second = g.hold();
+    gate.release();
+    await until(() => g.log.includes("event node.completed c"), "c's event");
+    expect(g.log.filter((l) => l.startsWith("event"))).toEqual(["event node.completed a", "event node.completed b", "event node.completed c"]);
+    second.release();
+    await Promise.all([a, b, c]);
+  });
+
+  it("publishes no later step's events when an earlier step's rows fail, and the redelivered command redoes them", async () => {
+    const { g, id } = await startedGated();
+    const { a, heldA } = await aHeld(g, id);
+    const b = g.executor.handle(result(id, "b"));
+    await until(async () => (await t.store.nodeExecutions.listById(id)).some((r) => r.nodeId === "b" && r.status === "completed"), "b's rows");
+    heldA.fail();
+    // b's rows are written, but its event must not go out before a's, which now never will.
+    await expect(a).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED" });
+    await expect(b).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED" });
+    expect(g.log.filter((l) => l.startsWith("event"))).toEqual([]);
+    // a's result delivered again: the checkpoint still carries both steps' effects; they are redone in order.
+    await g.executor.handle(result(id, "a"), 2);
+    expect(g.log.filter((l) => l.startsWith("event"))).toEqual(["event node.completed a", "event node.completed b"]);
+    const journal = await t.store.nodeExecutions.listById(id);
+    expect(journal.filter((r) => r.status === "completed").map((r) => r.nodeId).sort()).toEqual(["a", "b", "s"]);
+    expect(journal.find((r) => r.nodeId === "a")).toMatchObject({ input: { v: "a" }, output: { v: "a" } });
+    // It goes on.
+    for (const n of ["c", "d"]) await g.executor.handle(result(id, n));
+    expect((await checkpoints.get(id))!.state.output).toEqual({ j: ["a", "b", "c", "d"] });
   });
 
   it("does not publish a step's events when the previous step's events failed", async () => {

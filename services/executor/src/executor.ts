@@ -391,45 +391,43 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * `prev` null = a redo after a crash: write everything again.
    */
   async function record(prev: ExecutionState | null, state: ExecutionState, effects: Effect[], checkpointVersion: number): Promise<void> {
-    const { published } = await recordSteps([{ prev, state, effects, version: checkpointVersion }]);
-    await published;
+    await publishRecords(await writeRecords([{ prev, state, effects, version: checkpointVersion }]));
   }
 
   /**
-   * The records of consecutive steps of one execution, in order: all their journal rows and
-   * execution-row updates in one statement (a later step's write of a row wins), then all
-   * their events. Steps whose records queued up while the previous ones were being written
-   * go together, so the records keep pace with the steps. Resolves once the rows are written;
-   * the events go out after `after` (the previous steps' events, confirmed), and `published`
-   * settles when the server has confirmed them and a finished execution's parent has been told.
+   * The journal rows and execution-row updates of consecutive steps of one execution, in one
+   * statement (the store merges writes of one row by step). Resolves with the steps, numbered
+   * as their events and rows are, once the rows are written.
    */
-  async function recordSteps(steps: readonly StepToRecord[], after: Promise<void> = Promise.resolve()): Promise<{ published: Promise<void> }> {
+  async function writeRecords(steps: readonly StepToRecord[]): Promise<StepToRecord[]> {
     // Step number: rises across checkpoint rebuilds, so event ids and journal order never repeat.
     const numbered = steps.map((s) => ({ ...s, version: s.version + (s.state.versionBase ?? 0) }));
     const written = numbered.map((s) => records(s.prev, s.state, s.effects, s.version));
     const batch: StepRecords = written.length === 1 ? written[0]! : { entries: written.flatMap((r) => r.entries), executions: written.flatMap((r) => r.executions) };
     if (batch.entries.length > 0 || batch.executions.length > 0) await recordWriter.write(batch);
+    return numbered;
+  }
+
+  /**
+   * The events of consecutive steps whose rows are written, in order; settles when the server
+   * has confirmed them all and a finished execution's parent has been told.
+   */
+  async function publishRecords(numbered: readonly StepToRecord[]): Promise<void> {
     // Published without waiting in between: each publish is written to the one connection
     // synchronously, in call order, so the stream keeps the steps' order; only the acks overlap.
-    const publish = (): Promise<unknown> => {
-      const confirmed: Promise<void>[] = [];
-      for (const s of numbered) {
-        let i = 0;
-        for (const e of s.effects) {
-          i++;
-          if (e.kind === "emit") confirmed.push(publishEngineEvent(messaging, s.state, e.event, `evt:${s.state.executionId}:${s.version}:${i}`));
-        }
+    const confirmed: Promise<void>[] = [];
+    for (const s of numbered) {
+      let i = 0;
+      for (const e of s.effects) {
+        i++;
+        if (e.kind === "emit") confirmed.push(publishEngineEvent(messaging, s.state, e.event, `evt:${s.state.executionId}:${s.version}:${i}`));
       }
-      // Subscribers (the SSE stream, a parent waiting on node events) wait for these: when
-      // one execution is writing records, out now; with more, a turn's events share a write.
-      if (confirmed.length > 0 && pipes.size <= 1) messaging.bus.sendNow();
-      return Promise.all(confirmed);
-    };
-    const published = after.then(publish).then(async () => {
-      for (const s of numbered) if (isFinished(s.state) && (s.prev === null || !isFinished(s.prev))) await finished(s.state);
-    });
-    published.catch(() => undefined); // awaited by the caller; never left unhandled meanwhile
-    return { published };
+    }
+    // Subscribers (the SSE stream, a parent waiting on node events) wait for these: when
+    // one execution is writing records, out now; with more, a turn's events share a write.
+    if (confirmed.length > 0 && pipes.size <= 1) messaging.bus.sendNow();
+    await Promise.all(confirmed);
+    for (const s of numbered) if (isFinished(s.state) && (s.prev === null || !isFinished(s.prev))) await finished(s.state);
   }
 
   /** Carries out effects again: after a crash (`prev` null) or from a checkpoint rebuilt from the journal. */
@@ -453,8 +451,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       ...(e.entry.completedAt ? { completedAt: new Date(e.entry.completedAt) } : {}),
       stepVersion: version,
     }] : []));
-    const pauseChanged = prev?.pause?.nodeId !== state.pause?.nodeId;
-    const executions = prev === null || prev.status !== state.status || pauseChanged
+    const executions = changesRow(prev, state)
       ? [{
           id: state.executionId,
           tenantId: state.tenantId,
@@ -473,6 +470,11 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         }]
       : [];
     return { entries, executions };
+  }
+
+  /** Whether a step changes the execution row: its status or pause point changed (or a redo, which writes everything). */
+  function changesRow(prev: ExecutionState | null, state: ExecutionState): boolean {
+    return prev === null || prev.status !== state.status || prev.pause?.nodeId !== state.pause?.nodeId;
   }
 
   async function finished(state: ExecutionState): Promise<void> {
@@ -810,10 +812,21 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     /** Checkpoint versions written by this process whose records are not written yet. */
     versions: Set<number>;
     tail: Promise<void>;
-    /** Settles when the last link's rows are written: the next link's statement may start. */
+    /** Settles when the rows of every link so far are written. */
     journaled: Promise<void>;
-    /** Steps waiting for the records before them; the next link writes them all at once. */
+    /**
+     * What a link that leaves the execution row alone waits for before its statement: the
+     * rows of the last link that changed the row, and of every link before that one.
+     */
+    ordered: Promise<void>;
+    /** The steps of the link whose statement has not started yet; later steps join it. */
     waiting: StepToRecord[];
+    /** Links whose events are not out yet, in step order (see announce). */
+    announce: Announcement[];
+    /** A batch of links' events is being published and confirmed. */
+    announcing: boolean;
+    /** Why a link's rows or events failed: no later link's events go out. */
+    poisoned?: { error: unknown };
     /**
      * Writing a step's records failed. The pipe stays, with its groups, so later steps of the
      * same apply still carry those effects in their checkpoints (and their own records,
@@ -822,6 +835,45 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     failed?: boolean;
   }
   const pipes = new Map<number, Pipe>();
+
+  /** A link waiting for its events to go out: `steps` is set (numbered) once its rows are written. */
+  interface Announcement {
+    steps?: StepToRecord[];
+    error?: { error: unknown };
+    resolve(): void;
+    reject(err: unknown): void;
+  }
+
+  /**
+   * Publishes the events of the links at the head of the queue whose rows are written, all
+   * together, and the next ones once the server has confirmed those: a link's events never
+   * go out before an earlier link's are confirmed, nor at all when those failed, and links
+   * whose rows came in meanwhile share one wait instead of one round trip each.
+   */
+  function announce(p: Pipe): void {
+    if (p.announcing) return;
+    const batch: Announcement[] = [];
+    while (p.announce.length > 0 && (p.announce[0]!.steps !== undefined || p.announce[0]!.error !== undefined)) {
+      const a = p.announce.shift()!;
+      p.poisoned ??= a.error;
+      if (p.poisoned) a.reject(p.poisoned.error);
+      else batch.push(a);
+    }
+    if (batch.length === 0) return;
+    p.announcing = true;
+    void publishRecords(batch.flatMap((a) => a.steps!)).then(
+      () => {
+        for (const a of batch) a.resolve();
+      },
+      (err: unknown) => {
+        p.poisoned ??= { error: err };
+        for (const a of batch) a.reject(err);
+      },
+    ).finally(() => {
+      p.announcing = false;
+      announce(p);
+    });
+  }
 
   /** Outboxes to drop from Redis once their execution has been idle a moment; stop() drops them at once. */
   const clearing = new Map<number, { run: () => Promise<void>; timer: NodeJS.Timeout }>();
@@ -834,16 +886,21 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   function pipeOf(executionId: number): Pipe {
     let p = pipes.get(executionId);
     if (!p) {
-      p = { groups: [], versions: new Set(), tail: Promise.resolve(), journaled: Promise.resolve(), waiting: [] };
+      p = { groups: [], versions: new Set(), tail: Promise.resolve(), journaled: Promise.resolve(), ordered: Promise.resolve(), waiting: [], announce: [], announcing: false };
       pipes.set(executionId, p);
     }
     return p;
   }
 
   /**
-   * Queues a step's records behind the previous steps'. The steps that queued while a link
-   * was being written are written together by the next link; the last link done clears the
-   * outbox.
+   * Queues a step's records behind the previous steps' (a link). The events of a link go out
+   * once its rows are written and the previous links' events are confirmed (announce), so
+   * subscribers see them in step order and find the rows they announce. The statements of
+   * links that leave the execution row alone overlap (the store merges journal writes by
+   * step in any order), so at one execution the rows keep pace with the steps, not with a
+   * round trip each; a link that changes the execution row waits for every row before it,
+   * and the links after it wait for its rows. Steps that come while a link waits join it.
+   * The last link done clears the outbox.
    */
   function schedule(executionId: number, prev: ExecutionState | null, state: ExecutionState, effects: Effect[], version: number): void {
     // This step's checkpoint replaced the outbox a clear was waiting to drop.
@@ -852,18 +909,36 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     const p = pipeOf(executionId);
     p.groups.push({ version, effects });
     p.versions.add(version);
-    p.waiting.push({ prev, state, effects, version });
-    if (p.waiting.length > 1) return; // the link already queued takes this step too
-    let steps: StepToRecord[] = [];
-    // A link's statement starts once the previous link's rows are written, while the previous
-    // events are still being confirmed; its own events go out only after those are.
-    const before = p.tail;
-    const link = p.journaled.then(() => {
-      steps = p.waiting.splice(0);
-      return recordSteps(steps, before);
+    const step: StepToRecord = { prev, state, effects, version };
+    const rowChange = changesRow(prev, state);
+    // The link already waiting takes this step too, unless this step has to wait for more.
+    if (p.waiting.length > 0 && !rowChange) {
+      p.waiting.push(step);
+      return;
+    }
+    const steps = [step];
+    p.waiting = steps;
+    let announced!: Announcement;
+    const published = new Promise<void>((resolve, reject) => (announced = { resolve, reject }));
+    p.announce.push(announced);
+    const link = (rowChange ? p.journaled : p.ordered).then(() => {
+      if (p.waiting === steps) p.waiting = [];
+      return writeRecords(steps);
     });
-    p.journaled = link.then(() => undefined);
-    p.tail = link.then((l) => l.published).then(
+    void link.then(
+      (numbered) => {
+        announced.steps = numbered;
+        announce(p);
+      },
+      (err: unknown) => {
+        announced.error = { error: err };
+        announce(p);
+      },
+    );
+    const rows = link.then(() => undefined);
+    p.journaled = Promise.all([p.journaled, rows]).then(() => undefined);
+    if (rowChange) p.ordered = p.journaled;
+    p.tail = published.then(
       () => {
         const done = new Set(steps.map((s) => s.version));
         p.groups = p.groups.filter((g) => !done.has(g.version));
@@ -903,6 +978,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     // handle() awaits the tail; a failure nobody waits for (a recovery sweep) must not crash the process.
     p.tail.catch(() => undefined);
     p.journaled.catch(() => undefined);
+    p.ordered.catch(() => undefined);
   }
 
   /** The records of an execution's steps scheduled so far, as one promise. */
