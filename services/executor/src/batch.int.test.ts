@@ -123,6 +123,31 @@ describe("tool results that queue up behind their execution's lock", () => {
     expect((await t.store.executions.getById(id))!.status).toBe("completed");
   });
 
+  it("run what each result made ready before the next is applied: an any-join sees only the first", async () => {
+    // x holds the lock while b, c and d queue up; b leads their batch and makes j ready.
+    const anyJoin = {
+      start: "s",
+      nodes: [
+        { id: "s", type: "setVariable", config: { values: { x: 1 } } },
+        ...["x", "b", "c", "d"].map((id) => ({ id, type: "tool", config: { tool: "echo" }, input: { v: id } })),
+        { id: "j", type: "transform", config: { expression: "[b.v, c.v, d.v]" }, join: "any" },
+      ],
+      edges: [{ from: "s", to: "x" }, ...["b", "c", "d"].flatMap((id) => [{ from: "s", to: id }, { from: id, to: "j" }])],
+      output: { j: "$.j" },
+    };
+    const wf = (await t.store.workflows.create(tenantId, { name: "any-join", definition: anyJoin as unknown as JsonObject })).id;
+    const row = await t.store.executions.create(tenantId, { workflowId: wf, workflowVersion: 1, input: {} });
+    const id = row.id;
+    await executor.handle(command("execution.start", { executionId: id, tenantId, workflowId: wf, workflowVersion: 1, input: {} }));
+    await Promise.all(["x", "b", "c", "d"].map((n) => executor.handle(result(id, n))));
+    const s = await completedSteps(id);
+    expect(s.b).toBe(s.d); // b, c and d were one batch
+    expect(s.j).toBe(s.b);
+    const cp = (await checkpoints.get(id))!;
+    expect(cp.state.status).toBe("completed");
+    expect(cp.state.output).toEqual({ j: ["b"] });
+  });
+
   it("handled one after another, each result is its own step", async () => {
     const id = await started();
     for (const n of ["a", "b", "c", "d"]) await executor.handle(result(id, n));

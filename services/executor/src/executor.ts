@@ -735,7 +735,13 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       if (r.ignored !== undefined && command === first && fromCache && first.kind !== "continue") throw new StaleCheckpoint();
       if (command === first) {
         for (const next of more) {
-          const base = r.ignored === undefined ? r : { state, effects: [], more: false };
+          let base = r.ignored === undefined ? r : { state, effects: [], more: false };
+          // What a command made ready runs before the next command is applied, as had it come
+          // alone: an any-join that the first arrival made ready sees only that arrival.
+          while (base.more) {
+            const c = await stepLoaded({ definition, state: base.state, command: { kind: "continue" }, now: clock().toISOString(), identity }, blobs);
+            base = r = { state: c.state, effects: [...base.effects, ...c.effects], more: c.more };
+          }
           const n = await stepLoaded({ definition, state: base.state, command: next, now: clock().toISOString(), identity }, blobs);
           if (n.ignored !== undefined) {
             if (fromCache) throw new StaleCheckpoint();
@@ -795,13 +801,14 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       }
       schedule(executionId, prev, state, r.effects, version);
       if (again.length > 0) recorded.push(...(await recordedAnswers(tenantId, again)));
-      const answer = recorded.shift();
-      if (answer) {
-        command = answer;
+      // As above: what this step made ready runs before a recorded answer is applied.
+      if (r.more) {
+        command = { kind: "continue" };
         continue;
       }
-      if (!r.more) break;
-      command = { kind: "continue" };
+      const answer = recorded.shift();
+      if (!answer) break;
+      command = answer;
     }
     if (state && isFinished(state)) logger.info("execution finished", { executionId, status: state.status });
   }
