@@ -9,7 +9,7 @@
  */
 import { describe, expect, it } from "@jest/globals";
 import { BEGIN, END, upsertSection } from "./report.ts";
-import { fanOutGraph, nodeSamples, percentile, runPool, sequentialGraph } from "./stats.ts";
+import { fanOutGraph, nodeSamples, percentile, runPool, sequentialGraph, summarise } from "./stats.ts";
 
 describe("percentile", () => {
   it("takes the nearest rank", () => {
@@ -39,6 +39,23 @@ describe("nodeSamples", () => {
   it("fails on a missing completion", () => {
     const g = sequentialGraph(2);
     expect(() => nodeSamples(g, { startedAt: 0, doneAt: new Map([["n1", 1]]), endedAt: 2 })).toThrow("n2");
+  });
+});
+
+describe("summarise", () => {
+  const g = sequentialGraph(2);
+  // Two executions of one system, measured in two rounds with 1 s of another system's between them.
+  const traces = [
+    { startedAt: 0, doneAt: new Map([["n1", 100], ["n2", 300]]), endedAt: 300 },
+    { startedAt: 1300, doneAt: new Map([["n1", 1400], ["n2", 1500]]), endedAt: 1500 },
+  ];
+  it("takes the percentiles over every execution's samples", () => {
+    const r = summarise("x", g, 1, traces);
+    expect([r.p50, r.p99, r.executions, r.executionP50]).toEqual([100, 200, 2, 200]);
+  });
+  it("counts steps/s over the time the system ran, when given, not first start to last end", () => {
+    expect(summarise("x", g, 1, traces).stepsPerSecond).toBeCloseTo(4 / 1.5);
+    expect(summarise("x", g, 1, traces, { nodes: 6, ms: 500 }).stepsPerSecond).toBeCloseTo(6 / 0.5);
   });
 });
 

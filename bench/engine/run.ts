@@ -1,15 +1,16 @@
 /**
  * The engine benchmark: Baton, the floor (JetStream + Redis compare-and-set) and
- * LangGraph + PostgresSaver run the same two no-op graphs, one system after the other
- * in one process, at each concurrency. Prints a markdown table and rewrites the
- * Engine section of docs/benchmarks.md.
+ * LangGraph + PostgresSaver run the same two no-op graphs in one process, at each
+ * concurrency, interleaved in rounds (see measureAll). Prints a markdown table and
+ * rewrites the Engine section of docs/benchmarks.md.
  *
- *   ./baton node bench/engine/run.ts [--iterations 200] [--warmup 20] [--concurrency 1,16] [--no-doc]
+ *   ./baton node bench/engine/run.ts [--iterations 200] [--warmup 20] [--rounds 2] [--concurrency 1,16] [--no-doc]
  *     [--systems floor,baton,langgraph] [--graphs sequential-10,fan-out-1-8-1]   (a partial run does not touch the doc)
  *   (or ./baton npm run bench:engine -- [options])
  */
 import { readFile, writeFile } from "node:fs/promises";
 import { cpus, loadavg, totalmem } from "node:os";
+import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { createBatonBench } from "./baton.ts";
 import { createFloor } from "./floor.ts";
@@ -24,6 +25,7 @@ const { values: args } = parseArgs({
   options: {
     iterations: { type: "string", default: "200" },
     warmup: { type: "string", default: "20" },
+    rounds: { type: "string", default: "2" },
     concurrency: { type: "string", default: "1,16" },
     systems: { type: "string", default: "floor,baton,langgraph" },
     graphs: { type: "string", default: "sequential-10,fan-out-1-8-1" },
@@ -37,6 +39,7 @@ const positive = (name: string, v: string): number => {
   return n;
 };
 const iterations = positive("iterations", args.iterations);
+const rounds = Math.min(positive("rounds", args.rounds), iterations);
 const warmup = Number(args.warmup) === 0 ? 0 : positive("warmup", args.warmup);
 const levels = args.concurrency.split(",").map((c) => positive("concurrency", c.trim()));
 
@@ -59,48 +62,109 @@ function withTimeout<T>(what: string, p: Promise<T>): Promise<T> {
   return Promise.race([p, limit]).finally(() => clearTimeout(timer));
 }
 
-async function measure(kind: string, make: () => Promise<BenchSystem>, rows: Row[], failures: string[]): Promise<string | undefined> {
-  let system: BenchSystem | undefined;
-  let settings: string | undefined;
+interface Opened {
+  kind: string;
+  system: BenchSystem;
+  failed?: boolean;
+}
+
+/** Runs `job` for one system, recording a failure (and dropping the system from later rounds) instead of throwing. */
+async function guarded<T>(s: Opened, failures: string[], job: () => Promise<T>): Promise<T | undefined> {
+  if (s.failed) return undefined;
   try {
-    system = await make();
-    settings = (system as { settings?: string }).settings;
-    for (const graph of graphs) {
-      const run = await system.prepare(graph);
-      for (const concurrency of levels) {
-        const once = (): Promise<ExecutionTrace> => withTimeout(`a ${system!.name} execution of ${graph.name}`, run());
-        await runPool(warmup, concurrency, once);
-        const cpuBefore = process.cpuUsage();
-        const traces = await runPool(iterations, concurrency, once);
-        const cpuUsed = process.cpuUsage(cpuBefore);
-        const row: Row = { kind, ...summarise(system.name, graph, concurrency, traces) };
+    return await job();
+  } catch (err) {
+    s.failed = true;
+    failed(failures, s.kind, err);
+    return undefined;
+  }
+}
+
+function failed(failures: string[], kind: string, err: unknown): void {
+  const message = `${kind}: ${err instanceof Error ? err.message : String(err)}`;
+  failures.push(message);
+  console.error(`FAILED ${message}`);
+}
+
+/**
+ * Every cell interleaves the systems in `rounds` rounds: each round runs a share of every
+ * system's measured executions, the systems in order in even rounds and in reverse order in
+ * odd ones (ABC, CBA, …). A machine whose speed drifts during the run (other tenants, CPU
+ * steal) then weighs on every system alike, instead of on whichever ran last. Each share is
+ * led in by `concurrency` executions in the same pool that are not counted, so the measured
+ * ones start with the pool already full, not all at once.
+ */
+async function measureAll(opened: Opened[], rows: Row[], failures: string[]): Promise<void> {
+  for (const graph of graphs) {
+    const runs = new Map<Opened, () => Promise<ExecutionTrace>>();
+    for (const s of opened) {
+      const run = await guarded(s, failures, () => s.system.prepare(graph));
+      if (run) runs.set(s, run);
+    }
+    for (const concurrency of levels) {
+      const once = (s: Opened) => (): Promise<ExecutionTrace> => withTimeout(`a ${s.system.name} execution of ${graph.name}`, runs.get(s)!());
+      for (const s of opened) if (runs.has(s)) await guarded(s, failures, () => runPool(warmup, concurrency, once(s)));
+      const measured = new Map<Opened, { traces: ExecutionTrace[]; cpuMicros: number; nodes: number; ms: number }>();
+      for (let round = 0; round < rounds; round++) {
+        const share = Math.floor(iterations / rounds) + (round < iterations % rounds ? 1 : 0);
+        const live = opened.filter((s) => runs.has(s) && !s.failed);
+        if (round % 2 === 1) live.reverse();
+        for (const s of live) {
+          const cpuBefore = process.cpuUsage();
+          const wallBefore = performance.now();
+          const got = await guarded(s, failures, () => runPool(concurrency + share, concurrency, once(s)));
+          const ms = performance.now() - wallBefore;
+          const cpu = process.cpuUsage(cpuBefore);
+          if (!got) continue;
+          const m = measured.get(s) ?? { traces: [], cpuMicros: 0, nodes: 0, ms: 0 };
+          m.traces.push(...got.slice(concurrency)); // runPool keeps start order: the lead-in comes first
+          m.cpuMicros += cpu.user + cpu.system;
+          m.nodes += got.length * graph.nodes.length;
+          m.ms += ms;
+          measured.set(s, m);
+        }
+      }
+      for (const s of opened) {
+        const m = measured.get(s);
+        if (s.failed || !m) continue;
+        const row: Row = { kind: s.kind, ...summarise(s.system.name, graph, concurrency, m.traces, { nodes: m.nodes, ms: m.ms }) };
         rows.push(row);
         // This process's CPU per node: a diagnostic (the servers' CPU is not in it), not a result.
-        const cpuPerNode = (cpuUsed.user + cpuUsed.system) / 1000 / (iterations * graph.nodes.length);
+        const cpuPerNode = m.cpuMicros / 1000 / m.nodes;
         console.error(`${row.system} · ${row.graph} · c=${concurrency}: p50 ${row.p50.toFixed(2)} ms, p99 ${row.p99.toFixed(2)} ms, ${row.stepsPerSecond.toFixed(0)} steps/s, ${cpuPerNode.toFixed(2)} ms CPU/node in this process`);
       }
     }
-  } catch (err) {
-    const message = `${kind}: ${err instanceof Error ? err.message : String(err)}`;
-    failures.push(message);
-    console.error(`FAILED ${message}`);
-  } finally {
-    await system?.close().catch((err: unknown) => console.error(`closing ${kind} failed`, err));
   }
-  return settings;
 }
 
 const rows: Row[] = [];
 const failures: string[] = [];
 const started = new Date();
 const loadAtStart = loadavg()[0]!;
-if (systems.includes("floor")) await measure(FLOOR, () => createFloor({ natsUrl: env.natsUrl, redisUrl: env.redisUrl }), rows, failures);
-const batonSettings = systems.includes("baton") ? await measure(BATON, () => createBatonBench(env), rows, failures) : undefined;
-if (systems.includes("langgraph")) await measure(LANGGRAPH, () => createLangGraph({ databaseUrl: env.databaseUrl }), rows, failures);
+const makers: [string, string, () => Promise<BenchSystem>][] = [
+  ["floor", FLOOR, () => createFloor({ natsUrl: env.natsUrl, redisUrl: env.redisUrl })],
+  ["baton", BATON, () => createBatonBench(env)],
+  ["langgraph", LANGGRAPH, () => createLangGraph({ databaseUrl: env.databaseUrl })],
+];
+const opened: Opened[] = [];
+for (const [flag, kind, make] of makers) {
+  if (!systems.includes(flag)) continue;
+  try {
+    opened.push({ kind, system: await make() });
+  } catch (err) {
+    failed(failures, kind, err);
+  }
+}
+const batonSettings = (opened.find((s) => s.kind === BATON)?.system as { settings?: string } | undefined)?.settings;
+try {
+  await measureAll(opened, rows, failures);
+} finally {
+  for (const s of opened) await s.system.close().catch((err: unknown) => console.error(`closing ${s.kind} failed`, err));
+}
 
 const order = [BATON, FLOOR, LANGGRAPH];
 rows.sort((a, b) => a.graph.localeCompare(b.graph) * -1 || a.concurrency - b.concurrency || order.indexOf(a.kind) - order.indexOf(b.kind));
-const command = `./baton node bench/engine/run.ts --iterations ${iterations} --warmup ${warmup} --concurrency ${levels.join(",")}`;
+const command = `./baton node bench/engine/run.ts --iterations ${iterations} --warmup ${warmup} --rounds ${rounds} --concurrency ${levels.join(",")}`;
 const cpu = cpus();
 const machine =
   `Node ${process.version}, ${cpu.length} CPUs (${cpu[0]?.model.trim() ?? "unknown"}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, ${process.platform}/${process.arch}; ` +
@@ -155,8 +219,8 @@ ${failures.length > 0 ? `\n**Failed in this run:**\n\n${failures.map((f) => `- $
   writes checkpoints in the background, one after another per thread, while later steps already
   run (\`durability: "sync"\` only waits for them at the end of the run), so its node functions'
   own timing would leave persistence out.
-- **Steps/s** = nodes completed ÷ wall time of the measured phase (first start to last end),
-  across all concurrent executions.
+- **Steps/s** = nodes completed ÷ wall time of the measured phase (the system's rounds added
+  up), across all concurrent executions.
 - **Execution p50** = median time from the driver asking for an execution (for Baton,
   \`POST /api/agent-workflows/:id/execute\`) to seeing it end (\`execution.completed\`; for
   LangGraph, \`invoke\` returning).
@@ -175,7 +239,12 @@ ${failures.length > 0 ? `\n**Failed in this run:**\n\n${failures.map((f) => `- $
   compiled with \`@langchain/langgraph-checkpoint-postgres\` ${saverVersion} \`PostgresSaver\` on the same
   Postgres (a schema of its own, a pool of 20 connections), default durability, one \`thread_id\`
   per execution.
-- The three systems run one after another in one process, not at the same time.
+- The three systems run in one process, never at the same time, but interleaved: each cell's
+  ${iterations} measured executions per system are split into ${rounds} rounds, the systems taking turns in
+  order in one round and in reverse order in the next, so a machine whose speed drifts during
+  the run (other tenants, CPU steal) weighs on each system alike. Each turn starts with c
+  executions that are not counted (the pool fills up before measuring) and ends as the pool
+  drains; steps/s counts every node of the turns over their time.
 - The harness's own checks (percentiles, samples, the floor's round trip; no timing assertions):
   \`./baton npm run test:jest -- --testMatch '<rootDir>/bench/**/*.test.ts' bench/engine\`.
 `;

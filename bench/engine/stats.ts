@@ -98,12 +98,25 @@ export interface CellResult {
   executionP50: number;
 }
 
-/** Summarises the measured (post warm-up) executions of one system × graph × concurrency cell. */
-export function summarise(system: string, graph: BenchGraph, concurrency: number, traces: readonly ExecutionTrace[]): CellResult {
+/**
+ * Summarises the measured (post warm-up) executions of one system × graph × concurrency cell.
+ * Steps/s is `throughput` when given (the nodes the system completed while it ran and for
+ * how long: its executions may have run in rounds between other systems'), otherwise the
+ * traces' nodes over their first start to last end.
+ */
+export function summarise(
+  system: string,
+  graph: BenchGraph,
+  concurrency: number,
+  traces: readonly ExecutionTrace[],
+  throughput?: { nodes: number; ms: number },
+): CellResult {
   const preds = predecessors(graph);
   const samples = traces.flatMap((t) => nodeSamples(graph, t, preds));
-  const first = Math.min(...traces.map((t) => t.startedAt));
-  const last = Math.max(...traces.map((t) => t.endedAt));
+  const { nodes, ms } = throughput ?? {
+    nodes: traces.length * graph.nodes.length,
+    ms: Math.max(...traces.map((t) => t.endedAt)) - Math.min(...traces.map((t) => t.startedAt)),
+  };
   return {
     system,
     graph: graph.name,
@@ -111,7 +124,7 @@ export function summarise(system: string, graph: BenchGraph, concurrency: number
     executions: traces.length,
     p50: percentile(samples, 50),
     p99: percentile(samples, 99),
-    stepsPerSecond: (traces.length * graph.nodes.length) / ((last - first) / 1000),
+    stepsPerSecond: nodes / (ms / 1000),
     executionP50: percentile(traces.map((t) => t.endedAt - t.startedAt), 50),
   };
 }
