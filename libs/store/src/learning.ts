@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { Pool } from "pg";
 import type { Prisma, PrismaClient } from "./generated/client.ts";
 import { guard } from "./db-errors.ts";
@@ -27,6 +28,8 @@ export function learningRepo(prisma: PrismaClient, schema: string, pool: Pool): 
       ON CONFLICT ("executionId") DO NOTHING
     )
     SELECT calls.tools, EXISTS (SELECT 1 FROM run) AS found FROM calls`;
+  // Named, so each connection plans it once (per schema: one connection may serve several).
+  const FROM_JOURNAL_STATEMENT = `baton_learned_from_journal_${createHash("sha1").update(FROM_JOURNAL_SQL).digest("hex").slice(0, 16)}`;
   return {
     async recordFromJournal(entry) {
       if (typeof entry !== "object" || entry === null) throw StoreInvalidInput("entry must be an object");
@@ -34,7 +37,7 @@ export function learningRepo(prisma: PrismaClient, schema: string, pool: Pool): 
       if (!isDbId(entry.executionId)) throw StoreNotFound("execution", String(entry.executionId));
       if (typeof entry.successful !== "boolean") throw StoreInvalidInput("successful must be a boolean");
       const res = await guard({ entity: "tenant", id: tenantId }, () =>
-        pool.query<{ tools: { tool: unknown }[]; found: boolean }>(FROM_JOURNAL_SQL, [entry.executionId, tenantId, entry.successful]),
+        pool.query<{ tools: { tool: unknown }[]; found: boolean }>({ name: FROM_JOURNAL_STATEMENT, text: FROM_JOURNAL_SQL, values: [entry.executionId, tenantId, entry.successful] }),
       );
       if (!res.rows[0]?.found) throw StoreNotFound("execution", String(entry.executionId));
       return { tools: (res.rows[0]?.tools ?? []).map((t) => (typeof t.tool === "string" ? t.tool : JSON.stringify(t.tool))) };
