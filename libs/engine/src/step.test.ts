@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@jest/globals";
 import { readFileSync } from "node:fs";
-import { backoffDelay, forkState, outstandingCalls, replayJournal, step, validateWorkflow } from "./index.ts";
+import { backoffDelay, forkState, outstandingCalls, replayJournal, settledFanCall, step, validateWorkflow } from "./index.ts";
 import type { Command, Effect, ExecutionState, JournalEntry, JsonObject, JsonValue, WorkflowDefinition } from "./index.ts";
 
 const quickstart = JSON.parse(readFileSync(new URL("../../../examples/quickstart/workflow.json", import.meta.url), "utf8")) as { definition: unknown };
@@ -328,6 +328,32 @@ describe("step: forEach and sub-workflows", () => {
     expect(outstandingCalls(done.state).has(sent[0]!)).toBe(false);
     const cancelled = await step({ definition: d, state: done.state, command: { kind: "cancel", reason: "stop" }, now: new Date(t0).toISOString(), identity });
     expect(outstandingCalls(cancelled.state).size).toBe(0);
+  });
+
+  it("tells a settled item's call (answered, or to be started again) from one that may be ahead of its call", async () => {
+    const d = def({ nodes: [{ id: "each", type: "forEach", config: { items: "$.input.xs", tool: "t", concurrency: 2 }, retry: { maxAttempts: 2, initialDelayMs: 0 } }] });
+    const at = new Date(t0).toISOString();
+    const first = await step({ definition: d, state: null, command: { kind: "start", input: { xs: [1, 2, 3] } }, now: at, identity });
+    const [c0, c1] = first.effects.flatMap((e) => (e.kind === "callTool" ? [e.callId] : []));
+    expect([c0, c1]).toEqual(["7.each.1.0", "7.each.1.1"]);
+    const settled = (s: ExecutionState, callId: string) => settledFanCall(s.nodes.each!, 7, "each", callId);
+    expect(settled(first.state, c0!)).toBe(false); // out
+    const answered = await step({ definition: d, state: first.state, command: { kind: "toolResult", nodeId: "each", callId: c0!, ok: true, output: 1, durationMs: 1 }, now: at, identity });
+    expect(settled(answered.state, c0!)).toBe(true);
+    // Item 1 fails and is started again as 1-2: its first call is settled, the second is out.
+    const failed = await step({ definition: d, state: answered.state, command: { kind: "toolResult", nodeId: "each", callId: c1!, ok: false, error: { code: "E", message: "no", retryable: true }, durationMs: 1 }, now: at, identity });
+    expect(failed.effects.flatMap((e) => (e.kind === "callTool" ? [e.callId] : []))).toContain("7.each.1.1-2");
+    expect(settled(failed.state, c1!)).toBe(true);
+    expect(settled(failed.state, "7.each.1.1-2")).toBe(false);
+    // Not a call this state gave out: an item or attempt it has not reached, another node's or attempt's id, a malformed one.
+    for (const id of ["7.each.1.1-3", "7.each.1.9", "7.each.2.0", "8.each.1.0", "7.each.1.01", "7.each.1.0-1", "7.each.1.r1.0"]) expect(settled(failed.state, id)).toBe(false);
+    // An agent's tool calls come in rounds: every call of an earlier round is settled.
+    const run = failed.state.nodes.each!;
+    const round2 = { ...run, fan: { ...run.fan!, round: 2 } };
+    expect(settledFanCall(round2, 7, "each", "7.each.1.r1.1")).toBe(true);
+    expect(settledFanCall(round2, 7, "each", "7.each.1.r2.0")).toBe(true);
+    expect(settledFanCall(round2, 7, "each", "7.each.1.r2.1-2")).toBe(false);
+    expect(settledFanCall(round2, 7, "each", "7.each.1.r3.0")).toBe(false);
   });
 
   it("fails on an item's error unless continueOnError; an empty list completes at once", async () => {

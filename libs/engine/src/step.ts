@@ -79,6 +79,33 @@ export function toolCallId(executionId: number, nodeId: string, attempt: number)
   return `${executionId}.${nodeId}.${attempt}`;
 }
 
+/** The call id of one fan item's attempt (see pump): `r{round}.` when the fan has rounds, `-{attempts}` from the second attempt. */
+function fanCallId(executionId: number, nodeId: string, attempt: number, round: number | undefined, index: number, attempts: number): string {
+  return `${toolCallId(executionId, nodeId, attempt)}.${round !== undefined ? `r${round}.` : ""}${index}${attempts > 1 ? `-${attempts}` : ""}`;
+}
+
+/**
+ * Whether `callId` is the call of a fan item of `run` (a forEach item, one of a multi-call
+ * node's calls, an agent's tool call) that has moved on: answered already, started again, or
+ * of an earlier round. A result for it is a repeat, not a result that came before its call.
+ */
+export function settledFanCall(run: NodeRun, executionId: number, nodeId: string, callId: string): boolean {
+  const fan = run.fan;
+  if (!fan) return false;
+  const prefix = `${toolCallId(executionId, nodeId, run.attempt)}.`;
+  if (!callId.startsWith(prefix)) return false;
+  const m = /^(?:r(\d+)\.)?(\d+)(?:-(\d+))?$/.exec(callId.slice(prefix.length));
+  if (!m) return false;
+  const round = m[1] === undefined ? undefined : Number(m[1]);
+  if (round !== undefined && fan.round !== undefined && round < fan.round) return true;
+  const index = Number(m[2]);
+  const attempts = m[3] === undefined ? 1 : Number(m[3]);
+  const item = fan.items[index];
+  // Only a call this state gave out (the same id) is judged: anything else may be ahead of it.
+  if (!item || round !== fan.round || fanCallId(executionId, nodeId, run.attempt, fan.round, index, attempts) !== callId) return false;
+  return attempts < item.attempts || (attempts === item.attempts && item.status !== "running");
+}
+
 /** Wait before attempt `attempt + 1`: exponential, capped, with deterministic jitter from `seed`. */
 export function backoffDelay(policy: RetryPolicy, attempt: number, seed: string): number {
   const base = Math.min(policy.maxDelayMs, policy.initialDelayMs * policy.backoffMultiplier ** Math.max(0, attempt - 1));
@@ -1105,9 +1132,10 @@ class Stepper {
       item.status = "running";
       running++;
       const suffix = `${fan.round !== undefined ? `r${fan.round}.` : ""}${i}${item.attempts > 1 ? `-${item.attempts}` : ""}`;
+      const callId = fanCallId(this.s.executionId, n.id, run.attempt, fan.round, i, item.attempts);
       if (fan.calls) {
         const call = fan.calls[i]!;
-        item.key = `${this.s.executionId}.${n.id}.${run.attempt}.${suffix}`;
+        item.key = callId;
         this.effects.push({ kind: "callTool", nodeId: n.id, callId: item.key, tool: call.tool, args: call.args, attempt: run.attempt, idempotencyKey: `${this.idempotencyKey(n)}.${suffix}`, ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
         continue;
       }
@@ -1116,7 +1144,7 @@ class Stepper {
       const value = list[i] ?? null;
       const scope: JsonObject = { ...ctx, item: value, index: i };
       if (cfg.tool) {
-        item.key = `${this.s.executionId}.${n.id}.${run.attempt}.${suffix}`;
+        item.key = callId;
         const args = cfg.itemInput !== undefined ? asArgs(resolveTemplate(cfg.itemInput, scope)) : asArgs(value);
         this.effects.push({ kind: "callTool", nodeId: n.id, callId: item.key, tool: cfg.tool, args, attempt: run.attempt, idempotencyKey: `${this.idempotencyKey(n)}.${i}`, ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
       } else {

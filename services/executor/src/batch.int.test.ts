@@ -422,6 +422,25 @@ describe("calls sent while their checkpoint is written", () => {
     expect((await checkpoints.get(id))!.state.nodes.b!.status).toBe("running");
   });
 
+  it("drops at once a repeated answer of a forEach item while other items are out", async () => {
+    const each = { start: "each", nodes: [{ id: "each", type: "forEach", config: { items: "$.input.xs", tool: "echo" } }] };
+    const wf = (await t.store.workflows.create(tenantId, { name: "each", definition: each })).id;
+    const row = await t.store.executions.create(tenantId, { workflowId: wf, workflowVersion: 1, input: { xs: [1, 2, 3] } });
+    const x = executorWith(checkpoints);
+    await x.handle(command("execution.start", { executionId: row.id, tenantId, workflowId: wf, workflowVersion: 1, input: { xs: [1, 2, 3] } }));
+    const item = (i: number, callId = `${row.id}.each.1.${i}`) =>
+      command("tool.result", { callId, executionId: row.id, tenantId, nodeId: "each", attempt: 1, tool: "echo", ok: true, output: valueFromJson({ i }), durationMs: 1 });
+    await x.handle(item(0), 1);
+    await x.handle(item(0), 1); // the same answer again: items 1 and 2 are still out, but this one is settled
+    // An item's later attempt, or an item the state does not have, may still be ahead of its call.
+    await expect(x.handle(item(1, `${row.id}.each.1.1-2`), 1)).rejects.toMatchObject({ code: "BATON_EXECUTOR_RESULT_BEFORE_CALL" });
+    await expect(x.handle(item(7), 1)).rejects.toMatchObject({ code: "BATON_EXECUTOR_RESULT_BEFORE_CALL" });
+    for (const i of [1, 2]) await x.handle(item(i), 1);
+    const cp = (await checkpoints.get(row.id))!;
+    expect(cp.state.status).toBe("completed");
+    expect(cp.state.context.each).toEqual([{ i: 0 }, { i: 1 }, { i: 2 }]);
+  });
+
   it("cancels the calls of a step that lost its compare-and-set and was not taken again", async () => {
     const cancelled: string[][] = [];
     const listener = await bus.serve(createMessaging(bus).subjects.toolCancel(), async (msg) => {

@@ -17,7 +17,7 @@
 import type { Checkpoint, CheckpointStore } from "@baton/checkpoints";
 import { encode, ToolCancelSchema, valueFromJson, valueToJson } from "@baton/contracts";
 import type { Command, Effect, ExecutionState, JsonValue, WorkflowDefinition } from "@baton/engine";
-import { BlobsNeeded, isFinished, outstandingCalls, referencedTools, replayJournal, step, validateWorkflow } from "@baton/engine";
+import { BlobsNeeded, isFinished, outstandingCalls, referencedTools, replayJournal, settledFanCall, step, validateWorkflow } from "@baton/engine";
 import { defineError, errorMessage, hasCode } from "@baton/errors";
 import type { AnyCommand, Messaging } from "@baton/messaging";
 import type { Service } from "@baton/runtime";
@@ -567,8 +567,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   /**
    * Whether a tool result the state (read from Redis, not the cache) ignored may be early
    * rather than stale: its execution is live and its node has not moved past the call's
-   * attempt. A repeat of an answer already applied to a finished attempt, or an answer of an
-   * earlier attempt, is stale and dropped at once.
+   * attempt. A repeat of an answer already applied to a finished attempt or fan item, or an
+   * answer of an earlier attempt, is stale and dropped at once.
    */
   function mayBeEarly(c: Command, s: ExecutionState | null): boolean {
     if (c.kind !== "toolResult" || s === null || (s.status !== "running" && s.status !== "paused")) return false;
@@ -576,6 +576,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     const attempt = resultAttempts.get(c);
     if (!run || attempt === undefined) return true;
     if (run.attempt !== attempt) return run.attempt < attempt;
+    if (settledFanCall(run, s.executionId, c.nodeId, c.callId)) return false;
     return run.status === "running" || run.status === "paused";
   }
 
