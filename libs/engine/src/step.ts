@@ -79,9 +79,9 @@ export function toolCallId(executionId: number, nodeId: string, attempt: number)
   return `${executionId}.${nodeId}.${attempt}`;
 }
 
-/** The call id of one fan item's attempt (see pump): `r{round}.` when the fan has rounds, `-{attempts}` from the second attempt. */
-function fanCallId(executionId: number, nodeId: string, attempt: number, round: number | undefined, index: number, attempts: number): string {
-  return `${toolCallId(executionId, nodeId, attempt)}.${round !== undefined ? `r${round}.` : ""}${index}${attempts > 1 ? `-${attempts}` : ""}`;
+/** What tells one fan item's attempt apart (see pump): `r{round}.` when the fan has rounds, `-{attempts}` from the second attempt. */
+function fanSuffix(round: number | undefined, index: number, attempts: number): string {
+  return `${round !== undefined ? `r${round}.` : ""}${index}${attempts > 1 ? `-${attempts}` : ""}`;
 }
 
 /**
@@ -102,7 +102,7 @@ export function settledFanCall(run: NodeRun, executionId: number, nodeId: string
   const attempts = m[3] === undefined ? 1 : Number(m[3]);
   const item = fan.items[index];
   // Only a call this state gave out (the same id) is judged: anything else may be ahead of it.
-  if (!item || round !== fan.round || fanCallId(executionId, nodeId, run.attempt, fan.round, index, attempts) !== callId) return false;
+  if (!item || round !== fan.round || `${prefix}${fanSuffix(fan.round, index, attempts)}` !== callId) return false;
   return attempts < item.attempts || (attempts === item.attempts && item.status !== "running");
 }
 
@@ -1131,8 +1131,8 @@ class Stepper {
       item.attempts += 1;
       item.status = "running";
       running++;
-      const suffix = `${fan.round !== undefined ? `r${fan.round}.` : ""}${i}${item.attempts > 1 ? `-${item.attempts}` : ""}`;
-      const callId = fanCallId(this.s.executionId, n.id, run.attempt, fan.round, i, item.attempts);
+      const suffix = fanSuffix(fan.round, i, item.attempts);
+      const callId = `${toolCallId(this.s.executionId, n.id, run.attempt)}.${suffix}`;
       if (fan.calls) {
         const call = fan.calls[i]!;
         item.key = callId;
