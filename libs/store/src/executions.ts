@@ -283,11 +283,13 @@ function normalizeEntry(entry: unknown): NormalizedEntry {
   return { tenantId, executionId, nodeId, attempt, changes, doc };
 }
 
-export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: Pool): NodeExecutionsRepo {
-  const orderBy: Prisma.AgentWorkflowNodeExecutionOrderByWithRelationInput[] = [{ startedAt: "asc" }, { id: "asc" }];
-  // The hot path of the executor, so plain SQL on the pool rather than Prisma, whose
-  // per-query work costs more than the statement. One statement, so the tenant checks,
-  // the journal upserts and the execution updates all happen or none does.
+/**
+ * The statement behind {@link NodeExecutionsRepo.recordSteps} for a schema: `$1` the journal
+ * entries, `$2` the execution-row patches (JSON arrays). Exported for the test of its plan.
+ */
+export function recordStepsSql(schema: string): string {
+  // One statement, so the tenant checks, the journal upserts and the execution updates all
+  // happen or none does.
   const journal = `${quoteIdent(schema)}."agent_workflow_node_executions"`;
   const runs = `${quoteIdent(schema)}."agent_workflow_executions"`;
   // The rows of one attempt may be written by statements that land in any order (the
@@ -306,7 +308,7 @@ export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: P
   // A write of an earlier step that has nothing to fill leaves the row untouched (and uncounted).
   const fills = MERGED.map((c) => `(t."${c}" IS NULL AND EXCLUDED."${c}" IS NOT NULL)`).join(" OR ");
   const patchCol = (column: string, value: string): string => `"${column}" = CASE WHEN p.doc ? '${column}' THEN ${value} ELSE x."${column}" END`;
-  const STEPS_SQL = `
+  return `
     -- Ids are drawn in the entries' order (an insert takes one even when it updates), so rows
     -- begun in one step list in the order the step began them; the rows are then written in
     -- (execution, node, attempt) order, the same in every statement, so statements writing
@@ -316,8 +318,10 @@ export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: P
     foreign_rows AS (
       SELECT 1 FROM (SELECT (doc->>'executionId')::int AS id, doc->>'tenantId' AS tenant FROM src
                      UNION SELECT (doc->>'id')::int, doc->>'tenantId' FROM pat) w
-      LEFT JOIN ${runs} x ON x."id" = w.id AND x."tenantId" = w.tenant
-      WHERE x."id" IS NULL
+      -- A scalar subquery, not a join: each execution is looked up by its key whatever the
+      -- planner makes of the table's size. (A join's plan, made once per connection while the
+      -- table was small, hashed the whole table on every write.)
+      WHERE (SELECT x."tenantId" FROM ${runs} x WHERE x."id" = w.id) IS DISTINCT FROM w.tenant
     ),
     ins AS (
       INSERT INTO ${journal} AS t ("id", "tenantId", "executionId", "nodeId", "nodeType", "attempt", "status", "input", "output", "toolCalls", "tokenUsage",
@@ -350,7 +354,9 @@ export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: P
         ].join(",\n        ")},
         "updatedAt" = CURRENT_TIMESTAMP
       FROM pat p
-      WHERE x."id" = (p.doc->>'id')::int AND x."tenantId" = p.doc->>'tenantId' AND NOT EXISTS (SELECT 1 FROM foreign_rows)
+      -- The ids as an array too, so the rows are found by key, not by hashing the table.
+      WHERE x."id" = ANY (ARRAY(SELECT (doc->>'id')::int FROM pat)) AND x."id" = (p.doc->>'id')::int AND x."tenantId" = p.doc->>'tenantId'
+        AND NOT EXISTS (SELECT 1 FROM foreign_rows)
         -- A patch of an earlier step than the journal's latest (another executor's later
         -- records landed first) would undo them.
         AND (p.doc->'stepVersion' IS NULL OR NOT EXISTS (
@@ -358,7 +364,13 @@ export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: P
       RETURNING 1
     )
     SELECT (SELECT count(*) FROM ins)::int AS journaled, (SELECT count(*) FROM upd)::int AS updated, EXISTS (SELECT 1 FROM foreign_rows) AS "foreign"`;
+}
 
+export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: Pool): NodeExecutionsRepo {
+  const orderBy: Prisma.AgentWorkflowNodeExecutionOrderByWithRelationInput[] = [{ startedAt: "asc" }, { id: "asc" }];
+  // The hot path of the executor, so plain SQL on the pool rather than Prisma, whose
+  // per-query work costs more than the statement.
+  const STEPS_SQL = recordStepsSql(schema);
   // Per schema: a pool's connection can serve stores of several schemas (tests do).
   const STEPS_STATEMENT = `baton_record_steps_${createHash("sha1").update(STEPS_SQL).digest("hex").slice(0, 16)}`;
 
