@@ -1,15 +1,15 @@
-import { createHash } from "node:crypto";
 import type { Pool } from "pg";
 import { Prisma } from "./generated/client.ts";
-import type { PrismaClient } from "./generated/client.ts";
+import type { AgentWorkflowExecution, PrismaClient } from "./generated/client.ts";
 import { guard, toStoreError } from "./db-errors.ts";
 import { StoreInvalidInput, StoreNotFound } from "./errors.ts";
 import { toExecution, toNodeExecution } from "./records.ts";
-import type { ExecutionPatch, ExecutionStatus, ExecutionsRepo, JsonValue, NodeExecutionEntry, NodeExecutionsRepo, StepRecords } from "./types.ts";
+import type { ExecutionPatch, ExecutionRecord, ExecutionStatus, ExecutionsRepo, JsonValue, NodeExecutionEntry, NodeExecutionsRepo, StepRecords } from "./types.ts";
 import {
   EXECUTION_STATUSES,
   isDbId,
   jsonIn,
+  namedStatement,
   nullableJsonIn,
   oneOf,
   optionalInt,
@@ -91,7 +91,21 @@ function optionalBool(name: string, v: unknown): boolean | null | undefined {
   return v;
 }
 
-export function executionsRepo(prisma: PrismaClient): ExecutionsRepo {
+export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool): ExecutionsRepo {
+  // Admission reads and writes these rows once or twice per execution (the gateway creates
+  // the row, the executor reads it), so plain named statements on the pool: Prisma's work
+  // per query cost about three times the statement's (0.3-0.4 ms of CPU against 0.1).
+  const runs = `${quoteIdent(schema)}."agent_workflow_executions"`;
+  const BY_ID = namedStatement("execution_by_id", `SELECT * FROM ${runs} WHERE "id" = $1`);
+  const BY_TENANT_ID = namedStatement("execution_by_tenant_id", `SELECT * FROM ${runs} WHERE "id" = $1 AND "tenantId" = $2`);
+  const CREATE_COLUMNS = ["tenantId", "agentWorkflowId", "workflowVersion", "status", "input", "agentId", "sessionId", "triggerEvent", "parentNodeId", "childKey",
+    "definitionRef", "deadlineAt", "forkedFromVersion", "parentExecutionId", "forkedFromExecutionId"] as const;
+  const CREATE = namedStatement("execution_create", `INSERT INTO ${runs} (${CREATE_COLUMNS.map((c) => `"${c}"`).join(", ")}, "updatedAt")
+    VALUES (${CREATE_COLUMNS.map((c, i) => `$${i + 1}${c === "input" ? "::jsonb" : ""}`).join(", ")}, CURRENT_TIMESTAMP) RETURNING *`);
+  const one = async (ctx: { entity: string; id: number }, statement: { name: string; text: string }, values: unknown[]): Promise<ExecutionRecord | null> => {
+    const res = await guard(ctx, () => pool.query<AgentWorkflowExecution>({ ...statement, values }));
+    return res.rows[0] ? toExecution(res.rows[0]) : null;
+  };
   const repo: ExecutionsRepo = {
     async create(tenantId, input) {
       requireTenantId(tenantId);
@@ -123,8 +137,10 @@ export function executionsRepo(prisma: PrismaClient): ExecutionsRepo {
       if (hasFork) {
         data.forkedFromExecutionId = await requireSameTenantExecution(prisma, tenantId, input.forkedFromExecutionId, "forked-from execution");
       }
-      const row = await guard({ entity: "workflow", id: input.workflowId }, () => prisma.agentWorkflowExecution.create({ data }));
-      return toExecution(row);
+      const values = CREATE_COLUMNS.map((c) => (c === "input" ? JSON.stringify(input.input) : (data[c] ?? null)));
+      const row = await one({ entity: "workflow", id: input.workflowId }, CREATE, values);
+      if (!row) throw StoreNotFound("workflow", input.workflowId);
+      return row;
     },
 
     async createChild(input) {
@@ -192,14 +208,12 @@ export function executionsRepo(prisma: PrismaClient): ExecutionsRepo {
     async get(tenantId, id) {
       requireTenantId(tenantId);
       if (!isDbId(id)) return null;
-      const row = await guard({ entity: "execution", id }, () => prisma.agentWorkflowExecution.findFirst({ where: { id, tenantId } }));
-      return row ? toExecution(row) : null;
+      return one({ entity: "execution", id }, BY_TENANT_ID, [id, tenantId]);
     },
 
     async getById(id) {
       if (!isDbId(id)) return null;
-      const row = await guard({ entity: "execution", id }, () => prisma.agentWorkflowExecution.findUnique({ where: { id } }));
-      return row ? toExecution(row) : null;
+      return one({ entity: "execution", id }, BY_ID, [id]);
     },
 
     async list(tenantId, opts = {}) {
@@ -370,9 +384,8 @@ export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: P
   const orderBy: Prisma.AgentWorkflowNodeExecutionOrderByWithRelationInput[] = [{ startedAt: "asc" }, { id: "asc" }];
   // The hot path of the executor, so plain SQL on the pool rather than Prisma, whose
   // per-query work costs more than the statement.
-  const STEPS_SQL = recordStepsSql(schema);
-  // Per schema: a pool's connection can serve stores of several schemas (tests do).
-  const STEPS_STATEMENT = `baton_record_steps_${createHash("sha1").update(STEPS_SQL).digest("hex").slice(0, 16)}`;
+  // (Named: the plan of this statement cost about twice its execution.)
+  const STEPS = namedStatement("record_steps", recordStepsSql(schema));
 
   async function writeSteps(batch: StepRecords): Promise<{ journaled: number; updated: number }> {
     // ON CONFLICT DO UPDATE and UPDATE ... FROM touch a row once per statement: merge writes
@@ -401,10 +414,8 @@ export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: P
     if (merged.size === 0 && patches.size === 0) return { journaled: 0, updated: 0 };
     const docs = [...merged.values()].map((n) => n.doc);
     const first = docs[0]?.executionId ?? [...patches.keys()][0]!;
-    // A named statement: each connection parses and plans it once, not on every write (the
-    // plan of this statement cost about twice its execution).
     const res = await guard({ entity: "execution", id: first as number }, () =>
-      pool.query<{ journaled: number; updated: number; foreign: boolean }>({ name: STEPS_STATEMENT, text: STEPS_SQL, values: [JSON.stringify(docs), JSON.stringify([...patches.values()])] }),
+      pool.query<{ journaled: number; updated: number; foreign: boolean }>({ ...STEPS, values: [JSON.stringify(docs), JSON.stringify([...patches.values()])] }),
     );
     const row = res.rows[0];
     if (!row || row.foreign) {

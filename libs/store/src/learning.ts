@@ -1,11 +1,10 @@
-import { createHash } from "node:crypto";
 import type { Pool } from "pg";
 import type { Prisma, PrismaClient } from "./generated/client.ts";
 import { guard } from "./db-errors.ts";
 import { StoreInvalidInput, StoreNotFound } from "./errors.ts";
 import { toLearnedSequence } from "./records.ts";
 import type { LearnedSequenceInput, LearningRepo } from "./types.ts";
-import { isDbId, jsonIn, optionalInt, page, quoteIdent, requireId, requireJson, requireTenantId } from "./values.ts";
+import { isDbId, jsonIn, namedStatement, optionalInt, page, quoteIdent, requireId, requireJson, requireTenantId } from "./values.ts";
 
 export function learningRepo(prisma: PrismaClient, schema: string, pool: Pool): LearningRepo {
   const q = quoteIdent(schema);
@@ -28,8 +27,7 @@ export function learningRepo(prisma: PrismaClient, schema: string, pool: Pool): 
       ON CONFLICT ("executionId") DO NOTHING
     )
     SELECT calls.tools, EXISTS (SELECT 1 FROM run) AS found FROM calls`;
-  // Named, so each connection plans it once (per schema: one connection may serve several).
-  const FROM_JOURNAL_STATEMENT = `baton_learned_from_journal_${createHash("sha1").update(FROM_JOURNAL_SQL).digest("hex").slice(0, 16)}`;
+  const FROM_JOURNAL = namedStatement("learned_from_journal", FROM_JOURNAL_SQL);
   return {
     async recordFromJournal(entry) {
       if (typeof entry !== "object" || entry === null) throw StoreInvalidInput("entry must be an object");
@@ -37,7 +35,7 @@ export function learningRepo(prisma: PrismaClient, schema: string, pool: Pool): 
       if (!isDbId(entry.executionId)) throw StoreNotFound("execution", String(entry.executionId));
       if (typeof entry.successful !== "boolean") throw StoreInvalidInput("successful must be a boolean");
       const res = await guard({ entity: "tenant", id: tenantId }, () =>
-        pool.query<{ tools: { tool: unknown }[]; found: boolean }>({ name: FROM_JOURNAL_STATEMENT, text: FROM_JOURNAL_SQL, values: [entry.executionId, tenantId, entry.successful] }),
+        pool.query<{ tools: { tool: unknown }[]; found: boolean }>({ ...FROM_JOURNAL, values: [entry.executionId, tenantId, entry.successful] }),
       );
       if (!res.rows[0]?.found) throw StoreNotFound("execution", String(entry.executionId));
       return { tools: (res.rows[0]?.tools ?? []).map((t) => (typeof t.tool === "string" ? t.tool : JSON.stringify(t.tool))) };

@@ -50,8 +50,8 @@ export function createStore(opts: StoreOptions): Store {
       await guard({}, () => prisma.$queryRaw`SELECT 1`);
     },
     tenants: tenantsRepo(prisma, schema),
-    workflows: workflowsRepo(prisma),
-    executions: executionsRepo(prisma),
+    workflows: workflowsRepo(prisma, schema, pool),
+    executions: executionsRepo(prisma, schema, pool),
     nodeExecutions: nodeExecutionsRepo(prisma, schema, pool),
     reviews: reviewsRepo(prisma),
     memory: memoryRepo(prisma, schema),

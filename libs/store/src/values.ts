@@ -3,6 +3,7 @@
  * it writes even though the gateway validates requests: internal callers (executor,
  * learner) write too, and a bad value must be a 400, never a 500.
  */
+import { createHash } from "node:crypto";
 import { Prisma } from "./generated/client.ts";
 import { StoreInvalidInput } from "./errors.ts";
 import type { ExecutionStatus, JsonObject, JsonValue, McpServerStatus, ReviewDecisionStatus, ReviewStatus, Role } from "./types.ts";
@@ -106,6 +107,15 @@ export function objectOut(v: unknown): JsonObject {
 
 export function jsonOut(v: unknown): JsonValue {
   return (v ?? null) as JsonValue;
+}
+
+/**
+ * A named statement (`pool.query(namedStatement(...))`): each connection parses and plans
+ * it once instead of on every call. Named by a hash of the text, which holds the schema,
+ * because one pool's connections may serve stores of several schemas (tests do).
+ */
+export function namedStatement(prefix: string, text: string): { name: string; text: string } {
+  return { name: `baton_${prefix}_${createHash("sha1").update(text).digest("hex").slice(0, 16)}`, text };
 }
 
 /** `"my-schema"` → `"my-schema"` quoted as a Postgres identifier. */

@@ -1,10 +1,11 @@
-import type { Prisma, PrismaClient } from "./generated/client.ts";
+import type { Pool } from "pg";
+import type { AgentWorkflow, Prisma, PrismaClient } from "./generated/client.ts";
 import { guard, type ErrorContext } from "./db-errors.ts";
 import { SlugTaken, StoreInvalidInput, StoreNotFound } from "./errors.ts";
 import { toWorkflow, toWorkflowVersion } from "./records.ts";
 import { requireSlug, slugify } from "./slug.ts";
 import type { JsonObject, WorkflowInput, WorkflowPatch, WorkflowRecord, WorkflowsRepo } from "./types.ts";
-import { isDbId, jsonIn, page, requireJsonObject, requireTenantId, requireText } from "./values.ts";
+import { isDbId, jsonIn, namedStatement, page, quoteIdent, requireJsonObject, requireTenantId, requireText } from "./values.ts";
 
 type Tx = Prisma.TransactionClient;
 
@@ -56,7 +57,9 @@ async function bumpVersion(
   return toWorkflow(row);
 }
 
-export function workflowsRepo(prisma: PrismaClient): WorkflowsRepo {
+export function workflowsRepo(prisma: PrismaClient, schema: string, pool: Pool): WorkflowsRepo {
+  // Read on every execute call: a plain named statement, as the executions' admission rows are.
+  const BY_TENANT_ID = namedStatement("workflow_by_tenant_id", `SELECT * FROM ${quoteIdent(schema)}."agent_workflows" WHERE "id" = $1 AND "tenantId" = $2`);
   return {
     async create(tenantId, input) {
       requireTenantId(tenantId);
@@ -92,8 +95,8 @@ export function workflowsRepo(prisma: PrismaClient): WorkflowsRepo {
     async get(tenantId, id) {
       requireTenantId(tenantId);
       if (!isDbId(id)) return null;
-      const row = await guard({ entity: "workflow", id }, () => prisma.agentWorkflow.findFirst({ where: { id, tenantId } }));
-      return row ? toWorkflow(row) : null;
+      const res = await guard({ entity: "workflow", id }, () => pool.query<AgentWorkflow>({ ...BY_TENANT_ID, values: [id, tenantId] }));
+      return res.rows[0] ? toWorkflow(res.rows[0]) : null;
     },
 
     async update(tenantId, id, patch) {
