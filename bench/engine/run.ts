@@ -21,18 +21,40 @@ import { fanOutGraph, runPool, sequentialGraph, summarise } from "./stats.ts";
 import type { BenchGraph, ExecutionTrace } from "./stats.ts";
 import type { BenchSystem } from "./system.ts";
 
-const { values: args } = parseArgs({
-  options: {
-    iterations: { type: "string", default: "200" },
-    warmup: { type: "string", default: "20" },
-    rounds: { type: "string", default: "2" },
-    concurrency: { type: "string", default: "1,16" },
-    systems: { type: "string", default: "floor,baton,langgraph" },
-    graphs: { type: "string", default: "sequential-10,fan-out-1-8-1" },
-    "no-doc": { type: "boolean", default: false },
-    doc: { type: "string", default: new URL("../../docs/benchmarks.md", import.meta.url).pathname },
-  },
-});
+function parseOptions() {
+  try {
+    return parseArgs({
+      options: {
+        iterations: { type: "string", default: "200" },
+        warmup: { type: "string", default: "20" },
+        rounds: { type: "string", default: "2" },
+        concurrency: { type: "string", default: "1,16" },
+        systems: { type: "string", default: "floor,baton,langgraph" },
+        graphs: { type: "string", default: "sequential-10,fan-out-1-8-1" },
+        "no-doc": { type: "boolean", default: false },
+        help: { type: "boolean", short: "h", default: false },
+        doc: { type: "string", default: new URL("../../docs/benchmarks.md", import.meta.url).pathname },
+      },
+    }).values;
+  } catch (err) {
+    console.error(`${err instanceof Error ? err.message : String(err)} (see --help)`);
+    process.exit(2);
+  }
+}
+const args = parseOptions();
+if (args.help) {
+  console.log(`usage: ./baton node bench/engine/run.ts [options]   (or ./baton npm run bench:engine -- [options])
+  --iterations N        measured executions per system, graph and concurrency (default 200)
+  --warmup N            uncounted executions first (default 20; 0 for none)
+  --rounds N            turns per system, in counterbalanced order (default 2)
+  --concurrency A,B     executions in flight at once (default 1,16)
+  --systems S,...       floor, baton, langgraph (default all; a partial run leaves the doc alone)
+  --graphs G,...        sequential-10, fan-out-1-8-1 (default both)
+  --no-doc              print the table only; do not rewrite docs/benchmarks.md
+  --doc PATH            the file whose Engine section is rewritten (default docs/benchmarks.md)
+Needs NATS, Redis and Postgres (BATON_NATS_URL, BATON_REDIS_URL, BATON_BENCH_DATABASE_URL).`);
+  process.exit(0);
+}
 const positive = (name: string, v: string): number => {
   const n = Number(v);
   if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got "${v}"`);
