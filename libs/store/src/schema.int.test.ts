@@ -10,7 +10,7 @@
  */
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import pg from "pg";
+import type pg from "pg";
 import { Prisma } from "./generated/client.ts";
 import { openTestStore, type TestStore } from "./testing.ts";
 
@@ -110,13 +110,9 @@ let db: pg.Client;
 
 beforeAll(async () => {
   t = await openTestStore({ prefix: "schema" });
-  db = new pg.Client({ connectionString: t.options.databaseUrl });
-  await db.connect();
+  db = await t.connect();
 });
-afterAll(async () => {
-  await db?.end();
-  await t?.dispose();
-});
+afterAll(() => t?.dispose());
 
 describe("schema.prisma and the SQL migrations", () => {
   it("parses every model of the schema", () => {

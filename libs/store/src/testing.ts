@@ -35,7 +35,12 @@ export interface TestStore {
   store: Store;
   /** Options that open (or migrate) the same schema again. */
   options: Required<Pick<StoreOptions, "databaseUrl" | "schema">>;
-  /** Closes the store and drops the schema. */
+  /**
+   * A plain `pg` client on the same database, for what a test checks below the store
+   * (catalog queries, plans). Ended by `dispose()`.
+   */
+  connect(): Promise<pg.Client>;
+  /** Ends the clients of `connect()`, closes the store and drops the schema. */
   dispose(): Promise<void>;
 }
 
@@ -50,10 +55,19 @@ export async function openTestStore(opts: { databaseUrl?: string; prefix?: strin
   const options = { databaseUrl: opts.databaseUrl ?? TEST_DATABASE_URL, schema: randomSchemaName(opts.prefix) };
   await migrate(options);
   const store = createStore(options);
+  const clients: pg.Client[] = [];
   return {
     store,
     options,
+    async connect() {
+      const client = new pg.Client({ connectionString: options.databaseUrl });
+      client.on("error", () => {});
+      clients.push(client);
+      await client.connect();
+      return client;
+    },
     async dispose() {
+      await Promise.all(clients.splice(0).map((c) => c.end().catch(() => undefined)));
       await store.close();
       await dropSchema(options.databaseUrl, options.schema);
     },
