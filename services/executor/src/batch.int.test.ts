@@ -180,8 +180,10 @@ describe("the outbox of an execution that waits", () => {
 
 describe("the records of consecutive steps", () => {
   /** An executor whose event publishes wait for `gate` (when set), logging rows and events in the order they go out. */
-  function gated(): { executor: Executor; log: string[]; hold(): { release(): void; fail(): void }; holdRows(nodeId: string): { release(): void; fail(): void } } {
+  function gated(): { executor: Executor; log: string[]; written: Set<string>; hold(): { release(): void; fail(): void }; holdRows(nodeId: string): { release(): void; fail(): void } } {
     const log: string[] = [];
+    /** `node:status` of the entries whose statement has returned (the log has a statement when it starts). */
+    const written = new Set<string>();
     let gate: Promise<void> | undefined;
     const heldRows = new Map<string, Promise<void>>();
     const messaging = createMessaging(bus);
@@ -196,10 +198,13 @@ describe("the records of consecutive steps", () => {
       nodeExecutions: {
         ...rows,
         recordSteps: async (batch) => {
-          log.push(`rows ${batch.entries.map((e) => `${e.nodeId}:${e.status}`).join(" ")}`);
+          const entries = batch.entries.map((e) => `${e.nodeId}:${e.status}`);
+          log.push(`rows ${entries.join(" ")}`);
           const held = batch.entries.map((e) => heldRows.get(e.nodeId)).find((h) => h !== undefined);
           if (held) await held;
-          return rows.recordSteps(batch);
+          const r = await rows.recordSteps(batch);
+          for (const e of entries) written.add(e);
+          return r;
         },
       },
     };
@@ -207,6 +212,7 @@ describe("the records of consecutive steps", () => {
     return {
       executor: x,
       log,
+      written,
       hold() {
         let release!: () => void;
         let fail!: (err: Error) => void;
@@ -319,7 +325,8 @@ describe("the records of consecutive steps", () => {
   it("publishes together the events of steps whose rows came in while earlier events were confirmed", async () => {
     const { g, id, a, b, gate } = await twoSteps(); // a's event unconfirmed, b's rows written
     const c = g.executor.handle(result(id, "c"));
-    await until(() => g.log.includes("rows c:completed"), "c's rows");
+    // b's and c's statements returned (not only started): both links' rows are in.
+    await until(() => g.written.has("b:completed") && g.written.has("c:completed"), "b's and c's rows");
     // Once a's event is confirmed, b's and c's go out at once: c's does not wait for b's.
     const second = g.hold();
     gate.release();
