@@ -36,8 +36,8 @@ export function openBus(prefix: string, extra: Partial<BusOptions> = {}): Promis
 export interface Admin {
   nc: NatsConnection;
   jsm: JetStreamManager;
-  /** Deletes the prefix's streams (and the given KV buckets), then closes. */
-  cleanup(prefix: string, kvBuckets?: string[]): Promise<void>;
+  /** Deletes the prefix's streams and every KV bucket of the prefix (streams `KV_<prefix>_*`), then closes. */
+  cleanup(prefix: string): Promise<void>;
 }
 
 export async function openAdmin(): Promise<Admin> {
@@ -46,8 +46,10 @@ export async function openAdmin(): Promise<Admin> {
   return {
     nc,
     jsm,
-    async cleanup(prefix, kvBuckets = []) {
-      const names = [...Object.values(streamNames(prefix)), ...kvBuckets.map((b) => `KV_${prefix}_${b}`)];
+    async cleanup(prefix) {
+      // Every bucket the suite opened, listed rather than named, so a new one is not left behind.
+      const names: string[] = Object.values(streamNames(prefix));
+      for await (const s of jsm.streams.list()) if (s.config.name.startsWith(`KV_${prefix}_`)) names.push(s.config.name);
       for (const name of names) await jsm.streams.delete(name).catch(() => false);
       await nc.close();
     },
@@ -100,9 +102,9 @@ export async function openPair(prefix: string): Promise<BusPair> {
   return { admin, a, b };
 }
 
-/** Drains both buses, then deletes the prefix's streams and the given KV buckets. */
-export async function closePair(pair: BusPair | undefined, prefix: string, kvBuckets?: string[]): Promise<void> {
+/** Drains both buses, then deletes the prefix's streams and KV buckets. */
+export async function closePair(pair: BusPair | undefined, prefix: string): Promise<void> {
   if (!pair) return;
   await Promise.all([pair.a.drain(), pair.b.drain()]);
-  await pair.admin.cleanup(prefix, kvBuckets);
+  await pair.admin.cleanup(prefix);
 }

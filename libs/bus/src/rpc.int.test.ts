@@ -34,7 +34,7 @@ beforeAll(async () => {
   ({ admin, a, b } = await openPair(prefix));
 });
 
-afterAll(() => closePair({ admin, a, b }, prefix, ["registry", "expiring"]));
+afterAll(() => closePair({ admin, a, b }, prefix));
 
 async function failure(p: Promise<unknown>): Promise<{ code: string; status: number; retryable: boolean; message: string }> {
   try {
