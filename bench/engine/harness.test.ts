@@ -3,6 +3,7 @@
  * - nearest-rank percentiles; empty input gives NaN, a percentile outside 0…100 throws;
  * - per-node samples run from a node's last predecessor's completion to its own, and
  *   leave out start nodes; a node without a completion is an error, not a silent gap;
+ * - the per-node mean is each execution's mean sample, with its median over executions;
  * - the pool never runs more than `concurrency` jobs at once and returns results in order;
  * - the docs section is replaced between its markers, appended when absent, and the
  *   document is created with an intro when empty.
@@ -52,6 +53,17 @@ describe("summarise", () => {
   it("takes the percentiles over every execution's samples", () => {
     const r = summarise("x", g, 1, traces);
     expect([r.p50, r.p99, r.executions, r.executionP50]).toEqual([100, 200, 2, 200]);
+  });
+  it("takes each execution's mean sample, then its median over executions", () => {
+    // Completions in bursts (gaps 0 and 2 … ) against an even pace of 1: the same mean, a lower median.
+    const chain = sequentialGraph(5);
+    const bursty = { startedAt: 0, doneAt: new Map([["n1", 1], ["n2", 3], ["n3", 3], ["n4", 5], ["n5", 5]]), endedAt: 5 };
+    const even = { startedAt: 0, doneAt: new Map([["n1", 1], ["n2", 2], ["n3", 3], ["n4", 4], ["n5", 6]]), endedAt: 6 };
+    const b = summarise("b", chain, 1, [bursty]);
+    expect([b.p50, b.meanP50]).toEqual([0, 1]);
+    const r = summarise("x", chain, 1, [bursty, even, even]);
+    expect(r.meanP50).toBe(1.25);
+    expect(summarise("x", chain, 1, [bursty, bursty, even]).meanP50).toBe(1);
   });
   it("counts steps/s over the time the system ran, when given, not first start to last end", () => {
     expect(summarise("x", g, 1, traces).stepsPerSecond).toBeCloseTo(4 / 1.5);
