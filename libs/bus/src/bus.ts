@@ -126,6 +126,12 @@ export interface Bus {
    * the bucket, so a reader never creates it with settings of its own.
    */
   kvGet(bucket: string, key: string): Promise<Uint8Array | null>;
+  /**
+   * Puts `value` at `key` in bucket `{prefix}_{bucket}` only when the key has never held a
+   * value (or it has expired): true when written, false when the key holds one already or
+   * the bucket does not exist. Like {@link kvGet}, it never creates the bucket.
+   */
+  kvCreate(bucket: string, key: string, value: Uint8Array): Promise<boolean>;
   isConnected(): boolean;
   /** Stops every subscription and replay (waiting for handlers in flight), then drains the connection. */
   drain(): Promise<void>;
@@ -521,6 +527,27 @@ class NatsBus implements Bus {
     }
     const op = m?.header?.get("KV-Operation");
     return m === null || op === "DEL" || op === "PURGE" ? null : m.data;
+  }
+
+  async kvCreate(bucket: string, key: string, value: Uint8Array): Promise<boolean> {
+    this.#assertOpen("kvCreate");
+    const name = this.#kvName(bucket);
+    const subject = `$KV.${name}.${key}`;
+    if (!isValidSubject(subject)) throw BusInvalidOptions("kv key", [`"${key}" is not a key`]);
+    try {
+      await this.#js.publish(subject, value, { expect: { lastSubjectSequence: 0 } });
+      return true;
+    } catch (err) {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence) return false;
+      // Without the bucket's stream nobody answers the publish: tell that apart from a failure.
+      const exists = await this.#jsm.streams.info(`KV_${name}`).then(
+        () => true,
+        (e: unknown) => !(e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound),
+      );
+      if (!exists) return false;
+      if (this.#nc.isClosed()) throw BusClosed("kvCreate", { cause: err });
+      throw BusPublishFailed(subject, { cause: err });
+    }
   }
 
   #kvName(bucket: string): string {

@@ -13,6 +13,7 @@
  * - kvKeys() lists the keys holding an entry (delete markers too), sorted, filtered by
  *   subject wildcards; an unknown bucket has none; entries that expired (max age) are gone
  *   and the listing still answers;
+ * - kvCreate() writes a key only when it never held a value, and never creates a bucket.
  * - kvGet() reads a key's value without opening the bucket: null for a key never written,
  *   deleted or purged, and for a bucket that does not exist (which it does not create).
  */
@@ -169,6 +170,20 @@ describe("kv", () => {
     expect(await b.kvGet("never_opened", "call.1")).toBeNull();
     await expect(admin.jsm.streams.info(`KV_${prefix}_never_opened`)).rejects.toThrow(/stream not found/);
     expect(await failure(b.kvGet("bad.name", "k"))).toMatchObject({ code: "BATON_BUS_INVALID_OPTIONS" });
+  });
+
+  it("writes a key with kvCreate() only when it never held a value, without creating a bucket", async () => {
+    const kv = await a.kv("results");
+    await kv.put("held.1", enc("the worker's"));
+    expect(await b.kvCreate("results", "held.1", enc("the executor's"))).toBe(false);
+    expect(dec((await b.kvGet("results", "held.1"))!)).toBe("the worker's");
+    expect(await b.kvCreate("results", "fresh.1", enc("first"))).toBe(true);
+    expect(await b.kvCreate("results", "fresh.1", enc("second"))).toBe(false);
+    expect(dec((await kv.get("fresh.1"))!.value)).toBe("first");
+    expect(await b.kvCreate("never_created", "k", enc("x"))).toBe(false);
+    await expect(admin.jsm.streams.info(`KV_${prefix}_never_created`)).rejects.toThrow(/stream not found/);
+    expect(await failure(b.kvCreate("bad.name", "k", enc("x")))).toMatchObject({ code: "BATON_BUS_INVALID_OPTIONS" });
+    expect(await failure(b.kvCreate("results", "bad key", enc("x")))).toMatchObject({ code: "BATON_BUS_INVALID_OPTIONS" });
   });
 
   it("answers kvKeys() while entries expire, without the expired ones", async () => {

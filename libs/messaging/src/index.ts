@@ -60,6 +60,12 @@ export interface Messaging {
   callTool(init: ToolCallInit): Promise<{ duplicate: boolean }>;
   /** The recorded result of a tool call, or null when no worker has recorded one (yet). */
   recordedToolResult(callId: string): Promise<RecordedToolResult | null>;
+  /**
+   * Records a tool call's result unless one is recorded already (a worker's record is never
+   * replaced): true when this one was written. For an answer whose worker may not have
+   * recorded it, so that the call, when sent again, is answered with it.
+   */
+  recordToolResult(callId: string, result: RecordedToolResult): Promise<boolean>;
   consumeCommands(durable: string, handler: (cmd: AnyCommand, msg: BusMessage) => Promise<void>, opts?: ConsumeOptions): Promise<Subscription>;
   consumeEvents(durable: string, types: readonly EventType[], handler: (ev: AnyEvent, msg: BusMessage) => Promise<void>, opts?: ConsumeOptions): Promise<Subscription>;
   request<N extends RpcName>(name: N, init: MessageInitShape<(typeof RPCS)[N]["request"]>, timeoutMs?: number): Promise<RpcReply<N>>;
@@ -112,6 +118,9 @@ export function createMessaging(bus: Bus): Messaging {
     async recordedToolResult(callId) {
       const data = await bus.kvGet(RESULTS_BUCKET, resultKey(callId));
       return data === null || data.length === 0 ? null : (JSON.parse(utf8.decode(data)) as RecordedToolResult);
+    },
+    recordToolResult(callId, result) {
+      return bus.kvCreate(RESULTS_BUCKET, resultKey(callId), new TextEncoder().encode(JSON.stringify(result)));
     },
     consumeCommands(durable, handler, opts = {}) {
       return bus.consume({ ...opts, stream: "commands", durable, filterSubjects: [s.allCommands()] }, async (msg) => {

@@ -404,10 +404,11 @@ describe("calls sent while their checkpoint is written", () => {
     // A worker ran b and recorded its answer; the answer reaches an executor whose checkpoint has no b.
     const kv = await bus.kv(RESULTS_BUCKET);
     await kv.put(resultKey(`${id}.b.1`), new TextEncoder().encode(JSON.stringify({ ok: true, output: { v: "recorded" }, durationMs: 3, workerId: "w1" })));
-    const answer = command("tool.result", { callId: `${id}.b.1`, executionId: id, tenantId, nodeId: "b", attempt: 1, tool: "echo", ok: true, output: valueFromJson({ v: "recorded" }), durationMs: 3 });
+    // (The answer differs from the record only to show which one is applied.)
+    const answer = command("tool.result", { callId: `${id}.b.1`, executionId: id, tenantId, nodeId: "b", attempt: 1, tool: "echo", ok: true, output: valueFromJson({ v: "answered" }), durationMs: 3 });
     await expect(x.handle(answer, 1)).rejects.toMatchObject({ code: "BATON_EXECUTOR_RESULT_BEFORE_CALL", retryable: true, retryDelayMs: 250 });
     await expect(x.handle(answer, 3)).rejects.toMatchObject({ code: "BATON_EXECUTOR_RESULT_BEFORE_CALL", retryDelayMs: 1_000 });
-    await x.handle(answer, 8); // the last delivery: dropped
+    await x.handle(answer, 8); // the last delivery: dropped; the worker's record stays as it was
     // a's result is delivered again: b's call is sent again, found sent, and its record applied.
     await x.handle(result(id, "a"), 2);
     const cp = (await checkpoints.get(id))!;
@@ -415,6 +416,35 @@ describe("calls sent while their checkpoint is written", () => {
     expect(cp.state.output).toEqual({ b: { v: "recorded" } });
     const rows = await t.store.nodeExecutions.listById(id);
     expect(rows.filter((r) => r.nodeId === "b").map((r) => r.status)).toEqual(["completed"]);
+  });
+
+  it("records an answer it drops as early, so the step taken again finds it when no worker recorded it", async () => {
+    let failPut = false;
+    const flaky: typeof checkpoints = Object.assign(Object.create(checkpoints) as typeof checkpoints, {
+      put: (...args: Parameters<typeof checkpoints.put>) => (failPut ? Promise.reject(new Error("the executor died here")) : checkpoints.put(...args)),
+    });
+    const x = executorWith(flaky);
+    const id = await startChain(x);
+    failPut = true;
+    await expect(x.handle(result(id, "a"))).rejects.toThrow("the executor died here");
+    failPut = false;
+    // The worker (which opened the results bucket) sent b's answer and died before recording it.
+    await bus.kv(RESULTS_BUCKET);
+    expect(await bus.kvGet(RESULTS_BUCKET, resultKey(`${id}.b.1`))).toBeNull();
+    const answer = command("tool.result", { callId: `${id}.b.1`, executionId: id, tenantId, nodeId: "b", attempt: 1, tool: "echo", ok: true, output: valueFromJson({ v: "only the answer" }), durationMs: 4 });
+    await expect(x.handle(answer, 7)).rejects.toMatchObject({ code: "BATON_EXECUTOR_RESULT_BEFORE_CALL" });
+    expect(await bus.kvGet(RESULTS_BUCKET, resultKey(`${id}.b.1`))).toBeNull();
+    await x.handle(answer, 8); // the last delivery: dropped, and recorded
+    // a's result again: b's call is found sent (the queue drops it as a duplicate, so no
+    // worker runs it again), and the answer the executor dropped is applied.
+    await x.handle(result(id, "a"), 2);
+    const cp = (await checkpoints.get(id))!;
+    expect(cp.state.status).toBe("completed");
+    expect(cp.state.output).toEqual({ b: { v: "only the answer" } });
+    const raw = await bus.kvGet(RESULTS_BUCKET, resultKey(`${id}.b.1`));
+    expect(raw).not.toBeNull();
+    const recorded: unknown = JSON.parse(new TextDecoder().decode(raw ?? undefined));
+    expect(recorded).toMatchObject({ ok: true, output: { v: "only the answer" }, durationMs: 4 });
   });
 
   it("drops at once a repeated answer of a finished attempt, and of an earlier attempt", async () => {

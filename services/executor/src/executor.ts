@@ -1030,8 +1030,19 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     await batch.settled;
     if (batch.outcome.unknown.has(command) && command.kind === "toolResult") {
       if (delivery < UNKNOWN_RESULT_DELIVERIES) throw ResultBeforeCall(command.callId, executionId, { retryDelayMs: Math.min(250 * 2 ** (delivery - 1), 8_000) });
+      // Its call may come yet: sent by a step whose checkpoint was never written, and sent
+      // again when that step is taken again, when the queue drops it as a duplicate and this
+      // answer is all there is (the worker may have died before recording it). Recorded, it
+      // answers the call then (recordedAnswers); a worker's record is never replaced.
+      if (cmd.name === "tool.result") await recordDropped(cmd.message);
       logger.debug("a result for a call its execution does not have was dropped", { executionId, callId: command.callId, deliveries: delivery });
     }
+  }
+
+  async function recordDropped(m: Extract<AnyCommand, { name: "tool.result" }>["message"]): Promise<void> {
+    const output = m.ok ? valueToJson(m.output) ?? null : undefined;
+    const error = m.error ? { code: m.error.code, message: m.error.message, retryable: m.error.retryable } : undefined;
+    await messaging.recordToolResult(m.callId, { ok: m.ok, durationMs: m.durationMs, workerId: m.workerId, ...(output !== undefined ? { output } : {}), ...(error ? { error } : {}) });
   }
 
   async function handleNow(cmd: AnyCommand, executionId: number, tenantId: string, command: Command, joined?: () => Command[], outcome = newOutcome()): Promise<void> {
