@@ -389,18 +389,26 @@ describe("calls sent while their checkpoint is written", () => {
     return row.id;
   }
 
-  it("answers a call sent for a checkpoint that was never written from its record", async () => {
+  /**
+   * A chain started, then a's result applied by an executor whose checkpoint write fails (as
+   * if the process died there): b's call went out, and no checkpoint knows it.
+   */
+  async function bSentWithoutCheckpoint(): Promise<{ x: Executor; id: number }> {
     let failPut = false;
     const flaky: typeof checkpoints = Object.assign(Object.create(checkpoints) as typeof checkpoints, {
       put: (...args: Parameters<typeof checkpoints.put>) => (failPut ? Promise.reject(new Error("the executor died here")) : checkpoints.put(...args)),
     });
     const x = executorWith(flaky);
     const id = await startChain(x);
-    // a's result: b's call goes out, its checkpoint is not written (as if the process died).
     failPut = true;
     await expect(x.handle(result(id, "a"))).rejects.toThrow("the executor died here");
     failPut = false;
     expect((await checkpoints.get(id))!.state.nodes.b).toBeUndefined();
+    return { x, id };
+  }
+
+  it("answers a call sent for a checkpoint that was never written from its record", async () => {
+    const { x, id } = await bSentWithoutCheckpoint();
     // A worker ran b and recorded its answer; the answer reaches an executor whose checkpoint has no b.
     const kv = await bus.kv(RESULTS_BUCKET);
     await kv.put(resultKey(`${id}.b.1`), new TextEncoder().encode(JSON.stringify({ ok: true, output: { v: "recorded" }, durationMs: 3, workerId: "w1" })));
@@ -419,15 +427,7 @@ describe("calls sent while their checkpoint is written", () => {
   });
 
   it("records an answer it drops as early, so the step taken again finds it when no worker recorded it", async () => {
-    let failPut = false;
-    const flaky: typeof checkpoints = Object.assign(Object.create(checkpoints) as typeof checkpoints, {
-      put: (...args: Parameters<typeof checkpoints.put>) => (failPut ? Promise.reject(new Error("the executor died here")) : checkpoints.put(...args)),
-    });
-    const x = executorWith(flaky);
-    const id = await startChain(x);
-    failPut = true;
-    await expect(x.handle(result(id, "a"))).rejects.toThrow("the executor died here");
-    failPut = false;
+    const { x, id } = await bSentWithoutCheckpoint();
     // The worker (which opened the results bucket) sent b's answer and died before recording it.
     await bus.kv(RESULTS_BUCKET);
     expect(await bus.kvGet(RESULTS_BUCKET, resultKey(`${id}.b.1`))).toBeNull();
