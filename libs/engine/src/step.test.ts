@@ -597,6 +597,31 @@ describe("step: agent nodes", () => {
     expect(s2.state.nodes.loop!.loop!.messages.at(-1)).toMatchObject({ role: "assistant", toolCalls: [{ name: "weather" }, { name: "weather" }] });
   });
 
+  it("judges the repeats of a toolLoop's calls settled while its next LLM call is out", async () => {
+    const d = def({ nodes: [{ id: "loop", type: "agent.toolLoop", config: { model: "m:x", tools: ["weather"] } }] });
+    const now = new Date(t0).toISOString();
+    const settled = (s: ExecutionState, callId: string) => settledFanCall(s.nodes.loop!, 7, "loop", callId);
+    const s1 = await step({ definition: d, state: null, command: { kind: "start", input: {} }, now, identity });
+    expect(settled(s1.state, "7.loop.1.llm0")).toBe(false); // out
+    const answer = react({ messages: [] }, "7.loop.1.llm0") as { ok: true; output: JsonValue };
+    const s2 = await step({ definition: d, state: s1.state, command: { kind: "toolResult", nodeId: "loop", callId: "7.loop.1.llm0", ok: true, output: answer.output, durationMs: 1 }, now });
+    // The tools of round 0 are out: the LLM call that asked for them is answered.
+    expect(settled(s2.state, "7.loop.1.llm0")).toBe(true);
+    expect(settled(s2.state, "7.loop.1.r0.0")).toBe(false);
+    const s3 = await step({ definition: d, state: s2.state, command: { kind: "toolResult", nodeId: "loop", callId: "7.loop.1.r0.0", ok: true, output: { temp: 3 }, durationMs: 1 }, now });
+    const s4 = await step({ definition: d, state: s3.state, command: { kind: "toolResult", nodeId: "loop", callId: "7.loop.1.r0.1", ok: true, output: { temp: 18 }, durationMs: 1 }, now });
+    expect(s4.effects.filter((e) => e.kind === "callTool").map((e) => (e as { callId: string }).callId)).toEqual(["7.loop.1.llm1"]);
+    // The next LLM call is out: every call of round 0 and the first LLM call are settled.
+    expect(settled(s4.state, "7.loop.1.r0.0")).toBe(true);
+    expect(settled(s4.state, "7.loop.1.r0.1")).toBe(true);
+    expect(settled(s4.state, "7.loop.1.llm0")).toBe(true);
+    // What may be ahead of this state is not: the call out, a later round, another attempt.
+    expect(settled(s4.state, "7.loop.1.llm1")).toBe(false);
+    expect(settled(s4.state, "7.loop.1.r1.0")).toBe(false);
+    expect(settled(s4.state, "7.loop.1.llm2")).toBe(false);
+    expect(settled(s4.state, "7.loop.2.llm0")).toBe(false);
+  });
+
   it("agent.llm appends to the conversation; toolExecutor runs the calls and appends results", async () => {
     const d = def({
       agentConfig: { model: "m:x" },

@@ -85,16 +85,26 @@ function fanSuffix(round: number | undefined, index: number, attempts: number): 
 }
 
 /**
- * Whether `callId` is the call of a fan item of `run` (a forEach item, one of a multi-call
- * node's calls, an agent's tool call) that has moved on: answered already, started again, or
- * of an earlier round. A result for it is a repeat, not a result that came before its call.
+ * Whether `callId` is a call of `run` that has moved on: a fan item's (a forEach item, one of
+ * a multi-call node's calls, an agent's tool call) answered already, started again, or of an
+ * earlier round; or an agent.toolLoop's LLM call answered already, or its tool call of a round
+ * before the LLM call now out. A result for it is a repeat, not a result that came before its call.
  */
 export function settledFanCall(run: NodeRun, executionId: number, nodeId: string, callId: string): boolean {
-  const fan = run.fan;
-  if (!fan) return false;
   const prefix = `${toolCallId(executionId, nodeId, run.attempt)}.`;
   if (!callId.startsWith(prefix)) return false;
-  const m = /^(?:r(\d+)\.)?(\d+)(?:-(\d+))?$/.exec(callId.slice(prefix.length));
+  const rest = callId.slice(prefix.length);
+  const fan = run.fan;
+  const loop = run.loop;
+  if (loop) {
+    // A toolLoop's LLM calls are `llm{iteration}` and the tools of that answer `r{iteration}.…`.
+    const llm = /^llm(\d+)$/.exec(rest);
+    if (llm) return Number(llm[1]) < loop.iteration || (Number(llm[1]) === loop.iteration && run.callId !== callId);
+    const round = fan ? undefined : /^r(\d+)\./.exec(rest);
+    if (round) return Number(round[1]) < loop.iteration;
+  }
+  if (!fan) return false;
+  const m = /^(?:r(\d+)\.)?(\d+)(?:-(\d+))?$/.exec(rest);
   if (!m) return false;
   const round = m[1] === undefined ? undefined : Number(m[1]);
   if (round !== undefined && fan.round !== undefined && round < fan.round) return true;
