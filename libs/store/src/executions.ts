@@ -299,9 +299,13 @@ function normalizeEntry(entry: unknown): NormalizedEntry {
 
 /**
  * The statement behind {@link NodeExecutionsRepo.recordSteps} for a schema: `$1` the journal
- * entries, `$2` the execution-row patches (JSON arrays). Exported for the test of its plan.
+ * entries, `$2` the execution-row patches (JSON arrays). `patches: false` gives the statement
+ * for a batch of entries alone (most steps change no execution row): `$1` only, and none of
+ * the patch's plan, which Postgres would set up on every write even with nothing to patch.
+ * Exported for the test of its plan.
  */
-export function recordStepsSql(schema: string): string {
+export function recordStepsSql(schema: string, opts: { patches?: boolean } = {}): string {
+  const patches = opts.patches ?? true;
   // One statement, so the tenant checks, the journal upserts and the execution updates all
   // happen or none does.
   const journal = `${quoteIdent(schema)}."agent_workflow_node_executions"`;
@@ -316,43 +320,16 @@ export function recordStepsSql(schema: string): string {
   const NEWER = `(t."stepVersion" IS NULL OR EXCLUDED."stepVersion" IS NULL OR t."stepVersion" <= EXCLUDED."stepVersion")`;
   const MERGED = ["input", "output", "toolCalls", "tokenUsage", "error", "errorCode", "retryable", "stepVersion", "durationMs", "startedAt", "completedAt"];
   const mergeCol = (column: string): string =>
-    `"${column}" = CASE WHEN ${NEWER} THEN CASE WHEN (SELECT s.doc ? '${column}' FROM src s WHERE (s.doc->>'executionId')::int = EXCLUDED."executionId" AND s.doc->>'nodeId' = EXCLUDED."nodeId" AND (s.doc->>'attempt')::int = EXCLUDED."attempt") THEN EXCLUDED."${column}" ELSE t."${column}" END
-        ELSE COALESCE(t."${column}", EXCLUDED."${column}") END`;
+    `CASE WHEN ${NEWER} THEN CASE WHEN s.doc ? '${column}' THEN EXCLUDED."${column}" ELSE t."${column}" END ELSE COALESCE(t."${column}", EXCLUDED."${column}") END`;
   const laterCol = (column: string): string => `"${column}" = CASE WHEN ${NEWER} THEN EXCLUDED."${column}" ELSE t."${column}" END`;
   // A write of an earlier step that has nothing to fill leaves the row untouched (and uncounted).
   const fills = MERGED.map((c) => `(t."${c}" IS NULL AND EXCLUDED."${c}" IS NOT NULL)`).join(" OR ");
   const patchCol = (column: string, value: string): string => `"${column}" = CASE WHEN p.doc ? '${column}' THEN ${value} ELSE x."${column}" END`;
-  return `
-    -- Ids are drawn in the entries' order (an insert takes one even when it updates), so rows
-    -- begun in one step list in the order the step began them; the rows are then written in
-    -- (execution, node, attempt) order, the same in every statement, so statements writing
-    -- rows of one execution at the same time take the locks in one order and never deadlock.
-    WITH src AS (SELECT e AS doc, nextval('${quoteIdent(schema)}."agent_workflow_node_executions_id_seq"'::regclass)::int AS id FROM jsonb_array_elements($1::jsonb) AS e),
-    pat AS (SELECT e AS doc FROM jsonb_array_elements($2::jsonb) AS e),
-    foreign_rows AS (
-      SELECT 1 FROM (SELECT (doc->>'executionId')::int AS id, doc->>'tenantId' AS tenant FROM src
-                     UNION SELECT (doc->>'id')::int, doc->>'tenantId' FROM pat) w
-      -- A scalar subquery, not a join: each execution is looked up by its key whatever the
-      -- planner makes of the table's size. (A join's plan, made once per connection while the
-      -- table was small, hashed the whole table on every write.)
-      WHERE (SELECT x."tenantId" FROM ${runs} x WHERE x."id" = w.id) IS DISTINCT FROM w.tenant
-    ),
-    ins AS (
-      INSERT INTO ${journal} AS t ("id", "tenantId", "executionId", "nodeId", "nodeType", "attempt", "status", "input", "output", "toolCalls", "tokenUsage",
-        "error", "errorCode", "retryable", "stepVersion", "durationMs", "startedAt", "completedAt")
-      SELECT id, doc->>'tenantId', (doc->>'executionId')::int, doc->>'nodeId', doc->>'nodeType', (doc->>'attempt')::int, doc->>'status',
-        NULLIF(doc->'input', 'null'::jsonb), NULLIF(doc->'output', 'null'::jsonb), NULLIF(doc->'toolCalls', 'null'::jsonb), NULLIF(doc->'tokenUsage', 'null'::jsonb),
-        doc->>'error', doc->>'errorCode', (doc->>'retryable')::boolean, (doc->>'stepVersion')::int, (doc->>'durationMs')::int,
-        COALESCE((doc->>'startedAt')::timestamptz, CURRENT_TIMESTAMP), (doc->>'completedAt')::timestamptz
-      FROM src
-      WHERE NOT EXISTS (SELECT 1 FROM foreign_rows)
-      ORDER BY (doc->>'executionId')::int, doc->>'nodeId', (doc->>'attempt')::int
-      ON CONFLICT ("executionId", "nodeId", "attempt") DO UPDATE SET
-        ${[laterCol("status"), laterCol("nodeType"), ...MERGED.map(mergeCol)].join(",\n        ")}
-      WHERE ${NEWER} OR ${fills}
-      RETURNING 1
-    ),
-    upd AS (
+  const written = patches
+    ? `SELECT (doc->>'executionId')::int AS id, doc->>'tenantId' AS tenant FROM src
+                     UNION SELECT (doc->>'id')::int, doc->>'tenantId' FROM pat`
+    : `SELECT DISTINCT (doc->>'executionId')::int AS id, doc->>'tenantId' AS tenant FROM src`;
+  const upd = `upd AS (
       UPDATE ${runs} AS x SET
         ${[
           patchCol("status", "p.doc->>'status'"),
@@ -376,8 +353,42 @@ export function recordStepsSql(schema: string): string {
         AND (p.doc->'stepVersion' IS NULL OR NOT EXISTS (
           SELECT 1 FROM ${journal} j WHERE j."executionId" = x."id" AND j."stepVersion" > (p.doc->>'stepVersion')::int))
       RETURNING 1
-    )
-    SELECT (SELECT count(*) FROM ins)::int AS journaled, (SELECT count(*) FROM upd)::int AS updated, EXISTS (SELECT 1 FROM foreign_rows) AS "foreign"`;
+    )`;
+  return `
+    -- Ids are drawn in the entries' order (an insert takes one even when it updates), so rows
+    -- begun in one step list in the order the step began them; the rows are then written in
+    -- (execution, node, attempt) order, the same in every statement, so statements writing
+    -- rows of one execution at the same time take the locks in one order and never deadlock.
+    WITH src AS (SELECT e AS doc, nextval('${quoteIdent(schema)}."agent_workflow_node_executions_id_seq"'::regclass)::int AS id FROM jsonb_array_elements($1::jsonb) AS e),${patches ? `
+    pat AS (SELECT e AS doc FROM jsonb_array_elements($2::jsonb) AS e),` : ""}
+    foreign_rows AS (
+      SELECT 1 FROM (${written}) w
+      -- A scalar subquery, not a join: each execution is looked up by its key whatever the
+      -- planner makes of the table's size. (A join's plan, made once per connection while the
+      -- table was small, hashed the whole table on every write.)
+      WHERE (SELECT x."tenantId" FROM ${runs} x WHERE x."id" = w.id) IS DISTINCT FROM w.tenant
+    ),
+    ins AS (
+      INSERT INTO ${journal} AS t ("id", "tenantId", "executionId", "nodeId", "nodeType", "attempt", "status", "input", "output", "toolCalls", "tokenUsage",
+        "error", "errorCode", "retryable", "stepVersion", "durationMs", "startedAt", "completedAt")
+      SELECT id, doc->>'tenantId', (doc->>'executionId')::int, doc->>'nodeId', doc->>'nodeType', (doc->>'attempt')::int, doc->>'status',
+        NULLIF(doc->'input', 'null'::jsonb), NULLIF(doc->'output', 'null'::jsonb), NULLIF(doc->'toolCalls', 'null'::jsonb), NULLIF(doc->'tokenUsage', 'null'::jsonb),
+        doc->>'error', doc->>'errorCode', (doc->>'retryable')::boolean, (doc->>'stepVersion')::int, (doc->>'durationMs')::int,
+        COALESCE((doc->>'startedAt')::timestamptz, CURRENT_TIMESTAMP), (doc->>'completedAt')::timestamptz
+      FROM src
+      WHERE NOT EXISTS (SELECT 1 FROM foreign_rows)
+      ORDER BY (doc->>'executionId')::int, doc->>'nodeId', (doc->>'attempt')::int
+      ON CONFLICT ("executionId", "nodeId", "attempt") DO UPDATE SET
+        ${[laterCol("status"), laterCol("nodeType")].join(",\n        ")},
+        -- One look into the batch for the entry's own doc serves every merged column (a
+        -- subquery per column cost Postgres about a third of the statement).
+        (${MERGED.map((c) => `"${c}"`).join(", ")}) = (SELECT ${MERGED.map(mergeCol).join(",\n          ")}
+          FROM src s WHERE (s.doc->>'executionId')::int = EXCLUDED."executionId" AND s.doc->>'nodeId' = EXCLUDED."nodeId" AND (s.doc->>'attempt')::int = EXCLUDED."attempt")
+      WHERE ${NEWER} OR ${fills}
+      RETURNING 1
+    )${patches ? `,
+    ${upd}` : ""}
+    SELECT (SELECT count(*) FROM ins)::int AS journaled, ${patches ? "(SELECT count(*) FROM upd)::int" : "0"} AS updated, EXISTS (SELECT 1 FROM foreign_rows) AS "foreign"`;
 }
 
 export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: Pool): NodeExecutionsRepo {
@@ -386,6 +397,7 @@ export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: P
   // per-query work costs more than the statement.
   // (Named: the plan of this statement cost about twice its execution.)
   const STEPS = namedStatement("record_steps", recordStepsSql(schema));
+  const ENTRIES = namedStatement("record_entries", recordStepsSql(schema, { patches: false }));
 
   async function writeSteps(batch: StepRecords): Promise<{ journaled: number; updated: number }> {
     // ON CONFLICT DO UPDATE and UPDATE ... FROM touch a row once per statement: merge writes
@@ -415,7 +427,9 @@ export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: P
     const docs = [...merged.values()].map((n) => n.doc);
     const first = docs[0]?.executionId ?? [...patches.keys()][0]!;
     const res = await guard({ entity: "execution", id: first as number }, () =>
-      pool.query<{ journaled: number; updated: number; foreign: boolean }>({ ...STEPS, values: [JSON.stringify(docs), JSON.stringify([...patches.values()])] }),
+      pool.query<{ journaled: number; updated: number; foreign: boolean }>(
+        patches.size === 0 ? { ...ENTRIES, values: [JSON.stringify(docs)] } : { ...STEPS, values: [JSON.stringify(docs), JSON.stringify([...patches.values()])] },
+      ),
     );
     const row = res.rows[0];
     if (!row || row.foreign) {

@@ -36,6 +36,14 @@ it("looks executions up by key, not by reading the table, once the table is past
 
     expect(plan.join("\n")).toContain("agent_workflow_executions"); // the plan is the statement's
     expect(plan.filter((l) => /Seq Scan on agent_workflow/.test(l))).toEqual([]);
+
+    // The statement for entries alone (a step that changes no execution row) checks the
+    // tenants the same way.
+    await db.query(`PREPARE entries(text) AS ${recordStepsSql(t.options.schema, { patches: false })}`);
+    const alone = (await db.query<{ "QUERY PLAN": string }>(`EXPLAIN (COSTS OFF) EXECUTE entries('${entries}')`)).rows.map((r) => r["QUERY PLAN"]);
+    expect(alone.join("\n")).toContain("agent_workflow_executions");
+    expect(alone.join("\n")).not.toContain("Update on"); // no patch in it
+    expect(alone.filter((l) => /Seq Scan on agent_workflow/.test(l))).toEqual([]);
   } finally {
     await t.dispose();
   }
