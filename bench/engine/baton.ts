@@ -84,12 +84,17 @@ export async function createBatonBench(opts: BatonBenchOptions): Promise<BenchSy
     })();
   const nodeSub = nc.subscribe(`${prefix}.evt.node.completed.*.*`);
   const execSub = nc.subscribe(`${prefix}.evt.execution.*.*.*`);
+  const utf8 = new TextDecoder();
   const readers = [
+    // The node events are read as an outside subscriber in any language would: the execution
+    // id from the subject, the node id from the JSON payload. (Decoding them with the
+    // contract's codec cost this process, which Baton runs in, about 2% of its CPU.)
     onEvent(nodeSub, (subject, data, at) => {
-      const ev = decodeEventMessage(prefix, { subject, data });
-      if (ev?.type !== "node.completed") return;
-      const s = entry(String(ev.message.executionId));
-      if (!s.doneAt.has(ev.message.nodeId)) s.doneAt.set(ev.message.nodeId, at);
+      const executionId = subject.slice(subject.lastIndexOf(".") + 1);
+      const nodeId = (JSON.parse(utf8.decode(data)) as { node_id?: unknown }).node_id;
+      if (typeof nodeId !== "string") throw new Error(`a node.completed event without a node id: ${utf8.decode(data)}`);
+      const s = entry(executionId);
+      if (!s.doneAt.has(nodeId)) s.doneAt.set(nodeId, at);
       s.wake?.();
     }),
     onEvent(execSub, (subject, data, at) => {
