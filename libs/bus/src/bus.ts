@@ -17,7 +17,7 @@ import type { BusOptions, StreamKey } from "./options.ts";
 import { coveringFilter, serverAtLeast, startConsumer } from "./consumer.ts";
 import type { ConsumerSpec, MessageHandler, Subscription } from "./consumer.ts";
 import { ensureStream, streamSpecs } from "./topology.ts";
-import { coalesceWrites, sendNow } from "./coalesce.ts";
+import { coalesceWrites, sendLater, sendLaterNow, sendNow } from "./coalesce.ts";
 import { skipSettledRequestErrors } from "./settled-requests.ts";
 
 /** Options of {@link Bus.replay}. */
@@ -306,7 +306,11 @@ class NatsBus implements Bus {
         logger: this.#logger,
         tracer,
         isClosed: () => this.#nc.isClosed(),
-        flush: () => this.#nc.flush(),
+        later: (frame) => void sendLater(this.#nc, frame),
+        flush: () => {
+          sendLaterNow(this.#nc);
+          return this.#nc.flush();
+        },
       },
       spec,
       handler,
@@ -565,6 +569,7 @@ class NatsBus implements Bus {
       await Promise.all([...this.#subscriptions].map((s) => s.stop().catch((err: unknown) => this.#logger.warn("stopping a subscription failed", { err }))));
       this.#subscriptions.clear();
       if (!this.#nc.isClosed()) {
+        sendLaterNow(this.#nc);
         try {
           await this.#nc.drain();
         } catch (err) {

@@ -15,13 +15,14 @@ import type { NatsConnection } from "@nats-io/nats-core";
  * transport is not the expected shape, it leaves the connection as it is.
  */
 export function coalesceWrites(nc: NatsConnection): boolean {
-  const transport = (nc as unknown as { protocol?: { transport?: Transport } }).protocol?.transport;
-  if (!transport || typeof transport._send !== "function" || transport[COALESCED]) return false;
+  const protocol = protocolOf(nc);
+  const transport = protocol?.transport;
+  if (!protocol || !transport || typeof transport._send !== "function" || transport[COALESCED]) return false;
   const send = transport._send;
   transport._send = function (this: Transport, frame: Uint8Array): Promise<void> {
     const sock = this.socket;
     if (sock && this[CORKED] === undefined && !sock.destroyed) {
-      const cork: Cork = { sock, turn: setImmediate(() => uncork(this, cork)) };
+      const cork: Cork = { sock, protocol, turn: setImmediate(() => uncork(this, cork)) };
       this[CORKED] = cork;
       sock.cork();
     }
@@ -40,7 +41,7 @@ export function coalesceWrites(nc: NatsConnection): boolean {
  * expected shape.
  */
 export function sendNow(nc: NatsConnection): boolean {
-  const protocol = (nc as unknown as { protocol?: { transport?: Transport; flushPending?: () => void } }).protocol;
+  const protocol = protocolOf(nc);
   if (!protocol || typeof protocol.flushPending !== "function") return false;
   protocol.flushPending();
   const transport = protocol.transport;
@@ -52,18 +53,80 @@ export function sendNow(nc: NatsConnection): boolean {
   return true;
 }
 
+/** How long a frame given to {@link sendLater} waits for another write to go out with. */
+export const LATER_MAX_MS = 20;
+
+/**
+ * Sends a frame that need not go out now — a plain ack, which nobody waits for — with the
+ * connection's next write, or by itself after {@link LATER_MAX_MS} when nothing else is
+ * written by then. `frame` writes it through nats.js (e.g. `() => msg.ack()`). A consumer that
+ * handles a message and then acks it would otherwise make one more system call per message:
+ * its ack comes in a turn of its own, after the work the message caused was sent. Returns false,
+ * sending the frame at once, when the connection is not the expected shape.
+ */
+export function sendLater(nc: NatsConnection, frame: () => void): boolean {
+  const protocol = protocolOf(nc);
+  if (!protocol || typeof protocol.flushPending !== "function") {
+    frame();
+    return false;
+  }
+  const later = protocol[LATER] ?? (protocol[LATER] = { frames: [] });
+  later.frames.push(frame);
+  later.timer ??= setTimeout(() => void takeLater(protocol, true), LATER_MAX_MS);
+  return true;
+}
+
+/** Writes at once what {@link sendLater} holds (before a flush or drain, so nothing is left behind). */
+export function sendLaterNow(nc: NatsConnection): void {
+  const protocol = protocolOf(nc);
+  if (protocol) takeLater(protocol, true);
+}
+
+/** Hands the frames held for later to nats.js; `flush`: have it write them (otherwise the caller is about to). */
+function takeLater(protocol: Protocol, flush: boolean): void {
+  const later = protocol[LATER];
+  if (!later || later.frames.length === 0) return;
+  const frames = later.frames;
+  later.frames = [];
+  clearTimeout(later.timer);
+  later.timer = undefined;
+  for (const f of frames) {
+    try {
+      f();
+    } catch {
+      // The connection closed: JetStream redelivers what was not acknowledged.
+    }
+  }
+  if (flush) protocol.flushPending?.();
+}
+
 function uncork(transport: Transport, cork: Cork): void {
   if (transport[CORKED] !== cork) return;
+  // Frames held for later ride on this write: into nats.js's buffer, and from there into the
+  // still corked socket.
+  takeLater(cork.protocol, true);
   transport[CORKED] = undefined;
   cork.sock.uncork();
 }
 
+function protocolOf(nc: NatsConnection): Protocol | undefined {
+  return (nc as unknown as { protocol?: Protocol }).protocol;
+}
+
 const COALESCED = Symbol("baton.coalescedWrites");
 const CORKED = Symbol("baton.corked");
+const LATER = Symbol("baton.later");
 
 interface Cork {
   sock: Socket;
+  protocol: Protocol;
   turn: NodeJS.Immediate;
+}
+
+interface Protocol {
+  transport?: Transport;
+  flushPending?: () => void;
+  [LATER]?: { frames: (() => void)[]; timer?: NodeJS.Timeout };
 }
 
 interface Transport {

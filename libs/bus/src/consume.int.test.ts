@@ -121,6 +121,23 @@ describe("consume", () => {
     expect(sub.processed).toBe(20);
   });
 
+  it("with plain acks, acknowledges handled messages without stop() too: held for the next write, or sent a moment later", async () => {
+    const subject = `${prefix}.tool.plain.later`;
+    let handled = 0;
+    const sub = await bus.consume({ stream: "tools", durable: "plain-later", filterSubjects: [subject], ack: "plain", ackWaitMs: 60_000 }, async () => {
+      handled++;
+    });
+    try {
+      for (let i = 0; i < 5; i++) await bus.publish(subject, enc(String(i)));
+      await waitFor(() => handled === 5);
+      // No publish follows: the last acks go out by themselves, long before ackWait would redeliver.
+      await waitFor(async () => (await admin.jsm.consumers.info(bus.streams.tools, "plain-later")).num_ack_pending === 0);
+      expect((await admin.jsm.streams.info(bus.streams.tools)).state.messages).toBe(0);
+    } finally {
+      await sub.stop();
+    }
+  });
+
   it("terminates non-retryable errors at once and logs the code", async () => {
     const subject = `${prefix}.evt.node.failed.t_1.1`;
     const durable = "permanent";

@@ -44,7 +44,8 @@ export interface ConsumerSpec {
    * How a handled message is acknowledged. "confirmed" waits for the server to confirm
    * the ack; "plain" sends it and goes on (one message less per delivery; a lost ack means
    * one more delivery, so only for handlers that take a repeat calmly, like tool workers with
-   * their recorded results). stop() flushes plain acks before it resolves. @default "confirmed"
+   * their recorded results). A plain ack goes out with the connection's next write, or by
+   * itself within 20 ms; stop() sends the held ones before it resolves. @default "confirmed"
    */
   ack?: "confirmed" | "plain";
 }
@@ -69,7 +70,9 @@ export interface ConsumerContext {
   logger: Logger;
   tracer: Tracer;
   isClosed(): boolean;
-  /** Round trip to the server: everything written before it has been sent. */
+  /** Sends a frame nobody waits for (a plain ack) with the connection's next write, or shortly. */
+  later(frame: () => void): void;
+  /** Round trip to the server: everything written before it (and everything held for later) has been sent. */
   flush(): Promise<void>;
 }
 
@@ -233,9 +236,10 @@ export async function startConsumer(ctx: ConsumerContext, rawSpec: ConsumerSpec,
   const apply = async (m: JsMsg, msg: BusMessage, decision: SettleDecision): Promise<void> => {
     switch (decision.action) {
       case "ack":
-        // Confirmed, so a stopped consumer never leaves an ack in the air; plain acks are
-        // flushed by stop().
-        if (spec.ack === "plain") m.ack();
+        // Confirmed, so a stopped consumer never leaves an ack in the air. A plain ack goes
+        // out with the connection's next write (a handler's work was sent before it, so it
+        // would otherwise take a system call of its own); stop() flushes the ones held.
+        if (spec.ack === "plain") ctx.later(() => m.ack());
         else await m.ackAck();
         return;
       case "nak":
