@@ -3,8 +3,11 @@
  * statement, which each connection plans once (a generic plan) and keeps. However many
  * executions the table holds, that plan must find the executions it checks and patches by
  * key, not scan (or hash) the whole table: a statement that did cost more with every
- * execution ever run.
+ * execution ever run. The same holds for what Postgres plans on its own (the foreign-key
+ * check of every new journal row) and for the learner's statement, also on tables Postgres
+ * has never analyzed (autovacuum off, or a new deployment), where every index looks alike.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { expect, it } from "@jest/globals";
 import { recordStepsSql } from "./executions.ts";
 import { openTestStore } from "./testing.ts";
@@ -44,6 +47,54 @@ it("looks executions up by key, not by reading the table, once the table is past
     expect(alone.join("\n")).toContain("agent_workflow_executions");
     expect(alone.join("\n")).not.toContain("Update on"); // no patch in it
     expect(alone.filter((l) => /Seq Scan on agent_workflow/.test(l))).toEqual([]);
+  } finally {
+    await t.dispose();
+  }
+});
+
+it("on tables never analyzed, journal writes (with their foreign-key checks) and the learner read rows by key", async () => {
+  const t = await openTestStore({ prefix: "steps_keys" });
+  try {
+    const db = await t.connect();
+    const tenant = (await t.store.tenants.create("A")).id;
+    const wf = await t.store.workflows.create(tenant, { name: "Flow", definition: { nodes: [] } });
+    const tables = ["agent_workflow_executions", "agent_workflow_node_executions"];
+    const never = await db.query<{ relname: string }>(
+      `SELECT relname FROM pg_class WHERE relnamespace = $1::regnamespace AND relname = ANY ($2) AND reltuples < 0`,
+      [t.options.schema, tables],
+    );
+    expect(never.rows.map((r) => r.relname).sort()).toEqual(tables); // the case under test: no statistics
+    const runs = 150;
+    for (let i = 0; i < runs; i++) {
+      const e = await t.store.executions.create(tenant, { workflowId: wf.id, workflowVersion: 1, input: {} });
+      await t.store.nodeExecutions.recordSteps({ entries: [{ tenantId: tenant, executionId: e.id, nodeId: "n1", nodeType: "tool", attempt: 1, status: "running", stepVersion: 1 }], executions: [] });
+      await t.store.nodeExecutions.recordSteps({
+        entries: [{ tenantId: tenant, executionId: e.id, nodeId: "n1", nodeType: "tool", attempt: 1, status: "completed", output: {}, stepVersion: 2 }],
+        executions: [{ id: e.id, tenantId: tenant, stepVersion: 2, patch: { status: "completed" } }],
+      });
+      await t.store.learning.recordFromJournal({ tenantId: tenant, executionId: e.id, successful: true });
+    }
+    // Closing the store's connections sends their statistics.
+    await t.store.close();
+    type Usage = { index: string; scans: number; read: number };
+    const usage = async (): Promise<Usage[]> =>
+      (await db.query<{ index: string; scans: string; read: string }>(
+        `SELECT indexrelname AS index, idx_scan AS scans, idx_tup_read AS read FROM pg_stat_user_indexes
+          WHERE schemaname = $1 AND relname = ANY ($2) AND idx_scan > 0 ORDER BY 1`,
+        [t.options.schema, tables],
+      )).rows.map((r) => ({ index: r.index, scans: Number(r.scans), read: Number(r.read) }));
+    let seen: Usage[] = [];
+    for (let i = 0; i < 50; i++) {
+      seen = await usage();
+      // Every journal row's foreign-key check at least.
+      if (seen.reduce((n, u) => n + u.scans, 0) >= runs * 2) break;
+      await sleep(100);
+    }
+    expect(seen.reduce((n, u) => n + u.scans, 0)).toBeGreaterThanOrEqual(runs * 2);
+    // A lookup by key reads a row or two (a row's older versions included); a scan of the
+    // tenant's rows would read about half of them on average, here 75.
+    const wide = seen.filter((u) => u.read / u.scans > 4);
+    expect(wide).toEqual([]);
   } finally {
     await t.dispose();
   }
