@@ -278,6 +278,10 @@ ${failures.length > 0 ? `\n**Failed in this run:**\n\n${failures.map((f) => `- $
   drains; steps/s counts every node of the turns over their time.
 - The harness's own checks (percentiles, samples, the floor's round trip; no timing assertions):
   \`./baton npm run test:jest -- --testMatch '<rootDir>/bench/**/*.test.ts' bench/engine\`.
+- To judge a change to Baton, whose effect is often smaller than this table's run-to-run
+  spread, use \`./baton node bench/engine/ab.ts\`: the old and the new path behind a temporary
+  switch, alternated in short phases inside one process, with the CPU of every process
+  involved read from \`/proc\` (see its header).
 `;
 
 // A partial run (some systems or graphs left out) prints its table but leaves the document alone.
