@@ -61,15 +61,16 @@ export function isFinished(s: ExecutionState): boolean {
 
 /**
  * The ids of the calls (and child keys) the state waits for: a result for any other id is
- * ignored by {@link step}.
+ * ignored by {@link step}. With `atLeast`, it stops looking once it has found that many.
  */
-export function outstandingCalls(s: ExecutionState): Set<string> {
+export function outstandingCalls(s: ExecutionState, atLeast = Number.POSITIVE_INFINITY): Set<string> {
   const ids = new Set<string>();
   if (isFinished(s)) return ids;
   for (const run of Object.values(s.nodes)) {
     if (run.status !== "running" && run.status !== "paused") continue;
     if (run.callId) ids.add(run.callId);
     for (const it of run.fan?.items ?? []) if (it.status === "running" && it.key) ids.add(it.key);
+    if (ids.size >= atLeast) break;
   }
   return ids;
 }

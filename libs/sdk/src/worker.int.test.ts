@@ -12,6 +12,8 @@
  *   is reported as a duplicate, and its result reads back from the record (messaging);
  * - in-progress acks keep a call longer than ackWait from being redelivered;
  * - the last allowed delivery answers BATON_TOOL_DELIVERIES_EXHAUSTED instead of vanishing;
+ * - quick calls delivered together are answered together: the answers are written at once,
+ *   once all of them are handed to the bus, not the first alone;
  * - the registry lists descriptors (JSON Schema) with live worker counts, hides tools from
  *   other tenants, and drops a worker whose presence is not refreshed within its TTL.
  */
@@ -333,3 +335,60 @@ describe("tool worker SDK", () => {
     await ghost.stop();
   });
 });
+
+describe("calls delivered together", () => {
+  const prefix = randomToolPrefix();
+  let bus: Bus;
+  let workerBus: Bus;
+  let results: ResultCollector;
+  let worker: Worker;
+
+  beforeAll(async () => {
+    bus = await connectBus({ servers: TEST_NATS_URL, prefix, name: "sdk-test-batch", logger: silent });
+    workerBus = await connectBus({ servers: TEST_NATS_URL, prefix, name: "sdk-test-batch-worker", logger: silent });
+    results = await collectResults(bus);
+    worker = createWorker({
+      bus: workerBus,
+      tools: [defineTool({ name: "t.quick", description: "answers at once", input: z.object({ i: z.number() }), output: z.object({ i: z.number() }), handler: async ({ i }) => ({ i }) })],
+      concurrency: 16,
+      workerId: "w-batch",
+      logger: silent,
+    });
+    await worker.start();
+  });
+
+  afterAll(async () => {
+    await worker.drain();
+    await results.stop();
+    await workerBus.drain();
+    await bus.drain();
+    await deletePrefix(prefix);
+  });
+
+  it("are answered together: the answers are written at once when all of them are handed over, not the first alone", async () => {
+    // What the worker had handed to its bus each time it asked for an immediate write.
+    const answersAtSendNow: number[] = [];
+    let answers = 0;
+    const publish = workerBus.publish.bind(workerBus);
+    const sendNow = workerBus.sendNow.bind(workerBus);
+    workerBus.publish = (subject, data, meta) => {
+      if (subject.endsWith(".cmd.tool.result")) answers++;
+      return publish(subject, data, meta);
+    };
+    workerBus.sendNow = () => {
+      answersAtSendNow.push(answers);
+      sendNow();
+    };
+    try {
+      // Four calls in one frame, as an executor's fan-out step sends them.
+      const ids = await Promise.all([0, 1, 2, 3].map((i) => callTool(bus, "t.quick", { i })));
+      for (const id of ids) await results.waitFor(id);
+      expect(answers).toBe(4);
+      expect(answersAtSendNow).toEqual([4]);
+    } finally {
+      workerBus.publish = publish;
+      workerBus.sendNow = sendNow;
+    }
+  });
+});
+

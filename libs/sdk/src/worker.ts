@@ -213,6 +213,24 @@ export function createWorker(options: WorkerOptions): Worker {
   let registration: Registration | undefined;
   let results: KV | undefined;
   let inFlight = 0;
+  // Calls taken here whose answer has not been handed to the bus yet (see handle).
+  let unanswered = 0;
+  let sendQueued = false;
+  /**
+   * Writes the answers handed to the bus at the end of the current cascade of microtasks,
+   * if by then every call taken here has its answer. The calls of one delivery (a fan-out's
+   * branches, sent in one step) are taken and, when quick, answered within one cascade: their
+   * answers then leave together, at once, where the first would have left alone and the rest
+   * at the end of the turn, to be applied by the executor in a step after the first's.
+   */
+  const sendWhenAllAnswered = (): void => {
+    if (sendQueued) return;
+    sendQueued = true;
+    process.nextTick(() => {
+      sendQueued = false;
+      if (unanswered === 0) bus!.sendNow();
+    });
+  };
   let completed = 0;
   let answered = 0;
   let started = false;
@@ -355,6 +373,12 @@ export function createWorker(options: WorkerOptions): Worker {
     const call = decode(ToolCallSchema, msg.data);
     const entry = specs.get(tool)!;
     inFlight++;
+    unanswered++;
+    let pending = true;
+    const handedOver = (): void => {
+      if (pending) unanswered--;
+      pending = false;
+    };
     try {
       const key = resultKey(call.callId);
       // Only a redelivery, or a call the executor sends again, can have been answered before;
@@ -377,14 +401,18 @@ export function createWorker(options: WorkerOptions): Worker {
         // different results; the executor takes the first answer either way.
         // The answer first: the server stores and delivers it before it stores the record.
         const sent = Promise.all([answer(tool, call, result), record(key, result)]);
+        handedOver();
         // The executor waits for the answer: when it is the only call here, out now rather
-        // than when this turn ends. Under load the answers of a turn share one write.
+        // than when this turn ends; when the others taken with it are answered too, all of
+        // them at the end of this cascade. Under load the answers of a turn share one write.
         if (inFlight === 1) bus!.sendNow();
+        else sendWhenAllAnswered();
         await sent;
       }
       answered++;
     } finally {
       inFlight--;
+      handedOver();
     }
   }
 

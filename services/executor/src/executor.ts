@@ -192,6 +192,11 @@ function batchedRecords(store: Store, maxInFlight: () => number, maxRows = 500):
   };
 }
 
+/** Settles once the current cascade of microtasks has run (before any I/O or timer). */
+function endOfCascade(): Promise<void> {
+  return new Promise<void>((resolve) => process.nextTick(resolve));
+}
+
 function jsonSize(v: JsonValue): number {
   return Buffer.byteLength(JSON.stringify(v));
 }
@@ -1025,11 +1030,17 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     } else {
       const b: ResultBatch = { tenantId, commands: [command], settled: Promise.resolve(), outcome: newOutcome() };
       if (!open) queued.set(executionId, b);
-      b.settled = handleNow(cmd, executionId, tenantId, command, () => {
+      const lead = (): Promise<void> => handleNow(cmd, executionId, tenantId, command, () => {
         // The lock is ours: whatever joined so far is applied with the leader; later results wait for the next turn.
         if (queued.get(executionId) === b) queued.delete(executionId);
         return b.commands.slice(1);
       }, b.outcome);
+      // A fan-out's answers arrive together, in one delivery whose messages are handed over
+      // over a cascade of microtasks. While the execution has other calls out, the leader
+      // takes the lock at the end of that cascade, so the answers that came with it join its
+      // step instead of the next one; an execution's only call is applied at once.
+      const known = latest.get(executionId)?.state;
+      b.settled = known !== undefined && outstandingCalls(known, 2).size > 1 ? endOfCascade().then(lead) : lead();
       batch = b;
     }
     await batch.settled;
