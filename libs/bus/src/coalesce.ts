@@ -72,18 +72,18 @@ export function sendLater(nc: NatsConnection, frame: () => void): boolean {
   }
   const later = protocol[LATER] ?? (protocol[LATER] = { frames: [] });
   later.frames.push(frame);
-  later.timer ??= setTimeout(() => void takeLater(protocol, true), LATER_MAX_MS);
+  later.timer ??= setTimeout(() => takeLater(protocol), LATER_MAX_MS);
   return true;
 }
 
 /** Writes at once what {@link sendLater} holds (before a flush or drain, so nothing is left behind). */
 export function sendLaterNow(nc: NatsConnection): void {
   const protocol = protocolOf(nc);
-  if (protocol) takeLater(protocol, true);
+  if (protocol) takeLater(protocol);
 }
 
-/** Hands the frames held for later to nats.js; `flush`: have it write them (otherwise the caller is about to). */
-function takeLater(protocol: Protocol, flush: boolean): void {
+/** Hands the frames held for later to nats.js and has it write them (into a corked socket, they wait for its uncork). */
+function takeLater(protocol: Protocol): void {
   const later = protocol[LATER];
   if (!later || later.frames.length === 0) return;
   const frames = later.frames;
@@ -97,14 +97,14 @@ function takeLater(protocol: Protocol, flush: boolean): void {
       // The connection closed: JetStream redelivers what was not acknowledged.
     }
   }
-  if (flush) protocol.flushPending?.();
+  protocol.flushPending?.();
 }
 
 function uncork(transport: Transport, cork: Cork): void {
   if (transport[CORKED] !== cork) return;
   // Frames held for later ride on this write: into nats.js's buffer, and from there into the
   // still corked socket.
-  takeLater(cork.protocol, true);
+  takeLater(cork.protocol);
   transport[CORKED] = undefined;
   cork.sock.uncork();
 }
