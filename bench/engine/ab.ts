@@ -20,6 +20,7 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { positiveOption as positive } from "./args.ts";
 import { createBatonBench } from "./baton.ts";
 import { fanOutGraph, nodeSamples, runPool, sequentialGraph } from "./stats.ts";
 
@@ -32,11 +33,6 @@ const { values: args } = parseArgs({
     warmup: { type: "string", default: "50" },
   },
 });
-const positive = (name: string, v: string): number => {
-  const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got "${v}"`);
-  return n;
-};
 const concurrency = positive("concurrency", args.concurrency);
 const phases = positive("phases", args.phases);
 const per = positive("per", args.per);

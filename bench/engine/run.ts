@@ -12,6 +12,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { cpus, loadavg, totalmem } from "node:os";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
+import { positiveOption as positive } from "./args.ts";
 import { createBatonBench } from "./baton.ts";
 import { createFloor } from "./floor.ts";
 import { createLangGraph } from "./langgraph.ts";
@@ -55,11 +56,6 @@ if (args.help) {
 Needs NATS, Redis and Postgres (BATON_NATS_URL, BATON_REDIS_URL, BATON_BENCH_DATABASE_URL).`);
   process.exit(0);
 }
-const positive = (name: string, v: string): number => {
-  const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got "${v}"`);
-  return n;
-};
 const iterations = positive("iterations", args.iterations);
 const rounds = Math.min(positive("rounds", args.rounds), iterations);
 const warmup = Number(args.warmup) === 0 ? 0 : positive("warmup", args.warmup);

@@ -10,15 +10,26 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { expect, it } from "@jest/globals";
 import { recordStepsSql } from "./executions.ts";
+import type pg from "pg";
 import { openTestStore } from "./testing.ts";
+import type { TestStore } from "./testing.ts";
 import { quoteIdent } from "./values.ts";
 
-it("looks executions up by key, not by reading the table, once the table is past a few pages", async () => {
-  const t = await openTestStore({ prefix: "steps_plan" });
+/** A store on a fresh schema with one tenant and one workflow, and a plain client beside it. */
+async function withWorkflow(prefix: string, test: (t: TestStore, db: pg.Client, tenant: string, wf: { id: number }) => Promise<void>): Promise<void> {
+  const t = await openTestStore({ prefix });
   try {
     const db = await t.connect();
     const tenant = (await t.store.tenants.create("A")).id;
     const wf = await t.store.workflows.create(tenant, { name: "Flow", definition: { nodes: [] } });
+    await test(t, db, tenant, wf);
+  } finally {
+    await t.dispose();
+  }
+}
+
+it("looks executions up by key, not by reading the table, once the table is past a few pages", () =>
+  withWorkflow("steps_plan", async (t, db, tenant, wf) => {
     const q = quoteIdent(t.options.schema);
     // A table past a few pages: while it is a page or two, reading it is the cheaper plan,
     // and the planner rightly takes it.
@@ -47,17 +58,10 @@ it("looks executions up by key, not by reading the table, once the table is past
     expect(alone.join("\n")).toContain("agent_workflow_executions");
     expect(alone.join("\n")).not.toContain("Update on"); // no patch in it
     expect(alone.filter((l) => /Seq Scan on agent_workflow/.test(l))).toEqual([]);
-  } finally {
-    await t.dispose();
-  }
-});
+  }));
 
-it("on tables never analyzed, journal writes (with their foreign-key checks) and the learner read rows by key", async () => {
-  const t = await openTestStore({ prefix: "steps_keys" });
-  try {
-    const db = await t.connect();
-    const tenant = (await t.store.tenants.create("A")).id;
-    const wf = await t.store.workflows.create(tenant, { name: "Flow", definition: { nodes: [] } });
+it("on tables never analyzed, journal writes (with their foreign-key checks) and the learner read rows by key", () =>
+  withWorkflow("steps_keys", async (t, db, tenant, wf) => {
     const tables = ["agent_workflow_executions", "agent_workflow_node_executions"];
     const never = await db.query<{ relname: string }>(
       `SELECT relname FROM pg_class WHERE relnamespace = $1::regnamespace AND relname = ANY ($2) AND reltuples < 0`,
@@ -95,7 +99,4 @@ it("on tables never analyzed, journal writes (with their foreign-key checks) and
     // tenant's rows would read about half of them on average, here 75.
     const wide = seen.filter((u) => u.read / u.scans > 4);
     expect(wide).toEqual([]);
-  } finally {
-    await t.dispose();
-  }
-});
+  }));
