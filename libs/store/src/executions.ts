@@ -391,12 +391,33 @@ export function recordStepsSql(schema: string, opts: { patches?: boolean } = {})
     SELECT (SELECT count(*) FROM ins)::int AS journaled, ${patches ? "(SELECT count(*) FROM upd)::int" : "0"} AS updated, EXISTS (SELECT 1 FROM foreign_rows) AS "foreign"`;
 }
 
+/** Size classes of {@link planGeneration}: ids up to 2^20, then one class for all larger ones. */
+export const PLAN_GENERATIONS = 21;
+
+/**
+ * The size class of an execution id, ⌊log2 id⌋ capped: the name under which the statement
+ * that patches execution rows is prepared when it patches that id. Postgres plans a named
+ * statement once per connection and keeps the plan until the table's statistics change. On
+ * a table that is never analyzed (autovacuum off, as on some machines; a new deployment until
+ * autovacuum first runs) they never change, so a plan made while the table was a few pages
+ * (a sequential scan, rightly) was kept as it grew, and every start and end of an execution
+ * read the whole table. Ids grow with the table, so each doubling gets a plan of its own,
+ * made for the table as it is then: past about 3,000 rows that plan finds the rows by key
+ * (`steps-plan.int.test.ts`). A connection plans the statement at most once per class.
+ */
+export function planGeneration(id: number): number {
+  return Math.min(Math.floor(Math.log2(Math.max(id, 1))), PLAN_GENERATIONS - 1);
+}
+
 export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: Pool): NodeExecutionsRepo {
   const orderBy: Prisma.AgentWorkflowNodeExecutionOrderByWithRelationInput[] = [{ startedAt: "asc" }, { id: "asc" }];
   // The hot path of the executor, so plain SQL on the pool rather than Prisma, whose
   // per-query work costs more than the statement.
   // (Named: the plan of this statement cost about twice its execution.)
   const STEPS = namedStatement("record_steps", recordStepsSql(schema));
+  // The statement that patches execution rows, under a name per size class of the patched ids
+  // (see planGeneration): a new class is planned afresh on each connection.
+  const stepsOfClass = Array.from({ length: PLAN_GENERATIONS }, (_, g) => ({ name: `${STEPS.name}_g${g}`, text: STEPS.text }));
   const ENTRIES = namedStatement("record_entries", recordStepsSql(schema, { patches: false }));
 
   async function writeSteps(batch: StepRecords): Promise<{ journaled: number; updated: number }> {
@@ -428,7 +449,7 @@ export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: P
     const first = docs[0]?.executionId ?? [...patches.keys()][0]!;
     const res = await guard({ entity: "execution", id: first as number }, () =>
       pool.query<{ journaled: number; updated: number; foreign: boolean }>(
-        patches.size === 0 ? { ...ENTRIES, values: [JSON.stringify(docs)] } : { ...STEPS, values: [JSON.stringify(docs), JSON.stringify([...patches.values()])] },
+        patches.size === 0 ? { ...ENTRIES, values: [JSON.stringify(docs)] } : { ...stepsOfClass[planGeneration(Math.max(...patches.keys()))]!, values: [JSON.stringify(docs), JSON.stringify([...patches.values()])] },
       ),
     );
     const row = res.rows[0];

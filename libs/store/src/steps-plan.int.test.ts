@@ -100,3 +100,40 @@ it("on tables never analyzed, journal writes (with their foreign-key checks) and
     const wide = seen.filter((u) => u.read / u.scans > 4);
     expect(wide).toEqual([]);
   }));
+
+it("on a table never analyzed, a plan made while it was small does not outlive its growth", () =>
+  withWorkflow("steps_grow", async (t, db, tenant, wf) => {
+    const q = quoteIdent(t.options.schema);
+    const runs = `${q}."agent_workflow_executions"`;
+    const startAndEnd = async (): Promise<void> => {
+      const e = await t.store.executions.create(tenant, { workflowId: wf.id, workflowVersion: 1, input: {} });
+      for (const [status, stepVersion] of [["running", 1], ["completed", 2]] as const) {
+        await t.store.nodeExecutions.recordSteps({
+          entries: [{ tenantId: tenant, executionId: e.id, nodeId: "n1", nodeType: "tool", attempt: 1, status, stepVersion }],
+          executions: [{ id: e.id, tenantId: tenant, stepVersion, patch: { status } }],
+        });
+      }
+    };
+    // While the table is a page, each connection the store uses plans the patch statement
+    // (after five custom plans Postgres settles on a generic one): reading the page is cheaper.
+    for (let i = 0; i < 10; i++) await startAndEnd();
+    // The table grows past where a lookup by key is cheaper (about 3,000 rows), never analyzed.
+    await db.query(`INSERT INTO ${runs} ("tenantId", "agentWorkflowId", "workflowVersion", "status") SELECT $1, $2, 1, 'completed' FROM generate_series(1, 6000)`, [tenant, wf.id]);
+    const never = await db.query(`SELECT 1 FROM pg_class WHERE oid = $1::regclass AND reltuples < 0`, [`${t.options.schema}.agent_workflow_executions`]);
+    expect(never.rowCount).toBe(1);
+    const seqRead = async (): Promise<number> =>
+      Number((await db.query<{ n: string }>(`SELECT seq_tup_read AS n FROM pg_stat_user_tables WHERE relid = $1::regclass`, [`${t.options.schema}.agent_workflow_executions`])).rows[0]!.n);
+    const before = await seqRead();
+    for (let i = 0; i < 20; i++) await startAndEnd();
+    // Closing the store's connections sends their statistics.
+    await t.store.close();
+    // Each closing connection sends its own: wait until the count stops moving.
+    let read = -1;
+    for (let i = 0, last = -2; i < 50 && read !== last; i++) {
+      await sleep(200);
+      last = read;
+      read = (await seqRead()) - before;
+    }
+    // A plan kept from the small table reads all 6,000 rows for each of the 40 patches.
+    expect(read).toBeLessThan(6000);
+  }));
