@@ -392,7 +392,7 @@ export function recordStepsSql(schema: string, opts: { patches?: boolean } = {})
 }
 
 /** Size classes of {@link planGeneration}: ids up to 2^20, then one class for all larger ones. */
-export const PLAN_GENERATIONS = 21;
+const PLAN_GENERATIONS = 21;
 
 /**
  * The size class of an execution id, ⌊log2 id⌋ capped: the name under which the statement
@@ -405,7 +405,7 @@ export const PLAN_GENERATIONS = 21;
  * made for the table as it is then: past about 3,000 rows that plan finds the rows by key
  * (`steps-plan.int.test.ts`). A connection plans the statement at most once per class.
  */
-export function planGeneration(id: number): number {
+function planGeneration(id: number): number {
   return Math.min(Math.floor(Math.log2(Math.max(id, 1))), PLAN_GENERATIONS - 1);
 }
 
