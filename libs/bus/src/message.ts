@@ -1,4 +1,4 @@
-import { headers as natsHeaders } from "@nats-io/nats-core";
+import { canonicalMIMEHeaderKey, MsgHdrsImpl } from "@nats-io/nats-core";
 import type { Msg, MsgHdrs } from "@nats-io/nats-core";
 import type { JsMsg } from "@nats-io/jetstream";
 
@@ -46,18 +46,28 @@ export interface BusMessage {
   working(): void;
 }
 
-/** Builds NATS headers from meta plus already-computed trace headers. */
+/** A valid NATS header name: printable ASCII without the colon (what nats.js's own check accepts). */
+const HEADER_NAME = /^[!-9;-~]+$/;
+
+/**
+ * Builds NATS headers from meta plus already-computed trace headers. Later sources win:
+ * `meta.headers`, then the trace headers, then Baton's own. The entries go straight into the
+ * headers' map (public in nats.js's typings) with nats.js's own checks of names and values:
+ * `set` would search and copy the keys twice per header, and every publish builds these.
+ */
 export function buildHeaders(meta: MessageMeta | undefined, trace: Record<string, string>): MsgHdrs | undefined {
-  const all: Record<string, string> = { ...(meta?.headers ?? {}), ...trace };
-  if (meta?.tenantId !== undefined) all[HEADERS.tenant] = meta.tenantId;
-  if (meta?.type !== undefined) all[HEADERS.type] = meta.type;
-  if (meta?.schema !== undefined) all[HEADERS.schema] = meta.schema;
-  if (meta?.idempotencyKey !== undefined) all[HEADERS.msgId] = meta.idempotencyKey;
-  const keys = Object.keys(all);
-  if (keys.length === 0) return undefined;
-  const h = natsHeaders();
-  for (const k of keys) h.set(k, all[k]!);
-  return h;
+  const h = new MsgHdrsImpl();
+  const put = (k: string, v: string): void => {
+    if (!HEADER_NAME.test(k)) canonicalMIMEHeaderKey(k); // throws nats.js's InvalidArgumentError naming the character
+    h.headers.set(k, [MsgHdrsImpl.validHeaderValue(v)]);
+  };
+  if (meta?.headers !== undefined) for (const k in meta.headers) put(k, meta.headers[k]!);
+  for (const k in trace) put(k, trace[k]!);
+  if (meta?.tenantId !== undefined) put(HEADERS.tenant, meta.tenantId);
+  if (meta?.type !== undefined) put(HEADERS.type, meta.type);
+  if (meta?.schema !== undefined) put(HEADERS.schema, meta.schema);
+  if (meta?.idempotencyKey !== undefined) put(HEADERS.msgId, meta.idempotencyKey);
+  return h.headers.size === 0 ? undefined : h;
 }
 
 /** Header record (first value of each key) from NATS headers. */
