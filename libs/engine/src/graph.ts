@@ -10,6 +10,20 @@ export interface GraphInfo {
   cyclic: Set<string>;
   /** The strongly connected component (id) of each node. */
   scc: Map<string, number>;
+  /**
+   * The key of each edge's decision in the execution state: `from->to` for the first edge
+   * between two nodes (in definition order), `from->to#2`, `from->to#3`... for further ones,
+   * so parallel edges are decided apart while checkpoints written before they were told apart
+   * (every key `from->to`) keep their meaning.
+   */
+  edgeKey: Map<EdgeDefinition, string>;
+  /** The edge of each key of {@link GraphInfo.edgeKey}. */
+  edgeByKey: Map<string, EdgeDefinition>;
+}
+
+/** The node an edge-state key leaves from (node ids hold no ">"). */
+export function edgeKeySource(key: string): string {
+  return key.slice(0, key.indexOf("->"));
 }
 
 const cache = new WeakMap<object, GraphInfo>();
@@ -23,9 +37,18 @@ export function graphOf(def: Pick<WorkflowDefinition, "nodes" | "edges">): Graph
     incoming.set(n.id, []);
     outgoing.set(n.id, []);
   }
+  const edgeKey = new Map<EdgeDefinition, string>();
+  const edgeByKey = new Map<string, EdgeDefinition>();
+  const pairs = new Map<string, number>();
   for (const e of def.edges) {
     outgoing.get(e.from)?.push(e);
     incoming.get(e.to)?.push(e);
+    const pair = `${e.from}->${e.to}`;
+    const k = (pairs.get(pair) ?? 0) + 1;
+    pairs.set(pair, k);
+    const key = k === 1 ? pair : `${pair}#${k}`;
+    edgeKey.set(e, key);
+    edgeByKey.set(key, e);
   }
   const reach = new Map<string, Set<string>>();
   for (const n of def.nodes) {
@@ -48,7 +71,7 @@ export function graphOf(def: Pick<WorkflowDefinition, "nodes" | "edges">): Graph
     scc.set(n.id, id);
     for (const m of reach.get(n.id)!) if (reach.get(m)!.has(n.id)) scc.set(m, id);
   }
-  const info = { incoming, outgoing, reach, cyclic, scc };
+  const info = { incoming, outgoing, reach, cyclic, scc, edgeKey, edgeByKey };
   cache.set(def, info);
   return info;
 }

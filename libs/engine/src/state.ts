@@ -80,7 +80,7 @@ export interface ExecutionState {
   /** `$` of every `$.path`: `{ input, <node outputs> }`. */
   context: JsonObject;
   nodes: Record<string, NodeRun>;
-  /** Edge decisions, keyed `from->to`: taken or dead. */
+  /** Edge decisions, keyed `from->to` (`from->to#2`... for further edges between the same nodes; see graph.ts): taken or dead. */
   edges: Record<string, "taken" | "dead">;
   /** Edges leaving a cycle that were not taken: decided dead only once the graph is quiet (the cycle may still take them). */
   deferred?: string[];

@@ -211,6 +211,38 @@ describe("step: guards, transform, setVariable, emit", () => {
     expect(small.state.output).toEqual({ size: "any" });
   });
 
+  it("decides parallel edges between the same two nodes apart, whatever their order", async () => {
+    const target = { id: "j", type: "transform", config: { expression: "'ran'" } };
+    for (const order of [["true", "false"], ["false", "true"]]) {
+      const d = def({
+        start: "c", nodes: [{ id: "c", type: "condition", config: { left: 1, op: "eq", right: 1 } }, target],
+        edges: order.map((when) => ({ from: "c", to: "j", when })),
+      });
+      const r = await drive(d, {}, null, { kind: "start", input: {} });
+      expect([order.join(","), r.state.status, r.state.nodes.j!.status, r.state.output]).toEqual([order.join(","), "completed", "completed", "ran"]);
+      expect(r.state.edges).toEqual(order[0] === "true" ? { "c->j": "taken", "c->j#2": "dead" } : { "c->j": "dead", "c->j#2": "taken" });
+    }
+    const guarded = def({
+      start: "a", nodes: [{ id: "a", type: "setVariable", config: { values: {} } }, { ...target, id: "b" }],
+      edges: [{ from: "a", to: "b", condition: "false" }, { from: "a", to: "b" }],
+    });
+    const g = await drive(guarded, {}, null, { kind: "start", input: {} });
+    expect([g.state.status, g.state.nodes.b!.status]).toEqual(["completed", "completed"]);
+  });
+
+  it("reads edge decisions a checkpoint wrote before parallel edges had keys of their own", async () => {
+    // Such a checkpoint keys every edge `from->to`; that is still the key of the first edge between two nodes.
+    const d = def({
+      nodes: [{ id: "a", type: "tool", config: { tool: "echo" } }, { id: "b", type: "setVariable", config: { values: { done: true } } }],
+      edges: [{ from: "a", to: "b" }],
+    });
+    const held = await drive(d, { tools: { echo }, holdCalls: true }, null, { kind: "start", input: {} });
+    const call = calls(held)[0]!;
+    const r = await drive(d, { tools: { echo } }, held.state, { kind: "toolResult", nodeId: "a", callId: call.callId, ok: true, output: {}, durationMs: 1 });
+    expect(r.state.edges).toEqual({ "a->b": "taken" });
+    expect(r.state.output).toEqual({ done: true });
+  });
+
   it("setVariable writes $.path keys into the context; emit publishes a custom event", async () => {
     const d = def({
       nodes: [

@@ -12,7 +12,7 @@
  */
 import type { JsonObject, JsonValue } from "./json.ts";
 import { clonePlain, isJsonObject } from "./json.ts";
-import type { ForEachConfig, NodeDefinition, RetryPolicy, WorkflowDefinition } from "./model.ts";
+import type { EdgeDefinition, ForEachConfig, NodeDefinition, RetryPolicy, WorkflowDefinition } from "./model.ts";
 import {
   AGENT_TOOLS, embedConfigSchema, imageGenConfigSchema, llmConfigSchema, memoryReadConfigSchema, memoryWriteConfigSchema, promptConfigSchema,
   ragConfigSchema, subagentConfigSchema, toolExecutorConfigSchema, toolLoopConfigSchema,
@@ -25,7 +25,7 @@ import type { SynthdevMaterial, SynthdevRuntime } from "./synthdev.ts";
 import { looksLikePath, readPath, resolveTemplate, writePath } from "./path.ts";
 import { evaluateCondition } from "./condition.ts";
 import { evaluateExpression, ExpressionFailed, truthy } from "./expr.ts";
-import { graphOf, loopRegion } from "./graph.ts";
+import { edgeKeySource, graphOf, loopRegion } from "./graph.ts";
 import type { GraphInfo } from "./graph.ts";
 import { resolveRefs } from "./refs.ts";
 import type { Command, Effect, ExecutionState, FanItem, JournalEntry, NodeRun, TimerState } from "./state.ts";
@@ -294,23 +294,29 @@ class Stepper {
       if (take && first && took) take = false;
       if (take) {
         took = true;
-        this.take(e.from, e.to);
+        this.take(e);
       } else {
-        this.kill(e.from, e.to);
+        this.kill(e);
       }
     }
   }
 
-  take(from: string, to: string): void {
+  edgeKey(e: EdgeDefinition): string {
+    return this.g.edgeKey.get(e) ?? `${e.from}->${e.to}`;
+  }
+
+  take(e: EdgeDefinition): void {
+    const { from, to } = e;
     const target = this.run(to);
     // Taking an edge into a node that already ran in this pass closes a loop: run the region again.
     if (target.status !== "waiting" && this.g.reach.get(to)?.has(from)) this.resetRegion(to, from);
-    this.s.edges[`${from}->${to}`] = "taken";
+    this.s.edges[this.edgeKey(e)] = "taken";
     this.settle(to);
   }
 
-  kill(from: string, to: string, flushing = false): void {
-    const key = `${from}->${to}`;
+  kill(e: EdgeDefinition, flushing = false): void {
+    const { from, to } = e;
+    const key = this.edgeKey(e);
     if (!flushing && this.g.cyclic.has(from) && this.g.scc.get(from) !== this.g.scc.get(to)) {
       // Leaving a cycle: a later pass of the cycle may still take this edge.
       if (!(this.s.deferred ??= []).includes(key)) this.s.deferred.push(key);
@@ -339,9 +345,9 @@ class Stepper {
     }
     if (cancel.length) this.effects.push({ kind: "cancelTools", callIds: cancel, reason: "loop iteration restarted" });
     for (const key of Object.keys(this.s.edges)) {
-      if (region.has(key.slice(0, key.indexOf("->")))) delete this.s.edges[key];
+      if (region.has(edgeKeySource(key))) delete this.s.edges[key];
     }
-    if (this.s.deferred) this.s.deferred = this.s.deferred.filter((k) => !region.has(k.slice(0, k.indexOf("->"))));
+    if (this.s.deferred) this.s.deferred = this.s.deferred.filter((k) => !region.has(edgeKeySource(k)));
   }
 
   joinOf(id: string): "all" | "any" | { n: number } {
@@ -360,7 +366,7 @@ class Stepper {
     let taken = 0;
     let undecided = 0;
     for (const e of incoming) {
-      const d = this.s.edges[`${e.from}->${e.to}`];
+      const d = this.s.edges[this.edgeKey(e)];
       if (d === "taken") taken++;
       else if (d === undefined) undecided++;
     }
@@ -378,7 +384,7 @@ class Stepper {
     const run = this.run(id);
     run.status = "skipped";
     this.emit({ kind: "node.skipped", nodeId: id, nodeType: n.type });
-    for (const e of this.g.outgoing.get(id) ?? []) this.kill(e.from, e.to);
+    for (const e of this.g.outgoing.get(id) ?? []) this.kill(e);
   }
 
   failExecution(code: string, message: string, nodeId?: string): void {
@@ -450,8 +456,8 @@ class Stepper {
       const keys = this.s.deferred;
       delete this.s.deferred;
       for (const key of keys) {
-        const [from, to] = key.split("->") as [string, string];
-        this.kill(from, to, true);
+        const e = this.g.edgeByKey.get(key);
+        if (e) this.kill(e, true);
       }
       if (this.s.ready.length > 0) return;
     }

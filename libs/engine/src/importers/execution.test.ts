@@ -82,4 +82,18 @@ describe("imported docs examples run on the engine", () => {
     expect(batches).toEqual([["add"], ["add"], ["add"], ["done"]]);
     expect(state.output).toEqual({ text: "counted to 3" });
   });
+
+  it("stateMachine: a guarded transition and a fallback to the same state reach it whichever is taken", async () => {
+    // Two edges a → b: the guarded one first. Each is decided on its own (they used to share one state key).
+    for (const [x, guardTaken] of [[2, false], [1, true]] as const) {
+      const { state } = await run("stateMachine", {
+        initial: "a",
+        states: {
+          a: { invoke: { type: "setVariable", config: { values: { x } } }, on: { NEXT: [{ target: "b", guard: { left: "$.a.x", op: "eq", right: 1 } }, { target: "b" }] } },
+          b: { type: "final", invoke: { type: "transform", config: { expression: "'reached b'" } } },
+        },
+      }, {});
+      expect([guardTaken, state.status, state.nodes.b?.status, state.output]).toEqual([guardTaken, "completed", "completed", "reached b"]);
+    }
+  });
 });
