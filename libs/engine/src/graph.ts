@@ -82,3 +82,128 @@ export function loopRegion(g: GraphInfo, head: string, from: string): Set<string
   for (const v of g.reach.get(head) ?? []) if (v === from || g.reach.get(v)?.has(from)) region.add(v);
   return region;
 }
+
+/** A graph as validation sees it: node ids and the edges between them (possibly a part of a broken definition). */
+export interface PlainGraph {
+  nodes: readonly string[];
+  edges: readonly { from: string; to: string }[];
+}
+
+/** Strongly connected components that hold a cycle (two or more nodes, or one with an edge to itself), in node order. */
+export function cyclicComponents(g: PlainGraph): string[][] {
+  const out = new Map<string, string[]>(g.nodes.map((n) => [n, []]));
+  const selfLoop = new Set<string>();
+  for (const e of g.edges) {
+    if (!out.has(e.from) || !out.has(e.to)) continue;
+    out.get(e.from)!.push(e.to);
+    if (e.from === e.to) selfLoop.add(e.from);
+  }
+  // Tarjan's algorithm, iteratively so that long chains do not exhaust the stack.
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const onStack = new Set<string>();
+  const stack: string[] = [];
+  const comps: string[][] = [];
+  let next = 0;
+  for (const root of g.nodes) {
+    if (index.has(root)) continue;
+    const work: { v: string; i: number }[] = [{ v: root, i: 0 }];
+    index.set(root, next);
+    low.set(root, next++);
+    stack.push(root);
+    onStack.add(root);
+    while (work.length > 0) {
+      const top = work[work.length - 1]!;
+      const succ = out.get(top.v)!;
+      if (top.i < succ.length) {
+        const w = succ[top.i++]!;
+        if (!index.has(w)) {
+          index.set(w, next);
+          low.set(w, next++);
+          stack.push(w);
+          onStack.add(w);
+          work.push({ v: w, i: 0 });
+        } else if (onStack.has(w)) {
+          low.set(top.v, Math.min(low.get(top.v)!, index.get(w)!));
+        }
+        continue;
+      }
+      work.pop();
+      if (work.length > 0) {
+        const parent = work[work.length - 1]!.v;
+        low.set(parent, Math.min(low.get(parent)!, low.get(top.v)!));
+      }
+      if (low.get(top.v) === index.get(top.v)) {
+        const comp: string[] = [];
+        let w: string;
+        do {
+          w = stack.pop()!;
+          onStack.delete(w);
+          comp.push(w);
+        } while (w !== top.v);
+        if (comp.length > 1 || selfLoop.has(top.v)) comps.push(comp);
+      }
+    }
+  }
+  const order = new Map(g.nodes.map((n, i) => [n, i]));
+  for (const c of comps) c.sort((a, b) => order.get(a)! - order.get(b)!);
+  return comps.sort((a, b) => order.get(a[0]!)! - order.get(b[0]!)!);
+}
+
+/**
+ * The cycles no loop bound stops: the cyclic components left once every bounded node (a
+ * whileLoop, a node with maxVisits) is taken out. A cycle through a bounded node is bounded.
+ */
+export function unboundedCycles(g: PlainGraph, bounded: (id: string) => boolean): string[][] {
+  const keep = g.nodes.filter((n) => !bounded(n));
+  const kept = new Set(keep);
+  return cyclicComponents({ nodes: keep, edges: g.edges.filter((e) => kept.has(e.from) && kept.has(e.to)) });
+}
+
+/** Nodes reachable from `start` (itself included). */
+export function reachableFrom(g: PlainGraph, start: string): Set<string> {
+  const out = new Map<string, string[]>();
+  for (const e of g.edges) out.set(e.from, [...(out.get(e.from) ?? []), e.to]);
+  const seen = new Set<string>([start]);
+  const todo = [start];
+  while (todo.length > 0) {
+    for (const w of out.get(todo.pop()!) ?? []) {
+      if (!seen.has(w)) {
+        seen.add(w);
+        todo.push(w);
+      }
+    }
+  }
+  return seen;
+}
+
+/**
+ * Dominators of every node reachable from `start`: `d ∈ dom(v)` when every path from the
+ * start to `v` passes through `d` (each node dominates itself). Unreachable nodes are absent.
+ */
+export function dominators(g: PlainGraph, start: string): Map<string, Set<string>> {
+  const reach = reachableFrom(g, start);
+  const nodes = g.nodes.filter((n) => reach.has(n));
+  const preds = new Map<string, string[]>(nodes.map((n) => [n, []]));
+  for (const e of g.edges) if (reach.has(e.from) && reach.has(e.to)) preds.get(e.to)!.push(e.from);
+  const dom = new Map<string, Set<string>>();
+  for (const n of nodes) dom.set(n, n === start ? new Set([start]) : new Set(nodes));
+  for (let changed = true; changed;) {
+    changed = false;
+    for (const n of nodes) {
+      if (n === start) continue;
+      let meet: Set<string> | undefined;
+      for (const p of preds.get(n)!) {
+        const dp = dom.get(p)!;
+        meet = meet === undefined ? new Set(dp) : new Set([...meet].filter((x) => dp.has(x)));
+      }
+      const next = meet ?? new Set<string>();
+      next.add(n);
+      if (next.size !== dom.get(n)!.size) {
+        dom.set(n, next);
+        changed = true;
+      }
+    }
+  }
+  return dom;
+}

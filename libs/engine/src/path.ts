@@ -109,14 +109,22 @@ export function resolveTemplate(template: JsonValue | undefined, context: JsonOb
   return template;
 }
 
-/** Every path string inside a template, for validation. */
+/**
+ * Every string inside a template that {@link resolveTemplate} reads as a path, for validation:
+ * other text (`"$5"`, `"$HOME"`) stays literal and is not collected.
+ */
 export function collectPaths(template: unknown, at: string, out: { at: string; path: string }[] = []): { at: string; path: string }[] {
   if (typeof template === "string") {
-    if (template.startsWith("$")) out.push({ at, path: template });
+    if (looksLikePath(template)) out.push({ at, path: template });
   } else if (Array.isArray(template)) {
     template.forEach((t, i) => collectPaths(t, `${at}[${i}]`, out));
   } else if (typeof template === "object" && template !== null) {
     for (const [k, v] of Object.entries(template)) collectPaths(v, `${at}.${k}`, out);
   }
   return out;
+}
+
+/** The `{{$.path}}` placeholders of a text (as agent prompts and templates fill them), trimmed. */
+export function placeholderPaths(text: string): string[] {
+  return [...text.matchAll(/\{\{\s*(\$[^}]*?)\s*\}\}/g)].map((m) => m[1]!.trim());
 }

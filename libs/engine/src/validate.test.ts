@@ -2,7 +2,16 @@
  * Rules checked: the quickstart example is valid; unknown and unsupported node
  * types, edges to missing nodes, a missing start, duplicate ids, bad `$.path`s,
  * bad branch labels, unreachable nodes and unbounded cycles are each reported,
- * all at once, with a path into the definition.
+ * all at once, with a path into the definition:
+ * - a malformed node, edge or field hides nothing else: shape, local, graph and
+ *   input-schema problems come in one answer (forEach bodies too);
+ * - every cycle needs a bound of its own (not just its strongly connected component);
+ * - an n-join fed by branches that exclude each other (directly or through nodes only
+ *   those branches reach) and an explicit all / n join on a loop head that needs its
+ *   back edge never fire and are refused; joins that can fire are accepted;
+ * - paths are checked where the runtime reads them (whileLoop comparisons, idempotency
+ *   keys, setVariable keys, path-only fields, `{{$.path}}` placeholders), and text that
+ *   merely starts with `$` stays text.
  */
 import { describe, expect, it } from "@jest/globals";
 import { readFileSync } from "node:fs";
@@ -134,5 +143,190 @@ describe("validateWorkflow: the complete model", () => {
       expect(validateInput(v.workflow, { q: "x" })).toEqual([]);
       expect(validateInput(v.workflow, { q: 1 })).toEqual([{ path: "input.q", code: "invalid_input", message: "must be string" }]);
     }
+  });
+});
+
+describe("validateWorkflow: every problem in one pass", () => {
+  const sv = { type: "setVariable", config: { values: {} } };
+  const codes = (r: ReturnType<typeof validateWorkflow>) => (r.ok ? [] : r.errors.map((e) => `${e.code}@${e.path}`));
+
+  it("a node or edge of the wrong shape hides nothing else", () => {
+    const r = validateWorkflow({
+      nodes: [{ id: "bad id", ...sv }, { id: "x", type: "teleport" }],
+      edges: [{ from: "x", to: "ghost" }],
+    });
+    expect(codes(r)).toEqual(["invalid_shape@nodes[0].id", "unknown_node_type@nodes[1].type", "dangling_edge@edges[0].to", "unreachable_node@nodes[1]"]);
+  });
+
+  it("lists shape, local, graph and input-schema problems together", () => {
+    const r = validateWorkflow({
+      start: "a",
+      inputSchema: { type: "nonsense" },
+      limits: { maxConcurrency: 0 },
+      nodes: [
+        { id: "a", ...sv },
+        { id: "b", type: "transform", config: { expression: "((" } },
+        { id: "c", ...sv, retry: { maxAttempts: 0 } },
+        { id: "d", type: "teleport" },
+        { id: "orphan", ...sv },
+        { id: "e", type: "tool", config: { tool: "echo" }, input: { v: "$.x[y]" } },
+      ],
+      edges: [{ from: "a", to: "b" }, { from: "b", to: "c" }, { from: "c", to: "b" }, { from: "a", to: "d" }, { from: "a", to: "e" }, { from: 3, to: "d" }, { from: "a", to: "ghost" }],
+    });
+    expect(codes(r)).toEqual([
+      "invalid_shape@limits.maxConcurrency",
+      "invalid_shape@nodes[2].retry.maxAttempts",
+      "invalid_expression@nodes[1].config.expression",
+      "unknown_node_type@nodes[3].type",
+      "invalid_path@nodes[5].input.v",
+      "invalid_shape@edges[5].from",
+      "dangling_edge@edges[6].to",
+      // A cycle is a cycle whatever else is broken; reachability waits for edges[5] to name its source.
+      "unbounded_cycle@edges",
+      "invalid_input_schema@inputSchema",
+    ]);
+  });
+
+  it("runs the graph checks beside unknown node types and bad configs", () => {
+    const r = validateWorkflow({
+      start: "a",
+      nodes: [{ id: "a", type: "teleport" }, { id: "b", type: "delay", config: { seconds: 1 } }, { id: "c", ...sv }, { id: "orphan", ...sv }],
+      edges: [{ from: "a", to: "b" }, { from: "b", to: "c" }, { from: "c", to: "b" }],
+    });
+    expect(codes(r)).toEqual(["unknown_node_type@nodes[0].type", "invalid_config@nodes[1].config", "unbounded_cycle@edges", "unreachable_node@nodes[3]"]);
+  });
+
+  it("checks a forEach body part by part too", () => {
+    const r = validateWorkflow({
+      nodes: [{ id: "e", type: "forEach", config: { items: "$.input.xs", body: { nodes: [{ id: "1bad", ...sv }, { id: "t", type: "teleport" }], edges: [{ from: "t", to: "t" }] } } }],
+    });
+    expect(codes(r)).toEqual([
+      "invalid_shape@nodes[0].config.body.nodes[0].id",
+      "unknown_node_type@nodes[0].config.body.nodes[1].type",
+      "unbounded_cycle@nodes[0].config.body.edges",
+      "unreachable_node@nodes[0].config.body.nodes[1]",
+    ]);
+  });
+});
+
+describe("validateWorkflow: cycles and joins", () => {
+  const sv = { type: "setVariable", config: { values: {} } };
+  const cond = (id: string) => ({ id, type: "condition", config: { left: 1, op: "eq", right: 1 } });
+  const codes = (r: ReturnType<typeof validateWorkflow>) => (r.ok ? [] : r.errors.map((e) => `${e.code}@${e.path}`));
+
+  it("refuses a cycle that avoids every bound, even when its component holds a whileLoop", () => {
+    const r = validateWorkflow({
+      start: "l",
+      nodes: [{ id: "l", type: "whileLoop", config: { condition: "true", maxIterations: 3 } }, { id: "a", ...sv }, { id: "b", ...sv, branching: "first" }, { id: "x", ...sv }],
+      edges: [{ from: "l", to: "a", when: "body" }, { from: "a", to: "b" }, { from: "b", to: "a", condition: "true" }, { from: "b", to: "l" }, { from: "l", to: "x", when: "exit" }],
+    });
+    expect(!r.ok && r.errors).toEqual([{ path: "edges", code: "unbounded_cycle", message: expect.stringContaining("cycle a → b → a has no loop bound") }]);
+    const bounded = validateWorkflow({
+      start: "l",
+      nodes: [{ id: "l", type: "whileLoop", config: { condition: "true", maxIterations: 3 } }, { id: "a", ...sv, maxVisits: 10 }, { id: "b", ...sv, branching: "first" }, { id: "x", ...sv }],
+      edges: [{ from: "l", to: "a", when: "body" }, { from: "a", to: "b" }, { from: "b", to: "a", condition: "true" }, { from: "b", to: "l" }, { from: "l", to: "x", when: "exit" }],
+    });
+    expect(codes(bounded)).toEqual([]);
+    const selfLoop = validateWorkflow({ nodes: [{ id: "a", ...sv }], edges: [{ from: "a", to: "a" }] });
+    expect(codes(selfLoop)).toEqual(["unbounded_cycle@edges"]);
+  });
+
+  it("refuses an n-join fed by branches that exclude each other, one hop or more away", () => {
+    const fed = (from: Record<string, unknown>, edges: { from: string; to: string; when?: string }[]) => validateWorkflow({
+      nodes: [from, { id: "a", ...sv }, { id: "b", ...sv }, { id: "j", ...sv, join: { n: 2 } }],
+      edges: [...edges, { from: "a", to: "j" }, { from: "b", to: "j" }],
+    });
+    expect(codes(fed(cond("c"), [{ from: "c", to: "a", when: "true" }, { from: "c", to: "b", when: "false" }]))).toEqual(["join_never_fires@nodes[3].join"]);
+    expect(codes(fed({ id: "r", type: "humanReview" }, [{ from: "r", to: "a", when: "approved" }, { from: "r", to: "b", when: "rejected" }]))).toEqual(["join_never_fires@nodes[3].join"]);
+    expect(codes(fed({ id: "r", type: "humanReview" }, [{ from: "r", to: "a" }, { from: "r", to: "b", when: "rejected" }]))).toEqual(["join_never_fires@nodes[3].join"]);
+    expect(codes(fed({ id: "s", ...sv, branching: "first" }, [{ from: "s", to: "a" }, { from: "s", to: "b" }]))).toEqual(["join_never_fires@nodes[3].join"]);
+    const deep = validateWorkflow({
+      nodes: [cond("c"), { id: "a", ...sv }, { id: "a2", ...sv }, { id: "b", ...sv }, { id: "j", ...sv, join: { n: 2 } }],
+      edges: [{ from: "c", to: "a", when: "true" }, { from: "a", to: "a2" }, { from: "c", to: "b", when: "false" }, { from: "a2", to: "j" }, { from: "b", to: "j" }],
+    });
+    expect(!deep.ok && deep.errors).toEqual([{ path: "nodes[4].join", code: "join_never_fires", message: 'node "j" waits for 2 incoming branches but at most 1 can arrive (they come from branches of "c" that exclude each other)' }]);
+  });
+
+  it("accepts n-joins that can fire: a fan-out, one branch feeding both, two paths out of one branch", () => {
+    const fanOut = validateWorkflow({
+      nodes: [{ id: "s", ...sv }, { id: "a", ...sv }, { id: "b", ...sv }, { id: "j", ...sv, join: { n: 2 } }],
+      edges: [{ from: "s", to: "a" }, { from: "s", to: "b" }, { from: "a", to: "j" }, { from: "b", to: "j" }],
+    });
+    expect(codes(fanOut)).toEqual([]);
+    const oneBranch = validateWorkflow({
+      nodes: [cond("c"), { id: "a", ...sv }, { id: "b", ...sv }, { id: "j", ...sv, join: { n: 2 } }],
+      edges: [{ from: "c", to: "a", when: "true" }, { from: "c", to: "b", when: "true" }, { from: "a", to: "j" }, { from: "b", to: "j" }],
+    });
+    expect(codes(oneBranch)).toEqual([]);
+    const twoPaths = validateWorkflow({
+      nodes: [cond("c"), { id: "a", ...sv }, { id: "m", ...sv }, { id: "b", ...sv }, { id: "j", ...sv, join: { n: 2 } }],
+      edges: [{ from: "c", to: "a", when: "true" }, { from: "c", to: "b", when: "false" }, { from: "a", to: "j" }, { from: "a", to: "m" }, { from: "m", to: "j" }, { from: "b", to: "j" }],
+    });
+    expect(codes(twoPaths)).toEqual([]);
+    // Nodes reached on both branches (after a merge) are not held to one of them.
+    const merged = validateWorkflow({
+      nodes: [cond("c"), { id: "a", ...sv }, { id: "b", ...sv }, { id: "m", ...sv }, { id: "x", ...sv }, { id: "y", ...sv }, { id: "j", ...sv, join: { n: 2 } }],
+      edges: [{ from: "c", to: "a", when: "true" }, { from: "c", to: "b", when: "false" }, { from: "a", to: "m" }, { from: "b", to: "m" }, { from: "m", to: "x" }, { from: "m", to: "y" }, { from: "x", to: "j" }, { from: "y", to: "j" }],
+    });
+    expect(codes(merged)).toEqual([]);
+  });
+
+  it("refuses an explicit all or n join on a loop head that its back edge would have to satisfy", () => {
+    const loop = (join: unknown, extra: Record<string, unknown>[] = [], extraEdges: { from: string; to: string }[] = []) => validateWorkflow({
+      start: "init",
+      nodes: [{ id: "init", ...sv }, { id: "head", ...sv, join, maxVisits: 3 }, { ...cond("body") }, { id: "out", ...sv }, ...extra],
+      edges: [{ from: "init", to: "head" }, { from: "head", to: "body" }, { from: "body", to: "head", when: "true" }, { from: "body", to: "out", when: "false" }, ...extraEdges],
+    });
+    const all = loop("all");
+    expect(codes(all)).toEqual(["join_never_fires@nodes[1].join"]);
+    expect(!all.ok && all.errors[0]!.message).toMatch(/edge from "body" closes a loop back to "head".*leave join out/);
+    expect(codes(loop({ n: 2 }))).toEqual(["join_never_fires@nodes[1].join"]);
+    expect(codes(loop("any"))).toEqual([]);
+    expect(codes(loop({ n: 1 }))).toEqual([]);
+    // Two entries from outside the loop can meet an n: 2 join on its first run.
+    expect(codes(loop({ n: 2 }, [{ id: "init2", ...sv }], [{ from: "init", to: "init2" }, { from: "init2", to: "head" }]))).toEqual([]);
+    // The start node runs first whatever its join says.
+    const startHead = validateWorkflow({
+      nodes: [{ id: "head", ...sv, join: "all", maxVisits: 3 }, cond("body"), { id: "out", ...sv }],
+      edges: [{ from: "head", to: "body" }, { from: "body", to: "head", when: "true" }, { from: "body", to: "out", when: "false" }],
+    });
+    expect(codes(startHead)).toEqual([]);
+  });
+});
+
+describe("validateWorkflow: $.paths as the runtime reads them", () => {
+  const sv = { type: "setVariable", config: { values: {} } };
+  const codes = (r: ReturnType<typeof validateWorkflow>) => (r.ok ? [] : r.errors.map((e) => `${e.code}@${e.path}`));
+
+  it("keeps text that only starts with $ as text, as the runtime does", () => {
+    const r = validateWorkflow({ nodes: [{ id: "t", type: "tool", config: { tool: "echo" }, input: { price: "$5", cmd: "$HOME", list: ["$x", "$.input.ok"] } }] });
+    expect(codes(r)).toEqual([]);
+  });
+
+  it("checks paths in a whileLoop comparison, an idempotency key, setVariable keys and fields always read as paths", () => {
+    const r = validateWorkflow({
+      start: "l",
+      nodes: [
+        { id: "l", type: "whileLoop", config: { condition: { left: "$.vars[x]", op: "eq", right: 1 }, maxIterations: 3 } },
+        { id: "t", type: "tool", config: { tool: "echo" }, idempotencyKey: "$.input[x" },
+        { id: "s", type: "setVariable", config: { values: { "$.vars[x]": 1, "$": 2, "$.input.x": 3, "$.ok": 4, plain: 5 } } },
+        { id: "d", type: "delay", config: { ms: "$5" } },
+        { id: "f", type: "forEach", config: { items: "$items", tool: "echo" } },
+        { id: "p", type: "agent.prompt", config: { template: "hello {{$.who[name]}} and {{$.input.ok}}" } },
+        { id: "x", ...sv },
+      ],
+      edges: [{ from: "l", to: "t", when: "body" }, { from: "t", to: "s" }, { from: "s", to: "d" }, { from: "d", to: "f" }, { from: "f", to: "p" }, { from: "p", to: "l" }, { from: "l", to: "x", when: "exit" }],
+    });
+    expect(codes(r)).toEqual([
+      "invalid_path@nodes[0].config.condition.left",
+      "invalid_path@nodes[1].idempotencyKey",
+      'invalid_path@nodes[2].config.values["$.vars[x]"]',
+      'invalid_path@nodes[2].config.values["$"]',
+      'invalid_path@nodes[2].config.values["$.input.x"]',
+      "invalid_path@nodes[3].config.ms",
+      "invalid_path@nodes[4].config.items",
+      "invalid_path@nodes[5].config.template",
+    ]);
+    expect(!r.ok && r.errors[3]!.message).toBe('setVariable key "$" may not replace the context or write into $.input');
   });
 });

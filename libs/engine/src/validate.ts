@@ -7,11 +7,14 @@ import { Ajv } from "ajv";
 import type { ErrorObject, ValidateFunction } from "ajv";
 import { Ajv2019 } from "ajv/dist/2019.js";
 import { Ajv2020 } from "ajv/dist/2020.js";
-import { collectPaths, parsePath } from "./path.ts";
-import type { WorkflowDefinition } from "./model.ts";
-import { AGENT_TOOLS, NODE_TYPES, PLANNED_NODE_TYPES, bodySchema, canonicalType, forEachConfigSchema, toolConfigSchema, workflowDefinitionSchema } from "./model.ts";
+import { collectPaths, looksLikePath, parsePath, placeholderPaths } from "./path.ts";
+import type { ParsedPath } from "./path.ts";
+import type { NodeDefinition, WorkflowDefinition } from "./model.ts";
+import {
+  AGENT_TOOLS, NODE_TYPES, PLANNED_NODE_TYPES, bodySchema, canonicalType, edgeSchema, nodeSchema, setVariableConfigSchema, toolConfigSchema, workflowDefinitionSchema,
+} from "./model.ts";
 import { expressionError } from "./expr.ts";
-import { graphOf } from "./graph.ts";
+import { cyclicComponents, dominators, reachableFrom, unboundedCycles } from "./graph.ts";
 import type { JsonValue } from "./json.ts";
 
 /** What validation may check beyond the definition itself. */
@@ -41,160 +44,429 @@ function zodPath(path: PropertyKey[]): string {
 
 /** Validates a workflow definition; on success returns it parsed, with defaults and canonical types. */
 export function validateWorkflow(input: unknown, opts: ValidateOptions = {}): ValidationResult {
-  const result = validateGraph(input, opts, "", workflowDefinitionSchema);
-  if (result.ok && result.workflow.inputSchema !== undefined) {
-    const err = schemaError(result.workflow.inputSchema);
-    if (err) return { ok: false, errors: [{ path: "inputSchema", code: "invalid_input_schema", message: err }] };
-  }
-  return result;
+  return validateGraph(input, opts, "", workflowDefinitionSchema);
 }
 
 function prefixed(prefix: string, path: string): string {
-  return prefix === "" ? path : `${prefix}.${path}`;
+  if (prefix === "") return path;
+  if (path === "" || path === "(definition)") return prefix;
+  return path.startsWith("[") ? `${prefix}${path}` : `${prefix}.${path}`;
 }
 
-function validateGraph(input: unknown, opts: ValidateOptions, prefix: string, schema: z.ZodType): ValidationResult {
-  const parsed = schema.safeParse(input) as z.ZodSafeParseResult<z.infer<typeof workflowDefinitionSchema>>;
-  if (!parsed.success) {
-    return {
-      ok: false,
-      errors: parsed.error.issues.map((i) => ({ path: prefixed(prefix, zodPath(i.path) || "(definition)"), code: "invalid_shape", message: i.message })),
-    };
-  }
-  const def = parsed.data;
-  const errors: ValidationIssue[] = [];
-  const ids = new Map<string, number>();
+/** `at` + a zod issue path, so that issues of one part of the definition keep pointing into it. */
+function issuePath(at: string, path: PropertyKey[]): string {
+  return prefixed(at, zodPath(path));
+}
 
-  def.nodes.forEach((n, i) => {
-    if (ids.has(n.id)) {
-      errors.push({ path: `nodes[${i}].id`, code: "duplicate_node_id", message: `node id "${n.id}" is used more than once (first at nodes[${ids.get(n.id)}])` });
-    } else {
-      ids.set(n.id, i);
+/** What the graph checks know of a node, also of one whose definition is broken elsewhere. */
+interface GraphNode {
+  id: string;
+  index: number;
+  /** The node, when its definition parsed. */
+  node?: NodeDefinition;
+  /** Canonical type, when it is a string. */
+  type?: string;
+  /** Whether the node may bound a cycle: a whileLoop, maxVisits, or a broken node that might be either. */
+  bounded: boolean;
+}
+
+/** An edge between two named nodes (its other fields may be broken). */
+interface GraphEdge {
+  index: number;
+  from: string;
+  to: string;
+  /** The branch label, when it is a string. */
+  when?: string;
+}
+
+/** Config fields the runtime always reads as a `$.path` (the schema makes them start with "$"). */
+const PATH_FIELDS: Readonly<Record<string, readonly string[]>> = {
+  delay: ["ms"],
+  forEach: ["items"],
+  "agent.llm": ["messages"],
+  "agent.toolLoop": ["messages"],
+  "agent.toolExecutor": ["toolCalls"],
+  "agent.memory.read": ["agentId"],
+  "agent.memory.write": ["agentId"],
+  "agent.rag": ["agentId"],
+};
+
+/** Config texts whose `{{$.path}}` placeholders the runtime fills. */
+const PLACEHOLDER_FIELDS: Readonly<Record<string, readonly string[]>> = {
+  "agent.prompt": ["template"],
+  "agent.llm": ["prompt", "system"],
+  "agent.toolLoop": ["prompt", "system"],
+  "agent.subagent": ["task"],
+  "agent.memory.read": ["query"],
+  "agent.memory.write": ["key", "content"],
+  "agent.rag": ["query"],
+  "agent.imageGen": ["prompt"],
+};
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+type GraphSchema = typeof workflowDefinitionSchema | typeof bodySchema;
+
+/**
+ * Checks one graph (the workflow, or a forEach body) part by part, so that one broken part
+ * hides nothing else: every top-level field, node and edge is parsed on its own, local checks
+ * run on each part that parsed, and the graph checks run on every node and edge that names
+ * its ends — each check only where a broken part cannot make it report a false problem.
+ */
+function validateGraph(input: unknown, opts: ValidateOptions, prefix: string, schema: GraphSchema): ValidationResult {
+  if (!isRecord(input)) {
+    const r = schema.safeParse(input);
+    const issues = r.success ? [] : r.error.issues;
+    return { ok: false, errors: issues.map((i) => ({ path: prefixed(prefix, zodPath(i.path) || "(definition)"), code: "invalid_shape", message: i.message })) };
+  }
+  const errors: ValidationIssue[] = [];
+  const shapeIssues = (at: string, issues: readonly z.core.$ZodIssue[]): void => {
+    for (const i of issues) errors.push({ path: issuePath(at, i.path) || "(definition)", code: "invalid_shape", message: i.message });
+  };
+
+  const top: Record<string, unknown> = {};
+  for (const [key, field] of Object.entries(schema.shape)) {
+    if (key === "nodes" || key === "edges") continue;
+    const r = (field as z.ZodType).safeParse(input[key]);
+    if (r.success) top[key] = r.data;
+    else shapeIssues(key, r.error.issues);
+  }
+
+  // Nodes, each on its own.
+  const nodesList = Array.isArray(input.nodes);
+  if (!nodesList) shapeIssues("nodes", z.array(z.unknown()).safeParse(input.nodes).error?.issues ?? []);
+  const rawNodes: unknown[] = nodesList ? (input.nodes as unknown[]) : [];
+  let complete = nodesList;
+  const parsed: { index: number; node: NodeDefinition }[] = [];
+  const graphNodes = new Map<string, GraphNode>();
+  rawNodes.forEach((raw, i) => {
+    const r = nodeSchema.safeParse(raw);
+    if (r.success) parsed.push({ index: i, node: r.data });
+    else shapeIssues(`nodes[${i}]`, r.error.issues);
+    const id = isRecord(raw) ? raw.id : undefined;
+    if (typeof id !== "string") {
+      complete = false;
+      return;
     }
-    const type = canonicalType(n.type);
-    const spec = NODE_TYPES[type];
-    if (!spec) {
-      if (PLANNED_NODE_TYPES.includes(type)) {
-        errors.push({ path: `nodes[${i}].type`, code: "unsupported_node_type", message: `node type "${n.type}" is not available in this version of Baton` });
-      } else {
-        errors.push({ path: `nodes[${i}].type`, code: "unknown_node_type", message: `unknown node type "${n.type}"; known types: ${Object.keys(NODE_TYPES).join(", ")}` });
-      }
-    } else {
-      const c = spec.config.safeParse(n.config);
-      if (!c.success) {
-        for (const issue of c.error.issues) {
-          errors.push({ path: `nodes[${i}].config${issue.path.length ? "." + zodPath(issue.path) : ""}`, code: "invalid_config", message: issue.message });
-        }
-      } else {
-        checkNodeConfig(type, n.config, `nodes[${i}]`, opts, errors);
-      }
+    const first = graphNodes.get(id);
+    if (first) {
+      errors.push({ path: `nodes[${i}].id`, code: "duplicate_node_id", message: `node id "${id}" is used more than once (first at nodes[${first.index}])` });
+      return;
     }
-    const configPaths = Object.entries(n.config).filter(([k]) => !EXPRESSION_KEYS.has(k) && k !== "body");
-    for (const ref of collectPaths(n.input ?? {}, `nodes[${i}].input`).concat(collectPaths(Object.fromEntries(configPaths), `nodes[${i}].config`))) {
-      const p = parsePath(ref.path);
-      if ("error" in p) errors.push({ path: ref.at, code: "invalid_path", message: p.error });
+    const rawType = isRecord(raw) && typeof raw.type === "string" ? canonicalType(raw.type) : undefined;
+    const maxVisits = isRecord(raw) ? raw.maxVisits : undefined;
+    graphNodes.set(id, {
+      id,
+      index: i,
+      ...(r.success ? { node: r.data } : {}),
+      ...(rawType !== undefined ? { type: rawType } : {}),
+      // A broken node counts as bounded when it may be meant as one: no check then blames a cycle through it.
+      bounded: rawType === "whileLoop" || maxVisits !== undefined || (!r.success && rawType === undefined),
+    });
+  });
+
+  for (const { index, node } of parsed) checkNode(node, `nodes[${index}]`, opts, errors);
+
+  // Edges, each on its own.
+  const edgesList = input.edges === undefined || Array.isArray(input.edges);
+  if (!edgesList) {
+    complete = false;
+    shapeIssues("edges", z.array(z.unknown()).safeParse(input.edges).error?.issues ?? []);
+  }
+  const rawEdges: unknown[] = Array.isArray(input.edges) ? (input.edges as unknown[]) : [];
+  const edges: GraphEdge[] = [];
+  rawEdges.forEach((raw, i) => {
+    const r = edgeSchema.safeParse(raw);
+    if (!r.success) shapeIssues(`edges[${i}]`, r.error.issues);
+    const from = isRecord(raw) ? raw.from : undefined;
+    const to = isRecord(raw) ? raw.to : undefined;
+    if (r.success && r.data.condition !== undefined) {
+      const err = expressionError(r.data.condition);
+      if (err) errors.push({ path: `edges[${i}].condition`, code: "invalid_expression", message: err });
     }
-    if (n.output !== undefined) {
-      const p = parsePath(n.output);
-      if ("error" in p) errors.push({ path: `nodes[${i}].output`, code: "invalid_path", message: p.error });
-      else if (p.segments.length === 0 || p.segments[0] === "input") {
-        errors.push({ path: `nodes[${i}].output`, code: "invalid_path", message: `output path "${n.output}" may not replace the context or write into $.input` });
+    if (typeof from !== "string" || typeof to !== "string") {
+      complete = false;
+      return;
+    }
+    if (!graphNodes.has(from)) errors.push({ path: `edges[${i}].from`, code: "dangling_edge", message: `edge from missing node "${from}"` });
+    if (!graphNodes.has(to)) errors.push({ path: `edges[${i}].to`, code: "dangling_edge", message: `edge to missing node "${to}"` });
+    if (!graphNodes.has(from) || !graphNodes.has(to)) return;
+    const when = isRecord(raw) && typeof raw.when === "string" ? raw.when : undefined;
+    edges.push({ index: i, from, to, ...(when !== undefined ? { when } : {}) });
+    const source = graphNodes.get(from)!;
+    const spec = source.node ? NODE_TYPES[canonicalType(source.node.type)] : undefined;
+    if (!r.success || !spec) return;
+    if (spec.branches.length > 0 && (r.data.when === undefined || !spec.branches.includes(r.data.when))) {
+      if (!(r.data.when === undefined && source.type === "agent.humanReview")) {
+        errors.push({ path: `edges[${i}].when`, code: "invalid_branch", message: `edges out of "${from}" (${source.node!.type}) need when: ${spec.branches.map((b) => `"${b}"`).join(" or ")}` });
       }
+    } else if (spec.branches.length === 0 && r.data.when !== undefined) {
+      errors.push({ path: `edges[${i}].when`, code: "invalid_branch", message: `edges out of "${from}" (${source.node!.type}) take no "when"` });
     }
   });
-  for (const ref of collectPaths(def.output ?? {}, "output")) {
+
+  for (const ref of collectPaths(top.output ?? {}, "output")) {
     const p = parsePath(ref.path);
     if ("error" in p) errors.push({ path: ref.at, code: "invalid_path", message: p.error });
   }
 
-  const start = def.start ?? def.nodes[0]?.id;
-  if (def.nodes.length === 0) {
+  // The start node.
+  const first = rawNodes[0];
+  const start = typeof top.start === "string" ? top.start : input.start === undefined && isRecord(first) && typeof first.id === "string" ? first.id : undefined;
+  if (nodesList && rawNodes.length === 0) {
     errors.push({ path: "nodes", code: "no_nodes", message: "a workflow needs at least one node" });
-  } else if (start === undefined || !ids.has(start)) {
-    errors.push({ path: "start", code: "missing_start", message: def.start === undefined ? "no start node" : `start node "${def.start}" does not exist` });
+  } else if (typeof top.start === "string" && !graphNodes.has(top.start)) {
+    errors.push({ path: "start", code: "missing_start", message: `start node "${top.start}" does not exist` });
   }
 
-  const out = new Map<string, string[]>();
-  def.edges.forEach((e, i) => {
-    if (e.condition !== undefined) {
-      const err = expressionError(e.condition);
-      if (err) errors.push({ path: `edges[${i}].condition`, code: "invalid_expression", message: err });
-    }
-    if (!ids.has(e.from)) errors.push({ path: `edges[${i}].from`, code: "dangling_edge", message: `edge from missing node "${e.from}"` });
-    if (!ids.has(e.to)) errors.push({ path: `edges[${i}].to`, code: "dangling_edge", message: `edge to missing node "${e.to}"` });
-    const fromIdx = ids.get(e.from);
-    const from = fromIdx === undefined ? undefined : def.nodes[fromIdx];
-    const spec = from ? NODE_TYPES[canonicalType(from.type)] : undefined;
-    if (spec) {
-      if (spec.branches.length > 0 && (e.when === undefined || !spec.branches.includes(e.when))) {
-        if (!(e.when === undefined && canonicalType(from!.type) === "agent.humanReview")) {
-          errors.push({ path: `edges[${i}].when`, code: "invalid_branch", message: `edges out of "${e.from}" (${from!.type}) need when: ${spec.branches.map((b) => `"${b}"`).join(" or ")}` });
-        }
-      } else if (spec.branches.length === 0 && e.when !== undefined) {
-        errors.push({ path: `edges[${i}].when`, code: "invalid_branch", message: `edges out of "${e.from}" (${from!.type}) take no "when"` });
-      }
-    }
-    out.set(e.from, [...(out.get(e.from) ?? []), e.to]);
-  });
-
-  if (errors.length === 0 && start !== undefined) {
-    const g = graphOf(def);
-    // Cycles are fine when bounded: each must pass through a whileLoop or a node with maxVisits.
-    const seen = new Set<number>();
-    for (const n of def.nodes) {
-      if (!g.cyclic.has(n.id)) continue;
-      const comp = g.scc.get(n.id)!;
-      if (seen.has(comp)) continue;
-      seen.add(comp);
-      const members = def.nodes.filter((m) => g.scc.get(m.id) === comp);
-      const bounded = members.some((m) => canonicalType(m.type) === "whileLoop" || m.maxVisits !== undefined);
-      if (!bounded) {
-        errors.push({ path: "edges", code: "unbounded_cycle", message: `cycle ${members.map((m) => m.id).join(" → ")} → ${members[0]!.id} has no loop bound: route it through a whileLoop node or give one of its nodes maxVisits` });
-      }
-    }
-    def.nodes.forEach((n, i) => {
-      if (canonicalType(n.type) === "whileLoop" && !g.reach.get(n.id)!.has(n.id)) {
-        errors.push({ path: `nodes[${i}]`, code: "loop_without_body", message: `whileLoop "${n.id}" has no path from its body back to itself` });
-      }
-      if (n.join !== undefined && typeof n.join === "object") {
-        // Edges from one branching node with different labels are exclusive: at most one of them is taken.
-        const incoming = g.incoming.get(n.id) ?? [];
-        const sources = new Map<string, Set<string>>();
-        for (const e of incoming) sources.set(e.from, (sources.get(e.from) ?? new Set()).add(e.when ?? ""));
-        let possible = 0;
-        for (const [from, labels] of sources) {
-          const fromNode = def.nodes[ids.get(from)!]!;
-          possible += (NODE_TYPES[canonicalType(fromNode.type)]?.branches.length ?? 0) > 0 ? Math.min(1, labels.size) : labels.size;
-        }
-        if (n.join.n > possible) {
-          errors.push({ path: `nodes[${i}].join`, code: "join_never_fires", message: `node "${n.id}" waits for ${n.join.n} incoming branches but at most ${possible} can arrive` });
-        }
-      }
-    });
-    const reach = new Set<string>([start, ...g.reach.get(start)!]);
-    def.nodes.forEach((n, i) => {
-      if (!reach.has(n.id)) errors.push({ path: `nodes[${i}]`, code: "unreachable_node", message: `node "${n.id}" cannot be reached from the start node "${start}"` });
-    });
-  }
+  graphChecks([...graphNodes.values()], edges, start !== undefined && graphNodes.has(start) ? start : undefined, complete, errors);
 
   if (opts.checkModel) {
     const refs: { ref: string; at: string }[] = [];
-    const ac = (def as { agentConfig?: { model?: string; levels?: Record<string, string> } }).agentConfig;
+    const ac = top.agentConfig as { model?: string; levels?: Record<string, string> } | undefined;
     if (ac?.model) refs.push({ ref: ac.model, at: "agentConfig.model" });
     for (const [level, ref] of Object.entries(ac?.levels ?? {})) refs.push({ ref, at: `agentConfig.levels.${level}` });
-    def.nodes.forEach((n, i) => {
-      if (typeof n.config.model === "string" && canonicalType(n.type).startsWith("agent.")) refs.push({ ref: n.config.model, at: `nodes[${i}].config.model` });
-    });
+    for (const { index, node } of parsed) {
+      if (typeof node.config.model === "string" && canonicalType(node.type).startsWith("agent.")) refs.push({ ref: node.config.model, at: `nodes[${index}].config.model` });
+    }
     for (const { ref, at } of refs) {
       const problem = opts.checkModel(ref);
       if (problem) errors.push({ path: at, code: "model_not_configured", message: problem });
     }
   }
+  const system = (top.agentConfig as { system?: unknown } | undefined)?.system;
+  if (typeof system === "string") checkPlaceholders(system, "agentConfig.system", errors);
+  if (top.inputSchema !== undefined) {
+    const err = schemaError(top.inputSchema);
+    if (err) errors.push({ path: "inputSchema", code: "invalid_input_schema", message: err });
+  }
+
   if (errors.length > 0) return { ok: false, errors: errors.map((e) => ({ ...e, path: prefixed(prefix, e.path) })) };
+  const def = schema.parse(input) as z.infer<typeof workflowDefinitionSchema>;
   return {
     ok: true,
     workflow: { ...def, start: start!, nodes: def.nodes.map((n) => ({ ...n, type: canonicalType(n.type) })) },
   };
+}
+
+function checkPath(path: string, at: string, errors: ValidationIssue[]): ParsedPath | undefined {
+  const p = parsePath(path);
+  if ("error" in p) {
+    errors.push({ path: at, code: "invalid_path", message: p.error });
+    return undefined;
+  }
+  return p;
+}
+
+function checkPlaceholders(text: string, at: string, errors: ValidationIssue[]): void {
+  for (const path of placeholderPaths(text)) checkPath(path, at, errors);
+}
+
+/** A path the node writes to: it may neither replace the whole context nor write into `$.input`. */
+function checkWritePath(path: string, at: string, what: string, errors: ValidationIssue[]): void {
+  const p = checkPath(path, at, errors);
+  if (p && (p.segments.length === 0 || p.segments[0] === "input")) {
+    errors.push({ path: at, code: "invalid_path", message: `${what} "${path}" may not replace the context or write into $.input` });
+  }
+}
+
+/** The checks of one node that parsed: its type, config, paths and tools. */
+function checkNode(n: NodeDefinition, at: string, opts: ValidateOptions, errors: ValidationIssue[]): void {
+  const type = canonicalType(n.type);
+  const spec = NODE_TYPES[type];
+  if (!spec) {
+    if (PLANNED_NODE_TYPES.includes(type)) {
+      errors.push({ path: `${at}.type`, code: "unsupported_node_type", message: `node type "${n.type}" is not available in this version of Baton` });
+    } else {
+      errors.push({ path: `${at}.type`, code: "unknown_node_type", message: `unknown node type "${n.type}"; known types: ${Object.keys(NODE_TYPES).join(", ")}` });
+    }
+  } else {
+    const c = spec.config.safeParse(n.config);
+    // A forEach body is checked as a graph of its own below, part by part.
+    const issues = c.success ? [] : c.error.issues.filter((i) => !(type === "forEach" && i.path[0] === "body" && isRecord(n.config.body)));
+    for (const issue of issues) {
+      errors.push({ path: `${at}.config${issue.path.length ? "." + zodPath(issue.path) : ""}`, code: "invalid_config", message: issue.message });
+    }
+    if (issues.length === 0) checkNodeConfig(type, n.config, at, opts, errors);
+    if (type === "forEach" && isRecord(n.config.body)) {
+      const body = validateGraph(n.config.body, opts, `${at}.config.body`, bodySchema);
+      if (!body.ok) errors.push(...body.errors);
+    }
+  }
+  const strict = PATH_FIELDS[type] ?? [];
+  for (const key of strict) {
+    const v = n.config[key];
+    if (typeof v === "string" && v.startsWith("$")) checkPath(v, `${at}.config.${key}`, errors);
+  }
+  for (const key of PLACEHOLDER_FIELDS[type] ?? []) {
+    const v = n.config[key];
+    if (typeof v === "string") checkPlaceholders(v, `${at}.config.${key}`, errors);
+  }
+  // Expression keys hold JSONata when they are text; a whileLoop's `condition` may also be a comparison with paths.
+  const configPaths = Object.entries(n.config).filter(([k, v]) => !(EXPRESSION_KEYS.has(k) && typeof v === "string") && k !== "body" && !strict.includes(k));
+  for (const ref of collectPaths(n.input ?? {}, `${at}.input`).concat(collectPaths(Object.fromEntries(configPaths), `${at}.config`))) {
+    checkPath(ref.path, ref.at, errors);
+  }
+  if (n.output !== undefined) checkWritePath(n.output, `${at}.output`, "output path", errors);
+  if (n.idempotencyKey !== undefined && looksLikePath(n.idempotencyKey)) checkPath(n.idempotencyKey, `${at}.idempotencyKey`, errors);
+}
+
+/**
+ * Checks that need the graph: cycles without a loop bound, loops without a body, unreachable
+ * nodes and joins that never fire. `complete` is false when some node has no id or some edge
+ * does not name both ends: then only the cycle check runs (a cycle among the known parts is
+ * a cycle of the whole); the others could blame what a broken part would have provided.
+ */
+function graphChecks(nodes: GraphNode[], edges: GraphEdge[], start: string | undefined, complete: boolean, errors: ValidationIssue[]): void {
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  const plain = { nodes: nodes.map((n) => n.id), edges };
+  for (const comp of unboundedCycles(plain, (id) => byId.get(id)!.bounded)) {
+    const cycle = shortestCycle(comp, edges);
+    const more = comp.length > cycle.length ? ` (and more cycles among ${comp.map((id) => `"${id}"`).join(", ")})` : "";
+    errors.push({
+      path: "edges",
+      code: "unbounded_cycle",
+      message: `cycle ${[...cycle, cycle[0]].join(" → ")}${more} has no loop bound: route it through a whileLoop node or give one of its nodes maxVisits`,
+    });
+  }
+  if (!complete) return;
+  const cyclic = new Set(cyclicComponents(plain).flat());
+  for (const n of nodes) {
+    if (n.node && n.type === "whileLoop" && !cyclic.has(n.id)) {
+      errors.push({ path: `nodes[${n.index}]`, code: "loop_without_body", message: `whileLoop "${n.id}" has no path from its body back to itself` });
+    }
+  }
+  if (start === undefined) return;
+  const reach = reachableFrom(plain, start);
+  for (const n of nodes) {
+    if (!reach.has(n.id)) errors.push({ path: `nodes[${n.index}]`, code: "unreachable_node", message: `node "${n.id}" cannot be reached from the start node "${start}"` });
+  }
+  const joins = nodes.filter((n) => reach.has(n.id) && n.node?.join !== undefined && n.node.join !== "any");
+  if (joins.length === 0) return;
+  const dom = dominators(plain, start);
+  const incoming = new Map<string, GraphEdge[]>();
+  const outgoing = new Map<string, GraphEdge[]>();
+  for (const e of edges) {
+    incoming.set(e.to, [...(incoming.get(e.to) ?? []), e]);
+    outgoing.set(e.from, [...(outgoing.get(e.from) ?? []), e]);
+  }
+  const reachCache = new Map<string, Set<string>>();
+  const reaches = (from: string, to: string): boolean => {
+    let r = reachCache.get(from);
+    if (!r) reachCache.set(from, (r = reachableFrom(plain, from)));
+    return r.has(to);
+  };
+  for (const j of joins) {
+    const join = j.node!.join!;
+    if (join === "any") continue;
+    const into = incoming.get(j.id) ?? [];
+    // An edge from a node that only runs after j (j dominates it) is decided only after j ran: j's first run cannot wait for it.
+    const late = j.id === start ? [] : into.filter((e) => dom.get(e.from)?.has(j.id) === true);
+    const lateNote = late.length === 0 ? "" : ` (the edge from "${late[0]!.from}" closes a loop back to "${j.id}", so it is decided only after "${j.id}" ran)`;
+    if (join === "all") {
+      if (late.length > 0) {
+        errors.push({
+          path: `nodes[${j.index}].join`,
+          code: "join_never_fires",
+          message: `node "${j.id}" has join "all", so it waits for every incoming edge${lateNote}: it never runs; leave join out (a loop head runs on any incoming edge) or use "any"`,
+        });
+      }
+      continue;
+    }
+    const early = into.filter((e) => !late.includes(e));
+    const bound = exclusiveBound(early, nodes, outgoing, dom, cyclic, reaches);
+    if (join.n > bound.possible) {
+      const why = bound.controller === undefined ? "" : ` (they come from branches of "${bound.controller}" that exclude each other)`;
+      errors.push({
+        path: `nodes[${j.index}].join`,
+        code: "join_never_fires",
+        message: `node "${j.id}" waits for ${join.n} incoming branches but at most ${bound.possible} can arrive${late.length > 0 ? " before its first run" : ""}${why}${lateNote}`,
+      });
+    }
+  }
+}
+
+/**
+ * An upper bound of how many of `edges` can be taken at once. A branching node (a condition, a
+ * review, a node with branching "first") takes the edges of one branch only; a node it
+ * dominates runs only when a branch leading to it was taken. When that node runs at most once
+ * (it is on no cycle), edges from nodes behind different branches exclude each other; edges
+ * out of the branching node itself always do, since a new decision replaces its old ones.
+ */
+function exclusiveBound(
+  edges: GraphEdge[],
+  nodes: GraphNode[],
+  outgoing: Map<string, GraphEdge[]>,
+  dom: Map<string, Set<string>>,
+  cyclic: Set<string>,
+  reaches: (from: string, to: string) => boolean,
+): { possible: number; controller?: string } {
+  let possible = edges.length;
+  let controller: string | undefined;
+  for (const c of nodes) {
+    if (!c.node || !dom.has(c.id)) continue;
+    const type = canonicalType(c.node.type);
+    // The branch an out-edge belongs to; undefined: taken with every branch.
+    let branchOf: (e: GraphEdge) => string | undefined;
+    if (c.node.branching === "first") branchOf = (e) => `#${e.index}`;
+    else if ((NODE_TYPES[type]?.branches.length ?? 0) > 0) branchOf = (e) => e.when ?? (type === "agent.humanReview" ? "approved" : undefined);
+    else continue;
+    const out = outgoing.get(c.id) ?? [];
+    const perBranch = new Map<string, number>();
+    let free = 0;
+    for (const e of edges) {
+      let branches: Set<string> | undefined;
+      if (e.from === c.id) {
+        const b = branchOf(e);
+        if (b !== undefined) branches = new Set([b]);
+      } else if (!cyclic.has(c.id) && dom.get(e.from)?.has(c.id)) {
+        branches = new Set();
+        for (const x of out) {
+          if (x.to !== e.from && !reaches(x.to, e.from)) continue;
+          const b = branchOf(x);
+          if (b === undefined) {
+            branches = undefined;
+            break;
+          }
+          branches.add(b);
+        }
+      }
+      if (branches === undefined) free++;
+      else for (const b of branches) perBranch.set(b, (perBranch.get(b) ?? 0) + 1);
+    }
+    const bound = free + Math.max(0, ...perBranch.values());
+    if (bound < possible) {
+      possible = bound;
+      controller = c.id;
+    }
+  }
+  return controller === undefined ? { possible } : { possible, controller };
+}
+
+/** A shortest cycle through the first node of a cyclic component, as the nodes on it. */
+function shortestCycle(comp: string[], edges: GraphEdge[]): string[] {
+  const inComp = new Set(comp);
+  const head = comp[0]!;
+  const prev = new Map<string, string>();
+  const queue = [head];
+  for (let i = 0; i < queue.length; i++) {
+    const v = queue[i]!;
+    for (const e of edges) {
+      if (e.from !== v || !inComp.has(e.to)) continue;
+      if (e.to === head) {
+        const path = [v];
+        while (path[0] !== head) path.unshift(prev.get(path[0]!)!);
+        return path;
+      }
+      if (!prev.has(e.to)) {
+        prev.set(e.to, v);
+        queue.push(e.to);
+      }
+    }
+  }
+  return comp;
 }
 
 function checkNodeConfig(type: string, config: Record<string, JsonValue>, at: string, opts: ValidateOptions, errors: ValidationIssue[]): void {
@@ -205,20 +477,19 @@ function checkNodeConfig(type: string, config: Record<string, JsonValue>, at: st
       if (err) errors.push({ path: `${at}.config.${key}`, code: "invalid_expression", message: err });
     }
   }
+  if (type === "setVariable") {
+    const values = setVariableConfigSchema.parse(config).values;
+    for (const key of Object.keys(values)) {
+      if (looksLikePath(key)) checkWritePath(key, `${at}.config.values[${JSON.stringify(key)}]`, "setVariable key", errors);
+    }
+  }
   const tools: { name: string; path: string }[] = [];
   if (type === "tool") {
     const cfg = toolConfigSchema.parse(config);
     if ("tool" in cfg) tools.push({ name: cfg.tool, path: `${at}.config.tool` });
     else cfg.calls.forEach((c, k) => tools.push({ name: c.tool, path: `${at}.config.calls[${k}].tool` }));
   }
-  if (type === "forEach") {
-    const cfg = forEachConfigSchema.parse(config);
-    if (cfg.tool) tools.push({ name: cfg.tool, path: `${at}.config.tool` });
-    if (cfg.body) {
-      const body = validateGraph(cfg.body, opts, `${at}.config.body`, bodySchema);
-      if (!body.ok) errors.push(...body.errors);
-    }
-  }
+  if (type === "forEach" && typeof config.tool === "string") tools.push({ name: config.tool, path: `${at}.config.tool` });
   if (AGENT_TOOLS[type]) tools.push({ name: AGENT_TOOLS[type], path: `${at}.type` });
   if (type === "synthdev.state") tools.push({ name: "sandbox.run", path: `${at}.type` }, { name: "llm.chat", path: `${at}.type` });
   if (type.startsWith("agent.") && Array.isArray(config.tools)) {
