@@ -9,7 +9,7 @@ import { Kvm } from "@nats-io/kv";
 import type { KV } from "@nats-io/kv";
 import { BatonError, errorMessage, hasCode } from "@baton/errors";
 import { createLogger, extractTraceContext, getTracer, injectTraceContext, withSpan } from "@baton/telemetry";
-import { BusClosed, BusConnectFailed, BusHandlerFailed, BusInvalidOptions, BusNoResponders, BusPublishFailed, BusTimeout } from "./errors.ts";
+import { BusClosed, BusConnectFailed, BusHandlerFailed, BusInvalidOptions, BusNoResponders, BusPayloadTooLarge, BusPublishFailed, BusTimeout } from "./errors.ts";
 import { buildHeaders, fromCoreMsg, fromJsMsg, HEADERS } from "./message.ts";
 import type { BusMessage, MessageMeta } from "./message.ts";
 import { compileBusOptions, filterWithin, isValidFilter, isValidSubject, streamSubjects, subjectMatches } from "./options.ts";
@@ -19,6 +19,8 @@ import type { ConsumerSpec, MessageHandler, Subscription } from "./consumer.ts";
 import { ensureStream, streamSpecs } from "./topology.ts";
 import { coalesceWrites, sendLater, sendLaterNow, sendNow } from "./coalesce.ts";
 import { skipSettledRequestErrors } from "./settled-requests.ts";
+import { objectStore } from "./objects.ts";
+import type { ObjectStore } from "./objects.ts";
 
 /** Options of {@link Bus.replay}. */
 export interface ReplayOptions {
@@ -68,7 +70,8 @@ export interface Bus {
   /**
    * Publishes to JetStream and waits for the stream's ack. Adds `traceparent` from the
    * active context and the `baton-*` / `Nats-Msg-Id` headers from `meta`.
-   * Throws BATON_BUS_PUBLISH_FAILED when no stream stored it.
+   * Throws BATON_BUS_PUBLISH_FAILED when no stream stored it, and BATON_BUS_PAYLOAD_TOO_LARGE
+   * (not retryable) when `data` is larger than the server's `max_payload`.
    */
   publish(subject: string, data: Uint8Array, meta?: MessageMeta): Promise<{ seq: number; duplicate: boolean }>;
   /**
@@ -132,6 +135,13 @@ export interface Bus {
    * the bucket does not exist. Like {@link kvGet}, it never creates the bucket.
    */
   kvCreate(bucket: string, key: string, value: Uint8Array): Promise<boolean>;
+  /**
+   * The object bucket `{prefix}_{bucket}` (stream `OBJ_{prefix}_{bucket}`, created on the
+   * first put): values larger than a message may be, stored as parts (objects.ts).
+   */
+  objects(bucket: string): ObjectStore;
+  /** The largest message the server takes (its `max_payload`), in bytes. */
+  maxPayload(): number;
   isConnected(): boolean;
   /** Stops every subscription and replay (waiting for handlers in flight), then drains the connection. */
   drain(): Promise<void>;
@@ -217,6 +227,7 @@ class NatsBus implements Bus {
   #subscriptions = new Set<Subscription>();
   #replays = new Set<AbortController>();
   #kvs = new Map<string, Promise<KV>>();
+  #objects = new Map<string, ObjectStore>();
   #draining: Promise<void> | undefined;
 
   constructor(
@@ -276,6 +287,8 @@ class NatsBus implements Bus {
   async publish(subject: string, data: Uint8Array, meta?: MessageMeta): Promise<{ seq: number; duplicate: boolean }> {
     this.#assertOpen("publish");
     if (!isValidSubject(subject)) throw BusInvalidOptions("publish subject", [`"${subject}" is not a subject`]);
+    // nats.js would refuse it too, and the caller would take that for a passing failure.
+    if (data.byteLength > this.maxPayload()) throw BusPayloadTooLarge(subject, data.byteLength, this.maxPayload());
     return withSpan(
       tracer,
       `publish ${meta?.type ?? "message"}`,
@@ -552,6 +565,22 @@ class NatsBus implements Bus {
       if (this.#nc.isClosed()) throw BusClosed("kvCreate", { cause: err });
       throw BusPublishFailed(subject, { cause: err });
     }
+  }
+
+  objects(bucket: string): ObjectStore {
+    this.#assertOpen("objects");
+    const name = this.#kvName(bucket);
+    let store = this.#objects.get(name);
+    if (store === undefined) {
+      store = objectStore(this.#js, this.#jsm, name, this.maxPayload());
+      this.#objects.set(name, store);
+    }
+    return store;
+  }
+
+  maxPayload(): number {
+    // 1 MiB is the server's default, when it has not said yet.
+    return this.#nc.info?.max_payload ?? 1_048_576;
   }
 
   #kvName(bucket: string): string {

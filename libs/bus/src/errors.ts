@@ -46,6 +46,16 @@ export const BusPublishFailed = defineError(
   { status: 503, retryable: true },
 );
 
+/**
+ * A message is larger than the server's `max_payload`: it can never be published as it is.
+ * Not retryable; send a reference instead (e.g. through {@link Bus.objects}).
+ */
+export const BusPayloadTooLarge = defineError(
+  "BATON_BUS_PAYLOAD_TOO_LARGE",
+  (subject: string, size: number, max: number) => `a message of ${size} bytes to ${subject} exceeds the server's max_payload of ${max} bytes`,
+  { status: 413 },
+);
+
 /** Nobody serves a request subject. Retryable: the service may be starting. */
 export const BusNoResponders = defineError(
   "BATON_BUS_NO_RESPONDERS",

@@ -9,6 +9,8 @@ export type { Bus, KvBucketOptions, Reply, ReplayOptions, RequestOptions, ServeO
 export type { ConsumerSpec, MessageHandler, Subscription } from "./consumer.ts";
 export { DEFAULT_ACK_WAIT_MS, DEFAULT_CONCURRENCY, DEFAULT_MAX_ACK_PENDING, DEFAULT_MAX_DELIVER } from "./consumer.ts";
 export { HEADERS } from "./message.ts";
+export { objectName, objectRefJson, parseObjectRef } from "./objects.ts";
+export type { ObjectInfo, ObjectPutOptions, ObjectRef, ObjectStore } from "./objects.ts";
 export type { BusMessage, MessageMeta } from "./message.ts";
 export {
   compileBusOptions,

@@ -36,7 +36,7 @@ export function openBus(prefix: string, extra: Partial<BusOptions> = {}): Promis
 export interface Admin {
   nc: NatsConnection;
   jsm: JetStreamManager;
-  /** Deletes the prefix's streams and every KV bucket of the prefix (streams `KV_<prefix>_*`), then closes. */
+  /** Deletes the prefix's streams and every KV and object bucket of the prefix (streams `KV_<prefix>_*`, `OBJ_<prefix>_*`), then closes. */
   cleanup(prefix: string): Promise<void>;
 }
 
@@ -49,7 +49,7 @@ export async function openAdmin(): Promise<Admin> {
     async cleanup(prefix) {
       // Every bucket the suite opened, listed rather than named, so a new one is not left behind.
       const names: string[] = Object.values(streamNames(prefix));
-      for await (const s of jsm.streams.list()) if (s.config.name.startsWith(`KV_${prefix}_`)) names.push(s.config.name);
+      for await (const s of jsm.streams.list()) if (s.config.name.startsWith(`KV_${prefix}_`) || s.config.name.startsWith(`OBJ_${prefix}_`)) names.push(s.config.name);
       for (const name of names) await jsm.streams.delete(name).catch(() => false);
       await nc.close();
     },
