@@ -58,6 +58,16 @@ export const ToolDeliveriesExhausted = defineError(
   { status: 503, retryable: true },
 );
 
+/**
+ * The handler's result is larger than the worker's `maxResultBytes` (its JSON): it is not
+ * sent nor stored. Not retryable: running the handler again would give the same.
+ */
+export const ToolResultTooLarge = defineError(
+  "BATON_TOOL_RESULT_TOO_LARGE",
+  (tool: string, bytes: number, max: number) => `tool ${tool}: the result is ${bytes} bytes of JSON, more than the ${max} a worker sends`,
+  { status: 413, retryable: false },
+);
+
 /** The worker is draining and gave up on a call past its grace period; the call goes back to the queue. */
 export const ToolWorkerDraining = defineError(
   "BATON_TOOL_WORKER_DRAINING",

@@ -86,15 +86,16 @@ export async function callTool(bus: Bus, tool: string, args: JsonObject, extra: 
   return callId;
 }
 
-/** Deletes the prefix's streams and KV buckets (`KV_{prefix}_*`). */
+/** Deletes the prefix's streams, KV buckets (`KV_{prefix}_*`) and object buckets (`OBJ_{prefix}_*`). */
 export async function deletePrefix(prefix: string, servers = TEST_NATS_URL): Promise<void> {
   const nc = await connect({ servers });
   try {
     const jsm = await jetstreamManager(nc);
     const base = prefix.toUpperCase().replace(/[^A-Z0-9]/g, "_");
     const kv = `KV_${prefix.replace(/[^A-Za-z0-9_-]/g, "_")}_`;
+    const obj = `OBJ_${prefix.replace(/[^A-Za-z0-9_-]/g, "_")}_`;
     for await (const name of jsm.streams.names()) {
-      if (name.startsWith(`${base}_`) || name.startsWith(kv)) await jsm.streams.delete(name).catch(() => false);
+      if (name.startsWith(`${base}_`) || name.startsWith(kv) || name.startsWith(obj)) await jsm.streams.delete(name).catch(() => false);
     }
   } finally {
     await nc.close();

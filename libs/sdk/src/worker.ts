@@ -6,14 +6,15 @@
  * each call: the recorded result is resent if there is one (redelivery), else the input
  * is checked, the handler runs with a time limit and in-progress acks, the output is
  * checked, the result is recorded in KV (`{prefix}_tool_results`, key = call id) and sent
- * to the executor as a `tool.result` command. The last allowed delivery never runs the
+ * to the executor as a `tool.result` command; a result larger than `largeResultBytes` is
+ * stored in an object bucket and both carry a reference to it (large.ts). The last allowed delivery never runs the
  * handler: it answers BATON_TOOL_DELIVERIES_EXHAUSTED, so a call whose workers keep
  * dying still gets an answer.
  */
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Bus, BusMessage, KV, Subscription } from "@baton/bus";
-import { connectBus } from "@baton/bus";
+import { connectBus, objectName, objectRefJson } from "@baton/bus";
 import { TokenDeltaSchema, ToolCallSchema, ToolCancelSchema, decode, encode, toJsonValue, valueFromJson } from "@baton/contracts";
 import type { MessageShape } from "@baton/contracts";
 import { errorMessage, hasCode } from "@baton/errors";
@@ -22,8 +23,9 @@ import type { Messaging, RecordedToolResult } from "@baton/messaging";
 import { createLogger } from "@baton/telemetry";
 import type { Logger } from "@baton/telemetry";
 import {
-  ToolCancelled, ToolDeliveriesExhausted, ToolFailed, ToolInvalidInput, ToolInvalidOutput, ToolSdkInvalidOptions, ToolTimeout, ToolWorkerDraining,
+  ToolCancelled, ToolDeliveriesExhausted, ToolFailed, ToolInvalidInput, ToolInvalidOutput, ToolResultTooLarge, ToolSdkInvalidOptions, ToolTimeout, ToolWorkerDraining,
 } from "./errors.ts";
+import { canonicalJson, DEFAULT_LARGE_RESULT_BYTES, DEFAULT_MAX_RESULT_BYTES, exceeds, INLINE_SHARE_OF_MAX_PAYLOAD, LARGE_RESULTS_BUCKET, sha256Hex } from "./large.ts";
 import { createToolRegistry, workerKeyToken } from "./registry.ts";
 import type { Registration, ToolRegistry } from "./registry.ts";
 import { compileChecks, DEFAULT_TOOL_TIMEOUT_MS, toDescriptor } from "./schema.ts";
@@ -54,6 +56,14 @@ export interface WorkerOptions {
   presenceTtlMs?: number;
   /** How long `drain()` waits for calls in flight before aborting them (they go back to the queue). @default 30_000 */
   drainGraceMs?: number;
+  /**
+   * Results whose JSON is larger than this are stored in the object bucket
+   * `{prefix}_tool_results_large` and sent as a reference (never more than a sixth of the
+   * server's max_payload inline). @default 65_536
+   */
+  largeResultBytes?: number;
+  /** Results whose JSON is larger than this fail with BATON_TOOL_RESULT_TOO_LARGE (not retryable). @default 16_777_216 */
+  maxResultBytes?: number;
 }
 
 export interface Worker {
@@ -176,12 +186,16 @@ function compileOptions(opts: WorkerOptions): Required<Omit<WorkerOptions, "bus"
   const resultTtlMs = opts.resultTtlMs ?? 86_400_000;
   const presenceTtlMs = opts.presenceTtlMs ?? 15_000;
   const drainGraceMs = opts.drainGraceMs ?? 30_000;
+  const largeResultBytes = opts.largeResultBytes ?? DEFAULT_LARGE_RESULT_BYTES;
+  const maxResultBytes = opts.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES;
   if (!posInt(concurrency)) problems.push("concurrency: must be a positive integer");
   if (!posInt(ackWaitMs) || ackWaitMs < 300) problems.push("ackWaitMs: must be an integer of at least 300");
   if (!Number.isInteger(maxDeliver) || maxDeliver < 2) problems.push("maxDeliver: must be an integer of at least 2 (the last delivery only answers)");
   if (!posInt(resultTtlMs)) problems.push("resultTtlMs: must be a positive integer");
   if (!posInt(presenceTtlMs) || presenceTtlMs < 1_000) problems.push("presenceTtlMs: must be an integer of at least 1000");
   if (!Number.isInteger(drainGraceMs) || drainGraceMs < 0) problems.push("drainGraceMs: must be a non-negative integer");
+  if (!Number.isInteger(largeResultBytes) || largeResultBytes < 1024) problems.push("largeResultBytes: must be an integer of at least 1024");
+  if (!Number.isInteger(maxResultBytes) || maxResultBytes < largeResultBytes) problems.push("maxResultBytes: must be an integer of at least largeResultBytes");
   if (!opts.bus && opts.servers !== undefined && (Array.isArray(opts.servers) ? opts.servers.length === 0 : opts.servers.trim() === "")) problems.push("servers: at least one server URL is needed");
   if (problems.length > 0) throw ToolSdkInvalidOptions("WorkerOptions", problems, { details: problems });
   return {
@@ -193,6 +207,8 @@ function compileOptions(opts: WorkerOptions): Required<Omit<WorkerOptions, "bus"
     resultTtlMs,
     presenceTtlMs,
     drainGraceMs,
+    largeResultBytes,
+    maxResultBytes,
   };
 }
 
@@ -336,9 +352,36 @@ export function createWorker(options: WorkerOptions): Worker {
     }
   }
 
-  async function record(key: string, result: RecordedResult): Promise<RecordedResult> {
+  /**
+   * The result as it is sent and recorded, and its JSON: a large output is stored as an
+   * object and replaced by a reference to it; one above `maxResultBytes` fails the call.
+   * A small result is only serialized (its record needs that anyway).
+   */
+  async function settleSize(tool: string, call: ToolCall, result: RecordedResult): Promise<{ result: RecordedResult; text: string }> {
+    const text = JSON.stringify(result);
+    const inline = Math.min(o.largeResultBytes, Math.floor(bus!.maxPayload() * INLINE_SHARE_OF_MAX_PAYLOAD));
+    if (!exceeds(text, inline)) return { result, text };
+    if (!result.ok) {
+      // Only an error message can make a failure this large: keep its start.
+      const message = result.error?.message ?? "";
+      const cut = { ...result, error: { code: result.error?.code ?? "BATON_TOOL_FAILED", retryable: result.error?.retryable ?? false, message: `${message.slice(0, 4096)}… (${message.length - 4096} more characters cut)` } };
+      return { result: cut, text: JSON.stringify(cut) };
+    }
+    const bytes = enc.encode(canonicalJson(result.output ?? null));
+    if (bytes.byteLength > o.maxResultBytes) {
+      logger.warn("a result larger than maxResultBytes fails its call", { tool, callId: call.callId, bytes: bytes.byteLength, max: o.maxResultBytes });
+      const failed = failure(ToolResultTooLarge(tool, bytes.byteLength, o.maxResultBytes), Date.now() - result.durationMs, workerId);
+      return { result: failed, text: JSON.stringify(failed) };
+    }
+    const name = objectName(call.callId);
+    const info = await bus!.objects(LARGE_RESULTS_BUCKET).put(name, bytes, { ttlMs: o.resultTtlMs });
+    const ref = { ...result, output: objectRefJson({ bucket: LARGE_RESULTS_BUCKET, name, ...info, sha256: sha256Hex(bytes) }) };
+    return { result: ref, text: JSON.stringify(ref) };
+  }
+
+  async function record(key: string, result: RecordedResult, text = JSON.stringify(result)): Promise<RecordedResult> {
     try {
-      await results!.create(key, enc.encode(JSON.stringify(result)));
+      await results!.create(key, enc.encode(text));
       return result;
     } catch (err) {
       // Another delivery of the same call recorded first: its result is the answer.
@@ -391,7 +434,7 @@ export function createWorker(options: WorkerOptions): Worker {
         logger.warn("last delivery of a call that was never answered", { tool, callId: call.callId, deliveries: msg.deliveryCount });
         await answer(tool, call, await record(key, failure(ToolDeliveriesExhausted(tool, msg.deliveryCount - 1), Date.now(), workerId)));
       } else {
-        const result = await run(tool, entry.checks, call, msg);
+        const { result, text } = await settleSize(tool, call, await run(tool, entry.checks, call, msg));
         completed++;
         // The record and the answer go out together; the message is acked only after both.
         // A crash between them redelivers the call: with its result recorded it is answered
@@ -400,7 +443,7 @@ export function createWorker(options: WorkerOptions): Worker {
         // duplicate window. Two deliveries racing (a worker presumed dead) may record
         // different results; the executor takes the first answer either way.
         // The answer first: the server stores and delivers it before it stores the record.
-        const sent = Promise.all([answer(tool, call, result), record(key, result)]);
+        const sent = Promise.all([answer(tool, call, result), record(key, result, text)]);
         handedOver();
         // The executor waits for the answer: when it is the only call here, out now rather
         // than when this turn ends; when the others taken with it are answered too, all of
