@@ -1,0 +1,230 @@
+/**
+ * Large values: what keeps checkpoints, journal rows and events small (docs/tools.md,
+ * "Large results").
+ *
+ * - A tool's answer: a worker sends a result larger than its inline limit as an `object:`
+ *   reference (@baton/sdk large.ts); it is moved into the blob store here and the object
+ *   deleted. Any other answer larger than the threshold is stored as a blob. Either way the
+ *   engine gets `{ "$ref": "blob:<sha256>", "size": n }` and reads through it.
+ * - After each step: node outputs made by the engine (a fan-out's results put together, a
+ *   transform), node inputs in the journal, the execution's output and event payloads
+ *   larger than the threshold become blob references too — their largest parts first, so a
+ *   small output mapping keeps its small fields readable.
+ *
+ * Values at or under the threshold pass untouched: a tool result is measured once (the
+ * measure is remembered for the step that completes its node), other values once per step.
+ */
+import { createHash } from "node:crypto";
+import { objectName, parseObjectRef } from "@baton/bus";
+import type { Bus, ObjectRef } from "@baton/bus";
+import type { Command, Effect, EngineEvent, JsonValue, StepResult, WorkflowDefinition } from "@baton/engine";
+import { collectRefs, isBlobRef, readPath, writePath } from "@baton/engine";
+import { defineError, errorMessage } from "@baton/errors";
+import type { Store } from "@baton/store";
+import type { Logger } from "@baton/telemetry";
+
+/** The object bucket tool workers put large results in (LARGE_RESULTS_BUCKET of @baton/sdk). */
+export const LARGE_RESULTS_BUCKET = "tool_results_large";
+
+/** A worker's `object:` reference does not name the object of its own call. Not retryable. */
+export const ResultObjectInvalid = defineError(
+  "BATON_EXECUTOR_RESULT_OBJECT_INVALID",
+  (callId: string, ref: string) => `the result of call ${callId} refers to ${ref}, which is not its result object`,
+  { status: 502 },
+);
+
+/** A worker's large result is gone from the object bucket (expired, deleted) and not in the blob store. Retryable: the node may run again. */
+export const ResultObjectLost = defineError(
+  "BATON_EXECUTOR_RESULT_OBJECT_LOST",
+  (callId: string, why: string) => `the large result of call ${callId} cannot be read: ${why}`,
+  { status: 502, retryable: true },
+);
+
+/** Error texts in events are cut to this many characters (the journal keeps them whole). */
+const EVENT_TEXT_MAX = 16_384;
+/** Parts smaller than this are not worth a reference of their own. */
+const MIN_PART_BYTES = 256;
+
+export interface LargeValuesOptions {
+  store: Store;
+  bus: Bus;
+  logger: Logger;
+  /** Values whose JSON is larger than this many bytes are stored once as blobs and referenced. */
+  thresholdBytes: number;
+}
+
+/** A tool's answer as the executor gets it (a `tool.result` command, or a recorded result). */
+export interface ToolAnswer {
+  nodeId: string;
+  callId: string;
+  ok: boolean;
+  durationMs: number;
+  output?: JsonValue;
+  error?: { code: string; message: string; retryable: boolean };
+}
+
+export interface LargeValues {
+  /** A value as the engine keeps it: one larger than the threshold becomes a blob reference. */
+  canonical(tenantId: string, value: JsonValue): Promise<JsonValue>;
+  /** The engine command for a tool's answer, its output canonical (an `object:` reference moved into the blob store). */
+  toolResultCommand(tenantId: string, answer: ToolAnswer): Promise<Command>;
+  /** A step's result with large node outputs, journal inputs, the final output and event payloads referenced. */
+  shrinkStep(result: StepResult, definition: WorkflowDefinition): Promise<StepResult>;
+}
+
+function jsonSize(v: JsonValue): number {
+  return Buffer.byteLength(JSON.stringify(v));
+}
+
+type Ref = { $ref: string; size: number };
+
+export function createLargeValues(opts: LargeValuesOptions): LargeValues {
+  const { store, bus, logger, thresholdBytes } = opts;
+  // Objects measured at or under the threshold (tool results): the step completing their node need not measure again.
+  const small = new WeakSet<object>();
+
+  async function put(tenantId: string, value: JsonValue): Promise<Ref> {
+    const { ref, size } = await store.blobs.put(tenantId, value);
+    return { $ref: ref, size };
+  }
+
+  async function canonical(tenantId: string, value: JsonValue): Promise<JsonValue> {
+    if (value === null || typeof value !== "object") return value;
+    if (jsonSize(value) <= thresholdBytes) {
+      small.add(value);
+      return value;
+    }
+    return put(tenantId, value);
+  }
+
+  function failed(a: ToolAnswer, err: { code: string; message: string; retryable: boolean }): Command {
+    return { kind: "toolResult", nodeId: a.nodeId, callId: a.callId, ok: false, durationMs: a.durationMs, error: { code: err.code, message: err.message, retryable: err.retryable } };
+  }
+
+  /** A worker's large result, from its object into the blob store; the object is deleted once the blob holds it. */
+  async function fromObject(tenantId: string, a: ToolAnswer, ref: ObjectRef): Promise<Command> {
+    const label = `object:${ref.bucket}/${ref.name}`;
+    if (ref.bucket !== LARGE_RESULTS_BUCKET || ref.name !== objectName(a.callId)) return failed(a, ResultObjectInvalid(a.callId, label));
+    const objects = bus.objects(ref.bucket);
+    const data = await objects.get(ref.name, ref);
+    let output: Ref;
+    if (data === null) {
+      // Moved already (this answer is delivered again, or the worker's record resent).
+      const blob = await store.blobs.get(tenantId, ref.sha256);
+      if (!blob) return failed(a, ResultObjectLost(a.callId, `${label} is gone and no blob holds it`));
+      output = { $ref: `blob:${blob.hash}`, size: blob.size };
+    } else {
+      if (createHash("sha256").update(data).digest("hex") !== ref.sha256) return failed(a, ResultObjectLost(a.callId, `${label} does not match its sha256`));
+      let value: JsonValue;
+      try {
+        value = JSON.parse(new TextDecoder().decode(data)) as JsonValue;
+      } catch (err) {
+        return failed(a, ResultObjectLost(a.callId, `${label} is not JSON (${errorMessage(err)})`));
+      }
+      output = await put(tenantId, value);
+      if (output.$ref === `blob:${ref.sha256}`) {
+        await objects.delete(ref.name).catch((err: unknown) => logger.warn("a result object was not deleted; its bucket's max age removes it", { callId: a.callId, error: errorMessage(err) }));
+      } else {
+        // Kept until it expires: an answer delivered again finds it there, not under the worker's hash.
+        logger.warn("a result object's canonical JSON differs from the blob store's", { callId: a.callId, object: ref.sha256, blob: output.$ref });
+      }
+    }
+    return { kind: "toolResult", nodeId: a.nodeId, callId: a.callId, ok: true, output, durationMs: a.durationMs };
+  }
+
+  async function toolResultCommand(tenantId: string, a: ToolAnswer): Promise<Command> {
+    if (!a.ok) return failed(a, { code: a.error?.code || "BATON_TOOL_FAILED", message: a.error?.message || "tool failed", retryable: a.error?.retryable ?? false });
+    const ref = parseObjectRef(a.output);
+    if (ref) return fromObject(tenantId, a, ref);
+    return { kind: "toolResult", nodeId: a.nodeId, callId: a.callId, ok: true, output: await canonical(tenantId, a.output ?? null), durationMs: a.durationMs };
+  }
+
+  // ---- after a step ---------------------------------------------------------------------
+
+  /** `v` fitting the threshold: its largest parts referenced first, then all of it when that is not enough. */
+  async function fit(tenantId: string, v: JsonValue, size: number): Promise<JsonValue> {
+    if (v === null || typeof v !== "object") return put(tenantId, v);
+    const entries: [string | number, JsonValue][] = Array.isArray(v) ? v.map((x, i) => [i, x]) : Object.entries(v);
+    const parts = entries.map(([k, x]) => ({ k, x, size: jsonSize(x) })).sort((p, q) => q.size - p.size);
+    const copy: Record<string | number, JsonValue> | JsonValue[] = Array.isArray(v) ? [...v] : { ...v };
+    let total = size;
+    for (const p of parts) {
+      if (total <= thresholdBytes || p.size < MIN_PART_BYTES) break;
+      if (isBlobRef(p.x)) continue;
+      // A blob must not hold references (reads resolve one level): a part that has some is fitted in turn.
+      const replaced = collectRefs(p.x).size > 0 ? await fit(tenantId, p.x, p.size) : await put(tenantId, p.x);
+      total -= p.size - jsonSize(replaced);
+      (copy as Record<string | number, JsonValue>)[p.k] = replaced;
+    }
+    if (total <= thresholdBytes) return copy;
+    if (collectRefs(copy).size === 0) return put(tenantId, copy);
+    logger.warn("a value with references stays larger than the threshold", { code: "BATON_EXECUTOR_VALUE_TOO_LARGE", bytes: total, threshold: thresholdBytes });
+    return copy;
+  }
+
+  async function shrinkStep(r: StepResult, definition: WorkflowDefinition): Promise<StepResult> {
+    if (r.effects.length === 0) return r;
+    const tenantId = r.state.tenantId;
+    const done = new Map<JsonValue, JsonValue>();
+    const shrink = async (v: JsonValue | undefined): Promise<JsonValue | undefined> => {
+      if (v === undefined || v === null || (typeof v === "object" && (small.has(v) || isBlobRef(v)))) return v;
+      if (typeof v !== "object" && (typeof v !== "string" || v.length * 3 <= thresholdBytes)) return v;
+      const known = done.get(v);
+      if (known !== undefined) return known;
+      const size = jsonSize(v);
+      const out = size <= thresholdBytes ? v : await fit(tenantId, v, size);
+      done.set(v, out);
+      return out;
+    };
+    const cut = (text: string): string => (text.length <= EVENT_TEXT_MAX ? text : `${text.slice(0, EVENT_TEXT_MAX)}… (${text.length - EVENT_TEXT_MAX} more characters in the journal)`);
+    let changed = false;
+    const effects: Effect[] = [];
+    for (const e of r.effects) {
+      let next: Effect = e;
+      if (e.kind === "journal") {
+        const input = await shrink(e.entry.input);
+        const output = await shrink(e.entry.output);
+        if (input !== e.entry.input || output !== e.entry.output) {
+          next = { kind: "journal", entry: { ...e.entry, ...(input !== undefined ? { input } : {}), ...(output !== undefined ? { output } : {}) } };
+        }
+      } else if (e.kind === "emit") {
+        const ev = e.event;
+        let out: EngineEvent = ev;
+        if (ev.kind === "node.completed" || ev.kind === "execution.completed") {
+          const output = (await shrink(ev.output))!;
+          if (output !== ev.output) out = { ...ev, output };
+        } else if (ev.kind === "execution.emitted") {
+          const data = (await shrink(ev.data))!;
+          if (data !== ev.data) out = { ...ev, data };
+        } else if (ev.kind === "node.failed" && ev.error.length > EVENT_TEXT_MAX) {
+          out = { ...ev, error: cut(ev.error) };
+        } else if (ev.kind === "execution.failed" && ev.error.message.length > EVENT_TEXT_MAX) {
+          out = { ...ev, error: { ...ev.error, message: cut(ev.error.message) } };
+        }
+        if (out !== ev) next = { kind: "emit", event: out };
+      }
+      if (next !== e) changed = true;
+      effects.push(next);
+    }
+    if (!changed) return r;
+    // The state holds what the events say: each completed node's output where the engine
+    // wrote it, and the execution's output.
+    let state = r.state;
+    for (const e of r.effects) {
+      if (e.kind !== "emit") continue;
+      const ev = e.event;
+      if (ev.kind === "node.completed") {
+        const replaced = done.get(ev.output);
+        if (replaced === undefined || replaced === ev.output) continue;
+        const path = definition.nodes.find((n) => n.id === ev.nodeId)?.output ?? `$.${ev.nodeId}`;
+        if (readPath(state.context, path) === ev.output) state = { ...state, context: writePath(state.context, path, replaced) };
+      } else if (ev.kind === "execution.completed" && state.output === ev.output) {
+        const replaced = done.get(ev.output);
+        if (replaced !== undefined) state = { ...state, output: replaced };
+      }
+    }
+    return { ...r, state, effects };
+  }
+
+  return { canonical, toolResultCommand, shrinkStep };
+}

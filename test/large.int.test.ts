@@ -1,0 +1,165 @@
+/**
+ * Large values through the real services (in-process Baton, isolated prefix and schema; real
+ * NATS with its default 1 MB max_payload, Postgres, Redis) — docs/tools.md, "Large results":
+ * - a tool result larger than a message may be (2 MiB) reaches the run once: the worker puts
+ *   it in the object bucket and sends a reference, the executor moves it into the blob store
+ *   and deletes the object; the handler runs once and `$.path` reads through the reference;
+ * - a result above the worker's maxResultBytes fails the call once with
+ *   BATON_TOOL_RESULT_TOO_LARGE (not retryable), without running the handler again;
+ * - a fan-out whose items are each under the threshold but together over it completes with
+ *   every event published (execution.completed included) and a small node.completed;
+ * - an output mapping keeps references for its large parts and its small fields inline; the
+ *   final checkpoint and execution.completed stay small;
+ * - a large value passed to another tool is journaled by reference.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import type { Redis } from "ioredis";
+import { createRedis } from "@baton/checkpoints";
+import { createLogger } from "@baton/telemetry";
+import { connect } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { connectBus } from "@baton/bus";
+import type { Bus } from "@baton/bus";
+import { createWorker, defineTool } from "@baton/sdk";
+import type { ToolSpec, Worker } from "@baton/sdk";
+import { z } from "zod";
+import { startBaton } from "../bin/start.ts";
+import type { BatonHandle } from "../bin/start.ts";
+import { api, isolatedConfig, removeIsolated } from "./helpers.ts";
+import type { Api } from "./helpers.ts";
+import { collectEvents, createDefinition, journal, startExecution, testTools, waitForExecution } from "./workflows.ts";
+
+const { config } = isolatedConfig();
+let baton: BatonHandle;
+let redis: Redis;
+let a: Api;
+let bus: Bus;
+let extra: Worker;
+let nc: NatsConnection;
+let jsm: JetStreamManager;
+const runs = { big: 0, huge: 0 };
+
+const big: ToolSpec = defineTool({
+  name: "big",
+  description: "returns kb KiB of x",
+  input: z.object({ kb: z.number().int(), tag: z.unknown().optional() }),
+  handler: async ({ kb, tag }) => {
+    runs.big++;
+    return { tag: tag ?? null, data: "x".repeat(kb * 1024) };
+  },
+});
+
+const huge: ToolSpec = defineTool({
+  name: "huge",
+  description: "returns more than its worker sends",
+  input: z.object({}),
+  handler: async () => {
+    runs.huge++;
+    return { data: "y".repeat(1_500_000) };
+  },
+});
+
+const checkpointBytes = async (id: number): Promise<number> => (await redis.hget(`${config.prefix}:checkpoint:{${id}}`, "s"))?.length ?? -1;
+const objectStream = `OBJ_${config.prefix}_tool_results_large`;
+const objectsLeft = async (): Promise<number> => (await jsm.streams.info(objectStream)).state.messages;
+
+beforeAll(async () => {
+  redis = createRedis(config.redisUrl);
+  baton = await startBaton({ config, logger: createLogger("large-test", "warn"), tools: [...testTools(redis, config.prefix).tools, big] });
+  a = api(baton.gatewayPort!, config.apiKey!);
+  nc = await connect({ servers: config.natsUrl });
+  jsm = await jetstreamManager(nc);
+  bus = await connectBus({ servers: config.natsUrl, prefix: config.prefix, name: "large-test", logger: createLogger("large-test", "silent") });
+  extra = createWorker({ bus, tools: [huge], maxResultBytes: 1_000_000, maxDeliver: 3, logger: createLogger("large-test", "silent") });
+  await extra.start();
+}, 60_000);
+
+afterAll(async () => {
+  await extra?.drain();
+  await bus?.drain();
+  await baton?.stop();
+  await redis?.quit();
+  // removeIsolated deletes the prefix's streams and KV buckets; the object bucket here.
+  await jsm?.streams.delete(objectStream).catch(() => false);
+  await nc?.close();
+  await removeIsolated(config);
+});
+
+describe("large values", () => {
+  it("a 2 MiB tool result travels as an object reference, is stored once as a blob, and the handler runs once", async () => {
+    runs.big = 0;
+    const wf = await createDefinition(a, "two-mib", {
+      nodes: [{ id: "b", type: "tool", config: { tool: "big" }, input: { kb: 2048 } }, { id: "len", type: "transform", config: { expression: "$length(b.data)" } }],
+      edges: [{ from: "b", to: "len" }],
+      output: { len: "$.len" },
+    });
+    const id = await startExecution(a, wf);
+    const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 30_000);
+    expect({ status: done.status, error: done.error, output: done.output }).toEqual({ status: "completed", error: null, output: { len: 2 * 1024 * 1024 } });
+    expect(runs.big).toBe(1);
+    const nodes = await journal(a, id);
+    expect(nodes.find((n) => n.nodeId === "b")!.output).toMatchObject({ $ref: expect.stringMatching(/^blob:[0-9a-f]{64}$/) as unknown as string });
+    expect(await checkpointBytes(id)).toBeLessThan(4096);
+    // The object was moved: its stream holds nothing any more.
+    expect(await objectsLeft()).toBe(0);
+  }, 60_000);
+
+  it("a result above maxResultBytes fails the call once, not retryable, without running the handler again", async () => {
+    runs.huge = 0;
+    const wf = await createDefinition(a, "too-large", { nodes: [{ id: "h", type: "tool", config: { tool: "huge" }, retry: { maxAttempts: 3 } }] });
+    const id = await startExecution(a, wf);
+    const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 30_000);
+    expect(done.status).toBe("failed");
+    expect(done.error).toContain("BATON_TOOL_RESULT_TOO_LARGE");
+    expect(runs.huge).toBe(1);
+  }, 60_000);
+
+  it("a fan-out of items each under the threshold but over it together completes with every event, node.completed small", async () => {
+    const wf = await createDefinition(a, "fan-60k", {
+      nodes: [
+        { id: "each", type: "forEach", config: { items: "$.input.xs", tool: "big", concurrency: 5, itemInput: { kb: 60, tag: "$.item" } } },
+        { id: "n", type: "transform", config: { expression: "$count(each)" } },
+        { id: "last", type: "transform", config: { expression: "each[19].tag" } },
+      ],
+      edges: [{ from: "each", to: "n" }, { from: "n", to: "last" }],
+      output: { n: "$.n", last: "$.last" },
+    });
+    const id = await startExecution(a, wf, { xs: Array.from({ length: 20 }, (_, i) => i) });
+    const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 30_000);
+    expect({ status: done.status, output: done.output }).toEqual({ status: "completed", output: { n: 20, last: 19 } });
+    const events = await collectEvents(a, config.apiKey!, id, undefined, 10_000);
+    expect(events.map((e) => e.event)).toContain("execution.completed");
+    const completed = events.filter((e) => e.event === "node.completed");
+    expect(completed.length).toBe(3);
+    for (const e of completed) expect(JSON.stringify(e.data).length).toBeLessThanOrEqual(70_000);
+    expect(await checkpointBytes(id)).toBeLessThanOrEqual(70_000);
+  }, 60_000);
+
+  it("an output mapping keeps its large part by reference, and a large value passed on is journaled by reference", async () => {
+    const wf = await createDefinition(a, "output-ref", {
+      nodes: [
+        { id: "b", type: "tool", config: { tool: "big" }, input: { kb: 300, tag: "T" } },
+        { id: "e", type: "tool", config: { tool: "echo" }, input: { d: "$.b.data" } },
+        { id: "len", type: "transform", config: { expression: "$length(e.d)" } },
+      ],
+      edges: [{ from: "b", to: "e" }, { from: "e", to: "len" }],
+      output: { len: "$.len", tag: "$.b.tag", whole: "$.b" },
+    });
+    const id = await startExecution(a, wf);
+    const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 30_000);
+    expect(done.status).toBe("completed");
+    const output = done.output as { len: number; tag: string; whole: { $ref: string; size: number } };
+    expect(output.len).toBe(300 * 1024);
+    expect(output.tag).toBe("T");
+    expect(output.whole.$ref).toMatch(/^blob:[0-9a-f]{64}$/);
+    expect(await checkpointBytes(id)).toBeLessThan(4096);
+    const events = await collectEvents(a, config.apiKey!, id, undefined, 10_000);
+    for (const e of events) expect(JSON.stringify(e.data).length).toBeLessThan(4096);
+    const nodes = await journal(a, id);
+    const e = nodes.find((n) => n.nodeId === "e")!;
+    expect(JSON.stringify(e.input).length).toBeLessThan(1024);
+    expect((e.input as { d: { $ref: string } }).d.$ref).toMatch(/^blob:/);
+  }, 60_000);
+});
