@@ -4,6 +4,9 @@
  *   version, and the start command carries that version; a missing (or another tenant's)
  *   workflow is 404, a disabled one 409; when the start command cannot be sent the answer is a
  *   503 problem and no queued row is left behind (the row is marked failed with the reason);
+ *   the stored definition is validated again, with the same tool lookup as on create: one
+ *   that no longer passes (stored broken, or a tool gone since) is a 400 problem+json listing
+ *   every problem under `definition`, and no row or start command is written;
  * - execution detail: status, currentState, output, error, tokenUsage, timestamps, per-node
  *   history, and the pending review while paused; the node list; list filters;
  * - resume: 409 unless paused; a paused run gets 202 and a resume command for its current node;
@@ -31,7 +34,7 @@ afterAll(async () => {
 
 function problemOf(res: { statusCode: number; headers: Record<string, unknown>; json: () => unknown }, status: number, code: string) {
   expect({ status: res.statusCode, type: String(res.headers["content-type"]).split(";")[0] }).toEqual({ status, type: "application/problem+json" });
-  const body = res.json() as { code: string; errors?: { path: string; code: string }[] };
+  const body = res.json() as { code: string; errors?: { path: string; code: string; message: string }[] };
   expect(body.code).toBe(code);
   return body;
 }
@@ -89,6 +92,50 @@ describe("execute", () => {
   test("a missing workflow is 404; another tenant's too", async () => {
     problemOf(await execute(gw.a.admin, 987654), 404, "BATON_GATEWAY_NOT_FOUND");
     problemOf(await execute(gw.b.admin, workflowId), 404, "BATON_GATEWAY_NOT_FOUND");
+  });
+
+  test("a stored definition that does not pass validation is 400 listing every problem; nothing is written", async () => {
+    const wf = await gw.store.workflows.create(gw.a.tenantId, {
+      name: "Stored broken",
+      definition: {
+        inputSchema: { type: "nonsense" },
+        nodes: [{ id: "a", type: "teleport" }, { id: "b", type: "setVariable", config: { values: {} } }],
+        edges: [{ from: "a", to: "ghost" }],
+      },
+    });
+    const started = gw.bus.started.length;
+    const p = problemOf(await execute(gw.a.operator, wf.id, { input: {} }), 400, "BATON_GATEWAY_WORKFLOW_INVALID");
+    expect(p.errors!.map((e) => `${e.code}@${e.path}`)).toEqual([
+      "unknown_node_type@definition.nodes[0].type",
+      "dangling_edge@definition.edges[0].to",
+      "unreachable_node@definition.nodes[1]",
+      "invalid_input_schema@definition.inputSchema",
+    ]);
+    expect(await gw.store.executions.list(gw.a.tenantId, { workflowId: wf.id })).toEqual([]);
+    expect(gw.bus.started.length).toBe(started);
+  });
+
+  test("a tool unregistered since the workflow was created is refused at execute, as on create", async () => {
+    const { validateWorkflowWithTools } = await import("@baton/engine");
+    const registered = new Set(["weather.get"]);
+    gw.setValidator((d) => validateWorkflowWithTools(d, async (name) => registered.has(name)));
+    try {
+      const definition = { nodes: [{ id: "w", type: "tool", config: { tool: "weather.get" }, input: { city: "$HOME" } }] };
+      const created = await gw.app.inject({ method: "POST", url: "/api/agent-workflows", headers: bearer(gw.a.admin), payload: { name: "Weather", definition } });
+      expect(created.statusCode).toBe(201);
+      const id = created.json<{ id: number }>().id;
+      registered.delete("weather.get");
+      const started = gw.bus.started.length;
+      const p = problemOf(await execute(gw.a.operator, id, { input: {} }), 400, "BATON_GATEWAY_WORKFLOW_INVALID");
+      expect(p.errors).toEqual([{ path: "definition.nodes[0].config.tool", code: "unknown_tool", message: expect.stringContaining('tool "weather.get" is not registered') }]);
+      expect(await gw.store.executions.list(gw.a.tenantId, { workflowId: id })).toEqual([]);
+      expect(gw.bus.started.length).toBe(started);
+      registered.add("weather.get");
+      expect((await execute(gw.a.operator, id, { input: {} })).statusCode).toBe(202);
+    } finally {
+      const { validateWorkflow } = await import("@baton/engine");
+      gw.setValidator(validateWorkflow);
+    }
   });
 
   test("a disabled workflow is 409", async () => {

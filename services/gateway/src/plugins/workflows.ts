@@ -1,8 +1,9 @@
 /**
  * `/api/agent-workflows`: definitions, their versions, and starting executions.
  *
- * Every definition that enters (create, update) is checked by the engine's
+ * Every definition that enters (create, update, restore) is checked by the engine's
  * validator first and refused with every problem listed; nothing is written then.
+ * Execute checks the stored definition again, with the same tool and model lookups.
  * Execute pins the run to the workflow's current version and never leaves a queued
  * row behind when the start command cannot be handed over.
  */
@@ -296,6 +297,7 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
       summary: "Execute an agent workflow",
       description:
         "Queues a run of the workflow's current version and answers at once; follow it at `links.events` (SSE) or `links.self`. " +
+        "The stored definition is validated again first, as on create (400 `BATON_GATEWAY_WORKFLOW_INVALID` lists every problem under `definition`; nothing is stored). " +
         "When the definition has an `inputSchema`, `input` must match it (400 `BATON_GATEWAY_INPUT_INVALID` lists every problem; nothing is stored). " +
         "`deadlineMs` bounds the whole run.",
       security: API_SECURITY,
@@ -309,6 +311,8 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
       const body = request.body ?? {};
       const wf = toWorkflow(await getWorkflow(tenantId, id));
       if (!wf.enabled) throw WorkflowDisabled(id);
+      // Valid when saved is not valid now: a tool may have gone, or this engine checks more.
+      await checkDefinition(deps, wf.definition, "definition");
       const input = body.input ?? {};
       checkInput(wf.definition, input);
       const deadlineAt = body.deadlineMs === undefined ? undefined : new Date(Date.now() + body.deadlineMs);
