@@ -26,6 +26,7 @@ import type { Subscription } from "@baton/bus";
 import type { Logger } from "@baton/telemetry";
 import { DefinitionInvalid, DefinitionMissing, ExecutionMissing, NotStarted } from "./errors.ts";
 import { publishEngineEvent } from "./events.ts";
+import { createLargeValues } from "./large.ts";
 
 /** What the checkpoint holds: the engine state plus the effects not yet known to be carried out. */
 export interface CheckpointState extends ExecutionState {
@@ -195,10 +196,6 @@ function batchedRecords(store: Store, maxInFlight: () => number, maxRows = 500):
 /** Settles once the current cascade of microtasks has run (before any I/O or timer). */
 function endOfCascade(): Promise<void> {
   return new Promise<void>((resolve) => process.nextTick(resolve));
-}
-
-function jsonSize(v: JsonValue): number {
-  return Buffer.byteLength(JSON.stringify(v));
 }
 
 export function createExecutor(opts: ExecutorOptions): Executor {
@@ -568,10 +565,11 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     error?: { code: string; message: string; retryable: boolean };
   }
 
-  async function toolResultCommand(tenantId: string, a: ToolAnswer): Promise<Command> {
-    return a.ok
-      ? { kind: "toolResult", nodeId: a.nodeId, callId: a.callId, ok: true, output: await canonical(tenantId, a.output ?? null), durationMs: a.durationMs }
-      : { kind: "toolResult", nodeId: a.nodeId, callId: a.callId, ok: false, durationMs: a.durationMs, error: { code: a.error?.code || "BATON_TOOL_FAILED", message: a.error?.message || "tool failed", retryable: a.error?.retryable ?? false } };
+  /** Large values (large.ts): tool results, node outputs and inputs, the final output. */
+  const large = createLargeValues({ store, bus: messaging.bus, logger, thresholdBytes: largeResultBytes });
+
+  function toolResultCommand(tenantId: string, a: ToolAnswer): Promise<Command> {
+    return large.toolResultCommand(tenantId, a);
   }
 
   /**
@@ -591,16 +589,14 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   }
 
   /** Large values are stored once and referenced, so checkpoints, events and the journal stay small. */
-  async function canonical(tenantId: string, value: JsonValue): Promise<JsonValue> {
-    if (value === null || typeof value !== "object" || jsonSize(value) <= largeResultBytes) return value;
-    const { ref, size } = await store.blobs.put(tenantId, value);
-    return { $ref: ref, size };
+  function canonical(tenantId: string, value: JsonValue): Promise<JsonValue> {
+    return large.canonical(tenantId, value);
   }
 
   async function stepLoaded(args: Parameters<typeof step>[0], blobs: Map<string, JsonValue>): Promise<Awaited<ReturnType<typeof step>>> {
     for (;;) {
       try {
-        return await step({ ...args, blobs });
+        return await large.shrinkStep(await step({ ...args, blobs }), args.definition);
       } catch (err) {
         if (!(err instanceof BlobsNeeded)) throw err;
         const tenantId = args.state?.tenantId ?? args.identity!.tenantId;
