@@ -81,8 +81,8 @@ describe("import of the seed and docs examples", () => {
     ["seed 001 example 1", "plan", example1],
     ["seed 001 example 2", "plan", example2],
     ["seed 001 mock LLM plan", "plan", mockPlan],
-    // The API takes an object as source: seed 000's bare array of steps goes in its ToolWorkflow form.
     ["seed 000 stored steps", "toolSequence", { name: "code review", steps: codeReviewSteps }],
+    ["seed 000 bare array of steps", "toolSequence", codeReviewSteps],
     ["seed 000 procedural-memory record", "toolSequence", codeReviewRecord],
     ["seed 004 ReAct flow", "stateMachine", reactAgent],
     ["seed 004 human-in-the-loop flow", "stateMachine", reviewedReply],
