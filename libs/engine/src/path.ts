@@ -124,7 +124,10 @@ export function collectPaths(template: unknown, at: string, out: { at: string; p
   return out;
 }
 
+/** A `{{$.path}}` placeholder of a text (agent prompts, templates); group 1 is the path. */
+export const PLACEHOLDER = /\{\{\s*(\$[^}]*?)\s*\}\}/g;
+
 /** The `{{$.path}}` placeholders of a text (as agent prompts and templates fill them), trimmed. */
 export function placeholderPaths(text: string): string[] {
-  return [...text.matchAll(/\{\{\s*(\$[^}]*?)\s*\}\}/g)].map((m) => m[1]!.trim());
+  return [...text.matchAll(PLACEHOLDER)].map((m) => m[1]!.trim());
 }

@@ -22,7 +22,7 @@ import {
 import type { ToolCall } from "./state.ts";
 import { addToContext, absorbHandler, fillSynthdev, handlerThis, initialRuntime, perspective, synthdevStateConfigSchema } from "./synthdev.ts";
 import type { SynthdevMaterial, SynthdevRuntime } from "./synthdev.ts";
-import { looksLikePath, readPath, resolveTemplate, writePath } from "./path.ts";
+import { looksLikePath, PLACEHOLDER, readPath, resolveTemplate, writePath } from "./path.ts";
 import { evaluateCondition } from "./condition.ts";
 import { evaluateExpression, ExpressionFailed, truthy } from "./expr.ts";
 import { edgeKeySource, graphOf, loopRegion } from "./graph.ts";
@@ -733,7 +733,7 @@ class Stepper {
 
   /** Fills `{{$.path}}` placeholders of a template from the context. */
   fill(template: string): string {
-    return template.replace(/\{\{\s*(\$[^}]*?)\s*\}\}/g, (_, path: string) => {
+    return template.replace(PLACEHOLDER, (_, path: string) => {
       const v = readPath(this.ctx(), path.trim());
       return v === undefined || v === null ? "" : typeof v === "string" ? v : JSON.stringify(v);
     });
