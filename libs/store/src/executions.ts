@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { Pool } from "pg";
 import { Prisma } from "./generated/client.ts";
 import type { AgentWorkflowExecution, PrismaClient } from "./generated/client.ts";
@@ -91,6 +92,14 @@ function optionalBool(name: string, v: unknown): boolean | null | undefined {
   return v;
 }
 
+/** A signed 32-bit key from a text, for `pg_advisory_xact_lock(int, int)`. */
+function lockKey(text: string): number {
+  return createHash("sha256").update(text).digest().readInt32BE(0);
+}
+
+/** Statuses that hold one of a tenant's slots under `BATON_TENANT_MAX_RUNNING` (see `admit`). */
+const SLOT_STATUSES = "'running', 'paused'";
+
 export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool): ExecutionsRepo {
   // Admission reads and writes these rows once or twice per execution (the gateway creates
   // the row, the executor reads it), so plain named statements on the pool: Prisma's work
@@ -102,6 +111,40 @@ export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool)
     "definitionRef", "deadlineAt", "forkedFromVersion", "parentExecutionId", "forkedFromExecutionId"] as const;
   const CREATE = namedStatement("execution_create", `INSERT INTO ${runs} (${CREATE_COLUMNS.map((c) => `"${c}"`).join(", ")}, "updatedAt")
     VALUES (${CREATE_COLUMNS.map((c, i) => `$${i + 1}${c === "input" ? "::jsonb" : ""}`).join(", ")}, CURRENT_TIMESTAMP) RETURNING *`);
+  // Admission (ADR 004, amended): a start moves its row from queued to running in one
+  // conditional statement, so a cancel of a queued run and its start never both win. With a
+  // cap, the tenant's top-level runs holding a slot are counted in the same statement, under a
+  // per-tenant transaction-scoped advisory lock taken before it: the statement's snapshot is
+  // taken after the lock, so it sees every admission committed before, on any replica.
+  const slotsTaken = `SELECT count(*)::int AS n FROM ${runs} r WHERE r."status" IN (${SLOT_STATUSES}) AND r."tenantId" = $2 AND r."parentExecutionId" IS NULL`;
+  const admitSql = (capped: boolean): string => `
+    WITH ${capped ? `slots AS (${slotsTaken}),` : ""}
+    cur AS (SELECT * FROM ${runs} WHERE "id" = $1 AND "tenantId" = $2),
+    upd AS (
+      UPDATE ${runs} AS x SET
+        "status" = ${capped ? `CASE WHEN slots.n < $5 THEN 'running' ELSE x."status" END` : "'running'"},
+        "startedAt" = ${capped ? `CASE WHEN slots.n < $5 THEN COALESCE(x."startedAt", $3::timestamptz) ELSE x."startedAt" END` : `COALESCE(x."startedAt", $3::timestamptz)`},
+        "checkpoint" = COALESCE(x."checkpoint", $4::jsonb),
+        "updatedAt" = CURRENT_TIMESTAMP
+      ${capped ? "FROM slots" : ""}
+      WHERE x."id" = $1 AND x."tenantId" = $2 AND x."status" = 'queued'
+        ${capped ? `AND (slots.n < $5 OR ($4::jsonb IS NOT NULL AND x."checkpoint" IS NULL))` : ""}
+      RETURNING x.*
+    )
+    SELECT upd.*, true AS "fresh" FROM upd UNION ALL SELECT cur.*, false FROM cur WHERE NOT EXISTS (SELECT 1 FROM upd)`;
+  const ADMIT = namedStatement("execution_admit", admitSql(false));
+  const ADMIT_CAPPED = namedStatement("execution_admit_capped", admitSql(true));
+  const admissionLock = lockKey(`baton:tenant-admission:${schema}`);
+  const CANCEL_QUEUED = namedStatement("execution_cancel_queued", `UPDATE ${runs} SET "status" = 'cancelled', "completedAt" = $3, "updatedAt" = CURRENT_TIMESTAMP
+    WHERE "id" = $1 AND "tenantId" = $2 AND "status" = 'queued' RETURNING *`);
+  // A fork can be started from its row once its starting state is there (admit keeps it).
+  const startable = `x."status" = 'queued' AND x."parentExecutionId" IS NULL AND (x."forkedFromExecutionId" IS NULL OR x."checkpoint" IS NOT NULL)
+    AND x."updatedAt" <= CURRENT_TIMESTAMP - make_interval(secs => $3::double precision / 1000)`;
+  const STARTABLE = namedStatement("execution_startable", `SELECT x.* FROM ${runs} x WHERE x."tenantId" = $1 AND ${startable} ORDER BY x."id" LIMIT $2`);
+  const STARTABLE_CAPPED = namedStatement("execution_startable_capped", `SELECT x.* FROM ${runs} x WHERE x."tenantId" = $1 AND ${startable}
+    ORDER BY x."id" LIMIT LEAST($2, GREATEST($4 - (${slotsTaken.replace("$2", "$1")}), 0))`);
+  const QUEUED_TENANTS = namedStatement("execution_queued_tenants", `SELECT DISTINCT x."tenantId" FROM ${runs} x
+    WHERE ${startable.replace("$3", "$1")}`);
   const one = async (ctx: { entity: string; id: number }, statement: { name: string; text: string }, values: unknown[]): Promise<ExecutionRecord | null> => {
     const res = await guard(ctx, () => pool.query<AgentWorkflowExecution>({ ...statement, values }));
     return res.rows[0] ? toExecution(res.rows[0]) : null;
@@ -203,6 +246,73 @@ export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool)
         prisma.agentWorkflowExecution.findMany({ where: { status: { in: statuses }, id: { gt: afterId } }, orderBy: { id: "asc" }, take }),
       );
       return rows.map(toExecution);
+    },
+
+    async admit(input) {
+      if (typeof input !== "object" || input === null) throw StoreInvalidInput("admission must be an object");
+      const tenantId = requireTenantId(input.tenantId);
+      if (!isDbId(input.id)) return { outcome: "missing", row: null };
+      const cap = optionalInt("cap", input.cap, 0) ?? 0;
+      const startedAt = optionalDate("startedAt", input.startedAt);
+      if (!startedAt) throw StoreInvalidInput("startedAt is required");
+      const checkpoint = input.checkpoint === undefined ? null : JSON.stringify(requireJsonObject("checkpoint", input.checkpoint));
+      const values: unknown[] = [input.id, tenantId, startedAt.toISOString(), checkpoint];
+      const ctx = { entity: "execution", id: input.id };
+      let res: { rows: (AgentWorkflowExecution & { fresh: boolean })[] };
+      if (cap === 0) {
+        res = await guard(ctx, () => pool.query<AgentWorkflowExecution & { fresh: boolean }>({ ...ADMIT, values }));
+      } else {
+        res = await guard(ctx, async () => {
+          const client = await pool.connect();
+          try {
+            // One round trip for both; the keys are integers computed here, not text from outside.
+            await client.query(`BEGIN; SELECT pg_advisory_xact_lock(${admissionLock}, ${lockKey(tenantId)})`);
+            const r = await client.query<AgentWorkflowExecution & { fresh: boolean }>({ ...ADMIT_CAPPED, values: [...values, cap] });
+            await client.query("COMMIT");
+            return r;
+          } catch (err) {
+            await client.query("ROLLBACK").catch(() => undefined);
+            throw err;
+          } finally {
+            client.release();
+          }
+        });
+      }
+      const raw = res.rows[0];
+      if (!raw) return { outcome: "missing", row: null };
+      const { fresh, ...rest } = raw;
+      const row = toExecution(rest);
+      if (row.status === "running" || row.status === "paused") return { outcome: fresh ? "admitted" : "started", row };
+      if (row.status !== "queued") return { outcome: "finished", row };
+      // Still queued: the cap turned it away (its checkpoint may just have been kept), or, without
+      // a cap, its status changed between the statement's snapshot and its update.
+      return { outcome: cap > 0 ? "busy" : "changed", row };
+    },
+
+    async cancelQueued(id, tenantId, at) {
+      requireTenantId(tenantId);
+      if (!isDbId(id)) return null;
+      const when = optionalDate("at", at);
+      if (!when) throw StoreInvalidInput("at is required");
+      return one({ entity: "execution", id }, CANCEL_QUEUED, [id, tenantId, when.toISOString()]);
+    },
+
+    async listStartable(query) {
+      if (typeof query !== "object" || query === null) throw StoreInvalidInput("query must be an object");
+      const tenantId = requireTenantId(query.tenantId);
+      const cap = optionalInt("cap", query.cap, 0) ?? 0;
+      const { take } = page({ limit: query.limit ?? 100 });
+      const idleMs = optionalInt("idleMs", query.idleMs, 0) ?? 0;
+      const res = await guard({ entity: "execution" }, () =>
+        pool.query<AgentWorkflowExecution>(cap === 0 ? { ...STARTABLE, values: [tenantId, take, idleMs] } : { ...STARTABLE_CAPPED, values: [tenantId, take, idleMs, cap] }),
+      );
+      return res.rows.map(toExecution);
+    },
+
+    async queuedTenants(idleMs = 0) {
+      const idle = optionalInt("idleMs", idleMs, 0) ?? 0;
+      const res = await guard({ entity: "execution" }, () => pool.query<{ tenantId: string }>({ ...QUEUED_TENANTS, values: [idle] }));
+      return res.rows.map((r) => r.tenantId);
     },
 
     async get(tenantId, id) {

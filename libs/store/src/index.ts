@@ -40,6 +40,8 @@ export { Prisma } from "./generated/client.ts";
 export type { PrismaClient } from "./generated/client.ts";
 export type {
   ActiveExecutionsQuery,
+  Admission,
+  AdmitInput,
   ApiKeyRecord,
   BlobRecord,
   BlobsRepo,
@@ -71,6 +73,7 @@ export type {
   NodeExecutionRecord,
   NodeExecutionsRepo,
   StepRecords,
+  StartableQuery,
   PageOptions,
   ReviewCreateInput,
   ReviewDecision,

@@ -222,6 +222,48 @@ export interface ActiveExecutionsQuery {
   afterId?: number;
 }
 
+/**
+ * What `executions.admit` is asked: move a `queued` execution to `running` when its start is
+ * taken. `cap` > 0: only while fewer than `cap` of the tenant's top-level executions (no
+ * parent) are `running` or `paused`, decided under a per-tenant lock, so starts racing in one
+ * process or on several replicas never admit more.
+ */
+export interface AdmitInput {
+  id: number;
+  tenantId: string;
+  /** 0 = no cap (children, or no `BATON_TENANT_MAX_RUNNING`). */
+  cap: number;
+  /** `startedAt` of an admitted row that has none yet. */
+  startedAt: Date;
+  /**
+   * Kept in the row's `checkpoint` column unless it holds a value already (also when the start
+   * must wait): what the executor needs to start the run again from the row alone (a fork's
+   * starting state).
+   */
+  checkpoint?: JsonObject;
+}
+
+/**
+ * What `executions.admit` did: `admitted` (queued → running now), `started` (it was `running`
+ * or `paused` already: a start taken before), `busy` (it stays `queued`: the cap is reached),
+ * `finished` (completed, failed or cancelled: not to be started), `changed` (it left `queued`
+ * while this was deciding; look again), `missing` (no such execution of the tenant).
+ */
+export type Admission =
+  | { outcome: "admitted" | "started" | "busy" | "finished" | "changed"; row: ExecutionRecord }
+  | { outcome: "missing"; row: null };
+
+/** Filters of `executions.listStartable`. */
+export interface StartableQuery {
+  tenantId: string;
+  /** 0 = no cap: up to `limit` rows; otherwise at most the slots the cap leaves free. */
+  cap: number;
+  /** @default 100 (max 1000) */
+  limit?: number;
+  /** Only rows not updated for this long. @default 0 */
+  idleMs?: number;
+}
+
 /** What `executions.update` changes; `undefined` leaves a column alone, `null` clears a nullable one. */
 export interface ExecutionPatch {
   status?: ExecutionStatus;
@@ -508,6 +550,21 @@ export interface ExecutionsRepo {
   listChildren(tenantId: string, id: number): Promise<ExecutionRecord[]>;
   /** Internal (executor): executions of every tenant in the given statuses, by id ascending. */
   listActive(query?: ActiveExecutionsQuery): Promise<ExecutionRecord[]>;
+  /** Internal (executor): takes the start of an execution (see {@link AdmitInput}, {@link Admission}). */
+  admit(input: AdmitInput): Promise<Admission>;
+  /**
+   * Internal (executor): cancels an execution that is still `queued` (status `cancelled`,
+   * `completedAt`); null when it is not queued (any more) or not the tenant's.
+   */
+  cancelQueued(id: number, tenantId: string, at: Date): Promise<ExecutionRecord | null>;
+  /**
+   * Internal (executor): the oldest `queued` top-level executions of a tenant that can be
+   * started from their row alone (a fork only once its starting state is on the row), as many
+   * as the cap leaves free.
+   */
+  listStartable(query: StartableQuery): Promise<ExecutionRecord[]>;
+  /** Internal (executor): tenants with `queued` top-level executions not updated for `idleMs`. */
+  queuedTenants(idleMs?: number): Promise<string[]>;
 }
 
 /** What {@link NodeExecutionsRepo.recordSteps} writes. */
