@@ -15,6 +15,8 @@
  *   kind of finished outside work (forEach, multi-call, subworkflow, retries, loops): the
  *   executor rebuilds it from the journal, the run completes with the right output, no
  *   node runs again, and the events of the rebuilt runs are whole;
+ * - a paused fork loses its checkpoint and the source's history: it is rebuilt from the
+ *   starting state its row keeps (not from the workflow's start), and completes with its edits;
  * - a paused run survives stopping every Baton process and starting them again;
  * - a delay node's durable timer survives a kill of the executor.
  */
@@ -350,6 +352,40 @@ describe("durability across executor crashes and lost checkpoints", () => {
     expect(await callsOf(id)).toEqual([`${id}.b.1`]);
     await rebuiltFromJournal(id);
     rebuilt.push({ id, nodes: ["a", "b", "c", "d"] });
+  }, 60_000);
+
+  it("a paused fork whose checkpoint is lost (and the source's history with it) is rebuilt from where it forked; resume completes it with its edits", async () => {
+    const wf = await createDefinition(a, "lost-fork", {
+      nodes: [
+        { id: "a", type: "tool", config: { tool: "rec.sleep" }, input: { ms: 20, v: "$.input.v" } },
+        { id: "b", type: "transform", config: { expression: "a.v * 10" } },
+        { id: "review", type: "humanReview", config: { reason: "ok?" } },
+        { id: "c", type: "transform", config: { expression: "b + 1" } },
+      ],
+      edges: [{ from: "a", to: "b" }, { from: "b", to: "review" }, { from: "review", to: "c" }],
+      output: { c: "$.c" },
+    });
+    const src = await startExecution(a, wf, { v: 2 });
+    expect((await waitForExecution(a, src, ["paused", "failed"])).status).toBe("paused");
+    const cps = (await a.call<{ items: { version: number; status: string }[] }>("GET", `/api/agent-workflow-executions/${src}/checkpoints`)).body.items;
+    const at = cps.find((c) => c.status === "paused")!.version;
+    const forked = await a.call<{ id: number }>("POST", `/api/agent-workflow-executions/${src}/fork`, { version: at, context: { "$.b": 100 } });
+    expect(forked.status).toBe(202);
+    const id = forked.body.id;
+    expect((await waitForExecution(a, id, ["paused", "failed", "completed"])).status).toBe("paused");
+
+    // Redis loses the fork's checkpoint and the source's whole history.
+    expect(await redis.del(...checkpointKeys(id), ...checkpointKeys(src))).toBeGreaterThanOrEqual(3);
+    expect((await a.call("POST", `/api/agent-workflow-executions/${id}/resume`, { action: "approve" })).status).toBe(202);
+    const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 30_000).catch(async (err: unknown) => {
+      throw new Error(`${(err as Error).message}\n${await diagnose(id)}`);
+    });
+    expect(done).toMatchObject({ status: "completed", output: { c: 101 }, forkedFromExecutionId: src, forkedFromVersion: at });
+    await rebuiltFromJournal(id);
+    // Rebuilt from the fork point: a is not run again, and the journal holds only the fork's own attempts.
+    expect(await callsOf(id)).toEqual([]);
+    expect((await journal(a, id)).map((n) => `${n.nodeId}:${n.status}`).sort()).toEqual(["c:completed", "review:completed"]);
+    rebuilt.push({ id, nodes: ["review", "c"] });
   }, 60_000);
 
   it("a run whose checkpoint is lost while a tool call is in flight is rebuilt, and the call is not run again", async () => {

@@ -16,12 +16,12 @@
  */
 import type { Checkpoint, CheckpointStore } from "@baton/checkpoints";
 import { encode, ToolCancelSchema, valueFromJson, valueToJson } from "@baton/contracts";
-import type { Command, Effect, ExecutionState, JsonValue, WorkflowDefinition } from "@baton/engine";
-import { BlobsNeeded, isFinished, outstandingCalls, referencedTools, replayJournal, settledFanCall, step, validateWorkflow } from "@baton/engine";
+import type { Command, Effect, ExecutionState, JsonObject, JsonValue, WorkflowDefinition } from "@baton/engine";
+import { BlobsNeeded, isFinished, isJsonObject, outstandingCalls, referencedTools, replayJournal, settledFanCall, step, validateInput, validateWorkflow } from "@baton/engine";
 import { defineError, errorMessage, hasCode } from "@baton/errors";
 import type { AnyCommand, Messaging } from "@baton/messaging";
 import type { Service } from "@baton/runtime";
-import type { ExecutionRecord, Store } from "@baton/store";
+import type { Admission, ExecutionRecord, Store } from "@baton/store";
 import type { Subscription } from "@baton/bus";
 import type { Logger } from "@baton/telemetry";
 import { DefinitionInvalid, DefinitionMissing, ExecutionMissing, NotStarted } from "./errors.ts";
@@ -65,8 +65,11 @@ export interface ExecutorOptions {
   /** Tool results larger than this (bytes of JSON) are stored once as blobs and referenced. @default 65_536 */
   largeResultBytes?: number;
   /**
-   * Executions of one tenant running at once; a start beyond it waits (stays queued, retried
-   * with backoff). A soft cap: two starts racing may both pass. 0 = no cap. @default 0
+   * Top-level executions (children are not counted nor held back) of one tenant running or
+   * paused at once. Admission is atomic across replicas (`store.executions.admit`); a start
+   * beyond the cap is acknowledged and its row stays `queued` until a slot frees: the end of
+   * one of the tenant's runs starts the oldest waiting ones, and the recovery sweep does too.
+   * 0 = no cap. @default 0
    */
   tenantMaxRunning?: number;
   /** Whether a tool is registered; a start whose definition names an unknown tool fails (it would wait forever). */
@@ -90,13 +93,30 @@ export interface Executor extends Service {
 }
 
 const EffectsFailed = defineError("BATON_EXECUTOR_EFFECTS_FAILED", (id: number, why: string) => `execution ${id}: the step is checkpointed but its effects failed (${why}); the command is retried`, { status: 503, retryable: true });
-const TenantBusy = defineError("BATON_EXECUTOR_TENANT_BUSY", (tenant: string, cap: number) => `tenant ${tenant} already runs ${cap} executions; this one waits`, { status: 429, retryable: true });
+const TenantBusy = defineError("BATON_EXECUTOR_TENANT_BUSY", (tenant: string, cap: number) => `tenant ${tenant} already runs ${cap} executions; this one waits queued for a slot`, { status: 429, retryable: true });
 const TimerNotDue = defineError("BATON_EXECUTOR_TIMER_NOT_DUE", (timerId: string) => `timer ${timerId} is not due yet`, { status: 425, retryable: true });
+const ForkStartMissing = defineError("BATON_EXECUTOR_FORK_START_MISSING", (id: number) => `fork ${id} has no starting state on its row (its start command was never taken)`, { status: 409 });
 const ForkSourceMissing = defineError("BATON_EXECUTOR_FORK_SOURCE_MISSING", (id: number, v: number) => `checkpoint version ${v} of execution ${id} is gone`, { status: 404 });
 const ResultBeforeCall = defineError("BATON_EXECUTOR_RESULT_BEFORE_CALL", (callId: string, id: number) => `execution ${id} has no call ${callId} (yet): the result is delivered again`, { status: 409, retryable: true });
+const ChildInputInvalid = defineError("BATON_EXECUTOR_CHILD_INPUT_INVALID", (ref: string, issues: string) => `the input of sub-workflow ${ref} does not match its inputSchema: ${issues}`, { status: 422 });
 const ChildWorkflowMissing = defineError("BATON_EXECUTOR_CHILD_WORKFLOW_MISSING", (ref: string) => `sub-workflow ${ref} does not exist`, { status: 404 });
 
 type EngineStart = Command & { kind: "start" };
+type ForkStart = NonNullable<EngineStart["fork"]>;
+
+/**
+ * Where a fork starts, as kept in its execution row's `checkpoint` column at admission: the
+ * source's checkpoint version (without its outbox) and the context edits. A rebuild of the
+ * fork replays its journal from there, even when Redis has lost the source's history too.
+ */
+function forkStartOf(row: ExecutionRecord): ForkStart | undefined {
+  const kept = isJsonObject(row.checkpoint) ? row.checkpoint.forkStart : undefined;
+  if (!isJsonObject(kept) || !isJsonObject(kept.state) || typeof kept.executionId !== "number" || typeof kept.version !== "number") return undefined;
+  return {
+    state: kept.state as unknown as ExecutionState, executionId: kept.executionId, version: kept.version,
+    ...(isJsonObject(kept.contextPatch) ? { contextPatch: kept.contextPatch } : {}),
+  };
+}
 
 /** How long an execution's records must have been idle before its outbox is dropped from Redis. */
 const OUTBOX_CLEAR_DELAY_MS = 250;
@@ -301,6 +321,18 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       workflowId = w.id;
       version = e.workflow.version ?? w.version;
     }
+    // The child's input must match its workflow's inputSchema, as a run started through the
+    // gateway must: otherwise the parent's node fails (its retries and branches see the code)
+    // and no child row is made.
+    const issues = await childInputIssues(state.tenantId, workflowId, version, e);
+    if (issues) {
+      const err = ChildInputInvalid(e.workflow ? (e.workflow.slug ?? String(e.workflow.id)) : e.definitionRef ?? "", issues);
+      await messaging.sendCommand("execution.child_result", {
+        executionId: state.executionId, tenantId: state.tenantId, nodeId: e.nodeId, childKey: e.childKey, status: "failed",
+        error: { code: err.code, message: err.message, retryable: false },
+      }, `child-invalid:${state.executionId}:${e.nodeId}:${e.childKey}`);
+      return;
+    }
     const { row } = await store.executions.createChild({
       tenantId: state.tenantId, parentExecutionId: state.executionId, parentNodeId: e.nodeId, childKey: e.childKey,
       agentWorkflowId: workflowId, workflowVersion: version, input: e.input,
@@ -312,6 +344,27 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       parentExecutionId: state.executionId, parentNodeId: e.nodeId, childKey: e.childKey, triggerEvent: "subworkflow",
       definitionRef: e.definitionRef ?? "", deadline: state.deadlineAt ?? "", rootExecutionId: state.rootExecutionId ?? state.executionId,
     }, `start:${row.id}`);
+  }
+
+  /**
+   * What is wrong with a child's input against the inputSchema of the definition it would run,
+   * as one line; undefined when nothing is (or there is no schema). A definition that cannot be
+   * loaded is left to the child's own start, which fails it and tells the parent.
+   */
+  async function childInputIssues(tenantId: string, workflowId: number, version: number, e: Effect & { kind: "startChild" }): Promise<string | undefined> {
+    let definition: WorkflowDefinition;
+    try {
+      definition = await definitionFor(tenantId, workflowId, version, e.definitionRef ?? null);
+    } catch (err) {
+      if (hasCode(err) && !err.retryable) return undefined;
+      throw err;
+    }
+    try {
+      const issues = validateInput(definition, e.input);
+      return issues.length === 0 ? undefined : issues.map((i) => `${i.path}: ${i.message}`).join("; ");
+    } catch (err) {
+      return `its inputSchema cannot be used: ${errorMessage(err)}`;
+    }
   }
 
   /**
@@ -495,6 +548,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     }
     latest.delete(state.executionId);
     await checkpoints.expire?.(state.executionId);
+    if (!state.parent) await slotFreed(state.tenantId, state.executionId);
   }
 
   async function toEngineCommand(cmd: AnyCommand): Promise<{ executionId: number; tenantId: string; command: Command }> {
@@ -509,12 +563,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
           ...(m.rootExecutionId ? { root: m.rootExecutionId } : {}),
           ...(m.definitionRef ? { definitionRef: m.definitionRef } : {}),
         };
-        if (m.forkOfExecutionId) {
-          const source = await checkpoints.getVersion?.(m.forkOfExecutionId, m.forkOfVersion) ?? null;
-          if (!source) throw ForkSourceMissing(m.forkOfExecutionId, m.forkOfVersion);
-          const { outbox: _o, ...sourceState } = source.state;
-          command.fork = { state: sourceState, executionId: m.forkOfExecutionId, version: m.forkOfVersion, ...(m.contextPatch ? { contextPatch: m.contextPatch } : {}) };
-        }
+        // A fork's starting state is read at admission (forkFrom): from its row once kept there.
+        if (m.forkOfExecutionId) forkRefs.set(command, { executionId: m.forkOfExecutionId, version: m.forkOfVersion, ...(m.contextPatch ? { contextPatch: m.contextPatch } : {}) });
         return { executionId: m.executionId, tenantId: m.tenantId, command };
       }
       case "execution.resume": {
@@ -609,19 +659,98 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     }
   }
 
+  /** A fork's starting point as its row keeps it (see forkStartOf). */
+  function keptFork(fork: ForkStart): JsonObject {
+    return {
+      executionId: fork.executionId, version: fork.version, state: fork.state as unknown as JsonObject,
+      ...(fork.contextPatch ? { contextPatch: fork.contextPatch } : {}),
+    };
+  }
+
+  /** The start command as the row records it; a fork's from the starting state its row keeps. */
   function startCommandOf(row: ExecutionRecord): EngineStart {
+    const fork = forkStartOf(row);
+    if (row.forkedFromExecutionId !== null && !fork) throw ForkStartMissing(row.id);
     return {
       kind: "start",
       input: row.input,
       ...(row.deadlineAt ? { deadline: row.deadlineAt.toISOString() } : {}),
       ...(row.parentExecutionId && row.parentNodeId ? { parent: { executionId: row.parentExecutionId, nodeId: row.parentNodeId, childKey: row.childKey ?? "" } } : {}),
       ...(row.definitionRef ? { definitionRef: row.definitionRef } : {}),
+      ...(fork ? { fork } : {}),
     };
   }
 
-  /** Redis lost the checkpoint of an active execution: replay the journal, write the result, re-issue outstanding work. */
-  async function rebuild(row: ExecutionRecord, definition: WorkflowDefinition, blobs: Map<string, JsonValue>): Promise<{ state: CheckpointState; version: number }> {
+  /**
+   * The state a fork starts from: kept on its row by an earlier admission, else read from the
+   * source's checkpoint history in Redis (and kept on the row by this admission).
+   */
+  async function forkFrom(row: ExecutionRecord, start: EngineStart): Promise<ForkStart | undefined> {
+    const kept = forkStartOf(row);
+    if (kept) return kept;
+    const ref = forkRefs.get(start);
+    if (!ref) {
+      if (row.forkedFromExecutionId !== null) throw ForkStartMissing(row.id);
+      return undefined;
+    }
+    const source = await checkpoints.getVersion?.(ref.executionId, ref.version) ?? null;
+    if (!source) throw ForkSourceMissing(ref.executionId, ref.version);
+    const { outbox: _o, carried: _c, ...sourceState } = source.state;
+    return { ...ref, state: sourceState };
+  }
+
+  /** A tenant's oldest waiting executions are sent their start again, as many as its cap leaves room for (see admit). */
+  async function wakeQueued(tenantId: string, cause: string, idleMs = 0): Promise<number> {
+    const cap = opts.tenantMaxRunning ?? 0;
+    const rows = await store.executions.listStartable({ tenantId, cap, limit: 100, idleMs });
+    for (const r of rows) {
+      await messaging.sendCommand("execution.start", {
+        executionId: r.id, tenantId, workflowId: r.agentWorkflowId, workflowVersion: r.workflowVersion, input: r.input,
+        triggerEvent: r.triggerEvent ?? "", deadline: r.deadlineAt?.toISOString() ?? "",
+      }, `start:${r.id}:${cause}`);
+    }
+    if (rows.length > 0) logger.info("waiting executions sent their start again", { tenantId, executionIds: rows.map((r) => r.id), cause });
+    return rows.length;
+  }
+
+  /** After a run of the tenant ended (a slot may be free): start the next waiting ones. Failures are left to the sweep. */
+  async function slotFreed(tenantId: string, executionId: number): Promise<void> {
+    if ((opts.tenantMaxRunning ?? 0) <= 0) return;
+    await wakeQueued(tenantId, `after:${executionId}`).catch((err: unknown) =>
+      logger.warn("could not start the executions waiting for a slot; the recovery sweep will", { tenantId, error: errorMessage(err) }));
+  }
+
+  /**
+   * A cancel of an execution that never started: the row goes from queued to cancelled (a start
+   * racing it finds it cancelled and is dropped), `execution.cancelled` is published and a
+   * parent waiting for it is told. A cancel that finds the row cancelled this way already (a
+   * redelivery after a crash) publishes again; the message id makes that harmless.
+   */
+  async function cancelQueued(row: ExecutionRecord, reason: string): Promise<void> {
+    if (row.status === "queued") {
+      const done = await store.executions.cancelQueued(row.id, row.tenantId, clock());
+      // It started meanwhile: the redelivered cancel applies to its checkpoint.
+      if (!done) throw NotStarted(row.id, { retryDelayMs: 250 });
+    }
+    await messaging.publishEvent("execution.cancelled", { tenantId: row.tenantId, id: row.id, agentWorkflowId: row.agentWorkflowId, reason }, `evt:${row.id}:cancelled-queued`);
+    if (row.parentExecutionId && row.parentNodeId) {
+      await messaging.sendCommand("execution.child_result", {
+        executionId: row.parentExecutionId, tenantId: row.tenantId, nodeId: row.parentNodeId, childKey: row.childKey ?? "",
+        childExecutionId: row.id, status: "cancelled",
+      }, `child-result:${row.id}`);
+    }
+    logger.info("queued execution cancelled", { executionId: row.id });
+  }
+
+  /**
+   * Redis lost the checkpoint of an active execution: replay the journal, write the result,
+   * re-issue outstanding work. Null when the journal is empty: no step's records were written
+   * (the executor died between admission and the first checkpoint, or before that step's
+   * records), so the start is to be applied afresh, records and events included.
+   */
+  async function rebuild(row: ExecutionRecord, definition: WorkflowDefinition, blobs: Map<string, JsonValue>): Promise<{ state: CheckpointState; version: number } | null> {
     const journal = await store.nodeExecutions.listForReplay(row.id);
+    if (journal.length === 0) return null;
     const identity = { executionId: row.id, tenantId: row.tenantId, workflowId: row.agentWorkflowId, workflowVersion: row.workflowVersion };
     let replay: Awaited<ReturnType<typeof replayJournal>> | undefined;
     for (;;) {
@@ -668,12 +797,50 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     }
   }
 
-  async function applyNow(executionId: number, tenantId: string, first: Command, more: readonly Command[], outcome: ApplyOutcome): Promise<void> {
+  async function applyNow(executionId: number, tenantId: string, given: Command, more: readonly Command[], outcome: ApplyOutcome): Promise<void> {
+    let first = given;
     // The checkpoint carries the execution's identity; the row is read only when there is none.
     const fromCache = latest.has(executionId);
     const cp = await readCheckpoint(executionId);
     let row: ExecutionRecord | null = null;
-    if (cp === null) {
+    let admission: Admission["outcome"] | undefined;
+    if (cp === null && first.kind === "start") {
+      // Admission: the row goes from queued to running here, once, and under the tenant's cap
+      // (top-level runs only: a parent holds its slot while its children run). For a start
+      // that is not a fork, this statement is also its read of the row.
+      let fork: ForkStart | undefined;
+      if (forkRefs.has(first)) {
+        const before = await store.executions.getById(executionId);
+        if (!before || before.tenantId !== tenantId) throw ExecutionMissing(executionId);
+        fork = await forkFrom(before, first);
+      }
+      const cap = first.parent ? 0 : (opts.tenantMaxRunning ?? 0);
+      const taken = await store.executions.admit({ id: executionId, tenantId, cap, startedAt: clock(), ...(fork ? { checkpoint: { forkStart: keptFork(fork) } } : {}) });
+      if (taken.outcome === "missing") throw ExecutionMissing(executionId);
+      row = taken.row;
+      switch (taken.outcome) {
+        case "finished":
+          logger.info("start of an execution that ended before it started ignored", { executionId, status: row.status });
+          return;
+        case "busy": {
+          // Acknowledged: the row waits queued, and the end of one of the tenant's runs (or the
+          // recovery sweep) sends its start again, as often as needed, with no delivery limit.
+          const busy = TenantBusy(tenantId, cap);
+          logger.info("execution waits for a slot", { executionId, code: busy.code, error: busy.message });
+          return;
+        }
+        case "changed":
+          throw NotStarted(executionId, { retryDelayMs: 250 });
+        case "admitted":
+        case "started":
+          break;
+      }
+      // A start sent again from the row (a waiting run woken up) names no source: the row has it.
+      fork ??= forkStartOf(row);
+      if (row.forkedFromExecutionId !== null && !fork) throw ForkStartMissing(executionId);
+      if (fork) first = { ...first, fork };
+      admission = taken.outcome;
+    } else if (cp === null) {
       row = await store.executions.getById(executionId);
       if (!row || row.tenantId !== tenantId) throw ExecutionMissing(executionId);
     } else if (cp.state.tenantId !== tenantId) {
@@ -691,16 +858,27 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       for (const name of referencedTools(definition)) if (!(await opts.hasTool(name))) unknown.push(name);
       if (unknown.length) throw DefinitionInvalid(ident.workflowId, ident.workflowVersion, `no worker has registered the tool(s) ${unknown.map((t) => `"${t}"`).join(", ")}`);
     }
-    if (state === null && first.kind === "start" && !first.parent && (opts.tenantMaxRunning ?? 0) > 0) {
-      const cap = opts.tenantMaxRunning!;
-      const running = await store.executions.list(tenantId, { status: "running", limit: cap });
-      if (running.length >= cap) throw TenantBusy(tenantId, cap, { retryDelayMs: 1_000 });
+    if (admission === "started") {
+      // Admitted by an earlier delivery (or by another replica) whose checkpoint is not in
+      // Redis: never written (a crash right after admission) or lost. Rebuild from the row and
+      // the journal, then this start is ignored as already applied; with nothing journaled
+      // yet, the start is applied as if admitted now.
+      const rebuilt = await rebuild(row!, definition, blobs);
+      if (rebuilt) ({ state, version } = rebuilt);
     }
     if (state === null && first.kind !== "start") {
       if (row!.status === "running" || row!.status === "paused") {
-        ({ state, version } = await rebuild(row!, definition, blobs));
-      } else if (row!.status === "queued") {
-        throw NotStarted(executionId);
+        const rebuilt = await rebuild(row!, definition, blobs);
+        if (!rebuilt) {
+          // Admitted, and nothing journaled: take the start first (from the row), then this command.
+          await applyNow(executionId, tenantId, startCommandOf(row!), [], newOutcome());
+          return applyNow(executionId, tenantId, first, more, outcome);
+        }
+        ({ state, version } = rebuilt);
+      } else if (row!.status === "queued" || (first.kind === "cancel" && row!.status === "cancelled" && row!.startedAt === null)) {
+        if (first.kind !== "cancel") throw NotStarted(executionId);
+        await cancelQueued(row!, first.reason);
+        return;
       } else {
         logger.debug("command for a finished execution without checkpoint ignored", { executionId, command: first.kind });
         return;
@@ -1009,6 +1187,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   const queued = new Map<number, ResultBatch>();
   /** The attempt each tool result from the bus answers (see mayBeEarly). */
   const resultAttempts = new WeakMap<Command, number>();
+  /** The source each fork's start command names (see forkFrom). */
+  const forkRefs = new WeakMap<Command, Omit<ForkStart, "state">>();
 
   /**
    * Applies a command. `delivery`: how often the consumer has delivered it (a direct call is
@@ -1077,6 +1257,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         if (hasCode(err) && !err.retryable && cmd.name === "execution.start") {
           // A start that can never run (missing or invalid definition): record why, do not retry.
           await store.executions.update(executionId, { status: "failed", error: `${err.code}: ${err.message}`, completedAt: clock() }).catch(() => undefined);
+          if (!cmd.message.parentExecutionId) await slotFreed(tenantId, executionId);
           await messaging.publishEvent("execution.failed", { tenantId, id: executionId, agentWorkflowId: cmd.message.workflowId, error: { code: err.code, message: err.message, retryable: false }, nodeId: "" }, `evt:${executionId}:start-failed`).catch(() => undefined);
           if (cmd.message.parentExecutionId && cmd.message.parentNodeId) {
             await messaging.sendCommand("execution.child_result", {
@@ -1114,12 +1295,33 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     await cancelCalls(tenantId, orphans, "sent for a step that another executor's write replaced");
   }
 
+  /**
+   * Queued top-level executions whose start is not coming: turned away by the tenant's cap
+   * while no run of the tenant ended since (the wake-up lost to a crash), or left queued
+   * otherwise (a cap lifted, a start command given up). Their start is sent again: with a cap,
+   * as many as it leaves room for; without one, to rows queued for a minute.
+   */
+  async function wakeAllQueued(): Promise<number> {
+    const capped = (opts.tenantMaxRunning ?? 0) > 0;
+    const idleMs = capped ? 0 : 60_000;
+    let count = 0;
+    const sweep = `sweep:${Math.floor(clock().getTime() / 10_000)}`;
+    for (const tenantId of await store.executions.queuedTenants(idleMs)) {
+      try {
+        count += await wakeQueued(tenantId, sweep, idleMs);
+      } catch (err) {
+        logger.warn("could not start a tenant's waiting executions; the next sweep retries", { tenantId, error: errorMessage(err) });
+      }
+    }
+    return count;
+  }
+
   async function recover(): Promise<number> {
     let afterId = 0;
     let count = 0;
     for (;;) {
       const rows = await store.executions.listActive({ statuses: ["running", "paused"], limit: 200, afterId });
-      if (rows.length === 0) return count;
+      if (rows.length === 0) return count + (await wakeAllQueued());
       for (const row of rows) {
         afterId = row.id;
         try {

@@ -1,0 +1,234 @@
+/**
+ * Admission of executions through the real services (gateway, worker and executor in this
+ * process, a second executor replica beside it for one test), with `BATON_TENANT_MAX_RUNNING=2`.
+ * Rules checked:
+ * - a burst of starts never runs more than the cap at once, in one executor and across two
+ *   replicas; every run completes, the waiting ones in the order they were started;
+ * - a start turned away by the cap waits queued with no redelivery to run out: the recovery
+ *   sweep starts it when a slot freed without a run of the tenant ending (no wake-up);
+ * - a queued run can be cancelled: it ends `cancelled` (no start, no journal, `completedAt`),
+ *   its events end with `execution.cancelled`, and it never starts afterwards;
+ * - a child's input is checked against its workflow's `inputSchema`: the parent's node fails
+ *   with BATON_EXECUTOR_CHILD_INPUT_INVALID listing the violations (its journal row carries
+ *   the code, for the parent's retries and branches), and no child row is made;
+ * - a fork from a paused checkpoint with an edited context runs through the executor to the
+ *   edited result and records the execution and version it came from;
+ * - an execution started on version 1 keeps running version 1 when the workflow is updated
+ *   while it is paused.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { randomBytes } from "node:crypto";
+import type { Redis } from "ioredis";
+import { createRedis } from "@baton/checkpoints";
+import { loadConfig } from "@baton/config";
+import { createStore } from "@baton/store";
+import type { Store } from "@baton/store";
+import { createLogger } from "@baton/telemetry";
+import type { Executor } from "@baton/executor";
+import { startBaton } from "../bin/start.ts";
+import type { BatonHandle } from "../bin/start.ts";
+import { api, isolatedConfig, removeIsolated, waitFor } from "./helpers.ts";
+import type { Api } from "./helpers.ts";
+import type { Recorder } from "./workflows.ts";
+import { children, collectEvents, createDefinition, eventNames, getExecution, journal, startExecution, testTools, waitForExecution } from "./workflows.ts";
+
+const CAP = 2;
+const { config, env } = isolatedConfig({ BATON_TENANT_MAX_RUNNING: String(CAP) });
+let baton: BatonHandle;
+let a: Api;
+let store: Store;
+let redis: Redis;
+let rec: Recorder;
+let tenantId: string;
+
+beforeAll(async () => {
+  redis = createRedis(config.redisUrl);
+  const t = testTools(redis, config.prefix);
+  rec = t.recorder;
+  baton = await startBaton({ config, logger: createLogger("admission-int", "warn"), tools: t.tools });
+  a = api(baton.gatewayPort!, config.apiKey!);
+  store = createStore({ databaseUrl: config.databaseUrl, schema: config.databaseSchema });
+  tenantId = (await store.tenants.resolveApiKey(config.apiKey!))!.tenantId;
+}, 60_000);
+
+afterAll(async () => {
+  await baton?.stop();
+  await store?.close();
+  await redis?.quit();
+  await removeIsolated(config);
+});
+
+const uniq = () => randomBytes(3).toString("hex");
+
+/** A one-node workflow: `rec.sleep` for `ms`, counted on the gauge `gauge`. */
+function sleeper(gauge: string, ms: number): Promise<number> {
+  return createDefinition(a, `sleep-${uniq()}`, { nodes: [{ id: "s", type: "tool", config: { tool: "rec.sleep" }, input: { ms, gauge, v: "$.input.i" } }] });
+}
+
+/** Starts `n` runs at once and waits for all of them; returns the ids in start order and the order they began in. */
+async function burst(gauge: string, n: number, ms: number): Promise<{ ids: number[]; began: number[] }> {
+  const wf = await sleeper(gauge, ms);
+  const ids = await Promise.all(Array.from({ length: n }, (_, i) => startExecution(a, wf, { i })));
+  for (const id of ids) {
+    const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 60_000);
+    expect({ id, status: done.status }).toEqual({ id, status: "completed" });
+  }
+  const began = (await rec.calls()).map((c) => Number(c.split(".")[0])).filter((id) => ids.includes(id));
+  return { ids, began };
+}
+
+describe(`BATON_TENANT_MAX_RUNNING=${CAP}`, () => {
+  it("a burst of starts in one executor runs at most the cap at once, and every run completes", async () => {
+    const { ids, began } = await burst("one-executor", 6, 700);
+    const gauge = await rec.gauge("one-executor");
+    expect(gauge).toHaveLength(6);
+    expect(Math.max(...gauge)).toBeLessThanOrEqual(CAP);
+    // The first CAP to be admitted may be any of the burst; after that the oldest waiting run goes first.
+    const waited = began.slice(CAP);
+    expect(waited).toEqual([...waited].sort((x, y) => x - y));
+    expect(began.sort()).toEqual([...ids].sort());
+  }, 90_000);
+
+  it("two executor replicas together still run at most the cap at once", async () => {
+    const replica = await startBaton({ config: loadConfig({ ...env, BATON_TARGET: "executor" }), logger: createLogger("admission-replica", "warn") });
+    try {
+      await burst("two-replicas", 8, 500);
+      const gauge = await rec.gauge("two-replicas");
+      expect(gauge).toHaveLength(8);
+      expect(Math.max(...gauge)).toBeLessThanOrEqual(CAP);
+    } finally {
+      await replica.stop();
+    }
+  }, 90_000);
+
+  it("a start turned away waits queued with no delivery limit; the recovery sweep starts it when a slot frees without a wake-up", async () => {
+    const wf = await sleeper("sweep", 10);
+    // Two runs the executor knows nothing of hold the tenant's slots.
+    const ghosts = await Promise.all([1, 2].map(async () => {
+      const row = await store.executions.create(tenantId, { workflowId: wf, workflowVersion: 1, input: {} });
+      await store.executions.update(row.id, { status: "running", startedAt: new Date() });
+      return row.id;
+    }));
+    try {
+      const id = await startExecution(a, wf, { i: 1 });
+      // Turned away and acknowledged: it stays queued, and nothing retries it in the meantime.
+      await new Promise((r) => setTimeout(r, 2_500));
+      expect((await getExecution(a, id)).status).toBe("queued");
+      expect(await rec.gauge("sweep")).toEqual([]);
+      // A slot frees with no run of the tenant ending in an executor: only the sweep can see it.
+      await store.executions.update(ghosts[0]!, { status: "completed", completedAt: new Date() });
+      const executor = baton.manager.get<Executor>("executor");
+      expect(await executor.recover()).toBeGreaterThanOrEqual(1);
+      expect((await waitForExecution(a, id, ["completed", "failed", "cancelled"])).status).toBe("completed");
+    } finally {
+      for (const g of ghosts) await store.executions.update(g, { status: "completed", completedAt: new Date() });
+    }
+  }, 60_000);
+
+  it("a queued run can be cancelled: it ends cancelled with its event, and never starts", async () => {
+    const wf = await sleeper("cancel", 2_000);
+    const running = await Promise.all([1, 2].map((i) => startExecution(a, wf, { i })));
+    await waitFor("both slots taken", async () => ((await rec.gauge("cancel")).length === 2 ? true : undefined));
+    const id = await startExecution(a, wf, { i: 3 });
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await getExecution(a, id)).status).toBe("queued");
+
+    const answer = await a.call("POST", `/api/agent-workflow-executions/${id}/cancel`, { reason: "not needed" });
+    expect(answer.status).toBe(202);
+    const done = await waitForExecution(a, id, ["cancelled", "completed", "failed"], 10_000);
+    expect(done).toMatchObject({ status: "cancelled", startedAt: null, error: null });
+    expect(done.completedAt).not.toBeNull();
+    const events = await collectEvents(a, config.apiKey!, id, undefined, 5_000);
+    expect(eventNames(events)).toEqual(["execution.cancelled"]);
+
+    // The slots free; the cancelled run is not among those started.
+    for (const r of running) expect((await waitForExecution(a, r, ["completed", "failed", "cancelled"])).status).toBe("completed");
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await getExecution(a, id)).status).toBe("cancelled");
+    expect(await journal(a, id)).toEqual([]);
+    expect((await rec.calls()).filter((c) => c.startsWith(`${id}.`))).toEqual([]);
+  }, 60_000);
+});
+
+describe("child input, forks and versions through the executor", () => {
+  it("a subworkflow child whose input breaks its inputSchema fails the parent's node with the violations; no child row is made", async () => {
+    const slug = `typed-${uniq()}`;
+    await createDefinition(a, `child-${slug}`, {
+      inputSchema: { type: "object", properties: { n: { type: "number" } }, required: ["n"] },
+      nodes: [{ id: "c", type: "transform", config: { expression: "input.n + 1" } }],
+    }, { slug });
+    const wf = await createDefinition(a, `parent-${slug}`, {
+      nodes: [
+        { id: "sub", type: "subworkflow", config: { workflow: { slug } }, input: { n: "$.input.n" } },
+        { id: "after", type: "transform", config: { expression: "sub * 2" } },
+      ],
+      edges: [{ from: "sub", to: "after" }],
+    });
+
+    const bad = await startExecution(a, wf, { n: "oops" });
+    const failed = await waitForExecution(a, bad, ["completed", "failed", "cancelled"]);
+    expect(failed.status).toBe("failed");
+    expect(failed.error).toContain("BATON_EXECUTOR_CHILD_INPUT_INVALID");
+    expect(failed.error).toContain("input.n");
+    const sub = (await store.nodeExecutions.list(tenantId, bad)).find((n) => n.nodeId === "sub")!;
+    expect({ status: sub.status, errorCode: sub.errorCode }).toEqual({ status: "failed", errorCode: "BATON_EXECUTOR_CHILD_INPUT_INVALID" });
+    expect(sub.error).toContain("input.n: must be number");
+    expect(await children(a, bad)).toEqual([]);
+
+    // The same parent with a good input runs its child.
+    const good = await startExecution(a, wf, { n: 4 });
+    const done = await waitForExecution(a, good, ["completed", "failed", "cancelled"]);
+    expect({ status: done.status, output: done.output }).toEqual({ status: "completed", output: 10 });
+  }, 60_000);
+
+  const reviewed = (k: number) => ({
+    nodes: [
+      { id: "a", type: "tool", config: { tool: "rec.sleep" }, input: { ms: 10, v: "$.input.v" } },
+      { id: "b", type: "transform", config: { expression: "a.v * 10" } },
+      { id: "review", type: "humanReview", config: { reason: "ok?" } },
+      { id: "c", type: "transform", config: { expression: `b + ${k}` } },
+    ],
+    edges: [{ from: "a", to: "b" }, { from: "b", to: "review" }, { from: "review", to: "c" }],
+    output: { c: "$.c" },
+  });
+
+  it("a fork from a paused checkpoint with an edited context completes with the edited value and records where it came from", async () => {
+    const wf = await createDefinition(a, `fork-${uniq()}`, reviewed(1));
+    const src = await startExecution(a, wf, { v: 2 });
+    expect((await waitForExecution(a, src, ["paused", "failed"])).status).toBe("paused");
+    const cps = (await a.call<{ items: { version: number; status: string }[] }>("GET", `/api/agent-workflow-executions/${src}/checkpoints`)).body.items;
+    const at = cps.find((c) => c.status === "paused")!.version;
+
+    const forked = await a.call<{ id: number }>("POST", `/api/agent-workflow-executions/${src}/fork`, { version: at, context: { "$.b": 100 } });
+    expect(forked.status).toBe(202);
+    const id = forked.body.id;
+    expect((await waitForExecution(a, id, ["paused", "failed", "completed"])).status).toBe("paused");
+    expect((await a.call("POST", `/api/agent-workflow-executions/${id}/resume`, { action: "approve" })).status).toBe(202);
+    const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"]);
+    expect(done).toMatchObject({ status: "completed", output: { c: 101 }, forkedFromExecutionId: src, forkedFromVersion: at, workflowVersion: 1 });
+    // The fork took a's result from the source: the tool did not run again.
+    expect((await rec.calls()).filter((c) => c.startsWith(`${id}.`))).toEqual([]);
+    expect((await journal(a, id)).map((n) => `${n.nodeId}:${n.status}`).sort()).toEqual(["c:completed", "review:completed"]);
+
+    // The source is unchanged and still finishes on its own values.
+    await a.call("POST", `/api/agent-workflow-executions/${src}/resume`, { action: "approve" });
+    expect((await waitForExecution(a, src, ["completed", "failed"])).output).toEqual({ c: 21 });
+  }, 60_000);
+
+  it("an execution started on version 1 keeps running version 1 after the workflow is updated while it is paused", async () => {
+    const wf = await createDefinition(a, `pinned-${uniq()}`, reviewed(1));
+    const id = await startExecution(a, wf, { v: 3 });
+    expect((await waitForExecution(a, id, ["paused", "failed"])).status).toBe("paused");
+    const updated = await a.call<{ version: number }>("PUT", `/api/agent-workflows/${wf}`, { definition: reviewed(1000), changeDescription: "v2" });
+    expect({ status: updated.status, version: updated.body.version }).toEqual({ status: 200, version: 2 });
+
+    await a.call("POST", `/api/agent-workflow-executions/${id}/resume`, { action: "approve" });
+    const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"]);
+    expect(done).toMatchObject({ status: "completed", output: { c: 31 }, workflowVersion: 1 });
+    // A run started now takes version 2.
+    const later = await startExecution(a, wf, { v: 3 });
+    expect(await waitForExecution(a, later, ["paused", "failed"])).toMatchObject({ status: "paused", workflowVersion: 2 });
+    await a.call("POST", `/api/agent-workflow-executions/${later}/resume`, { action: "approve" });
+    expect((await waitForExecution(a, later, ["completed", "failed"])).output).toEqual({ c: 1030 });
+  }, 60_000);
+});
