@@ -209,6 +209,9 @@ describe("child input, forks and versions through the executor", () => {
     // The fork took a's result from the source: the tool did not run again.
     expect((await rec.calls()).filter((c) => c.startsWith(`${id}.`))).toEqual([]);
     expect((await journal(a, id)).map((n) => `${n.nodeId}:${n.status}`).sort()).toEqual(["c:completed", "review:completed"]);
+    // Its execution.started says where it came from, for subscribers that only read events.
+    const started = (await collectEvents(a, config.apiKey!, id))[0]!;
+    expect([started.event, started.data.data]).toEqual(["execution.started", expect.objectContaining({ id, forked_from_execution_id: src, forked_from_version: at })]);
 
     // The source is unchanged and still finishes on its own values.
     await a.call("POST", `/api/agent-workflow-executions/${src}/resume`, { action: "approve" });

@@ -101,9 +101,14 @@ describe("control flow through the real services", () => {
       ],
       edges: [{ from: "a", to: "b" }, { from: "b", to: "c" }],
       output: { greeting: "$.c", raw: "$.b.text" },
-    }, { who: "ada" });
+    }, { who: "ada" }, { agentId: 7 });
     expect(r.execution.status).toBe("completed");
     expect(r.execution.output).toEqual({ greeting: "HELLO ADA", raw: "hello ada" });
+    // execution.started names the agent that started the run, and no parent or fork.
+    expect(r.events[0]!.data.data).toMatchObject({
+      agent_workflow_id: expect.any(Number), agent_id: 7, workflow_version: 1,
+      parent_execution_id: 0, parent_node_id: "", root_execution_id: 0, forked_from_execution_id: 0, forked_from_version: 0,
+    });
     expect(rows(r.nodes)).toEqual(["a:completed", "b:completed", "c:completed"]);
     expect(r.names).toEqual([
       "execution.started", "node.started:a", "node.completed:a", "node.started:b", "node.completed:b", "node.started:c", "node.completed:c", "execution.completed",
@@ -241,6 +246,8 @@ describe("control flow through the real services", () => {
       const ev = await collectEvents(a, config.apiKey!, k.id);
       expect(timelineProblems(ev, k.id, tenantId)).toEqual([]);
       expect(eventNames(ev)).toEqual(["execution.started", "node.started:dbl", "node.completed:dbl", "execution.completed"]);
+      // A subscriber can hang the child's timeline under the parent's node from events alone.
+      expect(ev[0]!.data.data).toMatchObject({ id: k.id, parent_execution_id: r.id, parent_node_id: "each", root_execution_id: r.id });
     }
   });
 

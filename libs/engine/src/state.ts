@@ -76,6 +76,8 @@ export interface ExecutionState {
   tenantId: string;
   workflowId: number;
   workflowVersion: number;
+  /** The agent that triggered the run (its execution row's `agentId`). */
+  agentId?: number;
   status: ExecutionStatus;
   /** `$` of every `$.path`: `{ input, <node outputs> }`. */
   context: JsonObject;

@@ -38,7 +38,7 @@ export interface StepInput {
   /** ISO time of "now", supplied by the caller. */
   now: string;
   /** Identity used when the state is created by a start command. */
-  identity?: { executionId: number; tenantId: string; workflowId: number; workflowVersion: number };
+  identity?: { executionId: number; tenantId: string; workflowId: number; workflowVersion: number; agentId?: number };
   /** Blobs the step may read through references (see refs.ts); a step that needs others throws `BlobsNeeded`. */
   blobs?: ReadonlyMap<string, JsonValue>;
 }
@@ -1291,6 +1291,7 @@ function newState(input: StepInput, cmd: Command & { kind: "start" }): Execution
  */
 export function forkState(source: ExecutionState, identity: NonNullable<StepInput["identity"]>, fork: { executionId: number; version: number; contextPatch?: JsonObject }, now: string): ExecutionState {
   const s = clonePlain(source);
+  delete s.agentId; // the fork's own row says who started it
   Object.assign(s, identity);
   s.status = "running";
   s.startedAt = now;

@@ -13,7 +13,11 @@ export async function publishEngineEvent(m: Messaging, s: ExecutionState, e: Eng
   const node = { ...base, executionId: s.executionId };
   switch (e.kind) {
     case "execution.started":
-      return m.publishEvent("execution.started", { ...exec, workflowVersion: s.workflowVersion }, key);
+      return m.publishEvent("execution.started", {
+        ...exec, workflowVersion: s.workflowVersion, agentId: s.agentId ?? 0,
+        parentExecutionId: s.parent?.executionId ?? 0, parentNodeId: s.parent?.nodeId ?? "", rootExecutionId: s.rootExecutionId ?? 0,
+        forkedFromExecutionId: s.forkedFrom?.executionId ?? 0, forkedFromVersion: s.forkedFrom?.version ?? 0,
+      }, key);
     case "execution.paused":
       return m.publishEvent("execution.paused", { ...exec, nodeId: e.nodeId, reason: e.reason }, key);
     case "execution.resumed":

@@ -751,7 +751,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   async function rebuild(row: ExecutionRecord, definition: WorkflowDefinition, blobs: Map<string, JsonValue>): Promise<{ state: CheckpointState; version: number } | null> {
     const journal = await store.nodeExecutions.listForReplay(row.id);
     if (journal.length === 0) return null;
-    const identity = { executionId: row.id, tenantId: row.tenantId, workflowId: row.agentWorkflowId, workflowVersion: row.workflowVersion };
+    const identity = { executionId: row.id, tenantId: row.tenantId, workflowId: row.agentWorkflowId, workflowVersion: row.workflowVersion, ...(row.agentId !== null ? { agentId: row.agentId } : {}) };
     let replay: Awaited<ReturnType<typeof replayJournal>> | undefined;
     for (;;) {
       try {
@@ -912,7 +912,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     let command: Command = first;
     // Answers of calls this step found sent before (recordedAnswers), applied after it.
     const recorded: Command[] = [];
-    const identity = { executionId, tenantId, workflowId: ident.workflowId, workflowVersion: ident.workflowVersion };
+    const identity = { executionId, tenantId, workflowId: ident.workflowId, workflowVersion: ident.workflowVersion, ...(row?.agentId != null ? { agentId: row.agentId } : {}) };
     for (;;) {
       let r = await stepLoaded({ definition, state, command, now: clock().toISOString(), identity }, blobs);
       // The cached state may be behind another replica's writes, and a command it does not
