@@ -357,10 +357,16 @@ export function createWorker(options: WorkerOptions): Worker {
    * object and replaced by a reference to it; one above `maxResultBytes` fails the call.
    * A small result is only serialized (its record needs that anyway).
    */
-  async function settleSize(tool: string, call: ToolCall, result: RecordedResult): Promise<{ result: RecordedResult; text: string }> {
+  function settleSize(tool: string, call: ToolCall, result: RecordedResult): { result: RecordedResult; text: string } | Promise<{ result: RecordedResult; text: string }> {
     const text = JSON.stringify(result);
     const inline = Math.min(o.largeResultBytes, Math.floor(bus!.maxPayload() * INLINE_SHARE_OF_MAX_PAYLOAD));
+    // A small result is settled at once, without an await: calls delivered together are then
+    // still answered together (sendWhenAllAnswered), as before large results were handled.
     if (!exceeds(text, inline)) return { result, text };
+    return settleLarge(tool, call, result);
+  }
+
+  async function settleLarge(tool: string, call: ToolCall, result: RecordedResult): Promise<{ result: RecordedResult; text: string }> {
     if (!result.ok) {
       // Only an error message can make a failure this large: keep its start.
       const message = result.error?.message ?? "";
@@ -434,7 +440,8 @@ export function createWorker(options: WorkerOptions): Worker {
         logger.warn("last delivery of a call that was never answered", { tool, callId: call.callId, deliveries: msg.deliveryCount });
         await answer(tool, call, await record(key, failure(ToolDeliveriesExhausted(tool, msg.deliveryCount - 1), Date.now(), workerId)));
       } else {
-        const { result, text } = await settleSize(tool, call, await run(tool, entry.checks, call, msg));
+        const sized = settleSize(tool, call, await run(tool, entry.checks, call, msg));
+        const { result, text } = sized instanceof Promise ? await sized : sized;
         completed++;
         // The record and the answer go out together; the message is acked only after both.
         // A crash between them redelivers the call: with its result recorded it is answered
