@@ -27,6 +27,7 @@ import type { Logger } from "@baton/telemetry";
 import { DefinitionInvalid, DefinitionMissing, ExecutionMissing, NotStarted } from "./errors.ts";
 import { publishEngineEvent } from "./events.ts";
 import { createLargeValues } from "./large.ts";
+import type { ToolAnswer } from "./large.ts";
 
 /** What the checkpoint holds: the engine state plus the effects not yet known to be carried out. */
 export interface CheckpointState extends ExecutionState {
@@ -604,15 +605,6 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         return { executionId: m.executionId, tenantId: m.tenantId, command };
       }
     }
-  }
-
-  interface ToolAnswer {
-    nodeId: string;
-    callId: string;
-    ok: boolean;
-    durationMs: number;
-    output?: JsonValue;
-    error?: { code: string; message: string; retryable: boolean };
   }
 
   /** Large values (large.ts): tool results, node outputs and inputs, the final output. */
