@@ -101,15 +101,18 @@ export async function readSse(url: string, apiKey: string, signal?: AbortSignal)
     });
 }
 
-/** Deletes the streams and KV buckets of a test's bus prefix. */
+/** Deletes the streams, KV buckets and object buckets of a test's bus prefix. */
 export async function deleteStreams(natsUrl: string, prefix: string): Promise<void> {
   const nc = await connect({ servers: natsUrl });
   try {
     const jsm = await jetstreamManager(nc);
     for (const name of Object.values(streamNames(prefix)) as string[]) await jsm.streams.delete(name).catch(() => false);
-    // The KV buckets of the prefix (tool registry, tool results): streams `KV_{prefix}_*`.
-    const kv = `KV_${prefix.replace(/[^A-Za-z0-9_-]/g, "_")}_`;
-    for await (const name of jsm.streams.names()) if (name.startsWith(kv)) await jsm.streams.delete(name).catch(() => false);
+    // The KV and object buckets of the prefix (tool registry, tool results, large results):
+    // streams `KV_{prefix}_*` and `OBJ_{prefix}_*`.
+    const bucket = prefix.replace(/[^A-Za-z0-9_-]/g, "_");
+    for await (const name of jsm.streams.names()) {
+      if (name.startsWith(`KV_${bucket}_`) || name.startsWith(`OBJ_${bucket}_`)) await jsm.streams.delete(name).catch(() => false);
+    }
   } finally {
     await nc.close();
   }
