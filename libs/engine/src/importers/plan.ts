@@ -34,8 +34,9 @@ import type { JsonObject } from "../json.ts";
 import { isJsonObject } from "../json.ts";
 import type { ImportIssue, ImportResult, TemplateOptions } from "./common.ts";
 import {
-  IdAllocator, TOOL_NAME, at, asJson, computedExpression, cyclicComponents, fail, inputSchemaFor, pick, renderPath, translateParams,
+  IdAllocator, TOOL_NAME, at, asJson, computedExpression, fail, inputSchemaFor, pick, renderPath, translateParams,
 } from "./common.ts";
+import { cyclicComponents } from "../graph.ts";
 
 interface PlanStep {
   index: number;
@@ -178,7 +179,8 @@ export function importWorkflowPlan(plan: unknown): ImportResult {
     }
   }
 
-  for (const comp of cyclicComponents(steps.map((s) => s.name), (n) => byName.get(n)?.deps.filter((d) => byName.has(d)) ?? [])) {
+  const names = steps.map((s) => s.name);
+  for (const comp of cyclicComponents({ nodes: names, edges: names.flatMap((n) => (byName.get(n)?.deps ?? []).map((d) => ({ from: n, to: d }))) })) {
     const first = byName.get(comp[0]!)!;
     errors.push({
       path: first.depsPath,

@@ -48,7 +48,8 @@ import type { JsonObject, JsonValue } from "../json.ts";
 import { isJsonObject } from "../json.ts";
 import { parsePath } from "../path.ts";
 import type { ImportIssue, ImportResult } from "./common.ts";
-import { IdAllocator, TOOL_NAME, at, asJson, cyclicComponents, fail, jsonataLiteral, jsonataPath, jsonataSyntaxError, pick } from "./common.ts";
+import { IdAllocator, TOOL_NAME, at, asJson, fail, jsonataLiteral, jsonataPath, jsonataSyntaxError, pick } from "./common.ts";
+import { cyclicComponents } from "../graph.ts";
 
 /** Visit bound given to states on a cycle when the source sets none. */
 export const DEFAULT_MAX_VISITS = 25;
@@ -337,7 +338,7 @@ export function importStateMachine(def: unknown): ImportResult {
 
   // Bounds: every state on a cycle that avoids whileLoop nodes.
   const loopFree = names.filter((n) => nodes.get(n)!.type !== "whileLoop");
-  const cyclic = new Set(cyclicComponents(loopFree, (n) => (transitions.get(n) ?? []).map((t) => t.target)).flat());
+  const cyclic = new Set(cyclicComponents({ nodes: loopFree, edges: loopFree.flatMap((n) => (transitions.get(n) ?? []).map((t) => ({ from: n, to: t.target }))) }).flat());
   const incoming = new Map<string, Set<string>>();
   for (const name of names) for (const t of transitions.get(name)!) incoming.set(t.target, (incoming.get(t.target) ?? new Set()).add(name));
 
