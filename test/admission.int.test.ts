@@ -17,48 +17,30 @@
  *   while it is paused.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { randomBytes } from "node:crypto";
-import type { Redis } from "ioredis";
-import { createRedis } from "@baton/checkpoints";
 import { loadConfig } from "@baton/config";
-import { createStore } from "@baton/store";
 import type { Store } from "@baton/store";
 import { createLogger } from "@baton/telemetry";
 import type { Executor } from "@baton/executor";
 import { startBaton } from "../bin/start.ts";
-import type { BatonHandle } from "../bin/start.ts";
-import { api, isolatedConfig, removeIsolated, waitFor } from "./helpers.ts";
+import { isolatedConfig, waitFor } from "./helpers.ts";
 import type { Api } from "./helpers.ts";
-import type { Recorder } from "./workflows.ts";
-import { children, collectEvents, createDefinition, eventNames, getExecution, journal, startExecution, testTools, waitForExecution } from "./workflows.ts";
+import type { InProcess, Recorder } from "./workflows.ts";
+import { children, collectEvents, createDefinition, eventNames, forkAtPause, getExecution, journal, startExecution, startInProcess, uniq, waitForExecution } from "./workflows.ts";
 
 const CAP = 2;
 const { config, env } = isolatedConfig({ BATON_TENANT_MAX_RUNNING: String(CAP) });
-let baton: BatonHandle;
+let h: InProcess | undefined;
 let a: Api;
 let store: Store;
-let redis: Redis;
 let rec: Recorder;
 let tenantId: string;
 
 beforeAll(async () => {
-  redis = createRedis(config.redisUrl);
-  const t = testTools(redis, config.prefix);
-  rec = t.recorder;
-  baton = await startBaton({ config, logger: createLogger("admission-int", "warn"), tools: t.tools });
-  a = api(baton.gatewayPort!, config.apiKey!);
-  store = createStore({ databaseUrl: config.databaseUrl, schema: config.databaseSchema });
-  tenantId = (await store.tenants.resolveApiKey(config.apiKey!))!.tenantId;
+  h = await startInProcess(config, "admission-int");
+  ({ a, store, rec, tenantId } = h);
 }, 60_000);
 
-afterAll(async () => {
-  await baton?.stop();
-  await store?.close();
-  await redis?.quit();
-  await removeIsolated(config);
-});
-
-const uniq = () => randomBytes(3).toString("hex");
+afterAll(() => h?.stop());
 
 /** A one-node workflow: `rec.sleep` for `ms`, counted on the gauge `gauge`. */
 function sleeper(gauge: string, ms: number): Promise<number> {
@@ -122,7 +104,7 @@ describe(`BATON_TENANT_MAX_RUNNING=${CAP}`, () => {
       expect(await rec.gauge("sweep")).toEqual([]);
       // A slot frees with no run of the tenant ending in an executor: only the sweep can see it.
       await store.executions.update(ghosts[0]!, { status: "completed", completedAt: new Date() });
-      const executor = baton.manager.get<Executor>("executor");
+      const executor = h!.baton.manager.get<Executor>("executor");
       expect(await executor.recover()).toBeGreaterThanOrEqual(1);
       expect((await waitForExecution(a, id, ["completed", "failed", "cancelled"])).status).toBe("completed");
     } finally {
@@ -199,15 +181,7 @@ describe("child input, forks and versions through the executor", () => {
 
   it("a fork from a paused checkpoint with an edited context completes with the edited value and records where it came from", async () => {
     const wf = await createDefinition(a, `fork-${uniq()}`, reviewed(1));
-    const src = await startExecution(a, wf, { v: 2 });
-    expect((await waitForExecution(a, src, ["paused", "failed"])).status).toBe("paused");
-    const cps = (await a.call<{ items: { version: number; status: string }[] }>("GET", `/api/agent-workflow-executions/${src}/checkpoints`)).body.items;
-    const at = cps.find((c) => c.status === "paused")!.version;
-
-    const forked = await a.call<{ id: number }>("POST", `/api/agent-workflow-executions/${src}/fork`, { version: at, context: { "$.b": 100 } });
-    expect(forked.status).toBe(202);
-    const id = forked.body.id;
-    expect((await waitForExecution(a, id, ["paused", "failed", "completed"])).status).toBe("paused");
+    const { src, at, id } = await forkAtPause(a, wf, { v: 2 }, { "$.b": 100 });
     expect((await a.call("POST", `/api/agent-workflow-executions/${id}/resume`, { action: "approve" })).status).toBe(202);
     const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"]);
     expect(done).toMatchObject({ status: "completed", output: { c: 101 }, forkedFromExecutionId: src, forkedFromVersion: at, workflowVersion: 1 });

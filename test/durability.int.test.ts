@@ -34,7 +34,7 @@ import pg from "pg";
 import { api, DATABASE_URL, freePort, isolatedConfig, removeIsolated, waitFor } from "./helpers.ts";
 import type { Api } from "./helpers.ts";
 import type { NodeRow, Recorder } from "./workflows.ts";
-import { collectEvents, createDefinition, eventNames, getExecution, journal, startExecution, testTools, timelineProblems, waitForExecution } from "./workflows.ts";
+import { collectEvents, createDefinition, eventNames, forkAtPause, getExecution, journal, startExecution, testTools, timelineProblems, waitForExecution } from "./workflows.ts";
 import { createStore } from "@baton/store";
 import type { ToolSpec } from "@baton/sdk";
 
@@ -365,14 +365,7 @@ describe("durability across executor crashes and lost checkpoints", () => {
       edges: [{ from: "a", to: "b" }, { from: "b", to: "review" }, { from: "review", to: "c" }],
       output: { c: "$.c" },
     });
-    const src = await startExecution(a, wf, { v: 2 });
-    expect((await waitForExecution(a, src, ["paused", "failed"])).status).toBe("paused");
-    const cps = (await a.call<{ items: { version: number; status: string }[] }>("GET", `/api/agent-workflow-executions/${src}/checkpoints`)).body.items;
-    const at = cps.find((c) => c.status === "paused")!.version;
-    const forked = await a.call<{ id: number }>("POST", `/api/agent-workflow-executions/${src}/fork`, { version: at, context: { "$.b": 100 } });
-    expect(forked.status).toBe(202);
-    const id = forked.body.id;
-    expect((await waitForExecution(a, id, ["paused", "failed", "completed"])).status).toBe("paused");
+    const { src, at, id } = await forkAtPause(a, wf, { v: 2 }, { "$.b": 100 });
 
     // Redis loses the fork's checkpoint and the source's whole history.
     expect(await redis.del(...checkpointKeys(id), ...checkpointKeys(src))).toBeGreaterThanOrEqual(3);

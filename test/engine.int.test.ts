@@ -21,47 +21,25 @@
  *   node.completed or node.failed of the same node and attempt.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { randomBytes } from "node:crypto";
-import type { Redis } from "ioredis";
-import { createRedis } from "@baton/checkpoints";
-import { createStore } from "@baton/store";
-import type { Store } from "@baton/store";
-import { createLogger } from "@baton/telemetry";
-import { startBaton } from "../bin/start.ts";
-import type { BatonHandle } from "../bin/start.ts";
-import { api, isolatedConfig, removeIsolated, waitFor } from "./helpers.ts";
+import { isolatedConfig, waitFor } from "./helpers.ts";
 import type { Api } from "./helpers.ts";
-import type { ExecutionRow, NodeRow, Recorder, SseEvent } from "./workflows.ts";
+import type { ExecutionRow, InProcess, NodeRow, Recorder, SseEvent } from "./workflows.ts";
 import {
-  children, collectEvents, createDefinition, eventNames, journal, startExecution, testTools, timelineProblems, waitForExecution,
+  children, collectEvents, createDefinition, eventNames, journal, startExecution, startInProcess, timelineProblems, uniq, waitForExecution,
 } from "./workflows.ts";
 
 const { config } = isolatedConfig();
-let baton: BatonHandle;
+let h: InProcess | undefined;
 let a: Api;
-let store: Store;
-let redis: Redis;
 let rec: Recorder;
 let tenantId: string;
 
 beforeAll(async () => {
-  redis = createRedis(config.redisUrl);
-  const t = testTools(redis, config.prefix);
-  rec = t.recorder;
-  baton = await startBaton({ config, logger: createLogger("engine-int", "warn"), tools: t.tools });
-  a = api(baton.gatewayPort!, config.apiKey!);
-  store = createStore({ databaseUrl: config.databaseUrl, schema: config.databaseSchema });
-  tenantId = (await store.tenants.resolveApiKey(config.apiKey!))!.tenantId;
+  h = await startInProcess(config, "engine-int");
+  ({ a, rec, tenantId } = h);
 }, 60_000);
 
-afterAll(async () => {
-  await baton?.stop();
-  await store?.close();
-  await redis?.quit();
-  await removeIsolated(config);
-});
-
-const uniq = () => randomBytes(3).toString("hex");
+afterAll(() => h?.stop());
 
 interface Finished {
   id: number;

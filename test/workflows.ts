@@ -1,12 +1,20 @@
 /**
- * Pieces shared by the engine and durability integration tests: workflows created
+ * Pieces shared by the integration suites: Baton started in this process, workflows created
  * through the API, test tools that record what they did in Redis (so the record
  * survives and is visible across processes), and an SSE reader that stops when told.
  */
+import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
+import { createRedis } from "@baton/checkpoints";
+import type { BatonConfig } from "@baton/config";
 import type { ToolContext, ToolSpec } from "@baton/sdk";
+import { createStore } from "@baton/store";
+import type { Store } from "@baton/store";
+import { createLogger } from "@baton/telemetry";
+import { startBaton } from "../bin/start.ts";
+import type { BatonHandle } from "../bin/start.ts";
 import type { Api } from "./helpers.ts";
-import { waitFor } from "./helpers.ts";
+import { api, removeIsolated, waitFor } from "./helpers.ts";
 import type { Execution } from "./quickstart.ts";
 
 export interface NodeRow {
@@ -273,3 +281,58 @@ export function testTools(redis: Redis, ns: string): { tools: ToolSpec[]; record
   };
 }
 
+/** A short random suffix for names that must not collide between tests. */
+export const uniq = (): string => randomBytes(3).toString("hex");
+
+/** What a suite running every service in its own process works with (see startInProcess). */
+export interface InProcess {
+  baton: BatonHandle;
+  a: Api;
+  store: Store;
+  redis: Redis;
+  rec: Recorder;
+  tenantId: string;
+  /** Stops Baton, closes the clients and removes what the run left (schema, streams, keys). */
+  stop(): Promise<void>;
+}
+
+/** Starts every service in this process on an isolated config, with the test tools, and a client of its API. */
+export async function startInProcess(config: BatonConfig, name: string): Promise<InProcess> {
+  const redis = createRedis(config.redisUrl);
+  let baton: BatonHandle | undefined;
+  let store: Store | undefined;
+  const stop = async (): Promise<void> => {
+    await baton?.stop();
+    await store?.close();
+    await redis.quit();
+    await removeIsolated(config);
+  };
+  try {
+    const t = testTools(redis, config.prefix);
+    baton = await startBaton({ config, logger: createLogger(name, "warn"), tools: t.tools });
+    store = createStore({ databaseUrl: config.databaseUrl, schema: config.databaseSchema });
+    const tenantId = (await store.tenants.resolveApiKey(config.apiKey!))!.tenantId;
+    return { baton, a: api(baton.gatewayPort!, config.apiKey!), store, redis, rec: t.recorder, tenantId, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/**
+ * Runs `workflowId` (whose graph pauses at a review) with `input` until it pauses, forks it from
+ * that paused checkpoint with `context` edits, and waits until the fork pauses too.
+ */
+export async function forkAtPause(a: Api, workflowId: number, input: Record<string, unknown>, context: Record<string, unknown>): Promise<{ src: number; at: number; id: number }> {
+  const src = await startExecution(a, workflowId, input);
+  const paused = await waitForExecution(a, src, ["paused", "failed", "completed", "cancelled"]);
+  if (paused.status !== "paused") throw new Error(`execution ${src} ended ${paused.status} instead of pausing`);
+  const cps = (await a.call<{ items: { version: number; status: string }[] }>("GET", `/api/agent-workflow-executions/${src}/checkpoints`)).body.items;
+  const at = cps.find((c) => c.status === "paused")!.version;
+  const forked = await a.call<{ id: number }>("POST", `/api/agent-workflow-executions/${src}/fork`, { version: at, context });
+  if (forked.status !== 202) throw new Error(`fork of ${src} at ${at} answered ${forked.status}: ${JSON.stringify(forked.body)}`);
+  const id = forked.body.id;
+  const fork = await waitForExecution(a, id, ["paused", "failed", "completed", "cancelled"]);
+  if (fork.status !== "paused") throw new Error(`fork ${id} ended ${fork.status} instead of pausing`);
+  return { src, at, id };
+}
