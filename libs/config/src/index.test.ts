@@ -36,6 +36,13 @@ describe("loadConfig", () => {
     });
     expect(() => loadConfig({ BATON_CHECKPOINT_HISTORY: "0" })).toThrow(/BATON_CHECKPOINT_HISTORY/);
   });
+  it("reads the large-result and blob-pruning knobs, and refuses ones that contradict each other", () => {
+    expect(loadConfig({})).toMatchObject({ largeResultBytes: 65_536, toolMaxResultBytes: 16 * 1024 * 1024, blobPruneIntervalSeconds: 3600, blobGraceSeconds: 604_800 + 86_400 });
+    expect(loadConfig({ BATON_CHECKPOINT_FINISHED_TTL_SECONDS: "3600" })).toMatchObject({ blobGraceSeconds: 3600 + 86_400 });
+    expect(loadConfig({ BATON_BLOB_GRACE_SECONDS: "700000", BATON_BLOB_PRUNE_INTERVAL_SECONDS: "0" })).toMatchObject({ blobGraceSeconds: 700_000, blobPruneIntervalSeconds: 0 });
+    expect(() => loadConfig({ BATON_BLOB_GRACE_SECONDS: "60" })).toThrow(/BATON_BLOB_GRACE_SECONDS: must be at least BATON_CHECKPOINT_FINISHED_TTL_SECONDS/);
+    expect(() => loadConfig({ BATON_LARGE_RESULT_BYTES: "100000", BATON_TOOL_MAX_RESULT_BYTES: "2000" })).toThrow(/BATON_TOOL_MAX_RESULT_BYTES: must be at least BATON_LARGE_RESULT_BYTES/);
+  });
   it("parses targets", () => {
     expect(parseTarget("gateway, executor")).toEqual(["gateway", "executor"]);
     expect(parseTarget("all")).toEqual([...ALL_MODULES]);

@@ -58,6 +58,12 @@ export const envSchema = z.object({
   BATON_TENANT_MAX_RUNNING: int(0, 1_000_000).default(0),
   /** Tool results above this many bytes of JSON are stored once as blobs and referenced. @default 65536 */
   BATON_LARGE_RESULT_BYTES: int(1_024, 64 * 1024 * 1024).default(65_536),
+  /** A tool result above this many bytes of JSON fails its call (`BATON_TOOL_RESULT_TOO_LARGE`); at least BATON_LARGE_RESULT_BYTES. @default 16777216 */
+  BATON_TOOL_MAX_RESULT_BYTES: int(1_024, 1024 * 1024 * 1024).default(16 * 1024 * 1024),
+  /** Seconds between two runs of the blob pruner (blobs no execution refers to any more); 0 = never. @default 3600 */
+  BATON_BLOB_PRUNE_INTERVAL_SECONDS: int(0, 2_147_483_647).default(3_600),
+  /** Seconds a blob is kept after its last use before the pruner may delete it; at least BATON_CHECKPOINT_FINISHED_TTL_SECONDS. @default BATON_CHECKPOINT_FINISHED_TTL_SECONDS + 1 day (8 days) */
+  BATON_BLOB_GRACE_SECONDS: int(1, 2_147_483_647).optional(),
   /** Checkpoint versions kept per execution for time travel (older ones are pruned). @default 100 */
   BATON_CHECKPOINT_HISTORY: int(1, 100_000).default(100),
   /** Seconds the checkpoint and history of a finished execution are kept. @default 604800 (7 days) */
@@ -90,6 +96,12 @@ export interface BatonConfig {
   readonly tenantMaxRunning: number;
   /** `BATON_LARGE_RESULT_BYTES`. */
   readonly largeResultBytes: number;
+  /** `BATON_TOOL_MAX_RESULT_BYTES`. */
+  readonly toolMaxResultBytes: number;
+  /** `BATON_BLOB_PRUNE_INTERVAL_SECONDS`; 0 = the pruner does not run. */
+  readonly blobPruneIntervalSeconds: number;
+  /** `BATON_BLOB_GRACE_SECONDS`. */
+  readonly blobGraceSeconds: number;
   /** Checkpoint versions kept per execution (`BATON_CHECKPOINT_HISTORY`). */
   readonly checkpointHistory: number;
   /** Seconds a finished execution's checkpoints are kept (`BATON_CHECKPOINT_FINISHED_TTL_SECONDS`). */
@@ -121,6 +133,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw ConfigInvalid(parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`));
   }
   const e = parsed.data;
+  const problems: string[] = [];
+  if (e.BATON_TOOL_MAX_RESULT_BYTES < e.BATON_LARGE_RESULT_BYTES) problems.push("BATON_TOOL_MAX_RESULT_BYTES: must be at least BATON_LARGE_RESULT_BYTES");
+  const blobGraceSeconds = e.BATON_BLOB_GRACE_SECONDS ?? e.BATON_CHECKPOINT_FINISHED_TTL_SECONDS + 86_400;
+  if (blobGraceSeconds < e.BATON_CHECKPOINT_FINISHED_TTL_SECONDS) {
+    problems.push("BATON_BLOB_GRACE_SECONDS: must be at least BATON_CHECKPOINT_FINISHED_TTL_SECONDS (a finished execution's checkpoints may still refer to its blobs)");
+  }
+  if (problems.length > 0) throw ConfigInvalid(problems);
   return Object.freeze({
     target: Object.freeze(parseTarget(e.BATON_TARGET)),
     natsUrl: e.BATON_NATS_URL,
@@ -140,6 +159,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     executorAckWaitMs: e.BATON_EXECUTOR_ACK_WAIT_MS,
     tenantMaxRunning: e.BATON_TENANT_MAX_RUNNING,
     largeResultBytes: e.BATON_LARGE_RESULT_BYTES,
+    toolMaxResultBytes: e.BATON_TOOL_MAX_RESULT_BYTES,
+    blobPruneIntervalSeconds: e.BATON_BLOB_PRUNE_INTERVAL_SECONDS,
+    blobGraceSeconds,
     checkpointHistory: e.BATON_CHECKPOINT_HISTORY,
     checkpointFinishedTtlSeconds: e.BATON_CHECKPOINT_FINISHED_TTL_SECONDS,
     shutdownGraceMs: e.BATON_SHUTDOWN_GRACE_SECONDS * 1000,
