@@ -1,13 +1,53 @@
 /** Maps engine events to contract events. */
-import type { EngineEvent, ExecutionState } from "@baton/engine";
+import type { EngineEvent, ExecutionState, JsonValue } from "@baton/engine";
 import type { Messaging } from "@baton/messaging";
 import { valueFromJson } from "@baton/contracts";
+import { hasCode } from "@baton/errors";
+
+/** What an event carries in place of a payload the bus refuses as too large (the journal keeps it whole). */
+export const OMITTED_PAYLOAD_CODE = "BATON_EXECUTOR_EVENT_PAYLOAD_OMITTED";
+
+/**
+ * Publishes an engine event. Payloads are kept under the large-value threshold before this
+ * (large.ts); when one still exceeds the server's max payload (a value of many small parts
+ * that also holds references, which cannot be one blob), the event goes out with the
+ * payload replaced by `{ "$omitted": "BATON_EXECUTOR_EVENT_PAYLOAD_OMITTED", bytes, where }`
+ * rather than not at all: an event that can never be published would hold back every later
+ * event of its run (they go out in step order), and the run would never finish.
+ */
+export async function publishEngineEvent(m: Messaging, s: ExecutionState, e: EngineEvent, key: string): Promise<void> {
+  try {
+    await publishAs(m, s, e, key);
+  } catch (err) {
+    const smaller = hasCode(err, "BATON_BUS_PAYLOAD_TOO_LARGE") ? withoutPayload(e) : undefined;
+    if (!smaller) throw err;
+    await publishAs(m, s, smaller, key);
+  }
+}
+
+function omitted(v: JsonValue, where: string): JsonValue {
+  return { $omitted: OMITTED_PAYLOAD_CODE, bytes: Buffer.byteLength(JSON.stringify(v)), where };
+}
+
+/** The event with its one large payload replaced, or undefined for an event that has none. */
+function withoutPayload(e: EngineEvent): EngineEvent | undefined {
+  switch (e.kind) {
+    case "node.completed":
+      return { ...e, output: omitted(e.output, "the journal row of this node (GET /api/agent-workflow-executions/:id/nodes)") };
+    case "execution.completed":
+      return { ...e, output: omitted(e.output, "the execution's output (GET /api/agent-workflow-executions/:id)") };
+    case "execution.emitted":
+      return { ...e, data: omitted(e.data, "the emit node's journal row") };
+    default:
+      return undefined;
+  }
+}
 
 function n(v: unknown): number {
   return typeof v === "number" && Number.isFinite(v) ? Math.round(v) : 0;
 }
 
-export async function publishEngineEvent(m: Messaging, s: ExecutionState, e: EngineEvent, key: string): Promise<void> {
+async function publishAs(m: Messaging, s: ExecutionState, e: EngineEvent, key: string): Promise<void> {
   const base = { tenantId: s.tenantId };
   const exec = { ...base, id: s.executionId, agentWorkflowId: s.workflowId };
   const node = { ...base, executionId: s.executionId };
