@@ -34,7 +34,7 @@ import pg from "pg";
 import { api, DATABASE_URL, freePort, isolatedConfig, removeIsolated, waitFor } from "./helpers.ts";
 import type { Api } from "./helpers.ts";
 import type { NodeRow, Recorder } from "./workflows.ts";
-import { collectEvents, createDefinition, eventNames, forkAtPause, getExecution, journal, startExecution, testTools, timelineProblems, waitForExecution } from "./workflows.ts";
+import { children, collectEvents, createDefinition, eventNames, forkAtPause, getExecution, journal, startExecution, testTools, timelineProblems, waitForExecution } from "./workflows.ts";
 import { createStore } from "@baton/store";
 import type { ToolSpec } from "@baton/sdk";
 
@@ -379,6 +379,37 @@ describe("durability across executor crashes and lost checkpoints", () => {
     expect(await callsOf(id)).toEqual([]);
     expect((await journal(a, id)).map((n) => `${n.nodeId}:${n.status}`).sort()).toEqual(["c:completed", "review:completed"]);
     rebuilt.push({ id, nodes: ["review", "c"] });
+  }, 60_000);
+
+  it("a sub-workflow run two levels down whose checkpoint is lost is rebuilt with its root; resume completes the whole chain", async () => {
+    const leafSlug = `leaf-${Date.now().toString(36)}`;
+    const midSlug = `mid-${Date.now().toString(36)}`;
+    await createDefinition(a, leafSlug, {
+      nodes: [
+        { id: "review", type: "humanReview", config: { reason: "deep?" } },
+        { id: "say", type: "tool", config: { tool: "echo" }, input: { said: "$.review.decision" } },
+      ],
+      edges: [{ from: "review", to: "say" }],
+      output: { said: "$.say.said" },
+    }, { slug: leafSlug });
+    await createDefinition(a, midSlug, { nodes: [{ id: "leaf", type: "subworkflow", config: { workflow: { slug: leafSlug } } }] }, { slug: midSlug });
+    const top = await createDefinition(a, "lost-grandchild", { nodes: [{ id: "mid", type: "subworkflow", config: { workflow: { slug: midSlug } } }] });
+    const id = await startExecution(a, top);
+    const leaf = await waitFor("the grandchild to pause", async () => {
+      const [mid] = await children(a, id);
+      const [l] = mid ? await children(a, mid.id) : [];
+      return l?.status === "paused" ? l.id : undefined;
+    }, 30_000);
+    expect(await redis.del(...checkpointKeys(leaf))).toBeGreaterThanOrEqual(1);
+
+    expect((await a.call("POST", `/api/agent-workflow-executions/${leaf}/resume`, { action: "approve" })).status).toBe(202);
+    const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 30_000);
+    expect(done).toMatchObject({ status: "completed", output: { said: "approve" } });
+    await rebuiltFromJournal(leaf);
+    // The rebuilt state knows the top of its chain, as the one it started with did.
+    const state = JSON.parse((await redis.hget(checkpointKeys(leaf)[0]!, "s"))!) as { rootExecutionId?: number; parent?: { executionId: number } };
+    expect(state.rootExecutionId).toBe(id);
+    expect(state.parent?.executionId).not.toBe(id);
   }, 60_000);
 
   it("a run whose checkpoint is lost while a tool call is in flight is rebuilt, and the call is not run again", async () => {

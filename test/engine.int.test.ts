@@ -630,6 +630,27 @@ describe("more shapes", () => {
     expect(missing.execution.error).toContain("BATON_EXECUTOR_CHILD_WORKFLOW_MISSING");
   });
 
+  it("a sub-workflow that starts itself stops at the nesting limit: the deepest run's node fails with BATON_EXECUTOR_NESTING_TOO_DEEP, and so does every run above it", async () => {
+    const slug = `self-${uniq()}`;
+    const wf = await createDefinition(a, `recursive-${slug}`, {
+      nodes: [{ id: "again", type: "subworkflow", config: { workflow: { slug } } }],
+    }, { slug });
+    const id = await startExecution(a, wf, {});
+    const top = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 60_000);
+    expect(top.status).toBe("failed");
+    expect(top.error).toContain("BATON_EXECUTOR_NESTING_TOO_DEEP");
+    // Level 1 is the top; each level started exactly one child, down to level 32.
+    let level = 1;
+    for (let at = id; ; level++) {
+      const kids = await children(a, at);
+      if (kids.length === 0) break;
+      expect(kids).toHaveLength(1);
+      expect(kids[0]!.status).toBe("failed");
+      at = kids[0]!.id;
+    }
+    expect(level).toBe(32);
+  }, 90_000);
+
   it("limits.maxConcurrency caps the nodes doing outside work at once", async () => {
     const gauge = `mc-${uniq()}`;
     const r = await run({

@@ -102,6 +102,15 @@ const ResultBeforeCall = defineError("BATON_EXECUTOR_RESULT_BEFORE_CALL", (callI
 const ChildInputInvalid = defineError("BATON_EXECUTOR_CHILD_INPUT_INVALID", (ref: string, issues: string) => `the input of sub-workflow ${ref} does not match its inputSchema: ${issues}`, { status: 422 });
 const ChildWorkflowMissing = defineError("BATON_EXECUTOR_CHILD_WORKFLOW_MISSING", (ref: string) => `sub-workflow ${ref} does not exist`, { status: 404 });
 
+const NestingTooDeep = defineError(
+  "BATON_EXECUTOR_NESTING_TOO_DEEP",
+  (id: number, max: number) => `execution ${id} is already ${max} sub-workflow levels deep; a sub-workflow that starts itself needs a condition that ends it`,
+  { status: 422 },
+);
+
+/** Sub-workflow runs nest at most this deep (the top-level run is level 1). */
+export const MAX_NESTING = 32;
+
 type EngineStart = Command & { kind: "start" };
 type ForkStart = NonNullable<EngineStart["fork"]>;
 
@@ -333,6 +342,18 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         error: { code: err.code, message: err.message, retryable: false },
       }, `child-invalid:${state.executionId}:${e.nodeId}:${e.childKey}`);
       return;
+    }
+    // A workflow that starts itself (directly or through others) would nest without end.
+    if (state.parent) {
+      const { depth } = await ancestry(state.tenantId, state.executionId);
+      if (depth >= MAX_NESTING) {
+        const err = NestingTooDeep(state.executionId, MAX_NESTING);
+        await messaging.sendCommand("execution.child_result", {
+          executionId: state.executionId, tenantId: state.tenantId, nodeId: e.nodeId, childKey: e.childKey, status: "failed",
+          error: { code: err.code, message: err.message, retryable: false },
+        }, `child-too-deep:${state.executionId}:${e.nodeId}:${e.childKey}`);
+        return;
+      }
     }
     const { row } = await store.executions.createChild({
       tenantId: state.tenantId, parentExecutionId: state.executionId, parentNodeId: e.nodeId, childKey: e.childKey,
@@ -659,15 +680,38 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     };
   }
 
-  /** The start command as the row records it; a fork's from the starting state its row keeps. */
-  function startCommandOf(row: ExecutionRecord): EngineStart {
+  /**
+   * The runs above a sub-workflow run whose parent is `parentId`: how many (its nesting depth)
+   * and the topmost (its root). A deleted parent ends the chain. Reads one row per level, so
+   * it is used off the step path only: when a child starts, and when a run is rebuilt.
+   */
+  async function ancestry(tenantId: string, parentId: number | null): Promise<{ depth: number; root?: number }> {
+    let depth = 0;
+    let root: number | undefined;
+    for (let id = parentId; id !== null && depth <= MAX_NESTING; depth++) {
+      const parent = await store.executions.get(tenantId, id);
+      if (!parent) break;
+      root = parent.id;
+      id = parent.parentExecutionId;
+    }
+    return { depth, ...(root !== undefined ? { root } : {}) };
+  }
+
+  /**
+   * The start command as the row records it; a fork's from the starting state its row keeps.
+   * A sub-workflow run's root (the top of its chain of parents) is not on its row: it is found
+   * by walking the parents' rows, which happens only when a run is rebuilt.
+   */
+  async function startCommandOf(row: ExecutionRecord): Promise<EngineStart> {
     const fork = forkStartOf(row);
     if (row.forkedFromExecutionId !== null && !fork) throw ForkStartMissing(row.id);
+    const { root } = await ancestry(row.tenantId, row.parentExecutionId);
     return {
       kind: "start",
       input: row.input,
       ...(row.deadlineAt ? { deadline: row.deadlineAt.toISOString() } : {}),
       ...(row.parentExecutionId && row.parentNodeId ? { parent: { executionId: row.parentExecutionId, nodeId: row.parentNodeId, childKey: row.childKey ?? "" } } : {}),
+      ...(root !== undefined ? { root } : {}),
       ...(row.definitionRef ? { definitionRef: row.definitionRef } : {}),
       ...(fork ? { fork } : {}),
     };
@@ -748,7 +792,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     for (;;) {
       try {
         replay = await replayJournal({
-          definition, identity, start: startCommandOf(row), startedAt: (row.startedAt ?? row.createdAt).toISOString(), blobs,
+          definition, identity, start: await startCommandOf(row), startedAt: (row.startedAt ?? row.createdAt).toISOString(), blobs,
           journal: journal.map((j) => ({
             nodeId: j.nodeId, nodeType: j.nodeType, attempt: j.attempt, status: j.status as never,
             ...(j.output !== null ? { output: j.output } : {}), ...(j.error !== null ? { error: j.error } : {}),
@@ -863,7 +907,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         const rebuilt = await rebuild(row!, definition, blobs);
         if (!rebuilt) {
           // Admitted, and nothing journaled: take the start first (from the row), then this command.
-          await applyNow(executionId, tenantId, startCommandOf(row!), [], newOutcome());
+          await applyNow(executionId, tenantId, await startCommandOf(row!), [], newOutcome());
           return applyNow(executionId, tenantId, first, more, outcome);
         }
         ({ state, version } = rebuilt);
