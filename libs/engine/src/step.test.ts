@@ -27,6 +27,8 @@ interface World {
   workflows?: Record<string, WorkflowDefinition>;
   /** Stop before delivering this many tool calls (simulates in-flight work). */
   holdCalls?: boolean;
+  /** Blobs every step may read through references (what the executor would load). */
+  blobs?: ReadonlyMap<string, JsonValue>;
 }
 
 interface Run {
@@ -55,7 +57,7 @@ async function drive(d: WorkflowDefinition, world: World, state: ExecutionState 
       queue.push({ kind: "timer", timerId: t.id });
     }
     now += 1;
-    const r = await step({ definition: d, state: s, command: queue.shift()!, now: new Date(now).toISOString(), identity: id });
+    const r = await step({ definition: d, state: s, command: queue.shift()!, now: new Date(now).toISOString(), identity: id, ...(world.blobs ? { blobs: world.blobs } : {}) });
     s = r.state;
     effects.push(...r.effects);
     if (r.more) queue.push({ kind: "continue" });
@@ -577,14 +579,14 @@ describe("step: cancel while a retry waits", () => {
   });
 });
 
+/** An LLM that asks for `weather` once, then answers from the tool result. */
+const react: ToolFn = (a) => {
+  const msgs = a.messages as JsonObject[];
+  const toolMsg = msgs.find((m) => m.role === "tool");
+  if (!toolMsg) return { ok: true, output: { text: "", toolCalls: [{ id: "c1", name: "weather", args: { city: "Oslo" } }, { id: "c2", name: "weather", args: { city: "Rome" } }], usage: { inputTokens: 10, outputTokens: 5, totalTokens: 15 } } };
+  return { ok: true, output: { text: `It is ${JSON.stringify(msgs.filter((m) => m.role === "tool").map((m) => m.content))}`, toolCalls: [], usage: { inputTokens: 20, outputTokens: 7, totalTokens: 27 } } };
+};
 describe("step: agent nodes", () => {
-  /** An LLM that asks for `weather` once, then answers from the tool result. */
-  const react: ToolFn = (a) => {
-    const msgs = a.messages as JsonObject[];
-    const toolMsg = msgs.find((m) => m.role === "tool");
-    if (!toolMsg) return { ok: true, output: { text: "", toolCalls: [{ id: "c1", name: "weather", args: { city: "Oslo" } }, { id: "c2", name: "weather", args: { city: "Rome" } }], usage: { inputTokens: 10, outputTokens: 5, totalTokens: 15 } } };
-    return { ok: true, output: { text: `It is ${JSON.stringify(msgs.filter((m) => m.role === "tool").map((m) => m.content))}`, toolCalls: [], usage: { inputTokens: 20, outputTokens: 7, totalTokens: 27 } } };
-  };
   const weather: ToolFn = (a) => ({ ok: true, output: { city: a.city ?? null, temp: a.city === "Oslo" ? 3 : 18 } });
 
   it("a toolLoop runs LLM → parallel tools → LLM until a final answer, with usage summed", async () => {
@@ -704,5 +706,93 @@ describe("step: agent nodes", () => {
     expect(r.state.status).toBe("completed");
     expect(calls(r).map((c) => c.tool)).toEqual(["llm.chat", "llm.chat"]);
     expect(JSON.stringify(r.state.output)).toContain("BATON_AGENT_TOOL_NOT_ALLOWED");
+  });
+});
+
+describe("step: large results by reference", () => {
+  const ref = (name: string): JsonObject => ({ $ref: `blob:${name}`, size: 99_999 });
+  const start: Command = { kind: "start", input: { xs: [0, 1, 2] } };
+
+  it("a forEach reduce reads its results through their references; without reduce the output keeps them", async () => {
+    const blobs = new Map<string, JsonValue>([0, 1, 2].map((i) => [`blob:r${i}`, { n: i + 1, data: "x".repeat(10) }]));
+    const big: ToolFn = (a) => ({ ok: true, output: ref(`r${a.value as number}`) });
+    const reduced = def({ nodes: [{ id: "each", type: "forEach", config: { items: "$.input.xs", tool: "big", reduce: "{ 'sum': $sum(results.n), 'first': results[0].data }" } }] });
+    // Without the blobs the step that reduces asks for every one of them (the executor loads them and steps again).
+    await expect(drive(reduced, { tools: { big } }, null, start)).rejects.toMatchObject({ name: "BlobsNeeded", refs: ["blob:r0", "blob:r1", "blob:r2"] });
+    const r = await drive(reduced, { tools: { big }, blobs }, null, start);
+    expect(r.state.status).toBe("completed");
+    expect(r.state.output).toEqual({ sum: 6, first: "xxxxxxxxxx" });
+    // No reduce: the node's output is the list of references.
+    const plain = def({ nodes: [{ id: "each", type: "forEach", config: { items: "$.input.xs", tool: "big" } }] });
+    const p = await drive(plain, { tools: { big }, blobs }, null, start);
+    expect(p.state.status).toBe("completed");
+    expect(p.state.context.each).toEqual([ref("r0"), ref("r1"), ref("r2")]);
+  });
+
+  it("an edge condition reads the node's output through its reference", async () => {
+    const d = def({
+      nodes: [{ id: "a", type: "tool", config: { tool: "big" } }, { id: "yes", type: "transform", config: { expression: "'yes'" } }, { id: "no", type: "transform", config: { expression: "'no'" } }],
+      edges: [{ from: "a", to: "yes", condition: "$output.ok = true" }, { from: "a", to: "no", condition: "$output.ok = false" }],
+    });
+    const r = await drive(d, { tools: { big: () => ({ ok: true, output: ref("ok") }) }, blobs: new Map([["blob:ok", { ok: true }]]) }, null, { kind: "start", input: {} });
+    expect(r.state.nodes.yes!.status).toBe("completed");
+    expect(r.state.nodes.no!.status).toBe("skipped");
+    expect(r.state.context.a).toEqual(ref("ok"));
+  });
+
+  it("a toolLoop's next LLM call gets its tools' large results resolved; the loop and its output keep the references", async () => {
+    const d = def({ nodes: [{ id: "loop", type: "agent.toolLoop", config: { model: "m:x", tools: ["weather"] } }] });
+    const weatherRef: ToolFn = (a) => ({ ok: true, output: ref(`w-${a.city as string}`) });
+    const blobs = new Map<string, JsonValue>([["blob:w-Oslo", { city: "Oslo", temp: 3 }], ["blob:w-Rome", { city: "Rome", temp: 18 }]]);
+    await expect(drive(d, { tools: { "llm.chat": react, weather: weatherRef } }, null, { kind: "start", input: {} })).rejects.toMatchObject({ name: "BlobsNeeded" });
+    const r = await drive(d, { tools: { "llm.chat": react, weather: weatherRef }, blobs }, null, { kind: "start", input: {} });
+    expect(r.state.status).toBe("completed");
+    const second = calls(r).filter((c) => c.tool === "llm.chat")[1]!;
+    expect((second.args.messages as JsonObject[]).filter((m) => m.role === "tool").map((m) => m.content)).toEqual([{ city: "Oslo", temp: 3 }, { city: "Rome", temp: 18 }]);
+    expect(r.state.output).toMatchObject({ text: 'It is [{"city":"Oslo","temp":3},{"city":"Rome","temp":18}]', stoppedBy: "answer" });
+    expect((r.state.context.loop as { messages: JsonObject[] }).messages.filter((m) => m.role === "tool").map((m) => m.content)).toEqual([ref("w-Oslo"), ref("w-Rome")]);
+  });
+
+  it("a toolExecutor's results stay references in the context and reach the next LLM call resolved", async () => {
+    const d = def({
+      agentConfig: { model: "m:x" },
+      nodes: [
+        { id: "ask", type: "agent.llm", config: { prompt: "Weather in {{$.input.city}}?", tools: ["weather"] } },
+        { id: "run", type: "agent.toolExecutor", config: {} },
+        { id: "answer", type: "agent.llm", config: {} },
+      ],
+      edges: [{ from: "ask", to: "run" }, { from: "run", to: "answer" }],
+    });
+    const blobs = new Map<string, JsonValue>([["blob:w-Oslo", { city: "Oslo", temp: 3 }], ["blob:w-Rome", { city: "Rome", temp: 18 }]]);
+    const r = await drive(d, { tools: { "llm.chat": react, weather: (a) => ({ ok: true, output: ref(`w-${a.city as string}`) }) }, blobs }, null, { kind: "start", input: { city: "Oslo" } });
+    expect(r.state.status).toBe("completed");
+    expect(r.state.context.run).toEqual([{ id: "c1", name: "weather", result: ref("w-Oslo") }, { id: "c2", name: "weather", result: ref("w-Rome") }]);
+    const last = calls(r).filter((c) => c.tool === "llm.chat").at(-1)!;
+    expect((last.args.messages as JsonObject[]).filter((m) => m.role === "tool").map((m) => m.content)).toEqual([{ city: "Oslo", temp: 3 }, { city: "Rome", temp: 18 }]);
+  });
+
+  it("an LLM answer above the threshold is read through its reference: text, tool calls and usage", async () => {
+    const d = def({ nodes: [{ id: "ask", type: "agent.llm", config: { model: "m:x", prompt: "Hi" } }] });
+    const answer = { text: "a long answer", toolCalls: [{ id: "t1", name: "weather", args: { city: "Oslo" } }], usage: { inputTokens: 4, outputTokens: 6, totalTokens: 10 } };
+    const r = await drive(d, { tools: { "llm.chat": () => ({ ok: true, output: ref("answer") }) }, blobs: new Map([["blob:answer", answer]]) }, null, { kind: "start", input: {} });
+    expect(r.state.status).toBe("completed");
+    expect(r.state.context.ask).toEqual(ref("answer"));
+    expect(r.state.context.messages).toEqual([{ role: "user", content: "Hi" }, { role: "assistant", content: "a long answer", toolCalls: answer.toolCalls }]);
+    expect(r.state.context.toolCalls).toEqual(answer.toolCalls);
+    expect(r.state.tokenUsage).toEqual(answer.usage);
+  });
+
+  it("a tool's arguments built from referenced values reach it resolved", async () => {
+    const d = def({
+      nodes: [
+        { id: "a", type: "tool", config: { tool: "big" } },
+        { id: "b", type: "tool", config: { tool: "echo" }, input: { rows: "$.a.rows", whole: "$.a" } },
+        { id: "each", type: "forEach", config: { items: "$.a.rows", tool: "echo", itemInput: { v: "$.item" } } },
+      ],
+      edges: [{ from: "a", to: "b" }, { from: "b", to: "each" }],
+    });
+    const r = await drive(d, { tools: { big: () => ({ ok: true, output: ref("rows") }), echo }, blobs: new Map([["blob:rows", { rows: [1, 2] }]]) }, null, { kind: "start", input: {} });
+    expect(r.state.status).toBe("completed");
+    expect(calls(r).filter((c) => c.tool === "echo").map((c) => c.args)).toEqual([{ rows: [1, 2], whole: { rows: [1, 2] } }, { v: 1 }, { v: 2 }]);
   });
 });

@@ -289,7 +289,7 @@ class Stepper {
       // A loop that iterates leaves its exit edges open: it decides them when it exits.
       if (n.type === "whileLoop" && branch === "body" && label === "exit") continue;
       if (take && e.condition !== undefined) {
-        take = truthy(await evaluateExpression(e.condition, this.ctx(), this.now, { output }));
+        take = truthy(await evaluateExpression(e.condition, this.ctx(), this.now, { output: resolveRefs(output, this.blobs) }));
       }
       if (take && first && took) take = false;
       if (take) {
@@ -804,24 +804,43 @@ class Stepper {
     this.s.tokenUsage = add(this.s.tokenUsage);
   }
 
+  /** Whether a single-call node reads its answer (beyond storing it as its output). */
+  readsAnswer(n: NodeDefinition): boolean {
+    switch (n.type) {
+      case "agent.llm":
+      case "agent.toolLoop":
+      case "synthdev.state":
+        return true;
+      case "agent.memory.read":
+        return memoryReadConfigSchema.parse(n.config).inject;
+      case "agent.subagent":
+        return subagentConfigSchema.parse(n.config).append;
+      default:
+        return false;
+    }
+  }
+
   /** A single-call node's work came back: agent nodes fold it into the conversation, then complete. */
   async finishCall(n: NodeDefinition, output: JsonValue): Promise<void> {
     const run = this.run(n.id);
-    this.addUsage(run, output);
+    // What agent nodes read of the answer (text, tool calls, usage, entries) is read through a
+    // blob reference; the node's output stays the reference.
+    const answer = this.readsAnswer(n) ? resolveRefs(output, this.blobs) : output;
+    this.addUsage(run, answer);
     if (n.type === "agent.toolLoop") {
-      await this.loopLlmResult(n, run, output);
+      await this.loopLlmResult(n, run, answer);
       return;
     }
     if (n.type === "synthdev.state") {
-      await this.sdResult(n, run, output);
+      await this.sdResult(n, run, answer);
       return;
     }
     if (n.type === "agent.llm") {
       const cfg = llmConfigSchema.parse(n.config);
       if (cfg.append) {
         const path = cfg.messages ?? this.messagesPath();
-        const o = isJsonObject(output) ? output : {};
-        const calls = toolCallsOf(output);
+        const o = isJsonObject(answer) ? answer : {};
+        const calls = toolCallsOf(answer);
         this.write(path, [
           ...this.conversation(path),
           ...(cfg.prompt ? [{ role: "user", content: this.fill(cfg.prompt) }] : []),
@@ -831,14 +850,14 @@ class Stepper {
       }
     }
     if (n.type === "agent.memory.read" && memoryReadConfigSchema.parse(n.config).inject) {
-      const entries = isJsonObject(output) && Array.isArray(output.entries) ? output.entries : Array.isArray(output) ? output : [];
+      const entries = isJsonObject(answer) && Array.isArray(answer.entries) ? answer.entries : Array.isArray(answer) ? answer : [];
       if (entries.length) {
         const lines = entries.map((e) => `- ${isJsonObject(e) && typeof e.content === "string" ? e.content : JSON.stringify(e)}`).join("\n");
         this.write(this.messagesPath(), [...this.conversation(this.messagesPath()), { role: "system", content: `Relevant memories:\n${lines}` }]);
       }
     }
     if (n.type === "agent.subagent" && subagentConfigSchema.parse(n.config).append) {
-      const text = typeof output === "string" ? output : isJsonObject(output) && typeof output.text === "string" ? output.text : JSON.stringify(output);
+      const text = typeof answer === "string" ? answer : isJsonObject(answer) && typeof answer.text === "string" ? answer.text : JSON.stringify(answer);
       this.write(this.messagesPath(), [...this.conversation(this.messagesPath()), { role: "assistant", content: text }]);
     }
     await this.complete(n, output, undefined);
@@ -872,7 +891,7 @@ class Stepper {
     run.callId = callId;
     run.sd!.waiting = waiting;
     const args: JsonObject = { script: this.sdMaterial().script, handler, this: handlerThis(rt, readPath(this.ctx(), "$.input") ?? null, extra) };
-    this.effects.push({ kind: "callTool", nodeId: n.id, callId, tool: "sandbox.run", args, attempt: run.attempt, idempotencyKey: callId });
+    this.callTool({ nodeId: n.id, callId, tool: "sandbox.run", args, attempt: run.attempt, idempotencyKey: callId });
   }
 
   sdAgentCall(n: NodeDefinition, run: NodeRun, st: SynthdevMaterial["workflow"]["states"][number], again = false): void {
@@ -906,7 +925,7 @@ class Stepper {
     const callId = `${this.s.executionId}.${n.id}.${run.attempt}.agent${run.visits ?? 1}${run.sd!.toolRounds ? `.${run.sd!.toolRounds}` : ""}`;
     run.callId = callId;
     run.sd!.waiting = "agent";
-    this.effects.push({ kind: "callTool", nodeId: n.id, callId, tool: "llm.chat", args, attempt: run.attempt, idempotencyKey: callId, ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
+    this.callTool({ nodeId: n.id, callId, tool: "llm.chat", args, attempt: run.attempt, idempotencyKey: callId, ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
   }
 
   /** Runs the state's next step that has work; completes the node when all four are done. */
@@ -1041,7 +1060,7 @@ class Stepper {
     const args = this.llmRequest(n, { ...cfg, prompt: undefined }, loop.messages);
     const callId = `${this.s.executionId}.${n.id}.${run.attempt}.llm${loop.iteration}`;
     run.callId = callId;
-    this.effects.push({ kind: "callTool", nodeId: n.id, callId, tool: "llm.chat", args, attempt: run.attempt, idempotencyKey: callId, ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
+    this.callTool({ nodeId: n.id, callId, tool: "llm.chat", args, attempt: run.attempt, idempotencyKey: callId, ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
   }
 
   async loopLlmResult(n: NodeDefinition, run: NodeRun, output: JsonValue): Promise<void> {
@@ -1113,12 +1132,20 @@ class Stepper {
     return typeof v === "string" ? v : JSON.stringify(v ?? null);
   }
 
+  /**
+   * Sends a tool call with its arguments as the tool must see them: blob references resolved
+   * (an agent.toolLoop's conversation keeps its tools' large results by reference).
+   */
+  callTool(call: Omit<Effect & { kind: "callTool" }, "kind">): void {
+    this.effects.push({ kind: "callTool", ...call, args: asArgs(resolveRefs(call.args, this.blobs)) });
+  }
+
   dispatchTool(n: NodeDefinition, tool: string, explicitArgs?: JsonObject): void {
     const args = explicitArgs ?? asArgs(resolveTemplate(n.input ?? {}, this.ctx()));
     const callId = toolCallId(this.s.executionId, n.id, this.run(n.id).attempt + 1);
     const run = this.begin(n, "running", args, [{ tool, callId }]);
     run.callId = callId;
-    this.effects.push({ kind: "callTool", nodeId: n.id, callId, tool, args, attempt: run.attempt, idempotencyKey: this.idempotencyKey(n), ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
+    this.callTool({ nodeId: n.id, callId, tool, args, attempt: run.attempt, idempotencyKey: this.idempotencyKey(n), ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
     if (n.timeoutMs) this.setTimer(`timeout:${n.id}:${run.attempt}`, { dueAt: addMs(this.now, n.timeoutMs + TIMEOUT_GRACE_MS), kind: "timeout", nodeId: n.id, callId });
   }
 
@@ -1153,7 +1180,7 @@ class Stepper {
       if (fan.calls) {
         const call = fan.calls[i]!;
         item.key = callId;
-        this.effects.push({ kind: "callTool", nodeId: n.id, callId: item.key, tool: call.tool, args: call.args, attempt: run.attempt, idempotencyKey: `${this.idempotencyKey(n)}.${suffix}`, ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
+        this.callTool({ nodeId: n.id, callId: item.key, tool: call.tool, args: call.args, attempt: run.attempt, idempotencyKey: `${this.idempotencyKey(n)}.${suffix}`, ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
         continue;
       }
       const cfg = forEachConfigSchema.parse(n.config);
@@ -1163,7 +1190,7 @@ class Stepper {
       if (cfg.tool) {
         item.key = callId;
         const args = cfg.itemInput !== undefined ? asArgs(resolveTemplate(cfg.itemInput, scope)) : asArgs(value);
-        this.effects.push({ kind: "callTool", nodeId: n.id, callId: item.key, tool: cfg.tool, args, attempt: run.attempt, idempotencyKey: `${this.idempotencyKey(n)}.${i}`, ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
+        this.callTool({ nodeId: n.id, callId: item.key, tool: cfg.tool, args, attempt: run.attempt, idempotencyKey: `${this.idempotencyKey(n)}.${i}`, ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
       } else {
         item.key = `${run.attempt}.${suffix}`;
         const input = cfg.itemInput !== undefined ? asArgs(resolveTemplate(cfg.itemInput, scope)) : { item: value, index: i };
@@ -1216,8 +1243,9 @@ class Stepper {
   }
 
   async reduce(cfg: ForEachConfig, results: JsonValue[], items: JsonValue[]): Promise<JsonValue> {
+    // Without reduce the output is the list as it is: large results stay references.
     if (cfg.reduce === undefined) return results;
-    return evaluateExpression(cfg.reduce, { results, items }, this.now);
+    return evaluateExpression(cfg.reduce, { results: resolveRefs(results, this.blobs), items }, this.now);
   }
 
   fanIndex(run: NodeRun, key: string): number {
