@@ -32,7 +32,7 @@ import type { Logger } from "@baton/telemetry";
 import type { ToolSpec } from "@baton/sdk";
 import { createToolRegistry, createToolSourceStore } from "@baton/sdk";
 import { policyFromEnv } from "@baton/tools";
-import { agentLlmTools, createBuiltinWorker, createToolSourcesWorker } from "@baton/worker";
+import { agentLlmTools, createBuiltinWorker, createToolSourcesWorker, workerLimits } from "@baton/worker";
 import { createLlmRegistry, createTokenBudget, llmConfigFromEnv, TOKEN_BUDGET_BUCKET, TOKEN_BUDGET_BUCKET_OPTIONS } from "@baton/llm";
 import type { Redis } from "ioredis";
 
@@ -210,6 +210,8 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
         logger: logger.child({ module: "worker" }),
         workerId: `${hostname()}:${process.pid}`,
         concurrency: config.workerConcurrency,
+        // BATON_LARGE_RESULT_BYTES, BATON_TOOL_MAX_RESULT_BYTES.
+        ...workerLimits(config),
         drainGraceMs: Math.max(0, config.shutdownGraceMs - 2_000),
       };
       // llm.chat for the agent nodes: providers from the environment (docs/llm.md).

@@ -7,6 +7,7 @@
  * `json.transform`, `text.template` and `sleep`, and `sandbox.run` (SynthDev handlers in QuickJS).
  */
 import type { Bus } from "@baton/bus";
+import type { BatonConfig } from "@baton/config";
 import { createWorker } from "@baton/sdk";
 import type { ToolSpec, Worker, WorkerOptions } from "@baton/sdk";
 import type { Logger } from "@baton/telemetry";
@@ -42,6 +43,16 @@ export function builtinToolSpecs(extra: readonly ToolSpec[] = [], http: HttpPoli
   const byName = new Map<string, ToolSpec>();
   for (const t of [...coreTools(), ...builtinTools({ http }), ...sandboxTools(), ...extra]) byName.set(t.name, t);
   return [...byName.values()];
+}
+
+/**
+ * The result limits of Baton's own workers (built-in tools and tool sources) from the
+ * configuration: `BATON_LARGE_RESULT_BYTES` (results larger go through the object bucket, the
+ * executor's blob threshold too) and `BATON_TOOL_MAX_RESULT_BYTES` (larger ones fail the call
+ * with BATON_TOOL_RESULT_TOO_LARGE).
+ */
+export function workerLimits(config: Pick<BatonConfig, "largeResultBytes" | "toolMaxResultBytes">): { largeResultBytes: number; maxResultBytes: number } {
+  return { largeResultBytes: config.largeResultBytes, maxResultBytes: config.toolMaxResultBytes };
 }
 
 /** A worker (not started) serving the built-in tools. */

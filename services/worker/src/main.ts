@@ -7,7 +7,7 @@
  * servers; see docs/tools.md). SIGTERM / SIGINT drain it (calls in flight finish, the rest
  * stays queued). Outbound HTTP follows BATON_HTTP_ALLOW_HOSTS / BATON_HTTP_ALLOW_PRIVATE /
  * BATON_HTTP_ALLOW_PRIVATE_HOSTS. Same as `./baton start --target=worker` without Redis or
- * Postgres.
+ * Postgres. Results follow BATON_LARGE_RESULT_BYTES and BATON_TOOL_MAX_RESULT_BYTES.
  */
 import { hostname } from "node:os";
 import { connectBus } from "@baton/bus";
@@ -15,7 +15,7 @@ import { loadConfig } from "@baton/config";
 import { errorMessage } from "@baton/errors";
 import { createLogger } from "@baton/telemetry";
 import { policyFromEnv } from "@baton/tools";
-import { createBuiltinWorker, createToolSourcesWorker } from "./index.ts";
+import { createBuiltinWorker, createToolSourcesWorker, workerLimits } from "./index.ts";
 
 const config = loadConfig(process.env, { BATON_TARGET: "worker" });
 const logger = createLogger("worker", config.logLevel);
@@ -27,6 +27,7 @@ const common = {
   logger,
   workerId,
   concurrency: config.workerConcurrency,
+  ...workerLimits(config),
   drainGraceMs: Math.max(0, config.shutdownGraceMs - 2_000),
 };
 const builtin = createBuiltinWorker(common);

@@ -45,6 +45,10 @@ export interface ToolSourcesWorkerOptions {
   mcpStderr?: "inherit" | "ignore";
   /** Registry presence TTL (tests shorten it). @default the SDK's */
   presenceTtlMs?: number;
+  /** Results whose JSON is larger go through the object bucket (the SDK's `largeResultBytes`). @default the SDK's */
+  largeResultBytes?: number;
+  /** Results whose JSON is larger fail with BATON_TOOL_RESULT_TOO_LARGE (the SDK's `maxResultBytes`). @default the SDK's */
+  maxResultBytes?: number;
 }
 
 export interface ToolSourcesWorker {
@@ -192,6 +196,8 @@ export function createToolSourcesWorker(opts: ToolSourcesWorkerOptions): ToolSou
             ...(opts.concurrency === undefined ? {} : { concurrency: opts.concurrency }),
             ...(opts.drainGraceMs === undefined ? {} : { drainGraceMs: opts.drainGraceMs }),
             ...(opts.presenceTtlMs === undefined ? {} : { presenceTtlMs: opts.presenceTtlMs }),
+            ...(opts.largeResultBytes === undefined ? {} : { largeResultBytes: opts.largeResultBytes }),
+            ...(opts.maxResultBytes === undefined ? {} : { maxResultBytes: opts.maxResultBytes }),
           });
           await w.start();
           worker = w;
