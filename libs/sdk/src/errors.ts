@@ -68,6 +68,24 @@ export const ToolResultTooLarge = defineError(
   { status: 413, retryable: false },
 );
 
+/**
+ * The call's arguments were sent by reference (larger than the executor sends inline) and
+ * their object cannot be read: expired, deleted, or its bytes do not match the reference.
+ * The handler is not run. Retryable: a retry of the node sends the arguments again.
+ */
+export const ToolArgsObjectLost = defineError(
+  "BATON_TOOL_ARGS_OBJECT_LOST",
+  (tool: string, callId: string, why: string) => `tool ${tool}: the arguments of call ${callId} cannot be read: ${why}`,
+  { status: 502, retryable: true },
+);
+
+/** The call's arguments refer to an arguments object that is not its own. The handler is not run. Not retryable. */
+export const ToolArgsObjectInvalid = defineError(
+  "BATON_TOOL_ARGS_OBJECT_INVALID",
+  (tool: string, callId: string, ref: string) => `tool ${tool}: the arguments of call ${callId} refer to ${ref}, which is not its arguments object`,
+  { status: 400 },
+);
+
 /** The worker is draining and gave up on a call past its grace period; the call goes back to the queue. */
 export const ToolWorkerDraining = defineError(
   "BATON_TOOL_WORKER_DRAINING",

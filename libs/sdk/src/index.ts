@@ -13,6 +13,6 @@ export type { RegisteredTool, Registration, ToolRegistry, ToolRegistryOptions } 
 export { cancelToolCalls, createWorker, RESULTS_BUCKET, resultKey, runWorker, toolDurable } from "./worker.ts";
 export type { RunWorkerOptions, Worker, WorkerOptions } from "./worker.ts";
 export * from "./errors.ts";
-export { canonicalJson, DEFAULT_LARGE_RESULT_BYTES, DEFAULT_MAX_RESULT_BYTES, LARGE_RESULTS_BUCKET } from "./large.ts";
+export { canonicalJson, DEFAULT_LARGE_RESULT_BYTES, DEFAULT_MAX_RESULT_BYTES, LARGE_ARGS_BUCKET, LARGE_RESULTS_BUCKET } from "./large.ts";
 export { createToolSourceStore, TOOL_SOURCE_KINDS, TOOL_SOURCE_STATUS_BUCKET, TOOL_SOURCES_BUCKET, toolSourceKey } from "./sources.ts";
 export type { HttpToolSource, McpToolSource, StoredToolSource, ToolSource, ToolSourceKind, ToolSourceStatus, ToolSourceStore } from "./sources.ts";

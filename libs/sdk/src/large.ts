@@ -1,5 +1,5 @@
 /**
- * Large tool results: a result whose JSON is larger than a worker sends inline is stored in
+ * Large tool results (and, mirrored, large arguments: {@link LARGE_ARGS_BUCKET}): a result whose JSON is larger than a worker sends inline is stored in
  * the object bucket {@link LARGE_RESULTS_BUCKET} (`Bus.objects`, JetStream only: workers have
  * no database) as its canonical JSON, and the answer and the result record carry an
  * `object:` reference instead (`objectRefJson` of @baton/bus). The executor moves the value
@@ -12,6 +12,15 @@ import type { JsonValue } from "./tool.ts";
 
 /** The object bucket of large tool results (stream `OBJ_{prefix}_tool_results_large`). */
 export const LARGE_RESULTS_BUCKET = "tool_results_large";
+/**
+ * The object bucket of large tool-call arguments (stream `OBJ_{prefix}_tool_args_large`),
+ * the mirror of {@link LARGE_RESULTS_BUCKET}: the executor puts a call's arguments there when
+ * their JSON is larger than its threshold, and the call's `args` are an `object:` reference
+ * to the object named for the call id. The worker reads them before it checks the input, and
+ * deletes the object once the call's answer is recorded; the bucket's max age removes the
+ * objects of calls no worker answered.
+ */
+export const LARGE_ARGS_BUCKET = "tool_args_large";
 /** Results whose JSON is larger than this go through {@link LARGE_RESULTS_BUCKET}: the executor's blob threshold. */
 export const DEFAULT_LARGE_RESULT_BYTES = 65_536;
 /** Results larger than this fail with BATON_TOOL_RESULT_TOO_LARGE. */

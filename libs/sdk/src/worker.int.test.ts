@@ -12,21 +12,27 @@
  *   is reported as a duplicate, and its result reads back from the record (messaging);
  * - in-progress acks keep a call longer than ackWait from being redelivered;
  * - the last allowed delivery answers BATON_TOOL_DELIVERIES_EXHAUSTED instead of vanishing;
+ * - arguments sent by reference are read from their object before the input is checked, and the
+ *   object is deleted once the call is answered; an object that is gone or does not match its
+ *   sha256 answers BATON_TOOL_ARGS_OBJECT_LOST (retryable), another call's object
+ *   BATON_TOOL_ARGS_OBJECT_INVALID, and the handler never runs;
  * - quick calls delivered together are answered together: the answers are written at once,
  *   once all of them are handed to the bus, not the first alone;
  * - the registry lists descriptors (JSON Schema) with live worker counts, hides tools from
  *   other tenants, and drops a worker whose presence is not refreshed within its TTL.
  */
+import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { jetstream } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { z } from "zod";
-import { connectBus } from "@baton/bus";
+import { connectBus, objectName, objectRefJson } from "@baton/bus";
 import type { Bus } from "@baton/bus";
 import { NodeProgressSchema, ToolCallSchema, decode, encode, streamNames } from "@baton/contracts";
+import type { JsonObject } from "@baton/contracts";
 import { createMessaging } from "@baton/messaging";
 import { createLogger } from "@baton/telemetry";
-import { cancelToolCalls, createToolRegistry, createWorker, defineTool, toolDurable } from "./index.ts";
+import { cancelToolCalls, createToolRegistry, createWorker, defineTool, LARGE_ARGS_BUCKET, toolDurable } from "./index.ts";
 import type { ToolContext, ToolSpec, Worker } from "./index.ts";
 import { callTool, collectResults, deletePrefix, randomToolPrefix, TEST_NATS_URL } from "./testing.ts";
 import type { ResultCollector } from "./testing.ts";
@@ -295,6 +301,44 @@ describe("tool worker SDK", () => {
     await nc.close();
     expect(r.error).toMatchObject({ code: "BATON_TOOL_DELIVERIES_EXHAUSTED", retryable: true });
     expect(runs.get("t.lost") ?? 0).toBe(0);
+  });
+
+  it("reads arguments sent by reference from their object, deletes it once answered, and answers a lost or foreign object with a code", async () => {
+    const objects = bus.objects(LARGE_ARGS_BUCKET);
+    const sha = (b: Uint8Array): string => createHash("sha256").update(b).digest("hex");
+    /** Puts `args` as the executor does, under the object name of `owner` (the call itself by default). */
+    const byRef = async (callId: string, args: JsonObject, opts: { owner?: string; corrupt?: boolean } = {}) => {
+      const bytes = new TextEncoder().encode(JSON.stringify(args));
+      const name = objectName(opts.owner ?? callId);
+      const info = await objects.put(name, bytes);
+      return { ref: objectRefJson({ bucket: LARGE_ARGS_BUCKET, name, ...info, sha256: sha(opts.corrupt ? new Uint8Array([1]) : bytes) }), info, name };
+    };
+    const before = runs.get("t.sum") ?? 0;
+    // ~100 KB of arguments, more than a call carries inline.
+    const values = Array.from({ length: 50_000 }, (_, i) => i % 10);
+    const okId = "1.n_args_ok.1";
+    const ok = await byRef(okId, { values });
+    await callTool(bus, "t.sum", ok.ref, { callId: okId });
+    expect(await results.waitFor(okId)).toMatchObject({ ok: true, output: { sum: 225_000 } });
+    expect(runs.get("t.sum")).toBe(before + 1);
+    await until(async () => (await objects.get(ok.name, ok.info)) === null, 10_000, "the arguments object deleted");
+
+    const goneId = "1.n_args_gone.1";
+    await callTool(bus, "t.sum", objectRefJson({ bucket: LARGE_ARGS_BUCKET, name: objectName(goneId), size: 100, parts: 1, sha256: "0".repeat(64) }), { callId: goneId });
+    const gone = await results.waitFor(goneId);
+    expect(gone).toMatchObject({ ok: false, error: { code: "BATON_TOOL_ARGS_OBJECT_LOST", retryable: true } });
+    expect(gone.error!.message).toContain("is gone");
+
+    const corruptId = "1.n_args_corrupt.1";
+    await callTool(bus, "t.sum", (await byRef(corruptId, { values: [1, 2] }, { corrupt: true })).ref, { callId: corruptId });
+    const corrupt = await results.waitFor(corruptId);
+    expect(corrupt).toMatchObject({ ok: false, error: { code: "BATON_TOOL_ARGS_OBJECT_LOST", retryable: true } });
+    expect(corrupt.error!.message).toContain("does not match its sha256");
+
+    const foreignId = "1.n_args_foreign.1";
+    await callTool(bus, "t.sum", (await byRef(foreignId, { values: [1, 2] }, { owner: "1.n_other.1" })).ref, { callId: foreignId });
+    expect(await results.waitFor(foreignId)).toMatchObject({ ok: false, error: { code: "BATON_TOOL_ARGS_OBJECT_INVALID", retryable: false } });
+    expect(runs.get("t.sum")).toBe(before + 1);
   });
 
   it("lists tools with schemas and live worker counts, scoped by tenant", async () => {

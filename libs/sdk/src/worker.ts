@@ -7,14 +7,16 @@
  * is checked, the handler runs with a time limit and in-progress acks, the output is
  * checked, the result is recorded in KV (`{prefix}_tool_results`, key = call id) and sent
  * to the executor as a `tool.result` command; a result larger than `largeResultBytes` is
- * stored in an object bucket and both carry a reference to it (large.ts). The last allowed delivery never runs the
+ * stored in an object bucket and both carry a reference to it (large.ts). Arguments the
+ * executor sent by reference are read from their object before the input is checked, and the
+ * object is deleted once the call's answer is recorded. The last allowed delivery never runs the
  * handler: it answers BATON_TOOL_DELIVERIES_EXHAUSTED, so a call whose workers keep
  * dying still gets an answer.
  */
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import type { Bus, BusMessage, KV, Subscription } from "@baton/bus";
-import { connectBus, objectName, objectRefJson } from "@baton/bus";
+import type { Bus, BusMessage, KV, ObjectRef, Subscription } from "@baton/bus";
+import { connectBus, objectName, objectRefJson, parseObjectRef } from "@baton/bus";
 import { TokenDeltaSchema, ToolCallSchema, ToolCancelSchema, decode, encode, toJsonValue, valueFromJson } from "@baton/contracts";
 import type { MessageShape } from "@baton/contracts";
 import { errorMessage, hasCode } from "@baton/errors";
@@ -23,9 +25,9 @@ import type { Messaging, RecordedToolResult } from "@baton/messaging";
 import { createLogger } from "@baton/telemetry";
 import type { Logger } from "@baton/telemetry";
 import {
-  ToolCancelled, ToolDeliveriesExhausted, ToolFailed, ToolInvalidInput, ToolInvalidOutput, ToolResultTooLarge, ToolSdkInvalidOptions, ToolTimeout, ToolWorkerDraining,
+  ToolArgsObjectInvalid, ToolArgsObjectLost, ToolCancelled, ToolDeliveriesExhausted, ToolFailed, ToolInvalidInput, ToolInvalidOutput, ToolResultTooLarge, ToolSdkInvalidOptions, ToolTimeout, ToolWorkerDraining,
 } from "./errors.ts";
-import { canonicalJson, DEFAULT_LARGE_RESULT_BYTES, DEFAULT_MAX_RESULT_BYTES, exceeds, INLINE_SHARE_OF_MAX_PAYLOAD, LARGE_RESULTS_BUCKET, sha256Hex } from "./large.ts";
+import { canonicalJson, DEFAULT_LARGE_RESULT_BYTES, DEFAULT_MAX_RESULT_BYTES, exceeds, INLINE_SHARE_OF_MAX_PAYLOAD, LARGE_ARGS_BUCKET, LARGE_RESULTS_BUCKET, sha256Hex } from "./large.ts";
 import { createToolRegistry, workerKeyToken } from "./registry.ts";
 import type { Registration, ToolRegistry } from "./registry.ts";
 import { compileChecks, DEFAULT_TOOL_TIMEOUT_MS, toDescriptor } from "./schema.ts";
@@ -111,6 +113,12 @@ function fnv1a(s: string): string {
 /** The durable consumer of a tool: readable, and unique even when sanitizing merges names. */
 export function toolDurable(tool: string): string {
   return `tool_${tool.replace(/[^A-Za-z0-9_-]/g, "_")}_${fnv1a(tool)}`;
+}
+
+/** The reference a call's `args` are when the executor sent them through {@link LARGE_ARGS_BUCKET}; undefined for inline arguments. */
+function argsRef(call: ToolCall): ObjectRef | undefined {
+  const ref = parseObjectRef(call.args);
+  return ref?.bucket === LARGE_ARGS_BUCKET ? ref : undefined;
 }
 
 function failure(err: { code: string; message: string; retryable: boolean }, started: number, workerId: string): RecordedResult {
@@ -291,9 +299,12 @@ export function createWorker(options: WorkerOptions): Worker {
       release = await slots.acquire(ac.signal);
       ac.signal.throwIfAborted();
       tracked.started = true;
+      const args = await callArgs(tool, call);
+      if ("error" in args) return failure(args.error, startedAt, workerId);
+      ac.signal.throwIfAborted();
       const timeoutMs = call.timeoutMs > 0 ? call.timeoutMs : (spec.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS);
       timer = setTimeout(() => ac.abort(ToolTimeout(tool, timeoutMs)), timeoutMs);
-      const input = checks.input(call.args ?? {});
+      const input = checks.input(args.value);
       if (!input.ok) return failure(ToolInvalidInput(tool, input.problems), startedAt, workerId);
       const ctx: ToolContext = {
         idempotencyKey: call.idempotencyKey || call.callId,
@@ -350,6 +361,40 @@ export function createWorker(options: WorkerOptions): Worker {
       release?.();
       running.delete(call.callId);
     }
+  }
+
+  /**
+   * A call's arguments: `args` as they came, or, when the executor sent a reference, the value
+   * read from the object of this call (its bytes checked against the reference's sha256).
+   */
+  async function callArgs(tool: string, call: ToolCall): Promise<{ value: unknown } | { error: { code: string; message: string; retryable: boolean } }> {
+    const ref = argsRef(call);
+    if (!ref) return { value: call.args ?? {} };
+    const label = `object:${ref.bucket}/${ref.name}`;
+    if (ref.name !== objectName(call.callId)) return { error: ToolArgsObjectInvalid(tool, call.callId, label) };
+    const lost = (why: string): { error: { code: string; message: string; retryable: boolean } } => {
+      logger.warn("the arguments of a call cannot be read", { tool, callId: call.callId, object: label, why });
+      return { error: ToolArgsObjectLost(tool, call.callId, why) };
+    };
+    const data = await bus!.objects(LARGE_ARGS_BUCKET).get(ref.name, ref);
+    if (data === null) return lost(`${label} is gone (expired or deleted)`);
+    if (sha256Hex(data) !== ref.sha256) return lost(`${label} does not match its sha256`);
+    let value: unknown;
+    try {
+      value = JSON.parse(dec.decode(data));
+    } catch (err) {
+      return lost(`${label} is not JSON (${errorMessage(err)})`);
+    }
+    if (typeof value !== "object" || value === null || Array.isArray(value)) return lost(`${label} is not a JSON object`);
+    return { value };
+  }
+
+  /** Deletes the arguments object of a call that is answered (a redelivery answers from the record). */
+  async function dropArgs(tool: string, call: ToolCall): Promise<void> {
+    const ref = argsRef(call);
+    if (!ref || ref.name !== objectName(call.callId)) return;
+    await bus!.objects(LARGE_ARGS_BUCKET).delete(ref.name).catch((err: unknown) =>
+      logger.warn("an arguments object was not deleted; its bucket's max age removes it", { tool, callId: call.callId, err: errorMessage(err) }));
   }
 
   /**
@@ -459,6 +504,8 @@ export function createWorker(options: WorkerOptions): Worker {
         else sendWhenAllAnswered();
         await sent;
       }
+      // Answered and recorded: the arguments are not read again.
+      await dropArgs(tool, call);
       answered++;
     } finally {
       inFlight--;
