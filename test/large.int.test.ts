@@ -10,11 +10,19 @@
  *   every event published (execution.completed included) and a small node.completed;
  * - an output mapping keeps references for its large parts and its small fields inline; the
  *   final checkpoint and execution.completed stay small;
- * - a large value passed to another tool is journaled by reference.
+ * - a large value passed to another tool is journaled by reference;
+ * - a forEach whose items each answer above the threshold reduces over the values, not the
+ *   references (the reduce reads a field of every result);
+ * - 2 MiB of arguments (above NATS's max_payload) reach a tool through the arguments object
+ *   bucket; the handler runs once and the worker deletes the object once it has answered;
+ * - the built-in worker started from the configuration follows BATON_LARGE_RESULT_BYTES and
+ *   BATON_TOOL_MAX_RESULT_BYTES: a small result above the first goes by reference, one above
+ *   the second fails with BATON_TOOL_RESULT_TOO_LARGE.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { Redis } from "ioredis";
 import { createRedis } from "@baton/checkpoints";
+import { loadConfig } from "@baton/config";
 import { createLogger } from "@baton/telemetry";
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -27,11 +35,11 @@ import type { ToolSpec, Worker } from "@baton/sdk";
 import { z } from "zod";
 import { startBaton } from "../bin/start.ts";
 import type { BatonHandle } from "../bin/start.ts";
-import { api, isolatedConfig, removeIsolated } from "./helpers.ts";
+import { api, isolatedConfig, removeIsolated, waitFor } from "./helpers.ts";
 import type { Api } from "./helpers.ts";
 import { collectEvents, createDefinition, journal, startExecution, testTools, waitForExecution } from "./workflows.ts";
 
-const { config } = isolatedConfig();
+const { config, env } = isolatedConfig();
 let baton: BatonHandle;
 let redis: Redis;
 let a: Api;
@@ -39,7 +47,7 @@ let bus: Bus;
 let extra: Worker;
 let nc: NatsConnection;
 let jsm: JetStreamManager;
-const runs = { big: 0, huge: 0 };
+const runs = { big: 0, huge: 0, measure: 0, capped: 0 };
 
 const big: ToolSpec = defineTool({
   name: "big",
@@ -61,13 +69,35 @@ const huge: ToolSpec = defineTool({
   },
 });
 
+const measure: ToolSpec = defineTool({
+  name: "measure",
+  description: "the length and the ends of a string",
+  input: z.object({ data: z.string() }),
+  handler: async ({ data }) => {
+    runs.measure++;
+    return { length: data.length, ends: `${data.slice(0, 2)}…${data.slice(-2)}` };
+  },
+});
+
+/** Served only by a second, worker-only Baton whose limits come from its environment. */
+const capped: ToolSpec = defineTool({
+  name: "capped",
+  description: "returns kb KiB of z",
+  input: z.object({ kb: z.number().int() }),
+  handler: async ({ kb }) => {
+    runs.capped++;
+    return { data: "z".repeat(kb * 1024) };
+  },
+});
+
 const checkpointBytes = async (id: number): Promise<number> => (await redis.hget(`${config.prefix}:checkpoint:{${id}}`, "s"))?.length ?? -1;
 const objectStream = `OBJ_${config.prefix}_tool_results_large`;
 const objectsLeft = async (): Promise<number> => (await jsm.streams.info(objectStream)).state.messages;
+const argsStream = `OBJ_${config.prefix}_tool_args_large`;
 
 beforeAll(async () => {
   redis = createRedis(config.redisUrl);
-  baton = await startBaton({ config, logger: createLogger("large-test", "warn"), tools: [...testTools(redis, config.prefix).tools, big] });
+  baton = await startBaton({ config, logger: createLogger("large-test", "warn"), tools: [...testTools(redis, config.prefix).tools, big, measure] });
   a = api(baton.gatewayPort!, config.apiKey!);
   nc = await connect({ servers: config.natsUrl });
   jsm = await jetstreamManager(nc);
@@ -83,6 +113,7 @@ afterAll(async () => {
   await redis?.quit();
   // removeIsolated deletes the prefix's streams and KV buckets; the object bucket here.
   await jsm?.streams.delete(objectStream).catch(() => false);
+  await jsm?.streams.delete(argsStream).catch(() => false);
   await nc?.close();
   await removeIsolated(config);
 });
@@ -161,5 +192,76 @@ describe("large values", () => {
     const e = nodes.find((n) => n.nodeId === "e")!;
     expect(JSON.stringify(e.input).length).toBeLessThan(1024);
     expect((e.input as { d: { $ref: string } }).d.$ref).toMatch(/^blob:/);
+  }, 60_000);
+
+  it("a forEach reduce reads a field of every result, each above the threshold, through its reference", async () => {
+    const wf = await createDefinition(a, "fan-reduce-refs", {
+      nodes: [
+        { id: "each", type: "forEach", config: { items: "$.input.xs", tool: "big", concurrency: 3, itemInput: { kb: 100, tag: "$.item" }, reduce: "{ 'tags': results.tag, 'chars': $sum(results.($length(data))) }" } },
+        { id: "plain", type: "forEach", config: { items: "$.input.xs", tool: "big", itemInput: { kb: 100, tag: "$.item" } } },
+      ],
+      edges: [{ from: "each", to: "plain" }],
+      output: { reduced: "$.each" },
+    });
+    const id = await startExecution(a, wf, { xs: ["a", "b", "c"] });
+    const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 30_000);
+    expect({ status: done.status, error: done.error }).toEqual({ status: "completed", error: null });
+    expect((done.output as { reduced: unknown }).reduced).toEqual({ tags: ["a", "b", "c"], chars: 3 * 100 * 1024 });
+    const nodes = await journal(a, id);
+    expect(nodes.find((n) => n.nodeId === "each")!.output).toEqual({ tags: ["a", "b", "c"], chars: 3 * 100 * 1024 });
+    // Without reduce the node's output is the list of references.
+    const plain = nodes.find((n) => n.nodeId === "plain")!.output as { $ref: string }[];
+    expect(plain).toHaveLength(3);
+    for (const r of plain) expect(r.$ref).toMatch(/^blob:[0-9a-f]{64}$/);
+    expect(await checkpointBytes(id)).toBeLessThan(4096);
+  }, 60_000);
+
+  it("2 MiB of arguments reach a tool through the arguments bucket; the handler runs once and the object is deleted", async () => {
+    runs.measure = 0;
+    const wf = await createDefinition(a, "two-mib-args", {
+      nodes: [
+        { id: "b", type: "tool", config: { tool: "big" }, input: { kb: 2048 } },
+        { id: "m", type: "tool", config: { tool: "measure" }, input: { data: "$.b.data" } },
+      ],
+      edges: [{ from: "b", to: "m" }],
+      output: { m: "$.m" },
+    });
+    const id = await startExecution(a, wf);
+    const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 30_000);
+    expect({ status: done.status, error: done.error, output: done.output }).toEqual({ status: "completed", error: null, output: { m: { length: 2 * 1024 * 1024, ends: "xx…xx" } } });
+    expect(runs.measure).toBe(1);
+    const m = (await journal(a, id)).find((n) => n.nodeId === "m")!;
+    expect((m.input as { data: { $ref: string } }).data.$ref).toMatch(/^blob:/);
+    // The worker deleted the arguments object once it had answered.
+    await waitFor("the arguments object deleted", async () => ((await jsm.streams.info(argsStream)).state.messages === 0 ? true : undefined), 10_000);
+  }, 60_000);
+
+  it("the built-in worker started from the configuration follows BATON_LARGE_RESULT_BYTES and BATON_TOOL_MAX_RESULT_BYTES", async () => {
+    runs.capped = 0;
+    // Started last and stopped here: it serves the built-in tools too, with these small limits.
+    const workerOnly = await startBaton({
+      config: loadConfig({ ...env, BATON_TARGET: "worker", BATON_LARGE_RESULT_BYTES: "2048", BATON_TOOL_MAX_RESULT_BYTES: "100000" }),
+      logger: createLogger("large-test-worker", "warn"),
+      tools: [capped],
+    });
+    try {
+      const wf = await createDefinition(a, "capped", {
+        nodes: [
+          { id: "small", type: "tool", config: { tool: "capped" }, input: { kb: 10 } },
+          { id: "over", type: "tool", config: { tool: "capped" }, input: { kb: 200 }, retry: { maxAttempts: 3 } },
+        ],
+        edges: [{ from: "small", to: "over" }],
+      });
+      const id = await startExecution(a, wf);
+      const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 30_000);
+      expect(done.status).toBe("failed");
+      expect(done.error).toContain("BATON_TOOL_RESULT_TOO_LARGE");
+      expect(runs.capped).toBe(2);
+      // 10 KiB is under the executor's 64 KiB but above this worker's 2 KiB: it came as an object, now a blob.
+      const small = (await journal(a, id)).find((n) => n.nodeId === "small")!;
+      expect(small.output).toMatchObject({ $ref: expect.stringMatching(/^blob:[0-9a-f]{64}$/) as unknown as string });
+    } finally {
+      await workerOnly.stop();
+    }
   }, 60_000);
 });

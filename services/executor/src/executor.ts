@@ -27,6 +27,7 @@ import type { Logger } from "@baton/telemetry";
 import { DefinitionInvalid, DefinitionMissing, ExecutionMissing, NotStarted } from "./errors.ts";
 import { publishEngineEvent } from "./events.ts";
 import { createLargeValues } from "./large.ts";
+import { createLargeArgs } from "./large-args.ts";
 import type { ToolAnswer } from "./large.ts";
 
 /** What the checkpoint holds: the engine state plus the effects not yet known to be carried out. */
@@ -427,15 +428,20 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   /**
    * Puts a step's tool calls on their queues. Resolves with the calls the queue already had
    * (`duplicate`) that are not marked `resent`: an earlier attempt at the same step sent them
-   * and never wrote its checkpoint (see apply).
+   * and never wrote its checkpoint (see apply). Arguments above the threshold go through
+   * their object bucket first, and the call carries a reference (large-args.ts).
    */
   async function sendCalls(state: ExecutionState, effects: Effect[], resent = false): Promise<(Effect & { kind: "callTool" })[]> {
     const calls = effects.filter((e): e is Effect & { kind: "callTool" } => e.kind === "callTool");
     if (calls.length === 0) return [];
-    const sending = Promise.all(calls.map((e) => messaging.callTool({
-      callId: e.callId, executionId: state.executionId, tenantId: state.tenantId, nodeId: e.nodeId, attempt: e.attempt,
-      tool: e.tool, args: e.args, timeoutMs: e.timeoutMs ?? 0, idempotencyKey: e.idempotencyKey, rootExecutionId: state.rootExecutionId ?? state.executionId, resent,
-    })));
+    const sending = Promise.all(calls.map((e) => {
+      const send = (args: JsonObject): Promise<{ duplicate: boolean }> => messaging.callTool({
+        callId: e.callId, executionId: state.executionId, tenantId: state.tenantId, nodeId: e.nodeId, attempt: e.attempt,
+        tool: e.tool, args, timeoutMs: e.timeoutMs ?? 0, idempotencyKey: e.idempotencyKey, rootExecutionId: state.rootExecutionId ?? state.executionId, resent,
+      });
+      const args = largeArgs.outgoing(e.callId, e.args);
+      return args instanceof Promise ? args.then(send) : send(args);
+    }));
     // The workers wait for these while this turn goes on to the checkpoint: when this is the
     // only step being applied, out now rather than at the turn's end. Under load the calls
     // of a turn share one write.
@@ -630,6 +636,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
 
   /** Large values (large.ts): tool results, node outputs and inputs, the final output. */
   const large = createLargeValues({ store, bus: messaging.bus, logger, thresholdBytes: largeResultBytes });
+  /** Tool-call arguments above the same threshold travel by reference (large-args.ts). */
+  const largeArgs = createLargeArgs({ bus: messaging.bus, logger, thresholdBytes: largeResultBytes });
 
   function toolResultCommand(tenantId: string, a: ToolAnswer): Promise<Command> {
     return large.toolResultCommand(tenantId, a);
