@@ -349,17 +349,19 @@ describe("blobs", () => {
     const text = '{"a":"é","b":[1,{"c":null,"d":"x"}]}';
     expect(canonicalJson(value)).toBe(text);
     const hash = createHash("sha256").update(text).digest("hex");
-    const put = await store.blobs.put(tenant, value);
+    const ex = await newExecution();
+    const put = await store.blobs.put(tenant, ex.id, value);
     expect(put).toEqual({ ref: `blob:${hash}`, hash, size: Buffer.byteLength(text) });
-    expect(await store.blobs.put(tenant, { a: "é", b: [1, { c: null, d: "x" }] })).toEqual(put);
+    expect(await store.blobs.put(tenant, ex.id, { a: "é", b: [1, { c: null, d: "x" }] })).toEqual(put);
     expect(await store.prisma.blob.count({ where: { tenantId: tenant, hash } })).toBe(1);
     expect(await store.blobs.get(tenant, put.ref)).toMatchObject({ hash, size: put.size, data: value });
     expect(await store.blobs.get(other, hash)).toBeNull();
   });
 
   it("reads many at once and refuses malformed hashes", async () => {
-    const one = await store.blobs.put(tenant, "one");
-    const two = await store.blobs.put(tenant, [2]);
+    const ex = await newExecution();
+    const one = await store.blobs.put(tenant, ex.id, "one");
+    const two = await store.blobs.put(tenant, ex.id, [2]);
     const missing = "0".repeat(64);
     const got = await store.blobs.getMany(tenant, [one.ref, two.hash, missing]);
     expect([...got.keys()].sort()).toEqual([one.hash, two.hash].sort());

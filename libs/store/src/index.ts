@@ -43,6 +43,7 @@ export type {
   Admission,
   AdmitInput,
   ApiKeyRecord,
+  BlobPruneResult,
   BlobRecord,
   BlobsRepo,
   ChildExecutionInput,

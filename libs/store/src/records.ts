@@ -195,5 +195,5 @@ export function toMcpServer(r: McpServerDefinition): McpServerRecord {
 }
 
 export function toBlob(r: Blob): BlobRecord {
-  return { tenantId: r.tenantId, hash: r.hash, size: r.size, data: jsonOut(r.data), createdAt: r.createdAt };
+  return { tenantId: r.tenantId, hash: r.hash, size: r.size, data: jsonOut(r.data), createdAt: r.createdAt, usedAt: r.usedAt };
 }

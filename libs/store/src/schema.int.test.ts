@@ -39,6 +39,8 @@ interface Model {
   relations: RelationField[];
   uniques: string[][];
   indexes: string[][];
+  /** A composite primary key (`@@id`). */
+  primaryKey?: string[];
 }
 
 const list = (s: string): string[] => s.split(",").map((x) => x.trim()).filter(Boolean);
@@ -53,6 +55,7 @@ function parseSchema(text: string): Model[] {
       if (!line) continue;
       let m: RegExpMatchArray | null;
       if ((m = line.match(/^@@map\("([^"]+)"\)/))) model.table = m[1]!;
+      else if ((m = line.match(/^@@id\(\[([^\]]+)\]\)/))) model.primaryKey = list(m[1]!);
       else if ((m = line.match(/^@@unique\(\[([^\]]+)\]\)/))) model.uniques.push(list(m[1]!));
       else if ((m = line.match(/^@@index\(\[([^\]]+)\]\)/))) model.indexes.push(list(m[1]!));
       else if (line.startsWith("@@")) throw new Error(`unsupported block attribute: ${line}`);
@@ -167,6 +170,7 @@ describe("schema.prisma and the SQL migrations", () => {
     );
     const expected = [
       ...model.scalars.filter((f) => f.id).map((f) => ({ name: `${model.table}_pkey`, unique: true, columns: [f.name] })),
+      ...(model.primaryKey ? [{ name: `${model.table}_pkey`, unique: true, columns: model.primaryKey }] : []),
       ...model.scalars.filter((f) => f.unique).map((f) => ({ name: `${model.table}_${f.name}_key`, unique: true, columns: [f.name] })),
       // Postgres cuts identifiers to 63 bytes (NAMEDATALEN - 1); the migration spells the cut name.
       ...model.uniques.map((cols) => ({ name: `${model.table}_${cols.join("_")}_key`.slice(0, 63), unique: true, columns: cols })),
@@ -286,10 +290,15 @@ describe("every model through the Prisma client", () => {
     await p.learnedSequence.create({ data: learned });
     expect(await p.learnedSequence.findUnique({ where: { id: 901 } })).toEqual(learned);
 
-    const blob = { id: 1001, tenantId: "t_full", hash: "ab".repeat(32), size: 3, data: [1, 2, 3], createdAt: at };
+    const blob = { id: 1001, tenantId: "t_full", hash: "ab".repeat(32), size: 3, data: [1, 2, 3], createdAt: at, usedAt: later };
     covers(Prisma.BlobScalarFieldEnum, blob);
     await p.blob.create({ data: blob });
     expect(await p.blob.findUnique({ where: { id: 1001 } })).toEqual(blob);
+
+    const use = { tenantId: "t_full", hash: "ab".repeat(32), executionId: 401 };
+    covers(Prisma.BlobUseScalarFieldEnum, use);
+    await p.blobUse.create({ data: use });
+    expect(await p.blobUse.findUnique({ where: { tenantId_hash_executionId: use } })).toEqual(use);
   });
 
   it("creates every model from its required fields only; defaults and NULLs read back as declared", async () => {
@@ -321,6 +330,9 @@ describe("every model through the Prisma client", () => {
     expect(await p.learnedSequence.create({ data: { tenantId: "t_min", executionId: ex.id, tools: [], successful: false } })).toMatchObject({
       agentId: null, sessionId: null,
     });
+    const blob = await p.blob.create({ data: { tenantId: "t_min", hash: "cd".repeat(32), size: 1, data: 1 } });
+    expect(blob.usedAt).toBeInstanceOf(Date);
+    expect(blob.usedAt.getTime()).toBe(blob.createdAt.getTime());
   });
 
   it("rejects statuses and roles outside their sets (CHECK constraints)", async () => {
@@ -335,5 +347,10 @@ describe("every model through the Prisma client", () => {
     const wf = await p.agentWorkflow.findFirstOrThrow({ where: { tenantId: "t_full" } });
     await expect(p.agentWorkflowExecution.create({ data: { tenantId: "t_min", agentWorkflowId: wf.id, workflowVersion: 1 } })).rejects.toMatchObject({ code: "P2003" });
     await expect(p.agentWorkflowVersion.create({ data: { tenantId: "t_min", agentWorkflowId: wf.id, version: 99, definition: {} } })).rejects.toMatchObject({ code: "P2003" });
+    // A use names the blob and the execution of its own tenant.
+    const theirs = await p.agentWorkflowExecution.findFirstOrThrow({ where: { tenantId: "t_full" } });
+    await expect(p.blobUse.create({ data: { tenantId: "t_min", hash: "cd".repeat(32), executionId: theirs.id } })).rejects.toMatchObject({ code: "P2003" });
+    const mine = await p.agentWorkflowExecution.findFirstOrThrow({ where: { tenantId: "t_min" } });
+    await expect(p.blobUse.create({ data: { tenantId: "t_min", hash: "ab".repeat(32), executionId: mine.id } })).rejects.toMatchObject({ code: "P2003" });
   });
 });

@@ -57,6 +57,6 @@ export function createStore(opts: StoreOptions): Store {
     memory: memoryRepo(prisma, schema),
     learning: learningRepo(prisma, schema, pool),
     mcpServers: mcpServersRepo(prisma),
-    blobs: blobsRepo(prisma),
+    blobs: blobsRepo(prisma, schema, pool),
   };
 }

@@ -623,12 +623,46 @@ export interface BlobRecord {
   size: number;
   data: JsonValue;
   createdAt: Date;
+  /** When it was last put, recorded as used, or found in use by the pruner. */
+  usedAt: Date;
 }
 
-/** Content-addressed storage of large values (tool results), referenced as `blob:<hash>`. */
+/** What one batch of {@link BlobsRepo.prune} did. */
+export interface BlobPruneResult {
+  /** False when another process was pruning (an advisory lock): this call did nothing. */
+  ran: boolean;
+  /** Blobs deleted: no execution used them and their `usedAt` was older than the cutoff. */
+  deleted: number;
+  /** Blobs older than the cutoff that an execution still uses: their `usedAt` is set to now. */
+  inUse: number;
+}
+
+/**
+ * Content-addressed storage of large values (tool results), referenced as `blob:<hash>`,
+ * with a record of which execution uses which blob so unused ones can be pruned
+ * (docs/adr/008-blob-retention.md).
+ */
 export interface BlobsRepo {
-  /** Stores `data` unless the tenant already has it; either way returns its reference. */
-  put(tenantId: string, data: JsonValue): Promise<{ ref: string; hash: string; size: number }>;
+  /**
+   * Stores `data` unless the tenant already has it (then refreshes its `usedAt`), and records
+   * that `executionId` (the tenant's) uses it, in one statement; idempotent. Either way returns
+   * its reference. Throws `BATON_STORE_NOT_FOUND` when the execution is not the tenant's.
+   */
+  put(tenantId: string, executionId: number, data: JsonValue): Promise<{ ref: string; hash: string; size: number }>;
+  /**
+   * Records that `executionId` uses the tenant's blobs `hashes` (`<hex>` or `blob:<hex>`, at most
+   * 1000), which another execution stored (a child's input, a child's output, a fork's starting
+   * state), and refreshes their `usedAt`; idempotent.
+   * @returns the hashes (hex) the tenant has no blob for (nothing is recorded for them)
+   */
+  use(tenantId: string, executionId: number, hashes: readonly string[]): Promise<string[]>;
+  /**
+   * Internal (executor): one batch of the pruner, across tenants. Looks at up to `limit`
+   * (at most 10 000) blobs whose `usedAt` is older than `olderThan`, oldest first: deletes
+   * those no execution uses and sets `usedAt` to now on the others. One process at a time
+   * (a transaction-scoped advisory lock; a call that does not get it does nothing).
+   */
+  prune(opts: { olderThan: Date; limit: number }): Promise<BlobPruneResult>;
   /** By hash (`<hex>` or `blob:<hex>`); null when the tenant has no such blob. */
   get(tenantId: string, hash: string): Promise<BlobRecord | null>;
   /** The tenant's blobs among `hashes`, keyed by hex hash; missing ones are absent. */

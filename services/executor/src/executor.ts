@@ -28,7 +28,7 @@ import { DefinitionInvalid, DefinitionMissing, ExecutionMissing, NotStarted } fr
 import { publishEngineEvent } from "./events.ts";
 import { createLargeValues } from "./large.ts";
 import { createLargeArgs } from "./large-args.ts";
-import type { ToolAnswer } from "./large.ts";
+import type { Owner, ToolAnswer } from "./large.ts";
 
 /** What the checkpoint holds: the engine state plus the effects not yet known to be carried out. */
 export interface CheckpointState extends ExecutionState {
@@ -362,6 +362,9 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       ...(e.definitionRef ? { definitionRef: e.definitionRef } : {}),
       ...(state.deadlineAt ? { deadlineAt: new Date(state.deadlineAt) } : {}),
     });
+    // The child's input may hold references to the parent's blobs: the child uses them too
+    // (it may outlive the parent's row). Before its start, so no step of it reads one unrecorded.
+    await large.adopt({ tenantId: state.tenantId, executionId: row.id }, e.input);
     await messaging.sendCommand("execution.start", {
       executionId: row.id, tenantId: state.tenantId, workflowId, workflowVersion: version, input: e.input,
       parentExecutionId: state.executionId, parentNodeId: e.nodeId, childKey: e.childKey, triggerEvent: "subworkflow",
@@ -461,13 +464,13 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * the call, and been dropped. The record is the answer; a call not answered yet is answered
    * through the queue as usual, now that the checkpoint knows it.
    */
-  async function recordedAnswers(tenantId: string, calls: readonly (Effect & { kind: "callTool" })[]): Promise<Command[]> {
+  async function recordedAnswers(owner: Owner, calls: readonly (Effect & { kind: "callTool" })[]): Promise<Command[]> {
     const found: Command[] = [];
     for (const c of calls) {
       const rec = await messaging.recordedToolResult(c.callId);
       if (!rec) continue;
       logger.info("a call sent again had been answered; its recorded answer is applied", { callId: c.callId });
-      found.push(await toolResultCommand(tenantId, { nodeId: c.nodeId, callId: c.callId, ...rec }));
+      found.push(await toolResultCommand(owner, { nodeId: c.nodeId, callId: c.callId, ...rec }));
     }
     return found;
   }
@@ -620,14 +623,14 @@ export function createExecutor(opts: ExecutorOptions): Executor {
           tenantId: m.tenantId,
           command: {
             kind: "childResult", nodeId: m.nodeId, childKey: m.childKey, status,
-            ...(status === "completed" ? { output: await canonical(m.tenantId, valueToJson(m.output) ?? null) } : {}),
+            ...(status === "completed" ? { output: await childOutput({ tenantId: m.tenantId, executionId: m.executionId }, valueToJson(m.output) ?? null) } : {}),
             ...(m.error ? { error: { code: m.error.code, message: m.error.message } } : {}),
           },
         };
       }
       case "tool.result": {
         const m = cmd.message;
-        const command = await toolResultCommand(m.tenantId, { nodeId: m.nodeId, callId: m.callId, ok: m.ok, durationMs: m.durationMs, ...(m.ok ? { output: valueToJson(m.output) ?? null } : {}), ...(m.error ? { error: m.error } : {}) });
+        const command = await toolResultCommand({ tenantId: m.tenantId, executionId: m.executionId }, { nodeId: m.nodeId, callId: m.callId, ok: m.ok, durationMs: m.durationMs, ...(m.ok ? { output: valueToJson(m.output) ?? null } : {}), ...(m.error ? { error: m.error } : {}) });
         resultAttempts.set(command, m.attempt);
         return { executionId: m.executionId, tenantId: m.tenantId, command };
       }
@@ -639,8 +642,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   /** Tool-call arguments above the same threshold travel by reference (large-args.ts). */
   const largeArgs = createLargeArgs({ bus: messaging.bus, logger, thresholdBytes: largeResultBytes });
 
-  function toolResultCommand(tenantId: string, a: ToolAnswer): Promise<Command> {
-    return large.toolResultCommand(tenantId, a);
+  function toolResultCommand(owner: Owner, a: ToolAnswer): Promise<Command> {
+    return large.toolResultCommand(owner, a);
   }
 
   /**
@@ -660,8 +663,14 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   }
 
   /** Large values are stored once and referenced, so checkpoints, events and the journal stay small. */
-  function canonical(tenantId: string, value: JsonValue): Promise<JsonValue> {
-    return large.canonical(tenantId, value);
+  function canonical(owner: Owner, value: JsonValue): Promise<JsonValue> {
+    return large.canonical(owner, value);
+  }
+
+  /** A child's output as its parent keeps it: the child's blobs it refers to become the parent's uses too (the child's row may go first). */
+  async function childOutput(parent: Owner, value: JsonValue): Promise<JsonValue> {
+    await large.adopt(parent, value);
+    return canonical(parent, value);
   }
 
   async function stepLoaded(args: Parameters<typeof step>[0], blobs: Map<string, JsonValue>): Promise<Awaited<ReturnType<typeof step>>> {
@@ -857,6 +866,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         const before = await store.executions.getById(executionId);
         if (!before || before.tenantId !== tenantId) throw ExecutionMissing(executionId);
         fork = await forkFrom(before, first);
+        // The source's blobs the starting state refers to are the fork's too (the source's row may be deleted first).
+        if (fork) await large.adopt({ tenantId, executionId }, keptFork(fork));
       }
       const cap = first.parent ? 0 : (opts.tenantMaxRunning ?? 0);
       const taken = await store.executions.admit({ id: executionId, tenantId, cap, startedAt: clock(), ...(fork ? { checkpoint: { forkStart: keptFork(fork) } } : {}) });
@@ -1029,7 +1040,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         throw EffectsFailed(executionId, errorMessage(err), { cause: err, retryDelayMs: 1_000 });
       }
       schedule(executionId, prev, state, r.effects, version);
-      if (again.length > 0) recorded.push(...(await recordedAnswers(tenantId, again)));
+      if (again.length > 0) recorded.push(...(await recordedAnswers({ tenantId, executionId }, again)));
       // As above: what this step made ready runs before a recorded answer is applied.
       if (r.more) {
         command = { kind: "continue" };

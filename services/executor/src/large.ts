@@ -13,6 +13,11 @@
  *
  * Values at or under the threshold pass untouched: a tool result is measured once (the
  * measure is remembered for the step that completes its node), other values once per step.
+ *
+ * Every blob is stored for an execution (its {@link Owner}), which the store records as a use
+ * of the blob; a value that brings references into another execution (a child's input, a
+ * child's output, a fork's starting state) has them recorded for that execution with
+ * {@link LargeValues.adopt}. Blobs no execution uses are pruned (blob-pruner.ts, ADR 008).
  */
 import { createHash } from "node:crypto";
 import { objectName, parseObjectRef } from "@baton/bus";
@@ -44,6 +49,23 @@ export const ResultObjectLost = defineError(
 const EVENT_TEXT_MAX = 16_384;
 /** Parts smaller than this are not worth a reference of their own. */
 const MIN_PART_BYTES = 256;
+/** A reference to a blob the store can hold. */
+const BLOB_REF_RE = /^blob:[0-9a-f]{64}$/;
+/** Hashes per `store.blobs.use` call (its limit). */
+const USE_CHUNK = 1000;
+
+/** An execution received references to blobs that are not stored (pruned, or never stored). Logged: the step that reads one fails. */
+export const BlobsMissing = defineError(
+  "BATON_EXECUTOR_BLOBS_MISSING",
+  (executionId: number, hashes: string) => `execution ${executionId} refers to blobs that are not stored: ${hashes}`,
+  { status: 500 },
+);
+
+/** The execution a value belongs to: blobs stored for it are recorded as its uses. */
+export interface Owner {
+  tenantId: string;
+  executionId: number;
+}
 
 export interface LargeValuesOptions {
   store: Store;
@@ -65,11 +87,18 @@ export interface ToolAnswer {
 
 export interface LargeValues {
   /** A value as the engine keeps it: one larger than the threshold becomes a blob reference. */
-  canonical(tenantId: string, value: JsonValue): Promise<JsonValue>;
+  canonical(owner: Owner, value: JsonValue): Promise<JsonValue>;
   /** The engine command for a tool's answer, its output canonical (an `object:` reference moved into the blob store). */
-  toolResultCommand(tenantId: string, answer: ToolAnswer): Promise<Command>;
+  toolResultCommand(owner: Owner, answer: ToolAnswer): Promise<Command>;
   /** A step's result with large node outputs, journal inputs, the final output and event payloads referenced. */
   shrinkStep(result: StepResult, definition: WorkflowDefinition): Promise<StepResult>;
+  /**
+   * Records that `owner` uses the blobs `value` refers to: a value made by another execution
+   * (a child's input, a child's output, a fork's starting state). Nothing to do, and no round
+   * trip, when it has no reference. References to blobs that are not stored are logged
+   * (`BATON_EXECUTOR_BLOBS_MISSING`): reading them fails the step that does.
+   */
+  adopt(owner: Owner, value: JsonValue | undefined): Promise<void>;
 }
 
 function jsonSize(v: JsonValue): number {
@@ -83,18 +112,31 @@ export function createLargeValues(opts: LargeValuesOptions): LargeValues {
   // Objects measured at or under the threshold (tool results): the step completing their node need not measure again.
   const small = new WeakSet<object>();
 
-  async function put(tenantId: string, value: JsonValue): Promise<Ref> {
-    const { ref, size } = await store.blobs.put(tenantId, value);
+  async function put(owner: Owner, value: JsonValue): Promise<Ref> {
+    const { ref, size } = await store.blobs.put(owner.tenantId, owner.executionId, value);
     return { $ref: ref, size };
   }
 
-  async function canonical(tenantId: string, value: JsonValue): Promise<JsonValue> {
+  async function canonical(owner: Owner, value: JsonValue): Promise<JsonValue> {
     if (value === null || typeof value !== "object") return value;
     if (jsonSize(value) <= thresholdBytes) {
       small.add(value);
       return value;
     }
-    return put(tenantId, value);
+    return put(owner, value);
+  }
+
+  async function adopt(owner: Owner, value: JsonValue | undefined): Promise<void> {
+    const refs = collectRefs(value);
+    if (refs.size === 0) return;
+    // A reference that names no possible blob (written by hand into an input) is left alone.
+    const hashes = [...refs].filter((r) => BLOB_REF_RE.test(r));
+    const missing: string[] = [];
+    for (let i = 0; i < hashes.length; i += USE_CHUNK) missing.push(...(await store.blobs.use(owner.tenantId, owner.executionId, hashes.slice(i, i + USE_CHUNK))));
+    if (missing.length > 0) {
+      const err = BlobsMissing(owner.executionId, missing.join(", "));
+      logger.warn("a value refers to blobs that are not stored", { executionId: owner.executionId, code: err.code, error: err.message });
+    }
   }
 
   function failed(a: ToolAnswer, err: { code: string; message: string; retryable: boolean }): Command {
@@ -102,16 +144,19 @@ export function createLargeValues(opts: LargeValuesOptions): LargeValues {
   }
 
   /** A worker's large result, from its object into the blob store; the object is deleted once the blob holds it. */
-  async function fromObject(tenantId: string, a: ToolAnswer, ref: ObjectRef): Promise<Command> {
+  async function fromObject(owner: Owner, a: ToolAnswer, ref: ObjectRef): Promise<Command> {
     const label = `object:${ref.bucket}/${ref.name}`;
     if (ref.bucket !== LARGE_RESULTS_BUCKET || ref.name !== objectName(a.callId)) return failed(a, ResultObjectInvalid(a.callId, label));
     const objects = bus.objects(ref.bucket);
     const data = await objects.get(ref.name, ref);
     let output: Ref;
     if (data === null) {
-      // Moved already (this answer is delivered again, or the worker's record resent).
-      const blob = await store.blobs.get(tenantId, ref.sha256);
-      if (!blob) return failed(a, ResultObjectLost(a.callId, `${label} is gone and no blob holds it`));
+      // Moved already (this answer is delivered again, or the worker's record resent); the
+      // move recorded the use, which is recorded again in case the blob was stored otherwise.
+      const blob = await store.blobs.get(owner.tenantId, ref.sha256);
+      if (!blob || (await store.blobs.use(owner.tenantId, owner.executionId, [blob.hash])).length > 0) {
+        return failed(a, ResultObjectLost(a.callId, `${label} is gone and no blob holds it`));
+      }
       output = { $ref: `blob:${blob.hash}`, size: blob.size };
     } else {
       if (createHash("sha256").update(data).digest("hex") !== ref.sha256) return failed(a, ResultObjectLost(a.callId, `${label} does not match its sha256`));
@@ -121,7 +166,7 @@ export function createLargeValues(opts: LargeValuesOptions): LargeValues {
       } catch (err) {
         return failed(a, ResultObjectLost(a.callId, `${label} is not JSON (${errorMessage(err)})`));
       }
-      output = await put(tenantId, value);
+      output = await put(owner, value);
       if (output.$ref === `blob:${ref.sha256}`) {
         await objects.delete(ref.name).catch((err: unknown) => logger.warn("a result object was not deleted; its bucket's max age removes it", { callId: a.callId, error: errorMessage(err) }));
       } else {
@@ -132,18 +177,18 @@ export function createLargeValues(opts: LargeValuesOptions): LargeValues {
     return { kind: "toolResult", nodeId: a.nodeId, callId: a.callId, ok: true, output, durationMs: a.durationMs };
   }
 
-  async function toolResultCommand(tenantId: string, a: ToolAnswer): Promise<Command> {
+  async function toolResultCommand(owner: Owner, a: ToolAnswer): Promise<Command> {
     if (!a.ok) return failed(a, { code: a.error?.code || "BATON_TOOL_FAILED", message: a.error?.message || "tool failed", retryable: a.error?.retryable ?? false });
     const ref = parseObjectRef(a.output);
-    if (ref) return fromObject(tenantId, a, ref);
-    return { kind: "toolResult", nodeId: a.nodeId, callId: a.callId, ok: true, output: await canonical(tenantId, a.output ?? null), durationMs: a.durationMs };
+    if (ref) return fromObject(owner, a, ref);
+    return { kind: "toolResult", nodeId: a.nodeId, callId: a.callId, ok: true, output: await canonical(owner, a.output ?? null), durationMs: a.durationMs };
   }
 
   // ---- after a step ---------------------------------------------------------------------
 
   /** `v` fitting the threshold: its largest parts referenced first, then all of it when that is not enough. */
-  async function fit(tenantId: string, v: JsonValue, size: number): Promise<JsonValue> {
-    if (v === null || typeof v !== "object") return put(tenantId, v);
+  async function fit(owner: Owner, v: JsonValue, size: number): Promise<JsonValue> {
+    if (v === null || typeof v !== "object") return put(owner, v);
     const entries: [string | number, JsonValue][] = Array.isArray(v) ? v.map((x, i) => [i, x]) : Object.entries(v);
     const parts = entries.map(([k, x]) => ({ k, x, size: jsonSize(x) })).sort((p, q) => q.size - p.size);
     const copy: Record<string | number, JsonValue> | JsonValue[] = Array.isArray(v) ? [...v] : { ...v };
@@ -152,19 +197,19 @@ export function createLargeValues(opts: LargeValuesOptions): LargeValues {
       if (total <= thresholdBytes || p.size < MIN_PART_BYTES) break;
       if (isBlobRef(p.x)) continue;
       // A blob must not hold references (reads resolve one level): a part that has some is fitted in turn.
-      const replaced = collectRefs(p.x).size > 0 ? await fit(tenantId, p.x, p.size) : await put(tenantId, p.x);
+      const replaced = collectRefs(p.x).size > 0 ? await fit(owner, p.x, p.size) : await put(owner, p.x);
       total -= p.size - jsonSize(replaced);
       (copy as Record<string | number, JsonValue>)[p.k] = replaced;
     }
     if (total <= thresholdBytes) return copy;
-    if (collectRefs(copy).size === 0) return put(tenantId, copy);
+    if (collectRefs(copy).size === 0) return put(owner, copy);
     logger.warn("a value with references stays larger than the threshold", { code: "BATON_EXECUTOR_VALUE_TOO_LARGE", bytes: total, threshold: thresholdBytes });
     return copy;
   }
 
   async function shrinkStep(r: StepResult, definition: WorkflowDefinition): Promise<StepResult> {
     if (r.effects.length === 0) return r;
-    const tenantId = r.state.tenantId;
+    const owner: Owner = { tenantId: r.state.tenantId, executionId: r.state.executionId };
     const done = new Map<JsonValue, JsonValue>();
     const shrink = async (v: JsonValue | undefined): Promise<JsonValue | undefined> => {
       if (v === undefined || v === null || (typeof v === "object" && (small.has(v) || isBlobRef(v)))) return v;
@@ -172,7 +217,7 @@ export function createLargeValues(opts: LargeValuesOptions): LargeValues {
       const known = done.get(v);
       if (known !== undefined) return known;
       const size = jsonSize(v);
-      const out = size <= thresholdBytes ? v : await fit(tenantId, v, size);
+      const out = size <= thresholdBytes ? v : await fit(owner, v, size);
       done.set(v, out);
       return out;
     };
@@ -226,5 +271,5 @@ export function createLargeValues(opts: LargeValuesOptions): LargeValues {
     return { ...r, state, effects };
   }
 
-  return { canonical, toolResultCommand, shrinkStep };
+  return { canonical, toolResultCommand, shrinkStep, adopt };
 }
