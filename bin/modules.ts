@@ -195,6 +195,8 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
         })(),
         tenantMaxRunning: config.tenantMaxRunning,
         largeResultBytes: config.largeResultBytes,
+        blobPruneIntervalMs: config.blobPruneIntervalSeconds * 1000,
+        blobGraceMs: config.blobGraceSeconds * 1000,
       });
     },
   },

@@ -26,6 +26,7 @@ import type { Subscription } from "@baton/bus";
 import type { Logger } from "@baton/telemetry";
 import { DefinitionInvalid, DefinitionMissing, ExecutionMissing, NotStarted } from "./errors.ts";
 import { publishEngineEvent } from "./events.ts";
+import { createBlobPruner } from "./blob-pruner.ts";
 import { createLargeValues } from "./large.ts";
 import { createLargeArgs } from "./large-args.ts";
 import type { Owner, ToolAnswer } from "./large.ts";
@@ -80,6 +81,13 @@ export interface ExecutorOptions {
   recoverOnStart?: boolean;
   /** Sweep again every this many ms (0 = only on start). @default 60_000 */
   recoverEveryMs?: number;
+  /**
+   * Delete blobs no execution uses any more this often (blob-pruner.ts; one replica at a time).
+   * 0 = never. @default 0 (the executor module passes `BATON_BLOB_PRUNE_INTERVAL_SECONDS`)
+   */
+  blobPruneIntervalMs?: number;
+  /** How long an unused blob is kept after its last use (`BATON_BLOB_GRACE_SECONDS`). @default 8 days */
+  blobGraceMs?: number;
   /** @default () => new Date() */
   clock?: () => Date;
 }
@@ -639,6 +647,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
 
   /** Large values (large.ts): tool results, node outputs and inputs, the final output. */
   const large = createLargeValues({ store, bus: messaging.bus, logger, thresholdBytes: largeResultBytes });
+  /** Deletes the blobs no execution uses any more (blob-pruner.ts). */
+  const pruner = createBlobPruner({ store, logger, intervalMs: opts.blobPruneIntervalMs ?? 0, graceMs: opts.blobGraceMs ?? 8 * 86_400_000, clock });
   /** Tool-call arguments above the same threshold travel by reference (large-args.ts). */
   const largeArgs = createLargeArgs({ bus: messaging.bus, logger, thresholdBytes: largeResultBytes });
 
@@ -1400,6 +1410,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     handle,
     recover,
     async start() {
+      pruner.start();
       sub = await messaging.consumeCommands(opts.durable ?? "executor", (cmd, msg) => handle(cmd, msg.deliveryCount), {
         concurrency: opts.concurrency ?? 32,
         ackWaitMs: opts.ackWaitMs ?? 30_000,
@@ -1426,7 +1437,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     },
     async stop() {
       clearInterval(sweeper);
-      await sweeping;
+      await Promise.all([sweeping, pruner.stop()]);
       await sub?.stop();
       const drops = [...clearing.values()];
       clearing.clear();
