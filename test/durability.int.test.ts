@@ -381,6 +381,38 @@ describe("durability across executor crashes and lost checkpoints", () => {
     rebuilt.push({ id, nodes: ["review", "c"] });
   }, 60_000);
 
+  it("a fork made while no executor runs starts from the state the request saw, though Redis loses the source's history before the start is taken", async () => {
+    const wf = await createDefinition(a, "fork-while-down", {
+      nodes: [
+        { id: "a", type: "tool", config: { tool: "rec.sleep" }, input: { ms: 10, v: "$.input.v" } },
+        { id: "b", type: "transform", config: { expression: "a.v * 10" } },
+        { id: "review", type: "humanReview", config: { reason: "ok?" } },
+        { id: "c", type: "transform", config: { expression: "b + 1" } },
+      ],
+      edges: [{ from: "a", to: "b" }, { from: "b", to: "review" }, { from: "review", to: "c" }],
+      output: { c: "$.c" },
+    });
+    const src = await startExecution(a, wf, { v: 3 });
+    expect((await waitForExecution(a, src, ["paused", "failed", "completed", "cancelled"])).status).toBe("paused");
+    const cps = (await a.call<{ items: { version: number; status: string }[] }>("GET", `/api/agent-workflow-executions/${src}/checkpoints`)).body.items;
+    const at = cps.find((c) => c.status === "paused")!.version;
+
+    await killExecutor("SIGKILL");
+    const forked = await a.call<{ id: number }>("POST", `/api/agent-workflow-executions/${src}/fork`, { version: at, context: { "$.b": 500 } });
+    expect(forked.status).toBe(202);
+    const id = forked.body.id;
+    // Before any executor takes the start, Redis loses the source's checkpoint and history.
+    expect(await redis.del(...checkpointKeys(src))).toBe(2);
+    await startExecutor();
+
+    expect((await waitForExecution(a, id, ["paused", "failed", "completed", "cancelled"], 30_000)).status).toBe("paused");
+    expect((await a.call("POST", `/api/agent-workflow-executions/${id}/resume`, { action: "approve" })).status).toBe(202);
+    const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 30_000);
+    expect(done).toMatchObject({ status: "completed", output: { c: 501 }, forkedFromExecutionId: src, forkedFromVersion: at });
+    // The fork did not run a again: it started past it.
+    expect(await callsOf(id)).toEqual([]);
+  }, 90_000);
+
   it("a sub-workflow run two levels down whose checkpoint is lost is rebuilt with its root; resume completes the whole chain", async () => {
     const leafSlug = `leaf-${Date.now().toString(36)}`;
     const midSlug = `mid-${Date.now().toString(36)}`;

@@ -108,9 +108,9 @@ export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool)
   const BY_ID = namedStatement("execution_by_id", `SELECT * FROM ${runs} WHERE "id" = $1`);
   const BY_TENANT_ID = namedStatement("execution_by_tenant_id", `SELECT * FROM ${runs} WHERE "id" = $1 AND "tenantId" = $2`);
   const CREATE_COLUMNS = ["tenantId", "agentWorkflowId", "workflowVersion", "status", "input", "agentId", "sessionId", "triggerEvent", "parentNodeId", "childKey",
-    "definitionRef", "deadlineAt", "forkedFromVersion", "parentExecutionId", "forkedFromExecutionId"] as const;
+    "definitionRef", "deadlineAt", "forkedFromVersion", "parentExecutionId", "forkedFromExecutionId", "checkpoint"] as const;
   const CREATE = namedStatement("execution_create", `INSERT INTO ${runs} (${CREATE_COLUMNS.map((c) => `"${c}"`).join(", ")}, "updatedAt")
-    VALUES (${CREATE_COLUMNS.map((c, i) => `$${i + 1}${c === "input" ? "::jsonb" : ""}`).join(", ")}, CURRENT_TIMESTAMP) RETURNING *`);
+    VALUES (${CREATE_COLUMNS.map((c, i) => `$${i + 1}${c === "input" || c === "checkpoint" ? "::jsonb" : ""}`).join(", ")}, CURRENT_TIMESTAMP) RETURNING *`);
   // Admission (ADR 004, amended): a start moves its row from queued to running in one
   // conditional statement, so a cancel of a queued run and its start never both win. With a
   // cap, the tenant's top-level runs holding a slot are counted in the same statement, under a
@@ -180,7 +180,8 @@ export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool)
       if (hasFork) {
         data.forkedFromExecutionId = await requireSameTenantExecution(prisma, tenantId, input.forkedFromExecutionId, "forked-from execution");
       }
-      const values = CREATE_COLUMNS.map((c) => (c === "input" ? JSON.stringify(input.input) : (data[c] ?? null)));
+      const checkpoint = input.checkpoint === undefined || input.checkpoint === null ? null : JSON.stringify(requireJsonObject("checkpoint", input.checkpoint));
+      const values = CREATE_COLUMNS.map((c) => (c === "input" ? JSON.stringify(input.input) : c === "checkpoint" ? checkpoint : (data[c] ?? null)));
       const row = await one({ entity: "workflow", id: input.workflowId }, CREATE, values);
       if (!row) throw StoreNotFound("workflow", input.workflowId);
       return row;

@@ -194,6 +194,8 @@ export interface ExecutionCreateInput {
   /** ≥ 1; only with `forkedFromExecutionId`. */
   forkedFromVersion?: number | null;
   deadlineAt?: Date | null;
+  /** The row's `checkpoint` column to begin with (a fork's starting state: `{ forkStart }`). */
+  checkpoint?: JsonObject | null;
 }
 
 /** What `executions.createChild` takes: one child run of a parent's node. */

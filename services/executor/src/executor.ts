@@ -16,8 +16,8 @@
  */
 import type { Checkpoint, CheckpointStore } from "@baton/checkpoints";
 import { encode, ToolCancelSchema, valueFromJson, valueToJson } from "@baton/contracts";
-import type { Command, Effect, ExecutionState, JsonObject, JsonValue, WorkflowDefinition } from "@baton/engine";
-import { BlobsNeeded, isFinished, isJsonObject, outstandingCalls, referencedTools, replayJournal, settledFanCall, step, validateInput, validateWorkflow } from "@baton/engine";
+import type { Command, Effect, ExecutionState, ForkStart, JsonObject, JsonValue, WorkflowDefinition } from "@baton/engine";
+import { BlobsNeeded, forkStartOf, forkStartRecord, isFinished, keptForkStart, outstandingCalls, referencedTools, replayJournal, settledFanCall, step, validateInput, validateWorkflow } from "@baton/engine";
 import { defineError, errorMessage, hasCode } from "@baton/errors";
 import type { AnyCommand, Messaging } from "@baton/messaging";
 import type { Service } from "@baton/runtime";
@@ -121,20 +121,10 @@ const NestingTooDeep = defineError(
 export const MAX_NESTING = 32;
 
 type EngineStart = Command & { kind: "start" };
-type ForkStart = NonNullable<EngineStart["fork"]>;
 
-/**
- * Where a fork starts, as kept in its execution row's `checkpoint` column at admission: the
- * source's checkpoint version (without its outbox) and the context edits. A rebuild of the
- * fork replays its journal from there, even when Redis has lost the source's history too.
- */
-function forkStartOf(row: ExecutionRecord): ForkStart | undefined {
-  const kept = isJsonObject(row.checkpoint) ? row.checkpoint.forkStart : undefined;
-  if (!isJsonObject(kept) || !isJsonObject(kept.state) || typeof kept.executionId !== "number" || typeof kept.version !== "number") return undefined;
-  return {
-    state: kept.state as unknown as ExecutionState, executionId: kept.executionId, version: kept.version,
-    ...(isJsonObject(kept.contextPatch) ? { contextPatch: kept.contextPatch } : {}),
-  };
+/** A fork's start as its row keeps it (the gateway writes it when it creates the fork; see @baton/engine fork.ts). */
+function forkStartOnRow(row: ExecutionRecord): ForkStart | undefined {
+  return keptForkStart(row.checkpoint);
 }
 
 /** How long an execution's records must have been idle before its outbox is dropped from Redis. */
@@ -699,14 +689,6 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     }
   }
 
-  /** A fork's starting point as its row keeps it (see forkStartOf). */
-  function keptFork(fork: ForkStart): JsonObject {
-    return {
-      executionId: fork.executionId, version: fork.version, state: fork.state as unknown as JsonObject,
-      ...(fork.contextPatch ? { contextPatch: fork.contextPatch } : {}),
-    };
-  }
-
   /**
    * The runs above a sub-workflow run whose parent is `parentId`: how many (its nesting depth)
    * and the topmost (its root). A deleted parent ends the chain. Reads one row per level, so
@@ -730,7 +712,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * by walking the parents' rows, which happens only when a run is rebuilt.
    */
   async function startCommandOf(row: ExecutionRecord): Promise<EngineStart> {
-    const fork = forkStartOf(row);
+    const fork = forkStartOnRow(row);
     if (row.forkedFromExecutionId !== null && !fork) throw ForkStartMissing(row.id);
     const { root } = await ancestry(row.tenantId, row.parentExecutionId);
     return {
@@ -745,11 +727,12 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   }
 
   /**
-   * The state a fork starts from: kept on its row by an earlier admission, else read from the
-   * source's checkpoint history in Redis (and kept on the row by this admission).
+   * The state a fork starts from: kept on its row (by the gateway, which creates the fork, or
+   * by an earlier admission), else — a fork created before the gateway kept it — read from
+   * the source's checkpoint history in Redis (and kept on the row by this admission).
    */
   async function forkFrom(row: ExecutionRecord, start: EngineStart): Promise<ForkStart | undefined> {
-    const kept = forkStartOf(row);
+    const kept = forkStartOnRow(row);
     if (kept) return kept;
     const ref = forkRefs.get(start);
     if (!ref) {
@@ -758,8 +741,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     }
     const source = await checkpoints.getVersion?.(ref.executionId, ref.version) ?? null;
     if (!source) throw ForkSourceMissing(ref.executionId, ref.version);
-    const { outbox: _o, carried: _c, ...sourceState } = source.state;
-    return { ...ref, state: sourceState };
+    return forkStartOf(source.state, ref.executionId, ref.version, ref.contextPatch);
   }
 
   /** A tenant's oldest waiting executions are sent their start again, as many as its cap leaves room for (see admit). */
@@ -877,10 +859,10 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         if (!before || before.tenantId !== tenantId) throw ExecutionMissing(executionId);
         fork = await forkFrom(before, first);
         // The source's blobs the starting state refers to are the fork's too (the source's row may be deleted first).
-        if (fork) await large.adopt({ tenantId, executionId }, keptFork(fork));
+        if (fork) await large.adopt({ tenantId, executionId }, forkStartRecord(fork));
       }
       const cap = first.parent ? 0 : (opts.tenantMaxRunning ?? 0);
-      const taken = await store.executions.admit({ id: executionId, tenantId, cap, startedAt: clock(), ...(fork ? { checkpoint: { forkStart: keptFork(fork) } } : {}) });
+      const taken = await store.executions.admit({ id: executionId, tenantId, cap, startedAt: clock(), ...(fork ? { checkpoint: { forkStart: forkStartRecord(fork) } } : {}) });
       if (taken.outcome === "missing") throw ExecutionMissing(executionId);
       row = taken.row;
       switch (taken.outcome) {
@@ -901,7 +883,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
           break;
       }
       // A start sent again from the row (a waiting run woken up) names no source: the row has it.
-      fork ??= forkStartOf(row);
+      fork ??= forkStartOnRow(row);
       if (row.forkedFromExecutionId !== null && !fork) throw ForkStartMissing(executionId);
       if (fork) first = { ...first, fork };
       admission = taken.outcome;

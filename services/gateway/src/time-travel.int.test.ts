@@ -5,7 +5,8 @@
  *   another tenant's execution is 404; a gateway without a checkpoint store answers 503;
  * - fork: 202 with a new queued execution of the SAME workflow version as the source (not
  *   the workflow's current one), the source's input, forkedFrom* set; the start command
- *   carries fork_of_execution_id / fork_of_version / context_patch; a version not in the
+ *   carries fork_of_execution_id / fork_of_version / context_patch, and the row keeps the
+ *   starting state it read (checkpoint.forkStart); a version not in the
  *   history is 404 naming it; context keys must be `$.path`s below `$` and not under
  *   `$.input` (400 listing every bad key); nothing is written on a 4xx;
  * - detail shows parent, fork and deadline fields; /children lists child executions;
@@ -145,6 +146,10 @@ describe("fork", () => {
     expect(gw.bus.started).toContainEqual({
       tenantId: gw.a.tenantId, executionId: id, workflowId, workflowVersion: 1, input: { q: "hi" },
       forkOfExecutionId: source.id, forkOfVersion: 2, contextPatch: context,
+    });
+    // The row keeps the state the fork starts from, as the gateway read it, for the executor.
+    expect((await gw.store.executions.get(gw.a.tenantId, id))?.checkpoint).toEqual({
+      forkStart: { executionId: source.id, version: 2, state: state(2), contextPatch: context },
     });
     const detail = (await get(`/api/agent-workflow-executions/${id}`)).json<unknown>();
     expect(detail).toMatchObject({ forkedFromExecutionId: source.id, forkedFromVersion: 2, parentExecutionId: null, deadlineAt: null });

@@ -12,7 +12,8 @@
  */
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { parsePath } from "@baton/engine";
+import { forkStartOf, forkStartRecord, parsePath } from "@baton/engine";
+import type { ExecutionState } from "@baton/engine";
 import type { JsonObject } from "@baton/store";
 import type { GatewayDeps } from "../deps.ts";
 import { CheckpointsUnavailable, CommandUnavailable, ExecutionFinished, ExecutionNotPaused, NotFound, RequestInvalid, WorkflowDisabled } from "../errors.ts";
@@ -212,7 +213,8 @@ export const executionsPlugin: FastifyPluginAsyncZod<ExecutionsPluginOptions> = 
       if (issues.length > 0) throw RequestInvalid("body", issues.length, { details: issues });
       const cps = checkpoints();
       const source = await getExecution(tenantId, id);
-      if (!(await cps.getVersion(id, version))) throw NotFound(`checkpoint version ${version} of execution`, id);
+      const at = await cps.getVersion(id, version);
+      if (!at) throw NotFound(`checkpoint version ${version} of execution`, id);
       const wf = await orNotFound("workflow", source.agentWorkflowId, () => store.workflows.get(tenantId, source.agentWorkflowId));
       if (!wf.enabled) throw WorkflowDisabled(wf.id);
       const fork = await store.executions.create(tenantId, {
@@ -224,6 +226,9 @@ export const executionsPlugin: FastifyPluginAsyncZod<ExecutionsPluginOptions> = 
         triggerEvent: "fork",
         forkedFromExecutionId: id,
         forkedFromVersion: version,
+        // The state the fork starts from, as read now: Redis may prune or lose the source's
+        // history before an executor takes the start.
+        checkpoint: { forkStart: forkStartRecord(forkStartOf(at.state as ExecutionState, id, version, context as JsonObject | undefined)) },
       });
       await startOrFail(deps, request.log, {
         tenantId,
