@@ -858,8 +858,6 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         const before = await store.executions.getById(executionId);
         if (!before || before.tenantId !== tenantId) throw ExecutionMissing(executionId);
         fork = await forkFrom(before, first);
-        // The source's blobs the starting state refers to are the fork's too (the source's row may be deleted first).
-        if (fork) await large.adopt({ tenantId, executionId }, forkStartRecord(fork));
       }
       const cap = first.parent ? 0 : (opts.tenantMaxRunning ?? 0);
       const taken = await store.executions.admit({ id: executionId, tenantId, cap, startedAt: clock(), ...(fork ? { checkpoint: { forkStart: forkStartRecord(fork) } } : {}) });
@@ -885,7 +883,12 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       // A start sent again from the row (a waiting run woken up) names no source: the row has it.
       fork ??= forkStartOnRow(row);
       if (row.forkedFromExecutionId !== null && !fork) throw ForkStartMissing(executionId);
-      if (fork) first = { ...first, fork };
+      if (fork) {
+        // The source's blobs the starting state refers to are the fork's too (the source's row
+        // may be deleted first). Also for a fork that waited queued and was woken from its row.
+        await large.adopt({ tenantId, executionId }, forkStartRecord(fork));
+        first = { ...first, fork };
+      }
       admission = taken.outcome;
     } else if (cp === null) {
       row = await store.executions.getById(executionId);
