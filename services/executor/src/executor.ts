@@ -65,7 +65,11 @@ export interface ExecutorOptions {
   durable?: string;
   /** How long a taken command may go unacknowledged before another replica gets it. @default 30_000 */
   ackWaitMs?: number;
-  /** Tool results larger than this (bytes of JSON) are stored once as blobs and referenced. @default 65_536 */
+  /**
+   * Tool results, node outputs, journal inputs and event payloads larger than this (bytes of
+   * JSON) are stored once as blobs and referenced; tool-call arguments larger than this travel
+   * through an object bucket (large-args.ts). @default 65_536
+   */
   largeResultBytes?: number;
   /**
    * Top-level executions (children are not counted nor held back) of one tenant running or
