@@ -97,6 +97,11 @@ function lockKey(text: string): number {
   return createHash("sha256").update(text).digest().readInt32BE(0);
 }
 
+/** Finished statuses, as SQL: a run whose executions all have one of them may be pruned. */
+const FINISHED = "'completed', 'failed', 'cancelled'";
+
+const MAX_PRUNE_BATCH = 10_000;
+
 /** Statuses that hold one of a tenant's slots under `BATON_TENANT_MAX_RUNNING` (see `admit`). */
 const SLOT_STATUSES = "'running', 'paused'";
 
@@ -105,6 +110,8 @@ export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool)
   // the row, the executor reads it), so plain named statements on the pool: Prisma's work
   // per query cost about three times the statement's (0.3-0.4 ms of CPU against 0.1).
   const runs = `${quoteIdent(schema)}."agent_workflow_executions"`;
+  const blobs = `${quoteIdent(schema)}."blobs"`;
+  const uses = `${quoteIdent(schema)}."blob_uses"`;
   const BY_ID = namedStatement("execution_by_id", `SELECT * FROM ${runs} WHERE "id" = $1`);
   const BY_TENANT_ID = namedStatement("execution_by_tenant_id", `SELECT * FROM ${runs} WHERE "id" = $1 AND "tenantId" = $2`);
   const CREATE_COLUMNS = ["tenantId", "agentWorkflowId", "workflowVersion", "status", "input", "agentId", "sessionId", "triggerEvent", "parentNodeId", "childKey",
@@ -145,6 +152,49 @@ export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool)
     ORDER BY x."id" LIMIT LEAST($2, GREATEST($4 - (${slotsTaken.replace("$2", "$1")}), 0))`);
   const QUEUED_TENANTS = namedStatement("execution_queued_tenants", `SELECT DISTINCT x."tenantId" FROM ${runs} x
     WHERE ${startable.replace("$3", "$1")}`);
+  // One batch of the retention pruner (ExecutionsRepo.pruneFinished, ADR 008 "Execution
+  // retention"). Candidate runs: top-level, finished before the cutoff, oldest first through the
+  // "completedAt" index, locked (SKIP LOCKED: a row being written now is left for later) and,
+  // so that a run stuck behind an active child does not fill every batch, without a direct child
+  // that is active or finished since the cutoff. Their trees are then read whole (by the
+  // "parentExecutionId" index) and kept unless every execution in them is finished before the
+  // cutoff; the deepest executions of the oldest runs go first, at most $2. The blobs those
+  // executions use are touched (locked in key order, as blob puts and uses lock them) before
+  // the uses cascade away, so a blob's grace period counts from the deletion. The delete checks
+  // the status again: a row whose status changed since the statement's snapshot stays.
+  const PRUNE_FINISHED = namedStatement("execution_prune_finished", `WITH RECURSIVE lock AS (SELECT pg_try_advisory_xact_lock($3::int, $4::int) AS ok),
+    roots AS (
+      SELECT r."id", r."completedAt" FROM ${runs} r
+       WHERE r."completedAt" < $1::timestamptz AND r."status" IN (${FINISHED}) AND r."parentExecutionId" IS NULL AND (SELECT ok FROM lock)
+         AND NOT EXISTS (SELECT 1 FROM ${runs} c WHERE c."parentExecutionId" = r."id"
+               AND (c."status" NOT IN (${FINISHED}) OR c."completedAt" IS NULL OR c."completedAt" >= $1::timestamptz))
+       ORDER BY r."completedAt", r."id" LIMIT $2
+       FOR UPDATE OF r SKIP LOCKED
+    ),
+    tree AS (
+      SELECT x."id" AS "root", x."completedAt" AS "rootAt", x."id", 0 AS "depth", true AS "done" FROM roots x
+      UNION ALL
+      SELECT t."root", t."rootAt", c."id", t."depth" + 1, COALESCE(c."status" IN (${FINISHED}) AND c."completedAt" < $1::timestamptz, false)
+        FROM tree t JOIN ${runs} c ON c."parentExecutionId" = t."id"
+    ),
+    whole AS (SELECT "root" FROM tree GROUP BY "root" HAVING bool_and("done")),
+    pick AS (
+      SELECT t."id" FROM tree t JOIN whole w ON w."root" = t."root"
+       ORDER BY t."rootAt", t."root", t."depth" DESC, t."id" LIMIT $2
+    ),
+    hashes AS (SELECT DISTINCT u."tenantId", u."hash" FROM ${uses} u WHERE u."executionId" IN (SELECT "id" FROM pick)),
+    held AS (
+      SELECT b."id" FROM ${blobs} b JOIN hashes h ON b."tenantId" = h."tenantId" AND b."hash" = h."hash"
+       ORDER BY b."tenantId", b."hash" FOR UPDATE OF b
+    ),
+    touched AS (UPDATE ${blobs} b SET "usedAt" = CURRENT_TIMESTAMP FROM held WHERE b."id" = held."id" RETURNING b."id"),
+    gone AS (
+      DELETE FROM ${runs} d USING pick p WHERE d."id" = p."id" AND d."status" IN (${FINISHED})
+      RETURNING d."id", d."parentExecutionId"
+    )
+    SELECT (SELECT ok FROM lock) AS "ran", (SELECT count(*)::int FROM gone) AS "deleted",
+           (SELECT count(*)::int FROM gone WHERE "parentExecutionId" IS NULL) AS "runs"`);
+  const pruneLock = [lockKey("baton:execution-prune"), lockKey(`baton:execution-prune:${schema}`)];
   const one = async (ctx: { entity: string; id: number }, statement: { name: string; text: string }, values: unknown[]): Promise<ExecutionRecord | null> => {
     const res = await guard(ctx, () => pool.query<AgentWorkflowExecution>({ ...statement, values }));
     return res.rows[0] ? toExecution(res.rows[0]) : null;
@@ -308,6 +358,17 @@ export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool)
         pool.query<AgentWorkflowExecution>(cap === 0 ? { ...STARTABLE, values: [tenantId, take, idleMs] } : { ...STARTABLE_CAPPED, values: [tenantId, take, idleMs, cap] }),
       );
       return res.rows.map(toExecution);
+    },
+
+    async pruneFinished(opts) {
+      const { olderThan, limit } = opts ?? {};
+      if (!(olderThan instanceof Date) || Number.isNaN(olderThan.getTime())) throw StoreInvalidInput("olderThan must be a valid Date");
+      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PRUNE_BATCH) throw StoreInvalidInput(`limit must be an integer from 1 to ${MAX_PRUNE_BATCH}`);
+      const res = await guard({ entity: "execution" }, () =>
+        pool.query<{ ran: boolean; deleted: number; runs: number }>({ ...PRUNE_FINISHED, values: [olderThan.toISOString(), limit, ...pruneLock] }),
+      );
+      const row = res.rows[0]!;
+      return { ran: row.ran, deleted: row.deleted, runs: row.runs };
     },
 
     async queuedTenants(idleMs = 0) {

@@ -50,6 +50,7 @@ export type {
   ExecutionCreateInput,
   ExecutionListOptions,
   ExecutionPatch,
+  ExecutionPruneResult,
   ExecutionRecord,
   ExecutionsRepo,
   ExecutionStatus,

@@ -567,6 +567,29 @@ export interface ExecutionsRepo {
   listStartable(query: StartableQuery): Promise<ExecutionRecord[]>;
   /** Internal (executor): tenants with `queued` top-level executions not updated for `idleMs`. */
   queuedTenants(idleMs?: number): Promise<string[]>;
+  /**
+   * Internal (executor): one batch of the retention pruner, across tenants
+   * (docs/adr/008-blob-retention.md, "Execution retention"). A run is a top-level execution
+   * with its sub-workflow runs at every depth; it goes whole once every execution in it is
+   * finished (`completed`, `failed` or `cancelled`) with a `completedAt` before `olderThan`.
+   * Deletes up to `limit` (at most 10 000) executions of such runs, oldest run first, each
+   * run's deepest executions first (a run cut by the limit keeps its top, still whole and
+   * finished, for the next batch), with everything that cascades from them (journal, reviews,
+   * blob uses); their forks stay, without `forkedFromExecutionId`. The blobs they used are
+   * marked used now, so they are pruned a grace period later at the earliest. One process at
+   * a time (a transaction-scoped advisory lock; a call that does not get it does nothing).
+   */
+  pruneFinished(opts: { olderThan: Date; limit: number }): Promise<ExecutionPruneResult>;
+}
+
+/** What one batch of {@link ExecutionsRepo.pruneFinished} did. */
+export interface ExecutionPruneResult {
+  /** False when another process was pruning (an advisory lock): this call did nothing. */
+  ran: boolean;
+  /** Executions deleted (sub-workflow runs included). */
+  deleted: number;
+  /** Top-level executions among them (runs deleted whole by this batch). */
+  runs: number;
 }
 
 /** What {@link NodeExecutionsRepo.recordSteps} writes. */
