@@ -64,6 +64,8 @@ export const envSchema = z.object({
   BATON_BLOB_PRUNE_INTERVAL_SECONDS: int(0, 2_147_483_647).default(3_600),
   /** Seconds a blob is kept after its last use before the pruner may delete it; at least BATON_CHECKPOINT_FINISHED_TTL_SECONDS. @default BATON_CHECKPOINT_FINISHED_TTL_SECONDS + 1 day (8 days) */
   BATON_BLOB_GRACE_SECONDS: int(1, 2_147_483_647).optional(),
+  /** Days a finished run (completed, failed, cancelled) is kept after its `completedAt`; then the blob pruner's run deletes it with its journal, reviews and blob uses. 0 = for ever. @default 0 */
+  BATON_EXECUTION_RETENTION_DAYS: int(0, 36_500).default(0),
   /** Checkpoint versions kept per execution for time travel (older ones are pruned). @default 100 */
   BATON_CHECKPOINT_HISTORY: int(1, 100_000).default(100),
   /** Seconds the checkpoint and history of a finished execution are kept. @default 604800 (7 days) */
@@ -102,6 +104,8 @@ export interface BatonConfig {
   readonly blobPruneIntervalSeconds: number;
   /** `BATON_BLOB_GRACE_SECONDS`. */
   readonly blobGraceSeconds: number;
+  /** `BATON_EXECUTION_RETENTION_DAYS`; 0 = finished executions are kept for ever. */
+  readonly executionRetentionDays: number;
   /** Checkpoint versions kept per execution (`BATON_CHECKPOINT_HISTORY`). */
   readonly checkpointHistory: number;
   /** Seconds a finished execution's checkpoints are kept (`BATON_CHECKPOINT_FINISHED_TTL_SECONDS`). */
@@ -162,6 +166,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     toolMaxResultBytes: e.BATON_TOOL_MAX_RESULT_BYTES,
     blobPruneIntervalSeconds: e.BATON_BLOB_PRUNE_INTERVAL_SECONDS,
     blobGraceSeconds,
+    executionRetentionDays: e.BATON_EXECUTION_RETENTION_DAYS,
     checkpointHistory: e.BATON_CHECKPOINT_HISTORY,
     checkpointFinishedTtlSeconds: e.BATON_CHECKPOINT_FINISHED_TTL_SECONDS,
     shutdownGraceMs: e.BATON_SHUTDOWN_GRACE_SECONDS * 1000,
