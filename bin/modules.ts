@@ -197,6 +197,7 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
         largeResultBytes: config.largeResultBytes,
         blobPruneIntervalMs: config.blobPruneIntervalSeconds * 1000,
         blobGraceMs: config.blobGraceSeconds * 1000,
+        executionRetentionMs: config.executionRetentionDays * 86_400_000,
       });
     },
   },

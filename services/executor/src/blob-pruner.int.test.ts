@@ -5,7 +5,12 @@
  * - started, it runs soon (the first run after at most the interval), logs what it deleted, and
  *   runs again an interval after each run; stopped, it runs no more;
  * - a failing run is logged with BATON_EXECUTOR_BLOB_PRUNE_FAILED and never thrown out of the
- *   timer; an interval of 0 never runs.
+ *   timer; an interval of 0 never runs;
+ * - with a retention, a run first deletes finished runs that ended longer ago than it (whole
+ *   trees, in batches), then prunes blobs: the blobs only those runs used go once a grace period
+ *   has passed since the deletion, in the same run when the cutoff is that late; it logs what it
+ *   deleted; a failing deletion is logged with BATON_EXECUTOR_EXECUTION_PRUNE_FAILED and the
+ *   blobs are still pruned; without a retention no execution is deleted.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
@@ -106,5 +111,83 @@ describe("blob pruner", () => {
     await never.stop();
     expect(idle.lines).toEqual([]);
     expect(await store.prisma.blob.count()).toBe(1);
+  });
+});
+
+describe("execution retention", () => {
+  const DAY = 86_400_000;
+  const retentionMs = 30 * DAY;
+  const graceMs = 8 * DAY;
+  const ago = (ms: number) => new Date(Date.now() - ms);
+
+  /** A run in `status` that finished at `completedAt` (null: not finished), a child of `parent` when given. */
+  async function execution(status: "running" | "completed" | "failed", completedAt: Date | null, parent?: number) {
+    const ex = await store.executions.create(tenant, {
+      workflowId: wfId, workflowVersion: 1, input: {},
+      ...(parent === undefined ? {} : { parentExecutionId: parent, parentNodeId: "sub", childKey: `c${Math.random()}` }),
+    });
+    return store.executions.update(ex.id, { status, completedAt });
+  }
+  const stillThere = async (...ids: number[]) => (await store.prisma.agentWorkflowExecution.findMany({ where: { id: { in: ids } } })).map((e) => e.id).sort((a, b) => a - b);
+
+  it("deletes finished runs past the retention first; the blobs only they used go once past the grace", async () => {
+    const oldRun = await execution("completed", ago(40 * DAY));
+    const oldChild = await execution("failed", ago(41 * DAY), oldRun.id);
+    const dueLater = await execution("completed", ago(23 * DAY));
+    const recentRun = await execution("completed", ago(DAY));
+    const active = await execution("running", null);
+    const onlyOld = (await store.blobs.put(tenant, oldChild.id, { only: "the old run's" })).hash;
+    const shared = (await store.blobs.put(tenant, oldRun.id, { shared: true })).hash;
+    await store.blobs.put(tenant, recentRun.id, { shared: true });
+    const onlyDue = (await store.blobs.put(tenant, dueLater.id, { only: "the run due later" })).hash;
+    const activeOwn = (await store.blobs.put(tenant, active.id, { active: true })).hash;
+    await store.prisma.blob.updateMany({ data: { usedAt: new Date("2020-01-01T00:00:00Z") } });
+
+    // Now: the run that ended 40 days ago goes with its child; its blob lost its last use just now.
+    const now = createBlobPruner({ store, logger: capture().logger, intervalMs: 0, graceMs, retentionMs, retentionBatchSize: 1 });
+    const first = await now.runOnce();
+    expect(first.executions).toMatchObject({ ran: true, deleted: 2, runs: 1, batches: 3 });
+    expect(first).toMatchObject({ ran: true, deleted: 0 });
+    expect(await stillThere(oldRun.id, oldChild.id, dueLater.id, recentRun.id, active.id)).toEqual([dueLater.id, recentRun.id, active.id]);
+    expect(await store.blobs.get(tenant, onlyOld)).not.toBeNull();
+
+    // A grace period later: the run due by then is deleted first, so its blob goes in the same
+    // run as the old run's; blobs other executions use stay.
+    const later = createBlobPruner({ store, logger: capture().logger, intervalMs: 0, graceMs, retentionMs, clock: () => new Date(Date.now() + graceMs + 60_000) });
+    const second = await later.runOnce();
+    expect(second.executions).toMatchObject({ ran: true, deleted: 1, runs: 1, batches: 1 });
+    expect(second).toMatchObject({ ran: true, deleted: 2 });
+    expect(await stillThere(dueLater.id, recentRun.id, active.id)).toEqual([recentRun.id, active.id]);
+    expect([...(await store.blobs.getMany(tenant, [onlyOld, shared, onlyDue, activeOwn])).keys()].sort()).toEqual([shared, activeOwn].sort());
+
+    // Without a retention nothing is deleted however old.
+    const keepAll = createBlobPruner({ store, logger: capture().logger, intervalMs: 0, graceMs, clock: () => new Date(Date.now() + 1000 * DAY) });
+    expect((await keepAll.runOnce()).executions).toBeUndefined();
+    expect(await stillThere(recentRun.id, active.id)).toEqual([recentRun.id, active.id]);
+    await store.executions.delete(tenant, recentRun.id);
+  });
+
+  it("logs what it deleted on its timer; a failing deletion is logged with its code and the blobs are still pruned", async () => {
+    const run = await execution("completed", ago(31 * DAY));
+    const { logger, lines } = capture();
+    const pruner = createBlobPruner({ store, logger, intervalMs: 100, graceMs, retentionMs });
+    pruner.start();
+    for (let i = 0; i < 100 && !lines.some((l) => l.msg === "finished executions past their retention deleted"); i++) await sleep(20);
+    await pruner.stop();
+    expect(lines.find((l) => l.msg === "finished executions past their retention deleted")).toMatchObject({ level: "info", deleted: 1, runs: 1, batches: 1 });
+    expect(await stillThere(run.id)).toEqual([]);
+
+    // The real store, but its deletion of executions fails: the blobs are pruned all the same.
+    await blobs(2, "after-failure", true);
+    const failing = { blobs: store.blobs, executions: { ...store.executions, pruneFinished: () => Promise.reject(new Error("statement timeout")) } };
+    const seen = capture();
+    const broken = createBlobPruner({ store: failing, logger: seen.logger, intervalMs: 50, graceMs, retentionMs });
+    broken.start();
+    for (let i = 0; i < 100 && !seen.lines.some((l) => l.msg === "unused blobs pruned"); i++) await sleep(20);
+    await broken.stop();
+    expect(seen.lines.find((l) => l.level === "warn")).toMatchObject({ code: "BATON_EXECUTOR_EXECUTION_PRUNE_FAILED" });
+    expect(seen.lines.find((l) => l.msg === "unused blobs pruned")).toMatchObject({ deleted: 2 });
+    const direct = createBlobPruner({ store: failing, logger: seen.logger, intervalMs: 0, graceMs, retentionMs });
+    await expect(direct.runOnce()).rejects.toThrow("statement timeout");
   });
 });

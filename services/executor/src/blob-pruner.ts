@@ -5,8 +5,13 @@
  * Every executor replica runs one; a Postgres advisory lock lets one of them at a time do a
  * batch, and the others find nothing to do for that batch.
  *
- * Never throws out of its timer: a failed run is logged (`BATON_EXECUTOR_BLOB_PRUNE_FAILED`)
- * and the next interval tries again.
+ * With a retention (`retentionMs`, `BATON_EXECUTION_RETENTION_DAYS`; ADR 008, "Execution
+ * retention"), each run first deletes finished runs older than it, the same way in batches of
+ * `retentionBatchSize` (`store.executions.pruneFinished`, its own advisory lock), so the blobs
+ * only they used lose their uses and are pruned a grace period later.
+ *
+ * Never throws out of its timer: a failed part is logged (`BATON_EXECUTOR_EXECUTION_PRUNE_FAILED`,
+ * `BATON_EXECUTOR_BLOB_PRUNE_FAILED`), the other part still runs, and the next interval tries again.
  */
 import { defineError, errorMessage } from "@baton/errors";
 import type { Store } from "@baton/store";
@@ -15,11 +20,14 @@ import type { Logger } from "@baton/telemetry";
 /** A run of the pruner failed (the database is unreachable, …); the next interval runs again. */
 export const BlobPruneFailed = defineError("BATON_EXECUTOR_BLOB_PRUNE_FAILED", (why: string) => `pruning unused blobs failed: ${why}`, { status: 503, retryable: true });
 
+/** A run's deletion of finished executions failed; the blobs are still pruned and the next interval runs again. */
+export const ExecutionPruneFailed = defineError("BATON_EXECUTOR_EXECUTION_PRUNE_FAILED", (why: string) => `deleting finished executions past their retention failed: ${why}`, { status: 503, retryable: true });
+
 /** The first run comes at most this long after start. */
 const FIRST_RUN_MAX_DELAY_MS = 60_000;
 
 export interface BlobPrunerOptions {
-  store: Pick<Store, "blobs">;
+  store: Pick<Store, "blobs" | "executions">;
   logger: Logger;
   /** How often to prune; 0 = never (`start` does nothing). */
   intervalMs: number;
@@ -29,6 +37,13 @@ export interface BlobPrunerOptions {
   batchSize?: number;
   /** Batches per run at most, so one run stays short; the rest waits for the next. @default 100 */
   maxBatches?: number;
+  /**
+   * Finished runs whose `completedAt` is older than this are deleted (with their sub-workflow
+   * runs, journal, reviews and blob uses) at the start of each run; 0 = kept for ever. @default 0
+   */
+  retentionMs?: number;
+  /** Executions deleted per statement at most. @default 200 */
+  retentionBatchSize?: number;
   /** @default () => new Date() */
   clock?: () => Date;
 }
@@ -40,6 +55,21 @@ export interface BlobPruneRun {
   batches: number;
   /** False when another replica held the lock for the first batch. */
   ran: boolean;
+  /** What the run deleted of finished executions first; absent when the retention is 0. */
+  executions?: ExecutionPruneRun;
+}
+
+/** The retention part of a run. */
+export interface ExecutionPruneRun {
+  /** Executions deleted, sub-workflow runs included. */
+  deleted: number;
+  /** Top-level runs deleted whole. */
+  runs: number;
+  batches: number;
+  /** False when another replica held the lock for the first batch. */
+  ran: boolean;
+  /** Finished before this were deleted. */
+  olderThan: Date;
 }
 
 export interface BlobPruner {
@@ -51,7 +81,7 @@ export interface BlobPruner {
   start(): void;
   /** Clears the timer and waits for a run in progress. */
   stop(): Promise<void>;
-  /** One run now (also what the timer does); rejects when a batch fails. */
+  /** One run now (what the timer does: finished executions past the retention, then blobs); rejects when a batch fails. */
   runOnce(): Promise<BlobPruneRun>;
 }
 
@@ -64,7 +94,28 @@ export function createBlobPruner(opts: BlobPrunerOptions): BlobPruner {
   let running: Promise<unknown> | undefined;
   let stopped = false;
 
-  async function runOnce(): Promise<BlobPruneRun> {
+  const retentionMs = opts.retentionMs ?? 0;
+  const retentionBatchSize = opts.retentionBatchSize ?? 200;
+
+  /** Deletes finished runs past the retention, in batches; before the blobs, so theirs lose their uses. */
+  async function pruneExecutions(): Promise<ExecutionPruneRun> {
+    const olderThan = new Date(clock().getTime() - retentionMs);
+    const run: ExecutionPruneRun = { deleted: 0, runs: 0, batches: 0, ran: true, olderThan };
+    while (run.batches < maxBatches && !stopped) {
+      const r = await store.executions.pruneFinished({ olderThan, limit: retentionBatchSize });
+      run.batches++;
+      if (!r.ran) {
+        if (run.batches === 1) run.ran = false;
+        break;
+      }
+      run.deleted += r.deleted;
+      run.runs += r.runs;
+      if (r.deleted < retentionBatchSize) break;
+    }
+    return run;
+  }
+
+  async function pruneBlobs(): Promise<BlobPruneRun> {
     const olderThan = new Date(clock().getTime() - graceMs);
     const run: BlobPruneRun = { deleted: 0, inUse: 0, batches: 0, ran: true };
     while (run.batches < maxBatches && !stopped) {
@@ -81,9 +132,26 @@ export function createBlobPruner(opts: BlobPrunerOptions): BlobPruner {
     return run;
   }
 
+  async function runOnce(): Promise<BlobPruneRun> {
+    const executions = retentionMs > 0 ? await pruneExecutions() : undefined;
+    const run = await pruneBlobs();
+    return executions ? { ...run, executions } : run;
+  }
+
   async function runLogged(): Promise<void> {
+    if (retentionMs > 0) {
+      try {
+        const r = await pruneExecutions();
+        const fields = { deleted: r.deleted, runs: r.runs, batches: r.batches, completedBefore: r.olderThan.toISOString() };
+        if (r.deleted > 0) logger.info("finished executions past their retention deleted", fields);
+        else logger.debug("no finished executions past their retention", { ...fields, ran: r.ran });
+      } catch (err) {
+        const e = ExecutionPruneFailed(errorMessage(err), { cause: err });
+        logger.warn("deleting finished executions past their retention failed; the next interval tries again", { code: e.code, error: e.message });
+      }
+    }
     try {
-      const r = await runOnce();
+      const r = await pruneBlobs();
       if (r.deleted > 0) logger.info("unused blobs pruned", { deleted: r.deleted, stillUsed: r.inUse, batches: r.batches });
       else logger.debug("no unused blobs to prune", { stillUsed: r.inUse, ran: r.ran });
     } catch (err) {

@@ -92,6 +92,11 @@ export interface ExecutorOptions {
   blobPruneIntervalMs?: number;
   /** How long an unused blob is kept after its last use (`BATON_BLOB_GRACE_SECONDS`). @default 8 days */
   blobGraceMs?: number;
+  /**
+   * Delete finished runs this long after they finished, in the blob pruner's runs, before the
+   * blobs (`BATON_EXECUTION_RETENTION_DAYS`). 0 = keep them for ever. @default 0
+   */
+  executionRetentionMs?: number;
   /** @default () => new Date() */
   clock?: () => Date;
 }
@@ -641,8 +646,10 @@ export function createExecutor(opts: ExecutorOptions): Executor {
 
   /** Large values (large.ts): tool results, node outputs and inputs, the final output. */
   const large = createLargeValues({ store, bus: messaging.bus, logger, thresholdBytes: largeResultBytes });
-  /** Deletes the blobs no execution uses any more (blob-pruner.ts). */
-  const pruner = createBlobPruner({ store, logger, intervalMs: opts.blobPruneIntervalMs ?? 0, graceMs: opts.blobGraceMs ?? 8 * 86_400_000, clock });
+  /** Deletes finished runs past their retention, then the blobs no execution uses any more (blob-pruner.ts). */
+  const pruner = createBlobPruner({
+    store, logger, intervalMs: opts.blobPruneIntervalMs ?? 0, graceMs: opts.blobGraceMs ?? 8 * 86_400_000, retentionMs: opts.executionRetentionMs ?? 0, clock,
+  });
   /** Tool-call arguments above the same threshold travel by reference (large-args.ts). */
   const largeArgs = createLargeArgs({ bus: messaging.bus, logger, thresholdBytes: largeResultBytes });
 
