@@ -586,6 +586,19 @@ const react: ToolFn = (a) => {
   if (!toolMsg) return { ok: true, output: { text: "", toolCalls: [{ id: "c1", name: "weather", args: { city: "Oslo" } }, { id: "c2", name: "weather", args: { city: "Rome" } }], usage: { inputTokens: 10, outputTokens: 5, totalTokens: 15 } } };
   return { ok: true, output: { text: `It is ${JSON.stringify(msgs.filter((m) => m.role === "tool").map((m) => m.content))}`, toolCalls: [], usage: { inputTokens: 20, outputTokens: 7, totalTokens: 27 } } };
 };
+/** agent.llm asks with the weather tool, agent.toolExecutor runs its calls, agent.llm answers. */
+function weatherAgent(): WorkflowDefinition {
+  return def({
+    agentConfig: { model: "m:x" },
+    nodes: [
+      { id: "ask", type: "agent.llm", config: { prompt: "Weather in {{$.input.city}}?", tools: ["weather"] } },
+      { id: "run", type: "agent.toolExecutor", config: {} },
+      { id: "answer", type: "agent.llm", config: {} },
+    ],
+    edges: [{ from: "ask", to: "run" }, { from: "run", to: "answer" }],
+  });
+}
+
 describe("step: agent nodes", () => {
   const weather: ToolFn = (a) => ({ ok: true, output: { city: a.city ?? null, temp: a.city === "Oslo" ? 3 : 18 } });
 
@@ -660,15 +673,7 @@ describe("step: agent nodes", () => {
   });
 
   it("agent.llm appends to the conversation; toolExecutor runs the calls and appends results", async () => {
-    const d = def({
-      agentConfig: { model: "m:x" },
-      nodes: [
-        { id: "ask", type: "agent.llm", config: { prompt: "Weather in {{$.input.city}}?", tools: ["weather"] } },
-        { id: "run", type: "agent.toolExecutor", config: {} },
-        { id: "answer", type: "agent.llm", config: {} },
-      ],
-      edges: [{ from: "ask", to: "run" }, { from: "run", to: "answer" }],
-    });
+    const d = weatherAgent();
     const r = await drive(d, { tools: { "llm.chat": react, weather } }, null, { kind: "start", input: { city: "Oslo" } });
     expect(r.state.status).toBe("completed");
     expect(r.state.context.run).toEqual([{ id: "c1", name: "weather", result: { city: "Oslo", temp: 3 } }, { id: "c2", name: "weather", result: { city: "Rome", temp: 18 } }]);
@@ -754,15 +759,7 @@ describe("step: large results by reference", () => {
   });
 
   it("a toolExecutor's results stay references in the context and reach the next LLM call resolved", async () => {
-    const d = def({
-      agentConfig: { model: "m:x" },
-      nodes: [
-        { id: "ask", type: "agent.llm", config: { prompt: "Weather in {{$.input.city}}?", tools: ["weather"] } },
-        { id: "run", type: "agent.toolExecutor", config: {} },
-        { id: "answer", type: "agent.llm", config: {} },
-      ],
-      edges: [{ from: "ask", to: "run" }, { from: "run", to: "answer" }],
-    });
+    const d = weatherAgent();
     const blobs = new Map<string, JsonValue>([["blob:w-Oslo", { city: "Oslo", temp: 3 }], ["blob:w-Rome", { city: "Rome", temp: 18 }]]);
     const r = await drive(d, { tools: { "llm.chat": react, weather: (a) => ({ ok: true, output: ref(`w-${a.city as string}`) }) }, blobs }, null, { kind: "start", input: { city: "Oslo" } });
     expect(r.state.status).toBe("completed");

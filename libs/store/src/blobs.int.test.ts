@@ -22,7 +22,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/glo
 import pg from "pg";
 import { MIGRATIONS_DIR, migrate } from "./migrate.ts";
 import { createStore } from "./store.ts";
-import { dropSchema, openTestStore, randomSchemaName, TEST_DATABASE_URL, type TestStore } from "./testing.ts";
+import { dropSchema, openTwoTenantStore, randomSchemaName, TEST_DATABASE_URL, type TestStore } from "./testing.ts";
 import type { Store, WorkflowRecord } from "./types.ts";
 
 let t: TestStore;
@@ -34,13 +34,7 @@ let wf: WorkflowRecord;
 let theirWf: WorkflowRecord;
 
 beforeAll(async () => {
-  t = await openTestStore({ prefix: "blobs" });
-  store = t.store;
-  db = await t.connect();
-  tenant = (await store.tenants.create("A")).id;
-  other = (await store.tenants.create("B")).id;
-  wf = await store.workflows.create(tenant, { name: "Flow", definition: { nodes: [] } });
-  theirWf = await store.workflows.create(other, { name: "Flow", definition: { nodes: [] } });
+  ({ t, store, db, tenant, other, wf, theirWf } = await openTwoTenantStore("blobs"));
 });
 afterAll(() => t?.dispose());
 

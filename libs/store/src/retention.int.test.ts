@@ -19,7 +19,7 @@ import { createHash } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
 import type pg from "pg";
 import { createStore } from "./store.ts";
-import { openTestStore, type TestStore } from "./testing.ts";
+import { openTwoTenantStore, type TestStore } from "./testing.ts";
 import type { ExecutionRecord, ExecutionStatus, Store, WorkflowRecord } from "./types.ts";
 
 let t: TestStore;
@@ -31,13 +31,7 @@ let wf: WorkflowRecord;
 let theirWf: WorkflowRecord;
 
 beforeAll(async () => {
-  t = await openTestStore({ prefix: "retention" });
-  store = t.store;
-  db = await t.connect();
-  tenant = (await store.tenants.create("A")).id;
-  other = (await store.tenants.create("B")).id;
-  wf = await store.workflows.create(tenant, { name: "Flow", definition: { nodes: [] } });
-  theirWf = await store.workflows.create(other, { name: "Flow", definition: { nodes: [] } });
+  ({ t, store, db, tenant, other, wf, theirWf } = await openTwoTenantStore("retention"));
 });
 afterAll(() => t?.dispose());
 

@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { migrate } from "./migrate.ts";
 import { createStore } from "./store.ts";
-import type { Store, StoreOptions } from "./types.ts";
+import type { Store, StoreOptions, WorkflowRecord } from "./types.ts";
 import { quoteIdent } from "./values.ts";
 
 /** `BATON_TEST_DATABASE_URL`, else the local test database. */
@@ -72,4 +72,34 @@ export async function openTestStore(opts: { databaseUrl?: string; prefix?: strin
       await dropSchema(options.databaseUrl, options.schema);
     },
   };
+}
+
+/** A test store with two tenants, A and B, each with one empty workflow, and a plain `pg` client. */
+export interface TwoTenantStore {
+  t: TestStore;
+  store: Store;
+  db: pg.Client;
+  /** Tenant A and its workflow. */
+  tenant: string;
+  wf: WorkflowRecord;
+  /** Tenant B and its workflow. */
+  other: string;
+  theirWf: WorkflowRecord;
+}
+
+/** {@link openTestStore} with two tenants and a workflow each (for tests of what one tenant's data does to the other's). */
+export async function openTwoTenantStore(prefix: string): Promise<TwoTenantStore> {
+  const t = await openTestStore({ prefix });
+  try {
+    const store = t.store;
+    const db = await t.connect();
+    const tenant = (await store.tenants.create("A")).id;
+    const other = (await store.tenants.create("B")).id;
+    const wf = await store.workflows.create(tenant, { name: "Flow", definition: { nodes: [] } });
+    const theirWf = await store.workflows.create(other, { name: "Flow", definition: { nodes: [] } });
+    return { t, store, db, tenant, other, wf, theirWf };
+  } catch (err) {
+    await t.dispose();
+    throw err;
+  }
 }
