@@ -15,7 +15,7 @@ import { guard } from "./db-errors.ts";
 import { StoreInvalidInput } from "./errors.ts";
 import { toBlob } from "./records.ts";
 import type { BlobRecord, BlobsRepo, JsonValue } from "./types.ts";
-import { isDbId, namedStatement, quoteIdent, requireJson, requireTenantId } from "./values.ts";
+import { isDbId, lockKey, namedStatement, pruneBatch, quoteIdent, requireJson, requireTenantId } from "./values.ts";
 
 /** The prefix of a blob reference: `blob:<sha256 hex>`. */
 export const BLOB_REF_PREFIX = "blob:";
@@ -40,12 +40,7 @@ function requireHash(hash: unknown): string {
   return h;
 }
 
-/** A signed 32-bit key from a text, for `pg_try_advisory_xact_lock(int, int)`. */
-function lockKey(text: string): number {
-  return createHash("sha256").update(text).digest().readInt32BE(0);
-}
 
-const MAX_PRUNE_BATCH = 10_000;
 
 export function blobsRepo(prisma: PrismaClient, schema: string, pool: Pool): BlobsRepo {
   const blobs = `${quoteIdent(schema)}."blobs"`;
@@ -118,9 +113,7 @@ export function blobsRepo(prisma: PrismaClient, schema: string, pool: Pool): Blo
     },
 
     async prune(opts) {
-      const { olderThan, limit } = opts ?? {};
-      if (!(olderThan instanceof Date) || Number.isNaN(olderThan.getTime())) throw StoreInvalidInput("olderThan must be a valid Date");
-      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PRUNE_BATCH) throw StoreInvalidInput(`limit must be an integer from 1 to ${MAX_PRUNE_BATCH}`);
+      const { olderThan, limit } = pruneBatch(opts);
       const res = await guard({ entity: "blob" }, () =>
         pool.query<{ ran: boolean; deleted: number; inUse: number }>({ ...PRUNE, values: [olderThan.toISOString(), limit, ...pruneLock] }),
       );

@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import type { Pool } from "pg";
 import { Prisma } from "./generated/client.ts";
 import type { AgentWorkflowExecution, PrismaClient } from "./generated/client.ts";
@@ -15,6 +14,8 @@ import {
   oneOf,
   optionalInt,
   page,
+  lockKey,
+  pruneBatch,
   quoteIdent,
   requireJson,
   requireJsonObject,
@@ -92,15 +93,10 @@ function optionalBool(name: string, v: unknown): boolean | null | undefined {
   return v;
 }
 
-/** A signed 32-bit key from a text, for `pg_advisory_xact_lock(int, int)`. */
-function lockKey(text: string): number {
-  return createHash("sha256").update(text).digest().readInt32BE(0);
-}
 
 /** Finished statuses, as SQL: a run whose executions all have one of them may be pruned. */
 const FINISHED = "'completed', 'failed', 'cancelled'";
 
-const MAX_PRUNE_BATCH = 10_000;
 
 /** Statuses that hold one of a tenant's slots under `BATON_TENANT_MAX_RUNNING` (see `admit`). */
 const SLOT_STATUSES = "'running', 'paused'";
@@ -361,9 +357,7 @@ export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool)
     },
 
     async pruneFinished(opts) {
-      const { olderThan, limit } = opts ?? {};
-      if (!(olderThan instanceof Date) || Number.isNaN(olderThan.getTime())) throw StoreInvalidInput("olderThan must be a valid Date");
-      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PRUNE_BATCH) throw StoreInvalidInput(`limit must be an integer from 1 to ${MAX_PRUNE_BATCH}`);
+      const { olderThan, limit } = pruneBatch(opts);
       const res = await guard({ entity: "execution" }, () =>
         pool.query<{ ran: boolean; deleted: number; runs: number }>({ ...PRUNE_FINISHED, values: [olderThan.toISOString(), limit, ...pruneLock] }),
       );

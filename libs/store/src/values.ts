@@ -130,3 +130,19 @@ export function requireSchemaName(schema: string | undefined): string {
   if (!SCHEMA_RE.test(s)) throw StoreInvalidInput(`schema must match ${String(SCHEMA_RE)}`);
   return s;
 }
+
+/** A signed 32-bit key from a text, for `pg_advisory_xact_lock(int, int)` and its `try` form. */
+export function lockKey(text: string): number {
+  return createHash("sha256").update(text).digest().readInt32BE(0);
+}
+
+/** Rows one pruning statement may look at, at most. */
+export const MAX_PRUNE_BATCH = 10_000;
+
+/** The arguments of a pruning batch (`blobs.prune`, `executions.pruneFinished`), checked. */
+export function pruneBatch(opts: { olderThan: Date; limit: number } | undefined): { olderThan: Date; limit: number } {
+  const { olderThan, limit } = opts ?? {};
+  if (!(olderThan instanceof Date) || Number.isNaN(olderThan.getTime())) throw StoreInvalidInput("olderThan must be a valid Date");
+  if (!Number.isInteger(limit) || limit! < 1 || limit! > MAX_PRUNE_BATCH) throw StoreInvalidInput(`limit must be an integer from 1 to ${MAX_PRUNE_BATCH}`);
+  return { olderThan, limit: limit! };
+}
