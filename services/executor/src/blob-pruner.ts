@@ -97,39 +97,43 @@ export function createBlobPruner(opts: BlobPrunerOptions): BlobPruner {
   const retentionMs = opts.retentionMs ?? 0;
   const retentionBatchSize = opts.retentionBatchSize ?? 200;
 
-  /** Deletes finished runs past the retention, in batches; before the blobs, so theirs lose their uses. */
-  async function pruneExecutions(): Promise<ExecutionPruneRun> {
-    const olderThan = new Date(clock().getTime() - retentionMs);
-    const run: ExecutionPruneRun = { deleted: 0, runs: 0, batches: 0, ran: true, olderThan };
+  /**
+   * Runs `batch` until `add` (which counts a batch into `run`) says it came back short, another
+   * replica holds the lock, `maxBatches` were done or the pruner stops. `run.ran` is false when
+   * the lock was held at the first batch.
+   */
+  async function inBatches<R extends { ran: boolean }, T extends { batches: number; ran: boolean }>(run: T, batch: () => Promise<R>, add: (r: R) => boolean): Promise<T> {
     while (run.batches < maxBatches && !stopped) {
-      const r = await store.executions.pruneFinished({ olderThan, limit: retentionBatchSize });
+      const r = await batch();
       run.batches++;
       if (!r.ran) {
         if (run.batches === 1) run.ran = false;
         break;
       }
-      run.deleted += r.deleted;
-      run.runs += r.runs;
-      if (r.deleted < retentionBatchSize) break;
+      if (!add(r)) break;
     }
     return run;
+  }
+
+  /** Deletes finished runs past the retention, in batches; before the blobs, so theirs lose their uses. */
+  async function pruneExecutions(): Promise<ExecutionPruneRun> {
+    const olderThan = new Date(clock().getTime() - retentionMs);
+    const run: ExecutionPruneRun = { deleted: 0, runs: 0, batches: 0, ran: true, olderThan };
+    return inBatches(run, () => store.executions.pruneFinished({ olderThan, limit: retentionBatchSize }), (r) => {
+      run.deleted += r.deleted;
+      run.runs += r.runs;
+      return r.deleted === retentionBatchSize;
+    });
   }
 
   async function pruneBlobs(): Promise<BlobPruneRun> {
     const olderThan = new Date(clock().getTime() - graceMs);
     const run: BlobPruneRun = { deleted: 0, inUse: 0, batches: 0, ran: true };
-    while (run.batches < maxBatches && !stopped) {
-      const r = await store.blobs.prune({ olderThan, limit: batchSize });
-      run.batches++;
-      if (!r.ran) {
-        if (run.batches === 1) run.ran = false;
-        break;
-      }
+    return inBatches(run, () => store.blobs.prune({ olderThan, limit: batchSize }), (r) => {
       run.deleted += r.deleted;
       run.inUse += r.inUse;
-      if (r.deleted + r.inUse < batchSize) break;
-    }
-    return run;
+      return r.deleted + r.inUse === batchSize;
+    });
   }
 
   async function runOnce(): Promise<BlobPruneRun> {
