@@ -213,6 +213,20 @@ async function chaosRanOnce(id: number): Promise<void> {
 /** Runs whose checkpoint was rebuilt; their events are checked by the last test. */
 const rebuilt: { id: number; nodes: string[] }[] = [];
 
+/** a (a recorded call) → b = a.v * 10 → review → c = b + 1: a run to fork at its pause, with `$.b` to edit. */
+function pausingAfterB(): Record<string, unknown> {
+  return {
+    nodes: [
+      { id: "a", type: "tool", config: { tool: "rec.sleep" }, input: { ms: 10, v: "$.input.v" } },
+      { id: "b", type: "transform", config: { expression: "a.v * 10" } },
+      { id: "review", type: "humanReview", config: { reason: "ok?" } },
+      { id: "c", type: "transform", config: { expression: "b + 1" } },
+    ],
+    edges: [{ from: "a", to: "b" }, { from: "b", to: "review" }, { from: "review", to: "c" }],
+    output: { c: "$.c" },
+  };
+}
+
 const checkpointKeys = (id: number) => [`${config.prefix}:checkpoint:{${id}}`, `${config.prefix}:checkpoint:{${id}}:history`];
 
 describe("durability across executor crashes and lost checkpoints", () => {
@@ -355,16 +369,7 @@ describe("durability across executor crashes and lost checkpoints", () => {
   }, 60_000);
 
   it("a paused fork whose checkpoint is lost (and the source's history with it) is rebuilt from where it forked; resume completes it with its edits", async () => {
-    const wf = await createDefinition(a, "lost-fork", {
-      nodes: [
-        { id: "a", type: "tool", config: { tool: "rec.sleep" }, input: { ms: 20, v: "$.input.v" } },
-        { id: "b", type: "transform", config: { expression: "a.v * 10" } },
-        { id: "review", type: "humanReview", config: { reason: "ok?" } },
-        { id: "c", type: "transform", config: { expression: "b + 1" } },
-      ],
-      edges: [{ from: "a", to: "b" }, { from: "b", to: "review" }, { from: "review", to: "c" }],
-      output: { c: "$.c" },
-    });
+    const wf = await createDefinition(a, "lost-fork", pausingAfterB());
     const { src, at, id } = await forkAtPause(a, wf, { v: 2 }, { "$.b": 100 });
 
     // Redis loses the fork's checkpoint and the source's whole history.
@@ -382,16 +387,7 @@ describe("durability across executor crashes and lost checkpoints", () => {
   }, 60_000);
 
   it("a fork made while no executor runs starts from the state the request saw, though Redis loses the source's history before the start is taken", async () => {
-    const wf = await createDefinition(a, "fork-while-down", {
-      nodes: [
-        { id: "a", type: "tool", config: { tool: "rec.sleep" }, input: { ms: 10, v: "$.input.v" } },
-        { id: "b", type: "transform", config: { expression: "a.v * 10" } },
-        { id: "review", type: "humanReview", config: { reason: "ok?" } },
-        { id: "c", type: "transform", config: { expression: "b + 1" } },
-      ],
-      edges: [{ from: "a", to: "b" }, { from: "b", to: "review" }, { from: "review", to: "c" }],
-      output: { c: "$.c" },
-    });
+    const wf = await createDefinition(a, "fork-while-down", pausingAfterB());
     const src = await startExecution(a, wf, { v: 3 });
     expect((await waitForExecution(a, src, ["paused", "failed", "completed", "cancelled"])).status).toBe("paused");
     const cps = (await a.call<{ items: { version: number; status: string }[] }>("GET", `/api/agent-workflow-executions/${src}/checkpoints`)).body.items;

@@ -32,7 +32,7 @@ import { createHash } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { canonicalJson } from "./blobs.ts";
-import { openTestStore, type TestStore } from "./testing.ts";
+import { openTwoTenantStore, type TestStore } from "./testing.ts";
 import type { NodeExecutionEntry, Store, WorkflowRecord } from "./types.ts";
 
 let t: TestStore;
@@ -43,12 +43,7 @@ let wf: WorkflowRecord;
 let theirWf: WorkflowRecord;
 
 beforeAll(async () => {
-  t = await openTestStore({ prefix: "engine_rows" });
-  store = t.store;
-  tenant = (await store.tenants.create("A")).id;
-  other = (await store.tenants.create("B")).id;
-  wf = await store.workflows.create(tenant, { name: "Flow", definition: { nodes: [] } });
-  theirWf = await store.workflows.create(other, { name: "Flow", definition: { nodes: [] } });
+  ({ t, store, tenant, other, wf, theirWf } = await openTwoTenantStore("engine_rows"));
 });
 afterAll(() => t?.dispose());
 
