@@ -194,6 +194,7 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
           return (name: string) => registry.has(name);
         })(),
         tenantMaxRunning: config.tenantMaxRunning,
+        recoverEveryMs: config.recoverySweepSeconds * 1000,
         largeResultBytes: config.largeResultBytes,
         blobPruneIntervalMs: config.blobPruneIntervalSeconds * 1000,
         blobGraceMs: config.blobGraceSeconds * 1000,

@@ -43,6 +43,12 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ BATON_BLOB_GRACE_SECONDS: "60" })).toThrow(/BATON_BLOB_GRACE_SECONDS: must be at least BATON_CHECKPOINT_FINISHED_TTL_SECONDS/);
     expect(() => loadConfig({ BATON_LARGE_RESULT_BYTES: "100000", BATON_TOOL_MAX_RESULT_BYTES: "2000" })).toThrow(/BATON_TOOL_MAX_RESULT_BYTES: must be at least BATON_LARGE_RESULT_BYTES/);
   });
+  it("reads the recovery sweep interval, 0 meaning only on start", () => {
+    expect(loadConfig({})).toMatchObject({ recoverySweepSeconds: 60 });
+    expect(loadConfig({ BATON_RECOVERY_SWEEP_SECONDS: "0" })).toMatchObject({ recoverySweepSeconds: 0 });
+    expect(loadConfig({ BATON_RECOVERY_SWEEP_SECONDS: "5" })).toMatchObject({ recoverySweepSeconds: 5 });
+    expect(() => loadConfig({ BATON_RECOVERY_SWEEP_SECONDS: "-1" })).toThrow(/BATON_RECOVERY_SWEEP_SECONDS/);
+  });
   it("reads the execution retention, off by default", () => {
     expect(loadConfig({})).toMatchObject({ executionRetentionDays: 0 });
     expect(loadConfig({ BATON_EXECUTION_RETENTION_DAYS: "30" })).toMatchObject({ executionRetentionDays: 30 });

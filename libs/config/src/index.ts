@@ -56,6 +56,8 @@ export const envSchema = z.object({
   BATON_EXECUTOR_ACK_WAIT_MS: int(1_000, 3_600_000).default(30_000),
   /** Executions of one tenant running at once; further starts wait queued. 0 = no cap. @default 0 */
   BATON_TENANT_MAX_RUNNING: int(0, 1_000_000).default(0),
+  /** Seconds between two recovery sweeps of an executor (unfinished outboxes, lost checkpoints, queued runs whose tenant has a free slot); 0 = only on start. @default 60 */
+  BATON_RECOVERY_SWEEP_SECONDS: int(0, 86_400).default(60),
   /** Tool results above this many bytes of JSON are stored once as blobs and referenced. @default 65536 */
   BATON_LARGE_RESULT_BYTES: int(1_024, 64 * 1024 * 1024).default(65_536),
   /** A tool result above this many bytes of JSON fails its call (`BATON_TOOL_RESULT_TOO_LARGE`); at least BATON_LARGE_RESULT_BYTES. @default 16777216 */
@@ -96,6 +98,8 @@ export interface BatonConfig {
   readonly executorAckWaitMs: number;
   /** `BATON_TENANT_MAX_RUNNING`; 0 = no cap. */
   readonly tenantMaxRunning: number;
+  /** `BATON_RECOVERY_SWEEP_SECONDS`; 0 = an executor sweeps only on start. */
+  readonly recoverySweepSeconds: number;
   /** `BATON_LARGE_RESULT_BYTES`. */
   readonly largeResultBytes: number;
   /** `BATON_TOOL_MAX_RESULT_BYTES`. */
@@ -162,6 +166,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     executorConcurrency: e.BATON_EXECUTOR_CONCURRENCY,
     executorAckWaitMs: e.BATON_EXECUTOR_ACK_WAIT_MS,
     tenantMaxRunning: e.BATON_TENANT_MAX_RUNNING,
+    recoverySweepSeconds: e.BATON_RECOVERY_SWEEP_SECONDS,
     largeResultBytes: e.BATON_LARGE_RESULT_BYTES,
     toolMaxResultBytes: e.BATON_TOOL_MAX_RESULT_BYTES,
     blobPruneIntervalSeconds: e.BATON_BLOB_PRUNE_INTERVAL_SECONDS,
