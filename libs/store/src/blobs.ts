@@ -5,7 +5,8 @@
  *
  * Retention (docs/adr/008-blob-retention.md): every put names the execution that will refer
  * to the blob and records that use (`blob_uses`, deleted with the execution); values that
- * carry references into another execution record uses for it too (`use`). `prune` deletes
+ * carry references into another execution record uses for it too (`use`); a learned sequence
+ * records its uses when it is recorded (`learned_blob_uses`, learning.ts). `prune` deletes
  * blobs with no use left whose `usedAt` is older than the grace period.
  */
 import { createHash } from "node:crypto";
@@ -45,6 +46,7 @@ function requireHash(hash: unknown): string {
 export function blobsRepo(prisma: PrismaClient, schema: string, pool: Pool): BlobsRepo {
   const blobs = `${quoteIdent(schema)}."blobs"`;
   const uses = `${quoteIdent(schema)}."blob_uses"`;
+  const learnedUses = `${quoteIdent(schema)}."learned_blob_uses"`;
   // The blob and its use in one statement. A blob stored already has its `usedAt` refreshed:
   // the update locks its row, so a pruner deleting it waits for this put (and then the insert
   // stores it again) or is waited for, and one that had read it as unused finds it used now.
@@ -67,8 +69,9 @@ export function blobsRepo(prisma: PrismaClient, schema: string, pool: Pool): Blo
     SELECT "hash" FROM b`);
   // One batch of the pruner (see BlobsRepo.prune). Rows another transaction holds (a put) are
   // skipped; a row updated since the statement's snapshot is re-read and kept out when its
-  // `usedAt` is no longer older than the cutoff. Blobs found in use are touched, so the
-  // oldest blobs are not read again on every run while their executions live.
+  // `usedAt` is no longer older than the cutoff. A blob is in use while an execution or a
+  // learned sequence uses it (a primary-key probe of each uses table). Blobs found in use are
+  // touched, so the oldest blobs are not read again on every run while their users live.
   const PRUNE = namedStatement("blob_prune", `WITH lock AS (SELECT pg_try_advisory_xact_lock($3::int, $4::int) AS ok),
     batch AS (
       SELECT b."id", b."tenantId", b."hash" FROM ${blobs} b
@@ -77,7 +80,9 @@ export function blobsRepo(prisma: PrismaClient, schema: string, pool: Pool): Blo
        FOR UPDATE OF b SKIP LOCKED
     ),
     used AS (
-      SELECT x."id" FROM batch x WHERE EXISTS (SELECT 1 FROM ${uses} u WHERE u."tenantId" = x."tenantId" AND u."hash" = x."hash")
+      SELECT x."id" FROM batch x
+       WHERE EXISTS (SELECT 1 FROM ${uses} u WHERE u."tenantId" = x."tenantId" AND u."hash" = x."hash")
+          OR EXISTS (SELECT 1 FROM ${learnedUses} l WHERE l."tenantId" = x."tenantId" AND l."hash" = x."hash")
     ),
     gone AS (
       DELETE FROM ${blobs} d USING batch x WHERE d."id" = x."id" AND NOT EXISTS (SELECT 1 FROM used WHERE used."id" = x."id") RETURNING d."id"

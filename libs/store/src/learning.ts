@@ -4,12 +4,50 @@ import { guard } from "./db-errors.ts";
 import { StoreInvalidInput, StoreNotFound } from "./errors.ts";
 import { toLearnedSequence } from "./records.ts";
 import type { LearnedSequenceInput, LearningRepo } from "./types.ts";
-import { isDbId, jsonIn, namedStatement, optionalInt, page, quoteIdent, requireId, requireJson, requireTenantId } from "./values.ts";
+import { isDbId, namedStatement, optionalInt, page, quoteIdent, requireId, requireJson, requireTenantId } from "./values.ts";
+
+/**
+ * A blob reference at any depth of a JSON value, as jsonpath: `{ "$ref": "blob:<hex>" }`
+ * (lax mode: missing keys and non-objects are skipped; arrays unwrapped, so one reference can
+ * come twice — callers take distinct values).
+ */
+export const BLOB_REF_JSONPATH = 'lax $.**."$ref" ? (@ like_regex "^blob:[0-9a-f]{64}$")';
+
+/**
+ * The CTEs that record the blobs a just-inserted learned sequence refers to (ADR 008, "Learned
+ * sequences"), appended to a statement whose CTE `ins` returns the inserted rows' "id",
+ * "tenantId" and "tools": the tenant's blobs named by a `$ref` anywhere in the tools are locked
+ * in hash order (as blob puts and uses lock them: no deadlock), marked used now, and get a
+ * `learned_blob_uses` row; references to blobs the tenant does not have are left out. Locking
+ * and touching the row is what keeps a concurrent pruner from deleting a blob that just got a
+ * use (the same argument as `blobs.use`). A sequence not inserted (a repeat) records nothing.
+ */
+function recordBlobUses(q: string): string {
+  return `refs AS (
+      SELECT DISTINCT ins."tenantId", ins."id", substr(r.ref #>> '{}', 6) AS "hash"
+        FROM ins CROSS JOIN LATERAL jsonb_path_query(ins."tools", '${BLOB_REF_JSONPATH}') r(ref)
+    ),
+    held AS (
+      SELECT b."id" FROM ${q}."blobs" b
+       WHERE EXISTS (SELECT 1 FROM refs WHERE refs."tenantId" = b."tenantId" AND refs."hash" = b."hash")
+       ORDER BY b."hash" FOR UPDATE OF b
+    ),
+    touched AS (
+      UPDATE ${q}."blobs" b SET "usedAt" = CURRENT_TIMESTAMP FROM held WHERE b."id" = held."id" RETURNING b."tenantId", b."hash"
+    ),
+    used AS (
+      INSERT INTO ${q}."learned_blob_uses" ("tenantId", "hash", "sequenceId")
+      SELECT refs."tenantId", refs."hash", refs."id" FROM refs JOIN touched ON touched."tenantId" = refs."tenantId" AND touched."hash" = refs."hash"
+      ON CONFLICT DO NOTHING
+    )`;
+}
 
 export function learningRepo(prisma: PrismaClient, schema: string, pool: Pool): LearningRepo {
   const q = quoteIdent(schema);
   // Once per finished execution: plain SQL on the pool, one round trip instead of Prisma's
   // three (journal, execution, insert), each of which cost more in Prisma than in Postgres.
+  // Journal inputs above the large-value threshold are blob references: the sequence records
+  // its uses of their blobs in the same statement, since it outlives the execution.
   const FROM_JOURNAL_SQL = `
     WITH calls AS (
       SELECT coalesce(jsonb_agg(jsonb_build_object(
@@ -25,9 +63,20 @@ export function learningRepo(prisma: PrismaClient, schema: string, pool: Pool): 
       INSERT INTO ${q}."learned_sequences" ("tenantId", "executionId", "agentId", "sessionId", "tools", "successful")
       SELECT $2, $1, run."agentId", run."sessionId", calls.tools, $3 FROM calls, run
       ON CONFLICT ("executionId") DO NOTHING
-    )
+      RETURNING "id", "tenantId", "tools"
+    ),
+    ${recordBlobUses(q)}
     SELECT calls.tools, EXISTS (SELECT 1 FROM run) AS found FROM calls`;
   const FROM_JOURNAL = namedStatement("learned_from_journal", FROM_JOURNAL_SQL);
+  // A sequence given whole, with its uses of the blobs it refers to; a repeat writes nothing.
+  const RECORD = namedStatement("learned_record", `WITH ins AS (
+      INSERT INTO ${q}."learned_sequences" ("tenantId", "executionId", "agentId", "sessionId", "tools", "successful")
+      VALUES ($1, $2, $3, $4, $5::jsonb, $6)
+      ON CONFLICT ("executionId") DO NOTHING
+      RETURNING "id", "tenantId", "tools"
+    ),
+    ${recordBlobUses(q)}
+    SELECT 1`);
   return {
     async recordFromJournal(entry) {
       if (typeof entry !== "object" || entry === null) throw StoreInvalidInput("entry must be an object");
@@ -46,16 +95,13 @@ export function learningRepo(prisma: PrismaClient, schema: string, pool: Pool): 
       const tenantId = requireTenantId(e.tenantId);
       if (!isDbId(e.executionId)) throw StoreNotFound("execution", String(e.executionId));
       if (typeof e.successful !== "boolean") throw StoreInvalidInput("successful must be a boolean");
-      const data: Prisma.LearnedSequenceCreateManyInput = {
-        tenantId,
-        executionId: e.executionId,
-        agentId: optionalInt("agentId", e.agentId) ?? null,
-        sessionId: optionalInt("sessionId", e.sessionId) ?? null,
-        tools: jsonIn(requireJson("tools", e.tools)),
-        successful: e.successful,
-      };
+      const agentId = optionalInt("agentId", e.agentId) ?? null;
+      const sessionId = optionalInt("sessionId", e.sessionId) ?? null;
+      const tools = JSON.stringify(requireJson("tools", e.tools));
       // ON CONFLICT DO NOTHING on executionId: redelivered events record once.
-      await guard({ entity: "tenant", id: tenantId }, () => prisma.learnedSequence.createMany({ data: [data], skipDuplicates: true }));
+      await guard({ entity: "tenant", id: tenantId }, () =>
+        pool.query({ ...RECORD, values: [tenantId, e.executionId, agentId, sessionId, tools, e.successful] }),
+      );
     },
 
     async list(tenantId, opts = {}) {

@@ -299,6 +299,11 @@ describe("every model through the Prisma client", () => {
     covers(Prisma.BlobUseScalarFieldEnum, use);
     await p.blobUse.create({ data: use });
     expect(await p.blobUse.findUnique({ where: { tenantId_hash_executionId: use } })).toEqual(use);
+
+    const learnedUse = { tenantId: "t_full", hash: "ab".repeat(32), sequenceId: 901 };
+    covers(Prisma.LearnedBlobUseScalarFieldEnum, learnedUse);
+    await p.learnedBlobUse.create({ data: learnedUse });
+    expect(await p.learnedBlobUse.findUnique({ where: { tenantId_hash_sequenceId: learnedUse } })).toEqual(learnedUse);
   });
 
   it("creates every model from its required fields only; defaults and NULLs read back as declared", async () => {

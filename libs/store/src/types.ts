@@ -658,7 +658,7 @@ export interface BlobPruneResult {
   ran: boolean;
   /** Blobs deleted: no execution used them and their `usedAt` was older than the cutoff. */
   deleted: number;
-  /** Blobs older than the cutoff that an execution still uses: their `usedAt` is set to now. */
+  /** Blobs older than the cutoff that an execution or a learned sequence still uses: their `usedAt` is set to now. */
   inUse: number;
 }
 
@@ -684,7 +684,7 @@ export interface BlobsRepo {
   /**
    * Internal (executor): one batch of the pruner, across tenants. Looks at up to `limit`
    * (at most 10 000) blobs whose `usedAt` is older than `olderThan`, oldest first: deletes
-   * those no execution uses and sets `usedAt` to now on the others. One process at a time
+   * those no execution and no learned sequence uses and sets `usedAt` to now on the others. One process at a time
    * (a transaction-scoped advisory lock; a call that does not get it does nothing).
    */
   prune(opts: { olderThan: Date; limit: number }): Promise<BlobPruneResult>;
@@ -717,7 +717,12 @@ export interface MemoryRepo {
 
 /** Tool sequences captured for learning. */
 export interface LearningRepo {
-  /** Idempotent per executionId: the first record wins. */
+  /**
+   * Idempotent per executionId: the first record wins. Records, in the same statement, that the
+   * sequence uses the tenant's blobs its tools refer to (`{ "$ref": "blob:<hex>" }` at any depth;
+   * references to blobs the tenant does not have are left out), so they are kept as long as the
+   * sequence (docs/adr/008-blob-retention.md, "Learned sequences").
+   */
   recordSequence(entry: LearnedSequenceInput): Promise<void>;
   /**
    * Records an execution's tool sequence from its journal, in one statement: its completed
@@ -725,7 +730,9 @@ export interface LearningRepo {
    * (`tool` from the node's first tool call, `"unknown"` without one; `params` its input),
    * with the execution's agent and session. Only rows and the execution of `tenantId` count:
    * `BATON_STORE_NOT_FOUND` when the execution is not the tenant's (nothing is written).
-   * Idempotent per executionId like {@link recordSequence}; returns the tools' names in order.
+   * Idempotent per executionId like {@link recordSequence}, and like it records the sequence's
+   * uses of the blobs its params refer to (inputs above the large-value threshold are blob
+   * references); returns the tools' names in order.
    */
   recordFromJournal(entry: { tenantId: string; executionId: number; successful: boolean }): Promise<{ tools: string[] }>;
   /** Newest first. */
