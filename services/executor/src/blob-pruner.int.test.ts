@@ -10,7 +10,9 @@
  *   trees, in batches), then prunes blobs: the blobs only those runs used go once a grace period
  *   has passed since the deletion, in the same run when the cutoff is that late; it logs what it
  *   deleted; a failing deletion is logged with BATON_EXECUTOR_EXECUTION_PRUNE_FAILED and the
- *   blobs are still pruned; without a retention no execution is deleted.
+ *   blobs are still pruned; without a retention no execution is deleted;
+ * - a blob the learned tool sequence of a run refers to (a large tool input) outlives the run's
+ *   retention and any grace period, readable, for as long as the sequence is kept.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
@@ -34,6 +36,7 @@ beforeAll(async () => {
 });
 afterAll(() => t?.dispose());
 beforeEach(async () => {
+  await store.prisma.learnedSequence.deleteMany({});
   await store.prisma.blobUse.deleteMany({});
   await store.prisma.blob.deleteMany({});
 });
@@ -165,6 +168,29 @@ describe("execution retention", () => {
     expect((await keepAll.runOnce()).executions).toBeUndefined();
     expect(await stillThere(recentRun.id, active.id)).toEqual([recentRun.id, active.id]);
     await store.executions.delete(tenant, recentRun.id);
+  });
+
+  it("keeps the blobs a learned tool sequence refers to after its run is deleted", async () => {
+    const run = await execution("completed", ago(40 * DAY));
+    const input = await store.blobs.put(tenant, run.id, { large: "tool input" });
+    const output = await store.blobs.put(tenant, run.id, { large: "tool output" });
+    await store.nodeExecutions.recordMany([{
+      tenantId: tenant, executionId: run.id, attempt: 1, nodeId: "fetch", nodeType: "tool", status: "completed",
+      toolCalls: [{ tool: "web.fetch" }], input: { doc: { $ref: input.ref, size: input.size } }, output: { $ref: output.ref, size: output.size },
+    }]);
+    // What the learner does when the run finishes.
+    await store.learning.recordFromJournal({ tenantId: tenant, executionId: run.id, successful: true });
+    await store.prisma.blob.updateMany({ data: { usedAt: new Date("2020-01-01T00:00:00Z") } });
+
+    // The run is deleted now and pruned a grace period later: the output's blob goes, the
+    // learned input's stays (however much later), and reads back.
+    expect((await createBlobPruner({ store, logger: capture().logger, intervalMs: 0, graceMs, retentionMs }).runOnce()).executions).toMatchObject({ deleted: 1 });
+    const later = createBlobPruner({ store, logger: capture().logger, intervalMs: 0, graceMs, retentionMs, clock: () => new Date(Date.now() + 10 * graceMs) });
+    expect(await later.runOnce()).toMatchObject({ ran: true, deleted: 1, inUse: 1 });
+    expect(await later.runOnce()).toMatchObject({ ran: true, deleted: 0, inUse: 1 });
+    expect(await stillThere(run.id)).toEqual([]);
+    expect((await store.blobs.get(tenant, input.hash))?.data).toEqual({ large: "tool input" });
+    expect(await store.blobs.get(tenant, output.hash)).toBeNull();
   });
 
   it("logs what it deleted on its timer; a failing deletion is logged with its code and the blobs are still pruned", async () => {

@@ -1,7 +1,8 @@
 /**
  * The blob pruner (docs/adr/008-blob-retention.md): every `intervalMs` it deletes blobs no
- * execution uses any more whose last use is older than the grace period, in batches of
- * `batchSize` (`store.blobs.prune`), until a batch comes back short or `maxBatches` were done.
+ * execution and no learned sequence uses any more whose last use is older than the grace
+ * period, in batches of `batchSize` (`store.blobs.prune`), until a batch comes back short or
+ * `maxBatches` were done.
  * Every executor replica runs one; a Postgres advisory lock lets one of them at a time do a
  * batch, and the others find nothing to do for that batch.
  *
