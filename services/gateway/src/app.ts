@@ -11,6 +11,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { serializerCompiler } from "fastify-type-provider-zod";
 import type { GatewayDeps, GatewayOptions } from "./deps.ts";
 import { authPlugin } from "./plugins/auth.ts";
+import { blobsPlugin } from "./plugins/blobs.ts";
 import { docsPlugin } from "./plugins/docs.ts";
 import { executionsPlugin } from "./plugins/executions.ts";
 import { healthPlugin } from "./plugins/health.ts";
@@ -63,6 +64,7 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
       await api.register(reviewsPlugin, { deps });
       await api.register(toolsPlugin, { deps });
       await api.register(toolSourcesPlugin, { deps });
+      await api.register(blobsPlugin, { deps });
     },
     { prefix: "/api" },
   );

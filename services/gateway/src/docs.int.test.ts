@@ -29,6 +29,7 @@ const ROUTES: [string, string][] = [
   ["delete", "/api/agent-workflows/{id}"],
   ["get", "/api/agent-workflows/{id}/versions"],
   ["get", "/api/agent-workflows/{id}/versions/{version}"],
+  ["get", "/api/blobs/{hash}"],
   ["post", "/api/agent-workflows/{id}/versions/{versionId}/restore"],
   ["post", "/api/agent-workflows/{id}/execute"],
   ["get", "/api/agent-workflow-executions"],

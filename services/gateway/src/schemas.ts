@@ -24,6 +24,7 @@ export const TAGS = {
   health: "Health",
   tools: "Tools",
   toolSources: "Tool sources",
+  blobs: "Blobs",
 } as const;
 
 /** The API-key security requirement of every `/api/*` route. */
@@ -125,6 +126,13 @@ export const importBody = z.strictObject({
 });
 
 export const checkpointParams = z.object({ id: rowId, version: rowId.describe("Checkpoint version (1 = the first step's state)") });
+
+export const blobParams = z.object({
+  hash: z
+    .string()
+    .regex(/^(blob:)?[0-9a-f]{64}$/, "must be a blob reference, blob:<sha256>, or its sha256 (64 lowercase hex digits)")
+    .describe("The reference's `blob:<sha256>`, or the sha256 alone"),
+});
 
 export const checkpointListQuery = z.object({
   limit: z.coerce.number().int().min(1).max(1000).optional().describe("At most this many versions, newest first (default: every kept version)"),
@@ -317,6 +325,15 @@ export const checkpointSchema = z
     state: z.unknown().describe("The engine's full execution state at this version"),
   })
   .meta({ id: "Checkpoint" });
+
+export const blobSchema = z
+  .object({
+    ref: z.string().describe("`blob:<sha256>` of the value's canonical JSON"),
+    size: z.number().int().describe("Bytes of the value's canonical JSON"),
+    createdAt: timestamp,
+    value: z.unknown().describe("The value the reference stands for"),
+  })
+  .meta({ id: "Blob" });
 
 export const importResultSchema = workflowSchema
   .extend({ warnings: z.array(z.string()).describe("What the importer adapted or dropped") })

@@ -78,6 +78,7 @@ async function docsPluginImpl(app: FastifyInstance, opts: DocsPluginOptions): Pr
         { name: TAGS.reviews, description: "Human reviews" },
         { name: TAGS.tools, description: "Tools served by workers, with their schemas and live worker counts" },
         { name: TAGS.toolSources, description: "HTTP tools declared without code and MCP servers, served as tools by the built-in worker" },
+        { name: TAGS.blobs, description: "Values stored once and referenced as blob:<sha256> (large tool results, outputs and event payloads)" },
         { name: TAGS.health, description: "Liveness and readiness" },
       ],
       components: {
