@@ -3,7 +3,8 @@
  * reported at once by name; targets parse to known module names only.
  */
 import { describe, expect, it } from "@jest/globals";
-import { ALL_MODULES, loadConfig, parseTarget } from "./index.ts";
+import { DEFAULT_EVENTS_MAX_AGE_MS } from "@baton/bus";
+import { ALL_MODULES, EVENTS_MAX_AGE_SECONDS, loadConfig, parseTarget } from "./index.ts";
 
 describe("loadConfig", () => {
   it("applies defaults", () => {
@@ -38,10 +39,22 @@ describe("loadConfig", () => {
   });
   it("reads the large-result and blob-pruning knobs, and refuses ones that contradict each other", () => {
     expect(loadConfig({})).toMatchObject({ largeResultBytes: 65_536, toolMaxResultBytes: 16 * 1024 * 1024, blobPruneIntervalSeconds: 3600, blobGraceSeconds: 604_800 + 86_400 });
-    expect(loadConfig({ BATON_CHECKPOINT_FINISHED_TTL_SECONDS: "3600" })).toMatchObject({ blobGraceSeconds: 3600 + 86_400 });
+    expect(loadConfig({ BATON_CHECKPOINT_FINISHED_TTL_SECONDS: "1000000" })).toMatchObject({ blobGraceSeconds: 1_000_000 + 86_400 });
     expect(loadConfig({ BATON_BLOB_GRACE_SECONDS: "700000", BATON_BLOB_PRUNE_INTERVAL_SECONDS: "0" })).toMatchObject({ blobGraceSeconds: 700_000, blobPruneIntervalSeconds: 0 });
-    expect(() => loadConfig({ BATON_BLOB_GRACE_SECONDS: "60" })).toThrow(/BATON_BLOB_GRACE_SECONDS: must be at least BATON_CHECKPOINT_FINISHED_TTL_SECONDS/);
+    expect(() => loadConfig({ BATON_BLOB_GRACE_SECONDS: "650000", BATON_CHECKPOINT_FINISHED_TTL_SECONDS: "700000" })).toThrow(/BATON_BLOB_GRACE_SECONDS: must be at least BATON_CHECKPOINT_FINISHED_TTL_SECONDS/);
     expect(() => loadConfig({ BATON_LARGE_RESULT_BYTES: "100000", BATON_TOOL_MAX_RESULT_BYTES: "2000" })).toThrow(/BATON_TOOL_MAX_RESULT_BYTES: must be at least BATON_LARGE_RESULT_BYTES/);
+  });
+  it("keeps blobs at least as long as the events stream keeps events that refer to them", () => {
+    // The events stream's max age is the bus's; every process sets it on the stream.
+    expect(EVENTS_MAX_AGE_SECONDS * 1000).toBe(DEFAULT_EVENTS_MAX_AGE_MS);
+    // A short checkpoint TTL no longer shortens the default grace below the events' age.
+    expect(loadConfig({ BATON_CHECKPOINT_FINISHED_TTL_SECONDS: "3600" })).toMatchObject({ blobGraceSeconds: EVENTS_MAX_AGE_SECONDS + 86_400 });
+    expect(loadConfig({ BATON_CHECKPOINT_FINISHED_TTL_SECONDS: "3600", BATON_BLOB_GRACE_SECONDS: String(EVENTS_MAX_AGE_SECONDS) })).toMatchObject({ blobGraceSeconds: EVENTS_MAX_AGE_SECONDS });
+    expect(() => loadConfig({ BATON_CHECKPOINT_FINISHED_TTL_SECONDS: "3600", BATON_BLOB_GRACE_SECONDS: "86400" })).toThrow(
+      /BATON_BLOB_GRACE_SECONDS: must be at least 604800 \(7 days\), how long the events stream keeps an event/,
+    );
+    // Both rules at once.
+    expect(() => loadConfig({ BATON_BLOB_GRACE_SECONDS: "60" })).toThrow(/CHECKPOINT_FINISHED_TTL_SECONDS[\s\S]*events stream/);
   });
   it("reads the recovery sweep interval, 0 meaning only on start", () => {
     expect(loadConfig({})).toMatchObject({ recoverySweepSeconds: 60 });

@@ -11,6 +11,14 @@ export const ConfigInvalid = defineError(
   { status: 500 },
 );
 
+/**
+ * How long the events stream keeps an event: `DEFAULT_EVENTS_MAX_AGE_MS` of `@baton/bus`, which
+ * every Baton process sets on the stream. An event may refer to blobs (large outputs), so a blob
+ * is never pruned sooner than this after its run is deleted (`BATON_BLOB_GRACE_SECONDS`; ADR 008,
+ * "Events in the stream").
+ */
+export const EVENTS_MAX_AGE_SECONDS = 7 * 86_400;
+
 const MODULE_NAMES = ["gateway", "planner", "executor", "worker", "learner", "memory", "review"] as const;
 export type ModuleName = (typeof MODULE_NAMES)[number];
 export const ALL_MODULES: readonly ModuleName[] = MODULE_NAMES;
@@ -64,7 +72,7 @@ export const envSchema = z.object({
   BATON_TOOL_MAX_RESULT_BYTES: int(1_024, 1024 * 1024 * 1024).default(16 * 1024 * 1024),
   /** Seconds between two runs of the blob pruner (blobs no execution refers to any more); 0 = never. @default 3600 */
   BATON_BLOB_PRUNE_INTERVAL_SECONDS: int(0, 2_147_483_647).default(3_600),
-  /** Seconds a blob is kept after its last use before the pruner may delete it; at least BATON_CHECKPOINT_FINISHED_TTL_SECONDS. @default BATON_CHECKPOINT_FINISHED_TTL_SECONDS + 1 day (8 days) */
+  /** Seconds a blob is kept after its last use before the pruner may delete it; at least BATON_CHECKPOINT_FINISHED_TTL_SECONDS and the events stream's max age (7 days). @default the larger of the two + 1 day (8 days) */
   BATON_BLOB_GRACE_SECONDS: int(1, 2_147_483_647).optional(),
   /** Days a finished run (completed, failed, cancelled) is kept after its `completedAt`; then the blob pruner's run deletes it with its journal, reviews and blob uses. 0 = for ever. @default 0 */
   BATON_EXECUTION_RETENTION_DAYS: int(0, 36_500).default(0),
@@ -143,9 +151,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const e = parsed.data;
   const problems: string[] = [];
   if (e.BATON_TOOL_MAX_RESULT_BYTES < e.BATON_LARGE_RESULT_BYTES) problems.push("BATON_TOOL_MAX_RESULT_BYTES: must be at least BATON_LARGE_RESULT_BYTES");
-  const blobGraceSeconds = e.BATON_BLOB_GRACE_SECONDS ?? e.BATON_CHECKPOINT_FINISHED_TTL_SECONDS + 86_400;
+  const blobGraceSeconds = e.BATON_BLOB_GRACE_SECONDS ?? Math.max(e.BATON_CHECKPOINT_FINISHED_TTL_SECONDS, EVENTS_MAX_AGE_SECONDS) + 86_400;
   if (blobGraceSeconds < e.BATON_CHECKPOINT_FINISHED_TTL_SECONDS) {
     problems.push("BATON_BLOB_GRACE_SECONDS: must be at least BATON_CHECKPOINT_FINISHED_TTL_SECONDS (a finished execution's checkpoints may still refer to its blobs)");
+  }
+  if (blobGraceSeconds < EVENTS_MAX_AGE_SECONDS) {
+    problems.push(`BATON_BLOB_GRACE_SECONDS: must be at least ${EVENTS_MAX_AGE_SECONDS} (7 days), how long the events stream keeps an event (an event may refer to the blobs of a run deleted since)`);
   }
   if (problems.length > 0) throw ConfigInvalid(problems);
   return Object.freeze({
