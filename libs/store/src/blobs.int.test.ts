@@ -8,7 +8,8 @@
  * - `prune` deletes, oldest first and at most `limit` per call, blobs whose `usedAt` is older
  *   than the cutoff and that no execution uses; used ones are kept and touched; newer ones
  *   are not looked at; deleting an execution (or its workflow) deletes its uses, so its blobs
- *   become prunable while a blob another execution uses stays;
+ *   become prunable while a blob another execution uses stays; the deletion marks the blobs
+ *   those executions used as used now, so they are pruned a grace period after it;
  * - two tenants with the same value have two independent blobs;
  * - deleting a tenant deletes its blobs and uses;
  * - one process prunes at a time (a transaction-scoped advisory lock);
@@ -157,6 +158,34 @@ describe("prune", () => {
     await store.workflows.delete(tenant, flow.id);
     expect(await usesOf(tenant, b.hash)).toEqual([]);
     expect(await store.blobs.prune({ olderThan: future(), limit: 100 })).toMatchObject({ deleted: 1 });
+  });
+
+  it("deleting a workflow or an execution marks the blobs they used as used now: the grace counts from the deletion", async () => {
+    const flow = await store.workflows.create(tenant, { name: "Deleted with its runs", definition: { nodes: [] } });
+    const run = await store.executions.create(tenant, { workflowId: flow.id, workflowVersion: 1, input: {} });
+    const lone = await newExecution();
+    const stays = await newExecution();
+    const ofWorkflow = await store.blobs.put(tenant, run.id, "the workflow's run's");
+    const ofExecution = await store.blobs.put(tenant, lone.id, "the deleted execution's");
+    const stillUsed = await store.blobs.put(tenant, stays.id, "used by a run that stays");
+    const theirs = await store.blobs.put(other, (await newExecution(other)).id, "the workflow's run's");
+    await store.prisma.blob.updateMany({ data: { usedAt: past } });
+
+    expect(await store.workflows.delete(tenant, flow.id)).toBe(true);
+    expect(await store.executions.delete(tenant, lone.id)).toBe(true);
+    const rows = await store.blobs.getMany(tenant, [ofWorkflow.hash, ofExecution.hash, stillUsed.hash]);
+    expect(rows.get(ofWorkflow.hash)!.usedAt.getTime()).toBeGreaterThan(past.getTime());
+    expect(rows.get(ofExecution.hash)!.usedAt.getTime()).toBeGreaterThan(past.getTime());
+    expect(rows.get(stillUsed.hash)!.usedAt).toEqual(past);
+    // The other tenant's blob of the same content is not touched.
+    expect((await store.blobs.get(other, theirs.hash))!.usedAt).toEqual(past);
+    // Nothing used them for a long time, but they were used until just now: kept for a grace period.
+    expect(await store.blobs.prune({ olderThan: new Date("2021-01-01T00:00:00Z"), limit: 100 })).toEqual({ ran: true, deleted: 0, inUse: 2 });
+    expect(await store.blobs.prune({ olderThan: future(), limit: 100 })).toEqual({ ran: true, deleted: 2, inUse: 2 });
+    // Deleting what is not the tenant's deletes and touches nothing.
+    expect(await store.workflows.delete(other, wf.id)).toBe(false);
+    expect(await store.executions.delete(other, stays.id)).toBe(false);
+    expect((await store.blobs.get(tenant, stillUsed.hash))).not.toBeNull();
   });
 
   it("keeps two tenants' blobs of the same value apart", async () => {

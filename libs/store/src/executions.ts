@@ -191,6 +191,17 @@ export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool)
     SELECT (SELECT ok FROM lock) AS "ran", (SELECT count(*)::int FROM gone) AS "deleted",
            (SELECT count(*)::int FROM gone WHERE "parentExecutionId" IS NULL) AS "runs"`);
   const pruneLock = [lockKey("baton:execution-prune"), lockKey(`baton:execution-prune:${schema}`)];
+  // One execution deleted (its sub-workflow runs stay, SET NULL), with its blob uses: the blobs
+  // it used are marked used now first, as the retention pruner does, so their grace period
+  // counts from the deletion.
+  const DELETE = namedStatement("execution_delete", `WITH held AS (
+      SELECT b."id" FROM ${blobs} b
+       WHERE b."tenantId" = $2 AND b."hash" IN (SELECT u."hash" FROM ${uses} u WHERE u."executionId" = $1 AND u."tenantId" = $2)
+       ORDER BY b."hash" FOR UPDATE OF b
+    ),
+    touched AS (UPDATE ${blobs} b SET "usedAt" = CURRENT_TIMESTAMP FROM held WHERE b."id" = held."id"),
+    gone AS (DELETE FROM ${runs} d WHERE d."id" = $1 AND d."tenantId" = $2 RETURNING d."id")
+    SELECT count(*)::int AS "deleted" FROM gone`);
   const one = async (ctx: { entity: string; id: number }, statement: { name: string; text: string }, values: unknown[]): Promise<ExecutionRecord | null> => {
     const res = await guard(ctx, () => pool.query<AgentWorkflowExecution>({ ...statement, values }));
     return res.rows[0] ? toExecution(res.rows[0]) : null;
@@ -407,8 +418,8 @@ export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool)
     async delete(tenantId, id) {
       requireTenantId(tenantId);
       if (!isDbId(id)) return false;
-      const res = await guard({ entity: "execution", id }, () => prisma.agentWorkflowExecution.deleteMany({ where: { id, tenantId } }));
-      return res.count > 0;
+      const res = await guard({ entity: "execution", id }, () => pool.query<{ deleted: number }>({ ...DELETE, values: [id, tenantId] }));
+      return res.rows[0]!.deleted > 0;
     },
   };
   return repo;

@@ -516,7 +516,11 @@ export interface WorkflowsRepo {
   get(tenantId: string, id: number): Promise<WorkflowRecord | null>;
   /** Applies the patch, bumps `version` and adds a versions row, in one transaction. Throws `BATON_STORE_NOT_FOUND`. */
   update(tenantId: string, id: number, patch: WorkflowPatch): Promise<WorkflowRecord>;
-  /** Deletes the workflow with its versions, executions, node executions, reviews and MCP definition. */
+  /**
+   * Deletes the workflow with its versions, executions, node executions, reviews, blob uses and
+   * MCP definition; the blobs its executions used are marked used now, so they are pruned a
+   * grace period after the deletion at the earliest. False when it is not the tenant's.
+   */
   delete(tenantId: string, id: number): Promise<boolean>;
   /** Oldest first. Empty when the workflow does not exist for this tenant. */
   listVersions(tenantId: string, id: number): Promise<WorkflowVersionRecord[]>;
@@ -538,6 +542,11 @@ export interface ExecutionsRepo {
   list(tenantId: string, opts?: ExecutionListOptions): Promise<ExecutionRecord[]>;
   /** Internal (executor): not tenant-scoped. Throws `BATON_STORE_NOT_FOUND`. */
   update(id: number, patch: ExecutionPatch): Promise<ExecutionRecord>;
+  /**
+   * Deletes the execution with its journal, reviews and blob uses (its sub-workflow runs and
+   * forks stay, unlinked); the blobs it used are marked used now, so they are pruned a grace
+   * period after the deletion at the earliest. False when it is not the tenant's.
+   */
   delete(tenantId: string, id: number): Promise<boolean>;
   /**
    * Internal (executor): creates the `queued` child run of a parent's node, idempotent on

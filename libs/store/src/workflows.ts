@@ -60,6 +60,21 @@ async function bumpVersion(
 export function workflowsRepo(prisma: PrismaClient, schema: string, pool: Pool): WorkflowsRepo {
   // Read on every execute call: a plain named statement, as the executions' admission rows are.
   const BY_TENANT_ID = namedStatement("workflow_by_tenant_id", `SELECT * FROM ${quoteIdent(schema)}."agent_workflows" WHERE "id" = $1 AND "tenantId" = $2`);
+  const q = quoteIdent(schema);
+  // Deleting a workflow deletes its executions and their blob uses (cascades). The blobs those
+  // executions used are marked used now in the same statement (locked in hash order, as puts and
+  // uses lock them), so a blob's grace period counts from the deletion (ADR 008, "Events in the
+  // stream"): references outside the rows — events still in the stream — stay readable for it.
+  const DELETE = namedStatement("workflow_delete", `WITH held AS (
+      SELECT b."id" FROM ${q}."blobs" b
+       WHERE b."tenantId" = $2 AND b."hash" IN (
+         SELECT u."hash" FROM ${q}."agent_workflow_executions" e JOIN ${q}."blob_uses" u ON u."executionId" = e."id" AND u."tenantId" = e."tenantId"
+          WHERE e."agentWorkflowId" = $1 AND e."tenantId" = $2)
+       ORDER BY b."hash" FOR UPDATE OF b
+    ),
+    touched AS (UPDATE ${q}."blobs" b SET "usedAt" = CURRENT_TIMESTAMP FROM held WHERE b."id" = held."id"),
+    gone AS (DELETE FROM ${q}."agent_workflows" w WHERE w."id" = $1 AND w."tenantId" = $2 RETURNING w."id")
+    SELECT count(*)::int AS "deleted" FROM gone`);
   return {
     async create(tenantId, input) {
       requireTenantId(tenantId);
@@ -112,8 +127,8 @@ export function workflowsRepo(prisma: PrismaClient, schema: string, pool: Pool):
     async delete(tenantId, id) {
       requireTenantId(tenantId);
       if (!isDbId(id)) return false;
-      const res = await guard({ entity: "workflow", id }, () => prisma.agentWorkflow.deleteMany({ where: { id, tenantId } }));
-      return res.count > 0;
+      const res = await guard({ entity: "workflow", id }, () => pool.query<{ deleted: number }>({ ...DELETE, values: [id, tenantId] }));
+      return res.rows[0]!.deleted > 0;
     },
 
     async getBySlug(tenantId, slug) {
