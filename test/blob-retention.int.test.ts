@@ -7,10 +7,12 @@
  * - a fork records uses of the source's blobs its starting state refers to;
  * - after executions are deleted (a workflow deleted through the API, a run's row deleted), the
  *   prune API (cutoff in the future) deletes the blobs no execution uses any more, and keeps
- *   those another execution still uses, whose values still read through.
+ *   those another execution still uses, whose values still read through;
+ * - the learner's sequences copy a tool's large input by reference: its blob stays after every
+ *   run is deleted, readable, until the sequences go (ADR 008, "References outside executions").
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { isolatedConfig } from "./helpers.ts";
+import { isolatedConfig, waitFor } from "./helpers.ts";
 import { createDefinition, forkAtPause, getExecution, journal, startExecution, startInProcess, waitForExecution } from "./workflows.ts";
 import type { InProcess } from "./workflows.ts";
 
@@ -67,6 +69,16 @@ describe("blob retention", () => {
     expect((await journal(p.a, other)).find((n) => n.nodeId === "b")!.output).toEqual(x);
     expect(await usesOf(hashOf(x))).toEqual([parent, child.id, other].sort((m, n) => m - n));
 
+    // The learner records both runs' tool sequences (before their runs are deleted below): the
+    // tool's input is copied with its large part by reference.
+    const learnedInput = async (id: number): Promise<Ref> => {
+      const seq = await waitFor(`the learned sequence of ${id}`, async () => (await p.store.learning.list(p.tenantId)).find((l) => l.executionId === id));
+      return (seq.tools as { params: { d: Ref } }[])[0]!.params.d;
+    };
+    const input = await learnedInput(other);
+    expect(input.$ref).toMatch(/^blob:[0-9a-f]{64}$/);
+    expect(await learnedInput(parent)).toEqual(input);
+
     // Nothing is unused yet.
     expect(await p.store.blobs.prune({ olderThan: future(), limit: 1000 })).toMatchObject({ ran: true, deleted: 0 });
 
@@ -83,11 +95,18 @@ describe("blob retention", () => {
     expect(await usesOf(hashOf(x))).toEqual([other]);
 
     // And once that run is deleted too, x goes, with the rest of what it stored (its output
-    // holds its large input by reference): no execution is left, nor any blob.
+    // holds its large input by reference): no execution is left, and the only blob left is
+    // the large input the learned sequences refer to, which reads back.
     expect(await p.store.executions.delete(p.tenantId, other)).toBe(true);
     expect((await p.store.blobs.prune({ olderThan: future(), limit: 1000 })).deleted).toBeGreaterThanOrEqual(1);
     expect(await p.store.blobs.get(p.tenantId, hashOf(x))).toBeNull();
     expect(await p.store.prisma.agentWorkflowExecution.count({ where: { tenantId: p.tenantId } })).toBe(0);
+    expect((await p.store.prisma.blob.findMany({ where: { tenantId: p.tenantId } })).map((b) => b.hash)).toEqual([hashOf(input)]);
+    expect((await p.store.blobs.get(p.tenantId, hashOf(input)))?.data).toBe(big("p"));
+
+    // The sequences go: so does their blob, and nothing is left.
+    await p.store.prisma.learnedSequence.deleteMany({ where: { tenantId: p.tenantId } });
+    expect(await p.store.blobs.prune({ olderThan: future(), limit: 1000 })).toMatchObject({ deleted: 1 });
     expect(await p.store.prisma.blob.count({ where: { tenantId: p.tenantId } })).toBe(0);
   }, 90_000);
 
