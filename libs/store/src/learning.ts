@@ -11,7 +11,7 @@ import { isDbId, namedStatement, optionalInt, page, quoteIdent, requireId, requi
  * (lax mode: missing keys and non-objects are skipped; arrays unwrapped, so one reference can
  * come twice — callers take distinct values).
  */
-export const BLOB_REF_JSONPATH = 'lax $.**."$ref" ? (@ like_regex "^blob:[0-9a-f]{64}$")';
+const BLOB_REF_JSONPATH = 'lax $.**."$ref" ? (@ like_regex "^blob:[0-9a-f]{64}$")';
 
 /**
  * The CTEs that record the blobs a just-inserted learned sequence refers to (ADR 008, "Learned
