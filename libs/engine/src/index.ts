@@ -14,7 +14,7 @@ export type { EdgeDefinition, Join, NodeDefinition, NodeTypeSpec, RetryPolicy, W
 export { jsonSchemaCheck, referencedTools, validateInput, validateWorkflow, validateWorkflowWithTools, workflowDefinitionJsonSchema } from "./validate.ts";
 export type { ValidateOptions, ValidationIssue, ValidationResult } from "./validate.ts";
 export { compileExpression, evaluateExpression, expressionError } from "./expr.ts";
-export { BlobsNeeded, collectRefs, isBlobRef, resolveRefs } from "./refs.ts";
+export { BlobsNeeded, collectRefs, isBlobRef, resolveRefs, usageOf } from "./refs.ts";
 export type { BlobRef } from "./refs.ts";
 export { graphOf } from "./graph.ts";
 export { evaluateCondition } from "./condition.ts";

@@ -3,6 +3,12 @@
  * above the size threshold is stored once and the context holds `{ "$ref": "blob:<sha256>", "size": n }`.
  * Reads (`$.path`, expressions) see through references; the executor loads the blobs
  * a step needs and runs the step again when it asks for them.
+ *
+ * A reference to a value that reports token usage (`{ usage: { inputTokens, outputTokens,
+ * totalTokens } }`, an LLM's or an embedding model's answer) keeps those numbers beside it,
+ * `{ "$ref", "size", "usage" }`, so a node that stores the answer without reading it still
+ * counts them (see {@link usageOf}). It is a reference all the same: reading through it gives
+ * the whole value, whose own `usage` it is.
  */
 import type { JsonObject, JsonValue } from "./json.ts";
 import { isJsonObject } from "./json.ts";
@@ -10,6 +16,25 @@ import { isJsonObject } from "./json.ts";
 export interface BlobRef {
   $ref: string;
   size: number;
+  /** The token counts of the value's `usage`, when it has one. */
+  usage?: JsonObject;
+}
+
+/** The token counts a reference keeps of a value. */
+const USAGE_KEYS = ["inputTokens", "outputTokens", "totalTokens"] as const;
+
+/**
+ * The token counts of `value.usage` (the numbers the engine sums into a node's and the
+ * execution's `tokenUsage`), or undefined when it reports none: what a reference to `value` keeps.
+ */
+export function usageOf(value: JsonValue | undefined): JsonObject | undefined {
+  if (!isJsonObject(value) || !isJsonObject(value.usage)) return undefined;
+  const out: JsonObject = {};
+  for (const k of USAGE_KEYS) {
+    const n = value.usage[k];
+    if (typeof n === "number" && Number.isFinite(n)) out[k] = n;
+  }
+  return Object.keys(out).length > 0 ? out : undefined;
 }
 
 export function isBlobRef(v: JsonValue | undefined): v is JsonObject & { $ref: string } {

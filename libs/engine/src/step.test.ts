@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@jest/globals";
 import { readFileSync } from "node:fs";
-import { backoffDelay, forkState, outstandingCalls, replayJournal, settledFanCall, step, validateWorkflow } from "./index.ts";
+import { backoffDelay, forkState, isBlobRef, outstandingCalls, replayJournal, resolveRefs, settledFanCall, step, usageOf, validateWorkflow } from "./index.ts";
 import type { Command, Effect, ExecutionState, JournalEntry, JsonObject, JsonValue, WorkflowDefinition } from "./index.ts";
 
 const quickstart = JSON.parse(readFileSync(new URL("../../../examples/quickstart/workflow.json", import.meta.url), "utf8")) as { definition: unknown };
@@ -777,6 +777,29 @@ describe("step: large results by reference", () => {
     expect(r.state.context.messages).toEqual([{ role: "user", content: "Hi" }, { role: "assistant", content: "a long answer", toolCalls: answer.toolCalls }]);
     expect(r.state.context.toolCalls).toEqual(answer.toolCalls);
     expect(r.state.tokenUsage).toEqual(answer.usage);
+  });
+
+  it("a reference keeps the token counts of its value's usage, and is a reference all the same", () => {
+    expect(usageOf({ vectors: [], usage: { inputTokens: 12, totalTokens: 12, model: "e", cost: "0.1" } })).toEqual({ inputTokens: 12, totalTokens: 12 });
+    expect(usageOf({ usage: { note: "none" } })).toBeUndefined();
+    expect(usageOf({ usage: 3 })).toBeUndefined();
+    expect(usageOf([1])).toBeUndefined();
+    const kept = { ...ref("e"), usage: { inputTokens: 12, totalTokens: 12 } };
+    expect(isBlobRef(kept)).toBe(true);
+    expect(resolveRefs({ e: kept }, new Map([["blob:e", { vectors: [[1]], usage: { inputTokens: 12, totalTokens: 12, model: "e" } }]]))).toEqual({ e: { vectors: [[1]], usage: { inputTokens: 12, totalTokens: 12, model: "e" } } });
+  });
+
+  it("a node that keeps its answer by reference counts the usage the reference keeps; one reading through it counts the value's, once", async () => {
+    const usage = { inputTokens: 12, outputTokens: 0, totalTokens: 12 };
+    const embed = def({ nodes: [{ id: "e", type: "agent.embed", config: { model: "m:e", values: ["a"] } }] });
+    const r = await drive(embed, { tools: { "llm.embed": () => ({ ok: true, output: { ...ref("vectors"), usage: { inputTokens: 12, totalTokens: 12 } } }) } }, null, { kind: "start", input: {} });
+    expect(r.state.status).toBe("completed");
+    expect(r.state.tokenUsage).toEqual(usage);
+    expect(r.journal.find((j) => j.nodeId === "e" && j.status === "completed")!.tokenUsage).toEqual(usage);
+    const llm = def({ nodes: [{ id: "ask", type: "agent.llm", config: { model: "m:x", prompt: "Hi" } }] });
+    const answer = { text: "long", usage: { inputTokens: 4, outputTokens: 6, totalTokens: 10 } };
+    const a = await drive(llm, { tools: { "llm.chat": () => ({ ok: true, output: { ...ref("answer"), usage: answer.usage } }) }, blobs: new Map([["blob:answer", answer]]) }, null, { kind: "start", input: {} });
+    expect(a.state.tokenUsage).toEqual(answer.usage);
   });
 
   it("a tool's arguments built from referenced values reach it resolved", async () => {
