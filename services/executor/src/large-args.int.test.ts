@@ -4,7 +4,10 @@
  * - larger ones are put in the `tool_args_large` object bucket under the call id's object name
  *   and replaced by an `object:` reference whose size, parts and sha256 read the object back;
  * - the same call sent again keeps the object it has (not written again), so a worker reading
- *   it meanwhile is not disturbed; different arguments under the same call id replace it.
+ *   it meanwhile is not disturbed; different arguments under the same call id replace it;
+ * - so do the same arguments with their keys in another order (read back from the blob store
+ *   after a crash): the reference names the object as it is;
+ * - a size measured already is not measured again: arguments under the threshold by it go inline.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
@@ -60,5 +63,21 @@ describe("large tool-call arguments", () => {
     const changed = parseObjectRef(await large.outgoing("9.big.1", { ...args, n: 4 }))!;
     expect(changed.sha256).not.toBe(ref.sha256);
     expect(JSON.parse(new TextDecoder().decode((await bus.objects(LARGE_ARGS_BUCKET).get(changed.name, changed))))).toMatchObject({ n: 4 });
+  });
+
+  it("keeps the object of a call sent again with the same arguments in another key order", async () => {
+    const large = createLargeArgs({ bus, logger: createLogger("test", "silent"), thresholdBytes: 4096 });
+    const first = parseObjectRef(await large.outgoing("9.order.1", { data: { z: "q".repeat(10_000), a: 1 }, n: 1 }))!;
+    const stream = `OBJ_${prefix}_${LARGE_ARGS_BUCKET}`;
+    const seq = (await jsm.streams.info(stream)).state.last_seq;
+    const again = parseObjectRef(await large.outgoing("9.order.1", { n: 1, data: { a: 1, z: "q".repeat(10_000) } }))!;
+    expect(again).toEqual(first);
+    expect((await jsm.streams.info(stream)).state.last_seq).toBe(seq);
+  });
+
+  it("takes a size measured already: arguments at or under the threshold by it go inline unmeasured", () => {
+    const large = createLargeArgs({ bus, logger: createLogger("test", "silent"), thresholdBytes: 4096 });
+    const args: JsonObject = { s: "x".repeat(10_000) };
+    expect(large.outgoing("9.measured.1", args, 100)).toBe(args);
   });
 });

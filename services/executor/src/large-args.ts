@@ -13,13 +13,20 @@
  * of calls no worker ever answered (cancelled while queued, a tool without workers).
  *
  * Values at or under the threshold are sent as they are, without an await, so the calls of a
- * step still leave together.
+ * step still leave together; arguments the executor measured already (large.ts) are not
+ * measured again.
+ *
+ * A call sent again after a crash may have its arguments read back from the blob store
+ * (large.ts keeps large arguments in the checkpoint by reference), where an object's keys
+ * come back in another order: the same value as the object the queued call refers to, which
+ * is then kept as it is (compared as canonical JSON, only when the bytes differ).
  */
 import { createHash } from "node:crypto";
 import { objectName, objectRefJson } from "@baton/bus";
 import type { Bus, ObjectInfo } from "@baton/bus";
 import type { JsonObject } from "@baton/engine";
 import { errorMessage } from "@baton/errors";
+import { canonicalJson } from "@baton/store";
 import type { Logger } from "@baton/telemetry";
 
 /** The object bucket of large arguments (LARGE_ARGS_BUCKET of @baton/sdk): stream `OBJ_{prefix}_tool_args_large`. */
@@ -41,9 +48,10 @@ export interface LargeArgsOptions {
 export interface LargeArgs {
   /**
    * The `args` a ToolCall carries: `args` itself when small enough to travel inline (returned
-   * synchronously), else (a promise of) a reference to the object that holds them.
+   * synchronously), else (a promise of) a reference to the object that holds them. `bytes`:
+   * the size of their JSON when it was measured already.
    */
-  outgoing(callId: string, args: JsonObject): JsonObject | Promise<JsonObject>;
+  outgoing(callId: string, args: JsonObject, bytes?: number): JsonObject | Promise<JsonObject>;
 }
 
 const sha256 = (data: Uint8Array): string => createHash("sha256").update(data).digest("hex");
@@ -52,9 +60,18 @@ export function createLargeArgs(opts: LargeArgsOptions): LargeArgs {
   const { bus, logger, thresholdBytes } = opts;
   const ttlMs = opts.ttlMs ?? LARGE_ARGS_TTL_MS;
 
-  async function byReference(callId: string, text: string): Promise<JsonObject> {
+  /** Whether `stored` holds `args`, whatever the order of their keys. */
+  function sameValue(stored: Uint8Array, args: JsonObject): boolean {
+    try {
+      return canonicalJson(JSON.parse(new TextDecoder().decode(stored)) as JsonObject) === canonicalJson(args);
+    } catch {
+      return false;
+    }
+  }
+
+  async function byReference(callId: string, args: JsonObject, text: string): Promise<JsonObject> {
     const bytes = new TextEncoder().encode(text);
-    const digest = sha256(bytes);
+    let digest = sha256(bytes);
     const name = objectName(callId);
     const objects = bus.objects(LARGE_ARGS_BUCKET);
     let info: ObjectInfo = { size: bytes.byteLength, parts: Math.max(1, Math.ceil(bytes.byteLength / objects.partBytes)) };
@@ -64,17 +81,21 @@ export function createLargeArgs(opts: LargeArgsOptions): LargeArgs {
       logger.debug("an arguments object could not be looked up; it is written", { callId, err: errorMessage(err) });
       return null;
     });
-    if (existing === null || sha256(existing) !== digest) info = await objects.put(name, bytes, { ttlMs });
+    const stored = existing === null ? undefined : sha256(existing);
+    // The same value with its keys in another order (read back from the blob store) keeps the object too.
+    if (existing !== null && stored !== digest && sameValue(existing, args)) digest = stored!;
+    else if (stored !== digest) info = await objects.put(name, bytes, { ttlMs });
     logger.debug("tool-call arguments sent by reference", { callId, bytes: bytes.byteLength, parts: info.parts });
     return objectRefJson({ bucket: LARGE_ARGS_BUCKET, name, ...info, sha256: digest });
   }
 
   return {
-    outgoing(callId, args) {
-      const text = JSON.stringify(args);
+    outgoing(callId, args, bytes) {
       const inline = Math.min(thresholdBytes, Math.floor(bus.maxPayload() * INLINE_SHARE_OF_MAX_PAYLOAD));
+      if (bytes !== undefined && bytes <= inline) return args;
+      const text = JSON.stringify(args);
       if (text.length * 3 <= inline || Buffer.byteLength(text, "utf8") <= inline) return args;
-      return byReference(callId, text);
+      return byReference(callId, args, text);
     },
   };
 }
