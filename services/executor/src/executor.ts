@@ -438,18 +438,24 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   /**
    * Puts a step's tool calls on their queues. Resolves with the calls the queue already had
    * (`duplicate`) that are not marked `resent`: an earlier attempt at the same step sent them
-   * and never wrote its checkpoint (see apply). Arguments above the threshold go through
-   * their object bucket first, and the call carries a reference (large-args.ts).
+   * and never wrote its checkpoint (see apply). A call goes with its whole arguments: the
+   * checkpoint holds references for their large parts (large.ts), which a step's own calls
+   * replace from memory and calls `resent` from a checkpoint from the blob store. Arguments
+   * above the threshold go through their object bucket first, and the call carries a
+   * reference (large-args.ts).
    */
   async function sendCalls(state: ExecutionState, effects: Effect[], resent = false): Promise<(Effect & { kind: "callTool" })[]> {
     const calls = effects.filter((e): e is Effect & { kind: "callTool" } => e.kind === "callTool");
     if (calls.length === 0) return [];
-    const sending = Promise.all(calls.map((e) => {
+    // A step's own calls have their arguments at hand: no await, so they still leave together.
+    const found = large.callArgs({ tenantId: state.tenantId, executionId: state.executionId }, calls, resent);
+    const whole = found instanceof Promise ? await found : found;
+    const sending = Promise.all(calls.map((e, i) => {
       const send = (args: JsonObject): Promise<{ duplicate: boolean }> => messaging.callTool({
         callId: e.callId, executionId: state.executionId, tenantId: state.tenantId, nodeId: e.nodeId, attempt: e.attempt,
         tool: e.tool, args, timeoutMs: e.timeoutMs ?? 0, idempotencyKey: e.idempotencyKey, rootExecutionId: state.rootExecutionId ?? state.executionId, resent,
       });
-      const args = largeArgs.outgoing(e.callId, e.args);
+      const args = largeArgs.outgoing(e.callId, whole[i]!, large.measured(whole[i]!));
       return args instanceof Promise ? args.then(send) : send(args);
     }));
     // The workers wait for these while this turn goes on to the checkpoint: when this is the
@@ -830,11 +836,13 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     // Journal step numbers already include earlier bases; leave room for steps that wrote no rows.
     replay.state.versionBase = journal.reduce((m, j) => Math.max(m, j.stepVersion ?? 0), 0) + 1000;
     if (replay.unplaced.length) logger.warn("journal rows the replay could not place", { executionId: row.id, rows: replay.unplaced.map((j) => `${j.nodeId}#${j.attempt}`) });
-    const written = await writeCheckpoint(row.id, { ...replay.state, outbox: replay.rearm }, 0);
-    logger.warn("checkpoint rebuilt from the journal", { executionId: row.id, status: replay.state.status, rearmed: replay.rearm.length });
-    await perform(replay.state, replay.state, replay.rearm, written.version);
-    const cleared = await writeCheckpoint(row.id, { ...replay.state, outbox: [] }, written.version);
-    return { state: replay.state, version: cleared.version };
+    // Large values the replay recomputed or resolved are referenced, as a step's would be.
+    const { state, effects: rearm } = await large.shrinkRebuilt({ state: replay.state, effects: replay.rearm, more: false }, definition);
+    const written = await writeCheckpoint(row.id, { ...state, outbox: rearm }, 0);
+    logger.warn("checkpoint rebuilt from the journal", { executionId: row.id, status: state.status, rearmed: rearm.length });
+    await perform(state, state, rearm, written.version);
+    const cleared = await writeCheckpoint(row.id, { ...state, outbox: [] }, written.version);
+    return { state, version: cleared.version };
   }
 
   /**

@@ -9,10 +9,16 @@
  * - After each step: node outputs made by the engine (a fan-out's results put together, a
  *   transform), node inputs in the journal, the execution's output and event payloads
  *   larger than the threshold become blob references too — their largest parts first, so a
- *   small output mapping keeps its small fields readable.
+ *   small output mapping keeps its small fields readable. So do what a running node keeps in
+ *   the checkpoint: its resolved input, a multi-call node's calls' arguments, and the
+ *   arguments of the calls in the outbox. The values replaced in those calls are kept in
+ *   memory and sent as they were ({@link LargeValues.callArgs}); calls carried out again from
+ *   a checkpoint (after a crash, a rebuilt checkpoint) are resolved from the blob store.
  *
  * Values at or under the threshold pass untouched: a tool result is measured once (the
- * measure is remembered for the step that completes its node), other values once per step.
+ * measure is remembered for the step that completes its node), other values once per step;
+ * a call's arguments are measured here instead of when they are sent (the measure goes with
+ * them, {@link LargeValues.measured}).
  *
  * Every blob is stored for an execution (its {@link Owner}), which the store records as a use
  * of the blob; a value that brings references into another execution (a child's input, a
@@ -22,8 +28,8 @@
 import { createHash } from "node:crypto";
 import { objectName, parseObjectRef } from "@baton/bus";
 import type { Bus, ObjectRef } from "@baton/bus";
-import type { Command, Effect, EngineEvent, JsonValue, StepResult, WorkflowDefinition } from "@baton/engine";
-import { collectRefs, isBlobRef, readPath, writePath } from "@baton/engine";
+import type { Command, Effect, EngineEvent, JsonObject, JsonValue, NodeRun, StepResult, WorkflowDefinition } from "@baton/engine";
+import { collectRefs, isBlobRef, isJsonObject, readPath, resolveRefs, writePath } from "@baton/engine";
 import { defineError, errorMessage } from "@baton/errors";
 import type { Store } from "@baton/store";
 import type { Logger } from "@baton/telemetry";
@@ -51,7 +57,7 @@ const EVENT_TEXT_MAX = 16_384;
 const MIN_PART_BYTES = 256;
 /** A reference to a blob the store can hold. */
 const BLOB_REF_RE = /^blob:[0-9a-f]{64}$/;
-/** Hashes per `store.blobs.use` call (its limit). */
+/** Hashes per `store.blobs.use` and `store.blobs.getMany` call (their limit). */
 const USE_CHUNK = 1000;
 
 /** An execution received references to blobs that are not stored (pruned, or never stored). Logged: the step that reads one fails. */
@@ -90,8 +96,30 @@ export interface LargeValues {
   canonical(owner: Owner, value: JsonValue): Promise<JsonValue>;
   /** The engine command for a tool's answer, its output canonical (an `object:` reference moved into the blob store). */
   toolResultCommand(owner: Owner, answer: ToolAnswer): Promise<Command>;
-  /** A step's result with large node outputs, journal inputs, the final output and event payloads referenced. */
+  /**
+   * A step's result with large node outputs, journal inputs, the final output, event payloads,
+   * running nodes' inputs, a multi-call node's calls' arguments and the arguments of the calls
+   * it sends referenced. The values replaced in the calls are kept for {@link callArgs}.
+   */
   shrinkStep(result: StepResult, definition: WorkflowDefinition): Promise<StepResult>;
+  /**
+   * The same for a state rebuilt from the journal and the effects it carries out again
+   * (`replayJournal`): the replay recomputed inline nodes' outputs and resolved the running
+   * nodes' inputs, none of them referenced, so each completed node's output, the execution's
+   * output, each running node's input and calls' arguments and each call's arguments is measured.
+   */
+  shrinkRebuilt(result: StepResult, definition: WorkflowDefinition): Promise<StepResult>;
+  /**
+   * The arguments to send each call with: those {@link shrinkStep} replaced by references
+   * (kept in memory, so a step's calls go out without reading the blob store; returned
+   * synchronously), else the effect's own. `fromCheckpoint`: the effects were read back from a
+   * checkpoint (an outbox carried out again after a crash) and may hold references; they are
+   * resolved from the blob store (one read per 1 000 blobs). A reference to a blob that is not
+   * stored throws `BATON_EXECUTOR_BLOBS_MISSING`.
+   */
+  callArgs(owner: Owner, calls: readonly (Effect & { kind: "callTool" })[], fromCheckpoint: boolean): JsonObject[] | Promise<JsonObject[]>;
+  /** The JSON size in bytes of a value measured at or under the threshold (a tool result, a call's arguments), if it was. */
+  measured(value: JsonValue): number | undefined;
   /**
    * Records that `owner` uses the blobs `value` refers to: a value made by another execution
    * (a child's input, a child's output, a fork's starting state). Nothing to do, and no round
@@ -107,10 +135,15 @@ function jsonSize(v: JsonValue): number {
 
 type Ref = { $ref: string; size: number };
 
+type CallEffect = Effect & { kind: "callTool" };
+
 export function createLargeValues(opts: LargeValuesOptions): LargeValues {
   const { store, bus, logger, thresholdBytes } = opts;
-  // Objects measured at or under the threshold (tool results): the step completing their node need not measure again.
-  const small = new WeakSet<object>();
+  // Objects measured at or under the threshold (tool results, a step's call arguments), with
+  // their size: the step completing their node need not measure them again, nor their send.
+  const small = new WeakMap<object, number>();
+  // The arguments a call effect was made with, before shrinkStep referenced their large parts.
+  const whole = new WeakMap<CallEffect, JsonObject>();
 
   async function put(owner: Owner, value: JsonValue): Promise<Ref> {
     const { ref, size } = await store.blobs.put(owner.tenantId, owner.executionId, value);
@@ -119,8 +152,9 @@ export function createLargeValues(opts: LargeValuesOptions): LargeValues {
 
   async function canonical(owner: Owner, value: JsonValue): Promise<JsonValue> {
     if (value === null || typeof value !== "object") return value;
-    if (jsonSize(value) <= thresholdBytes) {
-      small.add(value);
+    const size = jsonSize(value);
+    if (size <= thresholdBytes) {
+      small.set(value, size);
       return value;
     }
     return put(owner, value);
@@ -207,17 +241,33 @@ export function createLargeValues(opts: LargeValuesOptions): LargeValues {
     return copy;
   }
 
-  async function shrinkStep(r: StepResult, definition: WorkflowDefinition): Promise<StepResult> {
-    if (r.effects.length === 0) return r;
+  function shrinkStep(r: StepResult, definition: WorkflowDefinition): Promise<StepResult> {
+    return shrinkResult(r, definition, false);
+  }
+
+  function shrinkRebuilt(r: StepResult, definition: WorkflowDefinition): Promise<StepResult> {
+    return shrinkResult(r, definition, true);
+  }
+
+  async function shrinkResult(r: StepResult, definition: WorkflowDefinition, rebuilt: boolean): Promise<StepResult> {
+    if (r.effects.length === 0 && !rebuilt) return r;
     const owner: Owner = { tenantId: r.state.tenantId, executionId: r.state.executionId };
     const done = new Map<JsonValue, JsonValue>();
+    // Whether a value was referenced: only then can a running node's input or call be one of them.
+    let referenced = false;
     const shrink = async (v: JsonValue | undefined): Promise<JsonValue | undefined> => {
       if (v === undefined || v === null || (typeof v === "object" && (small.has(v) || isBlobRef(v)))) return v;
       if (typeof v !== "object" && (typeof v !== "string" || v.length * 3 <= thresholdBytes)) return v;
       const known = done.get(v);
       if (known !== undefined) return known;
       const size = jsonSize(v);
-      const out = size <= thresholdBytes ? v : await fit(owner, v, size);
+      let out: JsonValue = v;
+      if (size > thresholdBytes) {
+        out = await fit(owner, v, size);
+        referenced = true;
+      } else if (typeof v === "object") {
+        small.set(v, size);
+      }
       done.set(v, out);
       return out;
     };
@@ -247,11 +297,19 @@ export function createLargeValues(opts: LargeValuesOptions): LargeValues {
           out = { ...ev, error: { ...ev.error, message: cut(ev.error.message) } };
         }
         if (out !== ev) next = { kind: "emit", event: out };
+      } else if (e.kind === "callTool") {
+        // Usually the node's input, measured already as its journal row's; the measure goes with the call.
+        const args = await shrink(e.args);
+        if (args !== e.args) {
+          const call: CallEffect = { ...e, args: asObject(args!) };
+          whole.set(call, e.args);
+          next = call;
+        }
       }
       if (next !== e) changed = true;
       effects.push(next);
     }
-    if (!changed) return r;
+    if (!changed && !rebuilt) return r;
     // The state holds what the events say: each completed node's output where the engine
     // wrote it, and the execution's output.
     let state = r.state;
@@ -268,8 +326,77 @@ export function createLargeValues(opts: LargeValuesOptions): LargeValues {
         if (replaced !== undefined) state = { ...state, output: replaced };
       }
     }
+    if (rebuilt) {
+      for (const n of definition.nodes) {
+        if (state.nodes[n.id]?.status !== "completed") continue;
+        const path = n.output ?? `$.${n.id}`;
+        const v = readPath(state.context, path);
+        const out = await shrink(v);
+        if (out !== v && out !== undefined) state = { ...state, context: writePath(state.context, path, out) };
+      }
+      const output = await shrink(state.output);
+      if (output !== state.output && output !== undefined) state = { ...state, output };
+    }
+    // What running nodes keep: the input their journal row got, the calls their fan sends. In a
+    // step, both are the values its journal rows and calls had (no measuring); rebuilt, they are measured.
+    if (referenced || rebuilt) {
+      const keep = rebuilt ? shrink : (v: JsonValue): Promise<JsonValue> => Promise.resolve(done.get(v) ?? v);
+      let nodes: Record<string, NodeRun> | undefined;
+      for (const [id, run] of Object.entries(state.nodes)) {
+        if (run.input === undefined && !run.fan?.calls) continue;
+        let next = run;
+        if (run.input !== undefined) {
+          const input = await keep(run.input);
+          if (input !== run.input && input !== undefined) next = { ...next, input };
+        }
+        if (run.fan?.calls) {
+          let changedCalls = false;
+          const calls: { tool: string; args: JsonObject }[] = [];
+          for (const c of run.fan.calls) {
+            const args = await keep(c.args);
+            if (args === c.args || args === undefined) calls.push(c);
+            else {
+              changedCalls = true;
+              calls.push({ ...c, args: asObject(args) });
+            }
+          }
+          if (changedCalls) next = { ...next, fan: { ...run.fan, calls } };
+        }
+        if (next !== run) (nodes ??= { ...state.nodes })[id] = next;
+      }
+      if (nodes) state = { ...state, nodes };
+    }
     return { ...r, state, effects };
   }
 
-  return { canonical, toolResultCommand, shrinkStep, adopt };
+  function callArgs(owner: Owner, calls: readonly CallEffect[], fromCheckpoint: boolean): JsonObject[] | Promise<JsonObject[]> {
+    const args = calls.map((e) => whole.get(e) ?? e.args);
+    if (!fromCheckpoint) return args;
+    const refs = new Set<string>();
+    calls.forEach((e, i) => {
+      if (!whole.has(e)) collectRefs(args[i], refs);
+    });
+    if (refs.size === 0) return args;
+    return (async () => {
+      const blobs = new Map<string, JsonValue>();
+      const hashes = [...refs].filter((r) => BLOB_REF_RE.test(r)).map((r) => r.slice("blob:".length));
+      for (let i = 0; i < hashes.length; i += USE_CHUNK) {
+        for (const b of (await store.blobs.getMany(owner.tenantId, hashes.slice(i, i + USE_CHUNK))).values()) blobs.set(`blob:${b.hash}`, b.data);
+      }
+      const missing = [...refs].filter((r) => !blobs.has(r));
+      if (missing.length > 0) throw BlobsMissing(owner.executionId, missing.join(", "));
+      return args.map((a, i) => (whole.has(calls[i]!) ? a : asObject(resolveRefs(a, blobs))));
+    })();
+  }
+
+  function measured(value: JsonValue): number | undefined {
+    return value !== null && typeof value === "object" ? small.get(value) : undefined;
+  }
+
+  return { canonical, toolResultCommand, shrinkStep, shrinkRebuilt, callArgs, measured, adopt };
+}
+
+/** A call's arguments are an object; a value that is not one is sent as `{ value }` (as the engine does). */
+function asObject(v: JsonValue): JsonObject {
+  return isJsonObject(v) ? v : { value: v };
 }
