@@ -13,13 +13,16 @@
  *   queued call refers to (the value read back from the blob store has its keys in another
  *   order), so the worker taking the queued call reads it;
  * - a checkpoint rebuilt from the journal while the call is out holds references too, and the
- *   run completes.
+ *   run completes;
+ * - a non-agent node whose whole answer became a reference still counts the answer's token
+ *   usage (node, journal row, execution row), the reference carrying a small `usage`; also
+ *   when the answer came as a worker's object and is delivered again after it was moved.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { z } from "zod";
-import { connectBus } from "@baton/bus";
+import { connectBus, objectName, objectRefJson } from "@baton/bus";
 import type { Bus } from "@baton/bus";
 import { createRedis, redisCheckpointStore } from "@baton/checkpoints";
 import { COMMANDS, decode, encode, valueFromJson } from "@baton/contracts";
@@ -35,6 +38,7 @@ import type { TestStore } from "@baton/store/testing";
 import { createLogger } from "@baton/telemetry";
 import { CHECKPOINT_UNVERSIONED_KEYS, createExecutor } from "./executor.ts";
 import type { CheckpointState, Executor } from "./executor.ts";
+import { createLargeValues, LARGE_RESULTS_BUCKET } from "./large.ts";
 
 const NATS = process.env.BATON_NATS_URL ?? "nats://127.0.0.1:4222";
 const prefix = `xlr${randomBytes(4).toString("hex")}`;
@@ -273,5 +277,40 @@ describe("a running node's large input and call arguments", () => {
     expectReferenced(id, "m", `${id}.m.1`);
     expect(written.get(id)!.filter((json) => json.includes(RUN))).toHaveLength(0);
     expect((await checkpoints.get(id))!.state).toMatchObject({ status: "completed", output: { m: { n: 7, length: Z } } });
+  });
+});
+
+describe("token usage of an answer kept by reference", () => {
+  it("counts for a non-agent node whose whole answer became a blob", async () => {
+    const x = executorWith();
+    const wf = await workflow("embed", { nodes: [{ id: "e", type: "agent.embed", config: { model: "m:emb", values: "$.input.texts" } }] });
+    const { id, start } = await created(wf, { texts: ["a", "b"] });
+    await x.handle(start);
+    const usage = { inputTokens: 12, outputTokens: 0, totalTokens: 12 };
+    const output = { vectors: [Array.from({ length: 1000 }, (_, i) => i / 1000), [0.5]], usage };
+    await x.handle(command("tool.result", { callId: `${id}.e.1`, executionId: id, tenantId, nodeId: "e", attempt: 1, tool: "llm.embed", ok: true, output: valueFromJson(output), durationMs: 1 }));
+    const state = (await checkpoints.get(id))!.state;
+    expect(state.status).toBe("completed");
+    expect(state.context.e).toEqual({ ...blobRef, usage });
+    expect(state.tokenUsage).toEqual(usage);
+    const row = (await t.store.nodeExecutions.listById(id)).find((r) => r.nodeId === "e" && r.status === "completed")!;
+    expect(row.tokenUsage).toEqual(usage);
+    expect((await t.store.executions.get(tenantId, id))!.tokenUsage).toEqual(usage);
+  });
+
+  it("travels with a worker's large result moved into the blob store, also when the answer is delivered again", async () => {
+    const large = createLargeValues({ store: t.store, bus, logger: createLogger("large", "silent"), thresholdBytes: THRESHOLD });
+    const { id } = await created(await workflow("object-usage", oneCall("take")));
+    const callId = `${id}.img.1`;
+    const usage = { inputTokens: 3, outputTokens: 900, totalTokens: 903 };
+    const bytes = new TextEncoder().encode(JSON.stringify({ image: "i".repeat(10_000), usage }));
+    const info = await bus.objects(LARGE_RESULTS_BUCKET).put(objectName(callId), bytes);
+    const ref = objectRefJson({ bucket: LARGE_RESULTS_BUCKET, name: objectName(callId), ...info, sha256: createHash("sha256").update(bytes).digest("hex") });
+    const owner = { tenantId, executionId: id };
+    const a = { nodeId: "img", callId, ok: true, durationMs: 1, output: ref };
+    const first = await large.toolResultCommand(owner, a);
+    expect(first).toMatchObject({ ok: true, output: { ...blobRef, usage } });
+    // The object is gone (moved); the same answer again finds the blob.
+    expect(await large.toolResultCommand(owner, a)).toEqual(first);
   });
 });

@@ -14,6 +14,8 @@
  *   arguments of the calls in the outbox. The values replaced in those calls are kept in
  *   memory and sent as they were ({@link LargeValues.callArgs}); calls carried out again from
  *   a checkpoint (after a crash, a rebuilt checkpoint) are resolved from the blob store.
+ * - A reference to a value with a `usage` keeps its token counts (`usageOf` of @baton/engine),
+ *   so a node that stores a large answer without reading it still counts them.
  *
  * Values at or under the threshold pass untouched: a tool result is measured once (the
  * measure is remembered for the step that completes its node), other values once per step;
@@ -29,7 +31,7 @@ import { createHash } from "node:crypto";
 import { objectName, parseObjectRef } from "@baton/bus";
 import type { Bus, ObjectRef } from "@baton/bus";
 import type { Command, Effect, EngineEvent, JsonObject, JsonValue, NodeRun, StepResult, WorkflowDefinition } from "@baton/engine";
-import { collectRefs, isBlobRef, isJsonObject, readPath, resolveRefs, writePath } from "@baton/engine";
+import { collectRefs, isBlobRef, isJsonObject, readPath, resolveRefs, usageOf, writePath } from "@baton/engine";
 import { defineError, errorMessage } from "@baton/errors";
 import type { Store } from "@baton/store";
 import type { Logger } from "@baton/telemetry";
@@ -133,7 +135,13 @@ function jsonSize(v: JsonValue): number {
   return Buffer.byteLength(JSON.stringify(v));
 }
 
-type Ref = { $ref: string; size: number };
+type Ref = { $ref: string; size: number; usage?: JsonObject };
+
+/** A reference to `value`, stored as `hash`: with the value's token counts when it reports some. */
+function refTo(hash: string, size: number, value: JsonValue): Ref {
+  const usage = usageOf(value);
+  return { $ref: `blob:${hash}`, size, ...(usage ? { usage } : {}) };
+}
 
 type CallEffect = Effect & { kind: "callTool" };
 
@@ -146,8 +154,8 @@ export function createLargeValues(opts: LargeValuesOptions): LargeValues {
   const whole = new WeakMap<CallEffect, JsonObject>();
 
   async function put(owner: Owner, value: JsonValue): Promise<Ref> {
-    const { ref, size } = await store.blobs.put(owner.tenantId, owner.executionId, value);
-    return { $ref: ref, size };
+    const { hash, size } = await store.blobs.put(owner.tenantId, owner.executionId, value);
+    return refTo(hash, size, value);
   }
 
   async function canonical(owner: Owner, value: JsonValue): Promise<JsonValue> {
@@ -191,7 +199,7 @@ export function createLargeValues(opts: LargeValuesOptions): LargeValues {
       if (!blob || (await store.blobs.use(owner.tenantId, owner.executionId, [blob.hash])).length > 0) {
         return failed(a, ResultObjectLost(a.callId, `${label} is gone and no blob holds it`));
       }
-      output = { $ref: `blob:${blob.hash}`, size: blob.size };
+      output = refTo(blob.hash, blob.size, blob.data);
     } else {
       if (createHash("sha256").update(data).digest("hex") !== ref.sha256) return failed(a, ResultObjectLost(a.callId, `${label} does not match its sha256`));
       let value: JsonValue;
