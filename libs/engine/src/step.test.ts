@@ -792,7 +792,9 @@ describe("step: large results by reference", () => {
   it("a node that keeps its answer by reference counts the usage the reference keeps; one reading through it counts the value's, once", async () => {
     const usage = { inputTokens: 12, outputTokens: 0, totalTokens: 12 };
     const embed = def({ nodes: [{ id: "e", type: "agent.embed", config: { model: "m:e", values: ["a"] } }] });
-    const r = await drive(embed, { tools: { "llm.embed": () => ({ ok: true, output: { ...ref("vectors"), usage: { inputTokens: 12, totalTokens: 12 } } }) } }, null, { kind: "start", input: {} });
+    // The run's output reads the node's output (the value is given only for that).
+    const vectors = new Map<string, JsonValue>([["blob:vectors", { vectors: [[1]], usage: { inputTokens: 12, totalTokens: 12 } }]]);
+    const r = await drive(embed, { tools: { "llm.embed": () => ({ ok: true, output: { ...ref("vectors"), usage: { inputTokens: 12, totalTokens: 12 } } }) }, blobs: vectors }, null, { kind: "start", input: {} });
     expect(r.state.status).toBe("completed");
     expect(r.state.tokenUsage).toEqual(usage);
     expect(r.journal.find((j) => j.nodeId === "e" && j.status === "completed")!.tokenUsage).toEqual(usage);
