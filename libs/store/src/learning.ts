@@ -21,15 +21,19 @@ const BLOB_REF_JSONPATH = 'lax $.**."$ref" ? (@ like_regex "^blob:[0-9a-f]{64}$"
  * `learned_blob_uses` row; references to blobs the tenant does not have are left out. Locking
  * and touching the row is what keeps a concurrent pruner from deleting a blob that just got a
  * use (the same argument as `blobs.use`). A sequence not inserted (a repeat) records nothing.
+ * `tenant` is the statement's parameter holding the sequence's tenant: the blobs are looked up
+ * by key, `("tenantId", "hash") = ($tenant, any of the hashes)`, as `blobs.use` does. A
+ * semi-join with the references let the planner read the whole blobs table on every finished
+ * run (steps-plan.int.test.ts).
  */
-function recordBlobUses(q: string): string {
+function recordBlobUses(q: string, tenant: string): string {
   return `refs AS (
       SELECT DISTINCT ins."tenantId", ins."id", substr(r.ref #>> '{}', 6) AS "hash"
         FROM ins CROSS JOIN LATERAL jsonb_path_query(ins."tools", '${BLOB_REF_JSONPATH}') r(ref)
     ),
     held AS (
       SELECT b."id" FROM ${q}."blobs" b
-       WHERE EXISTS (SELECT 1 FROM refs WHERE refs."tenantId" = b."tenantId" AND refs."hash" = b."hash")
+       WHERE b."tenantId" = ${tenant} AND b."hash" = ANY (ARRAY(SELECT "hash" FROM refs)::varchar[])
        ORDER BY b."hash" FOR UPDATE OF b
     ),
     touched AS (
@@ -65,7 +69,7 @@ export function learningRepo(prisma: PrismaClient, schema: string, pool: Pool): 
       ON CONFLICT ("executionId") DO NOTHING
       RETURNING "id", "tenantId", "tools"
     ),
-    ${recordBlobUses(q)}
+    ${recordBlobUses(q, "$2")}
     SELECT calls.tools, EXISTS (SELECT 1 FROM run) AS found FROM calls`;
   const FROM_JOURNAL = namedStatement("learned_from_journal", FROM_JOURNAL_SQL);
   // A sequence given whole, with its uses of the blobs it refers to; a repeat writes nothing.
@@ -75,7 +79,7 @@ export function learningRepo(prisma: PrismaClient, schema: string, pool: Pool): 
       ON CONFLICT ("executionId") DO NOTHING
       RETURNING "id", "tenantId", "tools"
     ),
-    ${recordBlobUses(q)}
+    ${recordBlobUses(q, "$1")}
     SELECT 1`);
   return {
     async recordFromJournal(entry) {
