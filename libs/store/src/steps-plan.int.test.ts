@@ -30,6 +30,22 @@ async function withWorkflow(prefix: string, test: (t: TestStore, db: pg.Client, 
   }
 }
 
+/** Rows read by sequential scans of `table` since `before`, once the store's closing connections have sent their statistics (each sends its own: wait until the count stops moving). */
+async function seqReadSince(db: pg.Client, table: string, before: number): Promise<number> {
+  let read = -1;
+  for (let i = 0, last = -2; i < 50 && read !== last; i++) {
+    await sleep(200);
+    last = read;
+    read = (await seqRead(db, table)) - before;
+  }
+  return read;
+}
+
+/** Rows read by sequential scans of `table` (schema-qualified) so far. */
+async function seqRead(db: pg.Client, table: string): Promise<number> {
+  return Number((await db.query<{ n: string }>(`SELECT seq_tup_read AS n FROM pg_stat_user_tables WHERE relid = $1::regclass`, [table])).rows[0]!.n);
+}
+
 it("looks executions up by key, not by reading the table, once the table is past a few pages", () =>
   withWorkflow("steps_plan", async (t, db, tenant, wf) => {
     const q = quoteIdent(t.options.schema);
@@ -123,19 +139,12 @@ it("on a table never analyzed, a plan made while it was small does not outlive i
     await db.query(`INSERT INTO ${runs} ("tenantId", "agentWorkflowId", "workflowVersion", "status") SELECT $1, $2, 1, 'completed' FROM generate_series(1, 6000)`, [tenant, wf.id]);
     const never = await db.query(`SELECT 1 FROM pg_class WHERE oid = $1::regclass AND reltuples < 0`, [`${t.options.schema}.agent_workflow_executions`]);
     expect(never.rowCount).toBe(1);
-    const seqRead = async (): Promise<number> =>
-      Number((await db.query<{ n: string }>(`SELECT seq_tup_read AS n FROM pg_stat_user_tables WHERE relid = $1::regclass`, [`${t.options.schema}.agent_workflow_executions`])).rows[0]!.n);
-    const before = await seqRead();
+    const table = `${t.options.schema}.agent_workflow_executions`;
+    const before = await seqRead(db, table);
     for (let i = 0; i < 20; i++) await startAndEnd();
     // Closing the store's connections sends their statistics.
     await t.store.close();
-    // Each closing connection sends its own: wait until the count stops moving.
-    let read = -1;
-    for (let i = 0, last = -2; i < 50 && read !== last; i++) {
-      await sleep(200);
-      last = read;
-      read = (await seqRead()) - before;
-    }
+    const read = await seqReadSince(db, table, before);
     // A plan kept from the small table reads all 6,000 rows for each of the 40 patches.
     expect(read).toBeLessThan(6000);
   }));
@@ -147,9 +156,8 @@ it("recording a learned sequence does not read the blobs table, with or without 
       `INSERT INTO ${q}."blobs" ("tenantId", "hash", "size", "data") SELECT $1, md5(g::text) || md5((g + 1)::text), 2, '{}'::jsonb FROM generate_series(1, 6000) g`,
       [tenant],
     );
-    const seqRead = async (): Promise<number> =>
-      Number((await db.query<{ n: string }>(`SELECT seq_tup_read AS n FROM pg_stat_user_tables WHERE relid = $1::regclass`, [`${t.options.schema}.blobs`])).rows[0]!.n);
-    const before = await seqRead();
+    const table = `${t.options.schema}.blobs`;
+    const before = await seqRead(db, table);
     for (let i = 0; i < 20; i++) {
       const e = await t.store.executions.create(tenant, { workflowId: wf.id, workflowVersion: 1, input: {} });
       const large = i % 2 === 0 ? await t.store.blobs.put(tenant, e.id, { big: i }) : undefined;
@@ -162,12 +170,7 @@ it("recording a learned sequence does not read the blobs table, with or without 
     const uses = await db.query(`SELECT 1 FROM ${q}."learned_blob_uses"`);
     expect(uses.rowCount).toBe(10); // the statement under test did record the references
     await t.store.close();
-    let read = -1;
-    for (let i = 0, last = -2; i < 50 && read !== last; i++) {
-      await sleep(200);
-      last = read;
-      read = (await seqRead()) - before;
-    }
+    const read = await seqReadSince(db, table, before);
     // A plan that reads the table reads its 6,000 rows for each of the 20 sequences.
     expect(read).toBeLessThan(6000);
   }));
