@@ -4,6 +4,7 @@
  * as `learning.sequence`. Learning patterns from these records comes later.
  */
 import type { Subscription } from "@baton/bus";
+import { hasCode } from "@baton/errors";
 import type { Messaging } from "@baton/messaging";
 import type { Service } from "@baton/runtime";
 import type { Store } from "@baton/store";
@@ -25,7 +26,16 @@ export function createLearner(opts: LearnerOptions): Service {
         const m = ev.message;
         const executionId = m.id;
         const successful = ev.type === "execution.completed";
-        const { tools } = await store.learning.recordFromJournal({ tenantId: m.tenantId, executionId, successful });
+        let tools: string[];
+        try {
+          ({ tools } = await store.learning.recordFromJournal({ tenantId: m.tenantId, executionId, successful }));
+        } catch (err) {
+          // The run was deleted (through the API, or by retention) before its sequence was
+          // recorded: there is nothing left to learn from, and trying again cannot change that.
+          if (!hasCode(err, "BATON_STORE_NOT_FOUND")) throw err;
+          logger.info("execution deleted before its tool sequence was recorded; nothing to learn", { executionId, tenantId: m.tenantId });
+          return;
+        }
         logger.debug("tool sequence recorded", { executionId, tools: tools.length, successful });
         await messaging.publishEvent("learning.sequence", { tenantId: m.tenantId, executionId, tools, successful }, `learning:${executionId}`);
       });
