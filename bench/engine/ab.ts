@@ -14,7 +14,7 @@
  * Nothing in the repository reads the switch.
  *
  * Per phase it records each execution's mean per-node time (as `run.ts` does, see
- * stats.ts) and the CPU, from `/proc` (Linux), of this process, the NATS and Redis servers
+ * stats.ts), the executions' median duration (from the execute call to the last event) and the CPU, from `/proc` (Linux), of this process, the NATS and Redis servers
  * and every Postgres process, per execution. It prints both sides' averages and the B/A
  * ratio of each phase pair. Needs NATS, Redis and Postgres as `run.ts` does.
  */
@@ -71,11 +71,13 @@ const baton = await createBatonBench({
 const switchB = globalThis as Record<string, unknown>;
 interface Side {
   perNode: number[];
+  /** Median execution duration per phase. A change that only delays a run's early events lowers the per-node mean, not this. */
+  execution: number[];
   cpu: { process: number[]; nats: number[]; redis: number[]; postgres: number[] };
 }
 const sides: Record<"A" | "B", Side> = {
-  A: { perNode: [], cpu: { process: [], nats: [], redis: [], postgres: [] } },
-  B: { perNode: [], cpu: { process: [], nats: [], redis: [], postgres: [] } },
+  A: { perNode: [], execution: [], cpu: { process: [], nats: [], redis: [], postgres: [] } },
+  B: { perNode: [], execution: [], cpu: { process: [], nats: [], redis: [], postgres: [] } },
 };
 try {
   const run = await baton.prepare(graph);
@@ -97,6 +99,8 @@ try {
       .sort((a, b) => a - b);
     const s = sides[side];
     s.perNode.push(means[Math.floor(means.length / 2)]!);
+    const durations = traces.map((t) => t.endedAt - t.startedAt).sort((a, b) => a - b);
+    s.execution.push(durations[Math.floor(durations.length / 2)]!);
     s.cpu.process.push((used.user + used.system) / 1000 / per);
     s.cpu.nats.push((cpuMs(servers.nats) - before.nats) / per);
     s.cpu.redis.push((cpuMs(servers.redis) - before.redis) / per);
@@ -111,10 +115,10 @@ try {
 const avg = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 console.log(`${graph.name}, concurrency ${concurrency}, ${phases} phases of ${per} executions per side`);
 for (const name of ["A", "B"] as const) {
-  const { perNode, cpu } = sides[name];
+  const { perNode, execution, cpu } = sides[name];
   const total = avg(cpu.process) + avg(cpu.nats) + avg(cpu.redis) + avg(cpu.postgres);
   console.log(
-    `${name}: per-node ${avg(perNode).toFixed(3)} ms (phases: ${perNode.map((x) => x.toFixed(2)).join(" ")}); CPU per execution: ` +
+    `${name}: per-node ${avg(perNode).toFixed(3)} ms (phases: ${perNode.map((x) => x.toFixed(2)).join(" ")}); execution p50 ${avg(execution).toFixed(2)} ms; CPU per execution: ` +
       `this process ${avg(cpu.process).toFixed(2)}, NATS ${avg(cpu.nats).toFixed(2)}, Redis ${avg(cpu.redis).toFixed(2)}, Postgres ${avg(cpu.postgres).toFixed(2)}, all ${total.toFixed(2)} ms`,
   );
 }
