@@ -199,6 +199,7 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
         blobPruneIntervalMs: config.blobPruneIntervalSeconds * 1000,
         blobGraceMs: config.blobGraceSeconds * 1000,
         executionRetentionMs: config.executionRetentionDays * 86_400_000,
+        learnedRetentionMs: config.learnedRetentionDays * 86_400_000,
       });
     },
   },

@@ -62,6 +62,11 @@ describe("loadConfig", () => {
     expect(loadConfig({ BATON_RECOVERY_SWEEP_SECONDS: "5" })).toMatchObject({ recoverySweepSeconds: 5 });
     expect(() => loadConfig({ BATON_RECOVERY_SWEEP_SECONDS: "-1" })).toThrow(/BATON_RECOVERY_SWEEP_SECONDS/);
   });
+  it("reads the learned-sequence retention, off by default", () => {
+    expect(loadConfig({})).toMatchObject({ learnedRetentionDays: 0 });
+    expect(loadConfig({ BATON_LEARNED_RETENTION_DAYS: "90" })).toMatchObject({ learnedRetentionDays: 90 });
+    expect(() => loadConfig({ BATON_LEARNED_RETENTION_DAYS: "-1" })).toThrow(/BATON_LEARNED_RETENTION_DAYS/);
+  });
   it("reads the execution retention, off by default", () => {
     expect(loadConfig({})).toMatchObject({ executionRetentionDays: 0 });
     expect(loadConfig({ BATON_EXECUTION_RETENTION_DAYS: "30" })).toMatchObject({ executionRetentionDays: 30 });

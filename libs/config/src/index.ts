@@ -76,6 +76,8 @@ export const envSchema = z.object({
   BATON_BLOB_GRACE_SECONDS: int(1, 2_147_483_647).optional(),
   /** Days a finished run (completed, failed, cancelled) is kept after its `completedAt`; then the blob pruner's run deletes it with its journal, reviews and blob uses. 0 = for ever. @default 0 */
   BATON_EXECUTION_RETENTION_DAYS: int(0, 36_500).default(0),
+  /** Days a learned tool sequence is kept after it was recorded; then the blob pruner's run deletes it with its uses of blobs. 0 = for ever. @default 0 */
+  BATON_LEARNED_RETENTION_DAYS: int(0, 36_500).default(0),
   /** Checkpoint versions kept per execution for time travel (older ones are pruned). @default 100 */
   BATON_CHECKPOINT_HISTORY: int(1, 100_000).default(100),
   /** Seconds the checkpoint and history of a finished execution are kept. @default 604800 (7 days) */
@@ -118,6 +120,8 @@ export interface BatonConfig {
   readonly blobGraceSeconds: number;
   /** `BATON_EXECUTION_RETENTION_DAYS`; 0 = finished executions are kept for ever. */
   readonly executionRetentionDays: number;
+  /** `BATON_LEARNED_RETENTION_DAYS`; 0 = learned sequences are kept for ever. */
+  readonly learnedRetentionDays: number;
   /** Checkpoint versions kept per execution (`BATON_CHECKPOINT_HISTORY`). */
   readonly checkpointHistory: number;
   /** Seconds a finished execution's checkpoints are kept (`BATON_CHECKPOINT_FINISHED_TTL_SECONDS`). */
@@ -183,6 +187,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     blobPruneIntervalSeconds: e.BATON_BLOB_PRUNE_INTERVAL_SECONDS,
     blobGraceSeconds,
     executionRetentionDays: e.BATON_EXECUTION_RETENTION_DAYS,
+    learnedRetentionDays: e.BATON_LEARNED_RETENTION_DAYS,
     checkpointHistory: e.BATON_CHECKPOINT_HISTORY,
     checkpointFinishedTtlSeconds: e.BATON_CHECKPOINT_FINISHED_TTL_SECONDS,
     shutdownGraceMs: e.BATON_SHUTDOWN_GRACE_SECONDS * 1000,

@@ -10,7 +10,9 @@
  *   from is deleted; deleting the sequence (or its tenant) deletes its uses, and the blob is
  *   pruned like any other;
  * - a sequence never uses another tenant's blob, even one of the same content;
- * - migration 0006 backfills the uses of the sequences recorded before it.
+ * - migration 0006 backfills the uses of the sequences recorded before it;
+ * - the retention (`pruneOlder`) deletes sequences created before its cutoff, oldest first, in
+ *   batches, one process at a time, with their uses; their blobs' grace period starts then.
  */
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -20,6 +22,7 @@ import pg from "pg";
 import { MIGRATIONS_DIR, migrate } from "./migrate.ts";
 import { dropSchema, openTwoTenantStore, randomSchemaName, TEST_DATABASE_URL, type TestStore } from "./testing.ts";
 import type { Store, WorkflowRecord } from "./types.ts";
+import { lockKey } from "./values.ts";
 
 let t: TestStore;
 let store: Store;
@@ -138,6 +141,51 @@ describe("pruning", () => {
     await store.prisma.tenant.delete({ where: { id: doomed } });
     expect(await store.prisma.learnedBlobUse.count({ where: { tenantId: doomed } })).toBe(0);
     expect(await store.prisma.blob.count({ where: { tenantId: doomed } })).toBe(0);
+  });
+});
+
+describe("learned-sequence retention (pruneOlder)", () => {
+  it("deletes the sequences created before the cutoff, oldest first, in batches, with their uses; their blobs' grace starts then", async () => {
+    const seqs: { executionId: number; blob: { ref: string; hash: string; size: number } }[] = [];
+    for (const [i, tenantId] of [tenant, tenant, other, tenant].entries()) {
+      const ex = await newExecution(tenantId);
+      const blob = await store.blobs.put(tenantId, ex.id, { input: `large ${i}` });
+      await store.learning.recordSequence({ tenantId, executionId: ex.id, tools: [{ tool: "t", params: ref(blob) }], successful: i % 2 === 0 });
+      await store.executions.delete(tenantId, ex.id);
+      seqs.push({ executionId: ex.id, blob });
+    }
+    // The first three are old (the third another tenant's); the last was learned just now.
+    const old = seqs.slice(0, 3).map((x) => x.executionId);
+    await store.prisma.learnedSequence.updateMany({ where: { executionId: { in: old } }, data: { createdAt: past } });
+    await store.prisma.learnedSequence.update({ where: { executionId: old[0]! }, data: { createdAt: new Date(past.getTime() - 1000) } });
+    await store.prisma.blob.updateMany({ data: { usedAt: past } });
+    const cutoff = new Date(Date.now() - 60_000);
+
+    expect(await store.learning.pruneOlder({ olderThan: cutoff, limit: 1 })).toEqual({ ran: true, deleted: 1 });
+    expect((await store.prisma.learnedSequence.findMany({ orderBy: { executionId: "asc" } })).map((x) => x.executionId)).toEqual(seqs.slice(1).map((x) => x.executionId));
+    expect(await store.learning.pruneOlder({ olderThan: cutoff, limit: 10 })).toEqual({ ran: true, deleted: 2 });
+    expect(await store.learning.pruneOlder({ olderThan: cutoff, limit: 10 })).toEqual({ ran: true, deleted: 0 });
+    expect((await store.prisma.learnedSequence.findMany()).map((x) => x.executionId)).toEqual([seqs[3]!.executionId]);
+    expect(await store.prisma.learnedBlobUse.count()).toBe(1);
+
+    // The deleted sequences' blobs were touched: unused now, but inside their grace period.
+    expect(await store.blobs.prune({ olderThan: cutoff, limit: 100 })).toEqual({ ran: true, deleted: 0, inUse: 1 });
+    // Past it, they go; the kept sequence's stays.
+    expect(await store.blobs.prune({ olderThan: future(), limit: 100 })).toEqual({ ran: true, deleted: 3, inUse: 1 });
+    expect(await store.blobs.get(tenant, seqs[3]!.blob.hash)).not.toBeNull();
+  });
+
+  it("refuses a bad batch, and does nothing while another process holds its lock", async () => {
+    await expect(store.learning.pruneOlder({ olderThan: new Date("x"), limit: 1 })).rejects.toMatchObject({ code: "BATON_STORE_INVALID_INPUT" });
+    await expect(store.learning.pruneOlder({ olderThan: future(), limit: 0 })).rejects.toMatchObject({ code: "BATON_STORE_INVALID_INPUT" });
+    const ex = await newExecution();
+    await store.learning.recordSequence({ tenantId: tenant, executionId: ex.id, tools: [], successful: true });
+    const db = await t.connect();
+    await db.query("BEGIN");
+    await db.query("SELECT pg_advisory_xact_lock($1::int, $2::int)", [lockKey("baton:learned-prune"), lockKey(`baton:learned-prune:${t.options.schema}`)]);
+    expect(await store.learning.pruneOlder({ olderThan: future(), limit: 10 })).toEqual({ ran: false, deleted: 0 });
+    await db.query("ROLLBACK");
+    expect(await store.learning.pruneOlder({ olderThan: future(), limit: 10 })).toEqual({ ran: true, deleted: 1 });
   });
 });
 

@@ -4,7 +4,7 @@ import { guard } from "./db-errors.ts";
 import { StoreInvalidInput, StoreNotFound } from "./errors.ts";
 import { toLearnedSequence } from "./records.ts";
 import type { LearnedSequenceInput, LearningRepo } from "./types.ts";
-import { isDbId, namedStatement, optionalInt, page, quoteIdent, requireId, requireJson, requireTenantId } from "./values.ts";
+import { isDbId, lockKey, namedStatement, optionalInt, page, pruneBatch, quoteIdent, requireId, requireJson, requireTenantId } from "./values.ts";
 
 /**
  * A blob reference at any depth of a JSON value, as jsonpath: `{ "$ref": "blob:<hex>" }`
@@ -81,6 +81,27 @@ export function learningRepo(prisma: PrismaClient, schema: string, pool: Pool): 
     ),
     ${recordBlobUses(q, "$1")}
     SELECT 1`);
+  // One batch of the retention (LearningRepo.pruneOlder): the oldest sequences through the
+  // "createdAt" index, locked (SKIP LOCKED), the blobs they use touched (locked in key order, as
+  // blob puts and uses lock them) before their uses cascade away, so a blob's grace period counts
+  // from the deletion.
+  const PRUNE = namedStatement("learned_prune", `WITH lock AS (SELECT pg_try_advisory_xact_lock($3::int, $4::int) AS ok),
+    batch AS (
+      SELECT s."id" FROM ${q}."learned_sequences" s
+       WHERE s."createdAt" < $1::timestamptz AND (SELECT ok FROM lock)
+       ORDER BY s."createdAt", s."id" LIMIT $2
+       FOR UPDATE OF s SKIP LOCKED
+    ),
+    held AS (
+      SELECT b."id" FROM ${q}."blobs" b
+        JOIN (SELECT DISTINCT u."tenantId", u."hash" FROM ${q}."learned_blob_uses" u WHERE u."sequenceId" IN (SELECT "id" FROM batch)) h
+          ON b."tenantId" = h."tenantId" AND b."hash" = h."hash"
+       ORDER BY b."tenantId", b."hash" FOR UPDATE OF b
+    ),
+    touched AS (UPDATE ${q}."blobs" b SET "usedAt" = CURRENT_TIMESTAMP FROM held WHERE b."id" = held."id"),
+    gone AS (DELETE FROM ${q}."learned_sequences" d USING batch x WHERE d."id" = x."id" RETURNING d."id")
+    SELECT (SELECT ok FROM lock) AS "ran", (SELECT count(*)::int FROM gone) AS "deleted"`);
+  const pruneLock = [lockKey("baton:learned-prune"), lockKey(`baton:learned-prune:${schema}`)];
   return {
     async recordFromJournal(entry) {
       if (typeof entry !== "object" || entry === null) throw StoreInvalidInput("entry must be an object");
@@ -118,6 +139,15 @@ export function learningRepo(prisma: PrismaClient, schema: string, pool: Pool): 
         prisma.learnedSequence.findMany({ where, orderBy: { id: "desc" }, take, skip }),
       );
       return rows.map(toLearnedSequence);
+    },
+
+    async pruneOlder(opts) {
+      const { olderThan, limit } = pruneBatch(opts);
+      const res = await guard({ entity: "learned sequence" }, () =>
+        pool.query<{ ran: boolean; deleted: number }>({ ...PRUNE, values: [olderThan.toISOString(), limit, ...pruneLock] }),
+      );
+      const row = res.rows[0]!;
+      return { ran: row.ran, deleted: row.deleted };
     },
   };
 }

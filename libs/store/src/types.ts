@@ -746,6 +746,14 @@ export interface LearningRepo {
   recordFromJournal(entry: { tenantId: string; executionId: number; successful: boolean }): Promise<{ tools: string[] }>;
   /** Newest first. */
   list(tenantId: string, opts?: { agentId?: number; successful?: boolean } & PageOptions): Promise<LearnedSequenceRecord[]>;
+  /**
+   * Internal (executor): one batch of the learned-sequence retention, across tenants. Deletes up
+   * to `limit` (at most 10 000) sequences created before `olderThan`, oldest first, with their
+   * uses of blobs; the blobs they used are marked used now, so they are pruned a grace period
+   * after the deletion at the earliest. One process at a time (a transaction-scoped advisory
+   * lock; a call that does not get it does nothing and answers `ran: false`).
+   */
+  pruneOlder(opts: { olderThan: Date; limit: number }): Promise<{ ran: boolean; deleted: number }>;
 }
 
 /** MCP server definitions generated from workflows (one per workflow). */

@@ -139,7 +139,7 @@ export function lockKey(text: string): number {
 /** Rows one pruning statement may look at, at most. */
 export const MAX_PRUNE_BATCH = 10_000;
 
-/** The arguments of a pruning batch (`blobs.prune`, `executions.pruneFinished`), checked. */
+/** The arguments of a pruning batch (`blobs.prune`, `executions.pruneFinished`, `learning.pruneOlder`), checked. */
 export function pruneBatch(opts: { olderThan: Date; limit: number } | undefined): { olderThan: Date; limit: number } {
   const { olderThan, limit } = opts ?? {};
   if (!(olderThan instanceof Date) || Number.isNaN(olderThan.getTime())) throw StoreInvalidInput("olderThan must be a valid Date");

@@ -12,7 +12,10 @@
  *   deleted; a failing deletion is logged with BATON_EXECUTOR_EXECUTION_PRUNE_FAILED and the
  *   blobs are still pruned; without a retention no execution is deleted;
  * - a blob the learned tool sequence of a run refers to (a large tool input) outlives the run's
- *   retention and any grace period, readable, for as long as the sequence is kept.
+ *   retention and any grace period, readable, for as long as the sequence is kept;
+ * - with a learned-sequence retention, a run deletes the sequences recorded longer ago than it
+ *   (after the executions, before the blobs), and their blobs go a grace period later; a failing
+ *   deletion is logged with BATON_EXECUTOR_LEARNED_PRUNE_FAILED and the blobs are still pruned.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
@@ -193,6 +196,44 @@ describe("execution retention", () => {
     expect(await store.blobs.get(tenant, output.hash)).toBeNull();
   });
 
+  it("with a learned-sequence retention, deletes the sequences past it; their blobs go a grace period later", async () => {
+    const runs = [await execution("completed", ago(40 * DAY)), await execution("completed", ago(40 * DAY))];
+    const inputs = [];
+    for (const run of runs) {
+      const input = await store.blobs.put(tenant, run.id, { large: `input of ${run.id}` });
+      await store.learning.recordSequence({ tenantId: tenant, executionId: run.id, tools: [{ tool: "t", params: { $ref: input.ref, size: input.size } }], successful: true });
+      await store.executions.delete(tenant, run.id);
+      inputs.push(input);
+    }
+    await store.prisma.learnedSequence.update({ where: { executionId: runs[0]!.id }, data: { createdAt: ago(100 * DAY) } });
+    await store.prisma.blob.updateMany({ data: { usedAt: new Date("2020-01-01T00:00:00Z") } });
+    const learnedRetentionMs = 90 * DAY;
+
+    const { logger, lines } = capture();
+    const now = await createBlobPruner({ store, logger, intervalMs: 0, graceMs, learnedRetentionMs }).runOnce();
+    expect(now.learned).toMatchObject({ ran: true, deleted: 1, batches: 1 });
+    expect(now.executions).toBeUndefined();
+    expect(now).toMatchObject({ ran: true, deleted: 0, inUse: 1 });
+    expect((await store.learning.list(tenant)).map((l) => l.executionId)).toEqual([runs[1]!.id]);
+    expect(lines).toEqual([]);
+
+    const later = await createBlobPruner({ store, logger, intervalMs: 0, graceMs, learnedRetentionMs, clock: () => new Date(Date.now() + graceMs + 60_000) }).runOnce();
+    expect(later).toMatchObject({ ran: true, deleted: 1, inUse: 1 });
+    expect(await store.blobs.get(tenant, inputs[0]!.hash)).toBeNull();
+    expect(await store.blobs.get(tenant, inputs[1]!.hash)).not.toBeNull();
+
+    // Its deletion failing: logged with its code, the blobs pruned all the same.
+    const failing = { blobs: store.blobs, executions: store.executions, learning: { ...store.learning, pruneOlder: () => Promise.reject(new Error("lock timeout")) } };
+    const seen = capture();
+    const broken = createBlobPruner({ store: failing, logger: seen.logger, intervalMs: 50, graceMs, learnedRetentionMs });
+    broken.start();
+    for (let i = 0; i < 100 && !seen.lines.some((l) => l.level === "warn"); i++) await sleep(20);
+    await broken.stop();
+    expect(seen.lines.find((l) => l.level === "warn")).toMatchObject({ code: "BATON_EXECUTOR_LEARNED_PRUNE_FAILED" });
+    expect(seen.lines.some((l) => String(l.msg).includes("blobs"))).toBe(true);
+    await store.prisma.learnedSequence.deleteMany({});
+  });
+
   it("logs what it deleted on its timer; a failing deletion is logged with its code and the blobs are still pruned", async () => {
     const run = await execution("completed", ago(31 * DAY));
     const { logger, lines } = capture();
@@ -205,7 +246,7 @@ describe("execution retention", () => {
 
     // The real store, but its deletion of executions fails: the blobs are pruned all the same.
     await blobs(2, "after-failure", true);
-    const failing = { blobs: store.blobs, executions: { ...store.executions, pruneFinished: () => Promise.reject(new Error("statement timeout")) } };
+    const failing = { blobs: store.blobs, learning: store.learning, executions: { ...store.executions, pruneFinished: () => Promise.reject(new Error("statement timeout")) } };
     const seen = capture();
     const broken = createBlobPruner({ store: failing, logger: seen.logger, intervalMs: 50, graceMs, retentionMs });
     broken.start();

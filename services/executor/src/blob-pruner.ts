@@ -9,10 +9,13 @@
  * With a retention (`retentionMs`, `BATON_EXECUTION_RETENTION_DAYS`; ADR 008, "Execution
  * retention"), each run first deletes finished runs older than it, the same way in batches of
  * `retentionBatchSize` (`store.executions.pruneFinished`, its own advisory lock), so the blobs
- * only they used lose their uses and are pruned a grace period later.
+ * only they used lose their uses and are pruned a grace period later. A learned-sequence retention
+ * (`learnedRetentionMs`, `BATON_LEARNED_RETENTION_DAYS`; ADR 008, "Learned-sequence retention")
+ * deletes learned sequences older than it next (`store.learning.pruneOlder`), the same way.
  *
  * Never throws out of its timer: a failed part is logged (`BATON_EXECUTOR_EXECUTION_PRUNE_FAILED`,
- * `BATON_EXECUTOR_BLOB_PRUNE_FAILED`), the other part still runs, and the next interval tries again.
+ * `BATON_EXECUTOR_LEARNED_PRUNE_FAILED`, `BATON_EXECUTOR_BLOB_PRUNE_FAILED`), the other parts still
+ * run, and the next interval tries again.
  */
 import { defineError, errorMessage } from "@baton/errors";
 import type { Store } from "@baton/store";
@@ -24,11 +27,14 @@ export const BlobPruneFailed = defineError("BATON_EXECUTOR_BLOB_PRUNE_FAILED", (
 /** A run's deletion of finished executions failed; the blobs are still pruned and the next interval runs again. */
 export const ExecutionPruneFailed = defineError("BATON_EXECUTOR_EXECUTION_PRUNE_FAILED", (why: string) => `deleting finished executions past their retention failed: ${why}`, { status: 503, retryable: true });
 
+/** A run's deletion of learned sequences failed; the blobs are still pruned and the next interval runs again. */
+export const LearnedPruneFailed = defineError("BATON_EXECUTOR_LEARNED_PRUNE_FAILED", (why: string) => `deleting learned sequences past their retention failed: ${why}`, { status: 503, retryable: true });
+
 /** The first run comes at most this long after start. */
 const FIRST_RUN_MAX_DELAY_MS = 60_000;
 
 export interface BlobPrunerOptions {
-  store: Pick<Store, "blobs" | "executions">;
+  store: Pick<Store, "blobs" | "executions" | "learning">;
   logger: Logger;
   /** How often to prune; 0 = never (`start` does nothing). */
   intervalMs: number;
@@ -45,6 +51,11 @@ export interface BlobPrunerOptions {
   retentionMs?: number;
   /** Executions deleted per statement at most. @default 200 */
   retentionBatchSize?: number;
+  /**
+   * Learned sequences recorded longer ago than this are deleted (with their uses of blobs) in
+   * each run, after the executions and before the blobs; 0 = kept for ever. @default 0
+   */
+  learnedRetentionMs?: number;
   /** @default () => new Date() */
   clock?: () => Date;
 }
@@ -58,6 +69,18 @@ export interface BlobPruneRun {
   ran: boolean;
   /** What the run deleted of finished executions first; absent when the retention is 0. */
   executions?: ExecutionPruneRun;
+  /** What the run deleted of learned sequences next; absent when their retention is 0. */
+  learned?: LearnedPruneRun;
+}
+
+/** The learned-sequence retention part of a run. */
+export interface LearnedPruneRun {
+  deleted: number;
+  batches: number;
+  /** False when another replica held the lock for the first batch. */
+  ran: boolean;
+  /** Recorded before this were deleted. */
+  olderThan: Date;
 }
 
 /** The retention part of a run. */
@@ -82,7 +105,7 @@ export interface BlobPruner {
   start(): void;
   /** Clears the timer and waits for a run in progress. */
   stop(): Promise<void>;
-  /** One run now (what the timer does: finished executions past the retention, then blobs); rejects when a batch fails. */
+  /** One run now (what the timer does: finished executions and learned sequences past their retention, then blobs); rejects when a batch fails. */
   runOnce(): Promise<BlobPruneRun>;
 }
 
@@ -97,6 +120,7 @@ export function createBlobPruner(opts: BlobPrunerOptions): BlobPruner {
 
   const retentionMs = opts.retentionMs ?? 0;
   const retentionBatchSize = opts.retentionBatchSize ?? 200;
+  const learnedRetentionMs = opts.learnedRetentionMs ?? 0;
 
   /**
    * Runs `batch` until `add` (which counts a batch into `run`) says it came back short, another
@@ -127,6 +151,16 @@ export function createBlobPruner(opts: BlobPrunerOptions): BlobPruner {
     });
   }
 
+  /** Deletes learned sequences past their retention, in batches; before the blobs, so theirs lose their uses. */
+  async function pruneLearned(): Promise<LearnedPruneRun> {
+    const olderThan = new Date(clock().getTime() - learnedRetentionMs);
+    const run: LearnedPruneRun = { deleted: 0, batches: 0, ran: true, olderThan };
+    return inBatches(run, () => store.learning.pruneOlder({ olderThan, limit: batchSize }), (r) => {
+      run.deleted += r.deleted;
+      return r.deleted === batchSize;
+    });
+  }
+
   async function pruneBlobs(): Promise<BlobPruneRun> {
     const olderThan = new Date(clock().getTime() - graceMs);
     const run: BlobPruneRun = { deleted: 0, inUse: 0, batches: 0, ran: true };
@@ -139,8 +173,9 @@ export function createBlobPruner(opts: BlobPrunerOptions): BlobPruner {
 
   async function runOnce(): Promise<BlobPruneRun> {
     const executions = retentionMs > 0 ? await pruneExecutions() : undefined;
+    const learned = learnedRetentionMs > 0 ? await pruneLearned() : undefined;
     const run = await pruneBlobs();
-    return executions ? { ...run, executions } : run;
+    return { ...run, ...(executions ? { executions } : {}), ...(learned ? { learned } : {}) };
   }
 
   async function runLogged(): Promise<void> {
@@ -153,6 +188,17 @@ export function createBlobPruner(opts: BlobPrunerOptions): BlobPruner {
       } catch (err) {
         const e = ExecutionPruneFailed(errorMessage(err), { cause: err });
         logger.warn("deleting finished executions past their retention failed; the next interval tries again", { code: e.code, error: e.message });
+      }
+    }
+    if (learnedRetentionMs > 0) {
+      try {
+        const r = await pruneLearned();
+        const fields = { deleted: r.deleted, batches: r.batches, recordedBefore: r.olderThan.toISOString() };
+        if (r.deleted > 0) logger.info("learned sequences past their retention deleted", fields);
+        else logger.debug("no learned sequences past their retention", { ...fields, ran: r.ran });
+      } catch (err) {
+        const e = LearnedPruneFailed(errorMessage(err), { cause: err });
+        logger.warn("deleting learned sequences past their retention failed; the next interval tries again", { code: e.code, error: e.message });
       }
     }
     try {

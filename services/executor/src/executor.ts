@@ -97,6 +97,11 @@ export interface ExecutorOptions {
    * blobs (`BATON_EXECUTION_RETENTION_DAYS`). 0 = keep them for ever. @default 0
    */
   executionRetentionMs?: number;
+  /**
+   * Delete learned tool sequences this long after they were recorded, in the blob pruner's runs,
+   * before the blobs (`BATON_LEARNED_RETENTION_DAYS`). 0 = keep them for ever. @default 0
+   */
+  learnedRetentionMs?: number;
   /** @default () => new Date() */
   clock?: () => Date;
 }
@@ -654,7 +659,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   const large = createLargeValues({ store, bus: messaging.bus, logger, thresholdBytes: largeResultBytes });
   /** Deletes finished runs past their retention, then the blobs no execution uses any more (blob-pruner.ts). */
   const pruner = createBlobPruner({
-    store, logger, intervalMs: opts.blobPruneIntervalMs ?? 0, graceMs: opts.blobGraceMs ?? 8 * 86_400_000, retentionMs: opts.executionRetentionMs ?? 0, clock,
+    store, logger, intervalMs: opts.blobPruneIntervalMs ?? 0, graceMs: opts.blobGraceMs ?? 8 * 86_400_000, retentionMs: opts.executionRetentionMs ?? 0, learnedRetentionMs: opts.learnedRetentionMs ?? 0, clock,
   });
   /** Tool-call arguments above the same threshold travel by reference (large-args.ts). */
   const largeArgs = createLargeArgs({ bus: messaging.bus, logger, thresholdBytes: largeResultBytes });
