@@ -16,14 +16,10 @@
  * - the migration backfills uses from the rows that existed before it.
  */
 import { createHash } from "node:crypto";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
 import pg from "pg";
-import { MIGRATIONS_DIR, migrate } from "./migrate.ts";
 import { createStore } from "./store.ts";
-import { dropSchema, openTwoTenantStore, randomSchemaName, TEST_DATABASE_URL, type TestStore } from "./testing.ts";
+import { migratedThrough, openTwoTenantStore, type TestStore } from "./testing.ts";
 import type { Store, WorkflowRecord } from "./types.ts";
 
 let t: TestStore;
@@ -239,18 +235,9 @@ async function heldPruneLock(client: pg.Client): Promise<boolean> {
 describe("the migration", () => {
   it("backfills uses from the journal and the execution rows that refer to existing blobs", async () => {
     // A schema migrated up to 0003, with blobs and rows referring to them, then 0004.
-    const schema = randomSchemaName("blobs_mig");
-    const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
-    await client.connect();
-    const tmp = await mkdtemp(join(tmpdir(), "baton-mig-"));
+    const { client, migrateRest, dispose } = await migratedThrough("blobs_mig", "0003_key_lookups");
     try {
-      for (const name of ["0001_init", "0002_engine", "0003_key_lookups"]) {
-        await mkdir(join(tmp, name));
-        await writeFile(join(tmp, name, "migration.sql"), await readFile(join(MIGRATIONS_DIR, name, "migration.sql")));
-      }
-      await migrate({ databaseUrl: TEST_DATABASE_URL, schema, migrationsDir: tmp });
       const h = (c: string) => c.repeat(64);
-      await client.query(`SET search_path TO "${schema}"`);
       await client.query(`INSERT INTO tenants (id, name) VALUES ('t1', 'one'), ('t2', 'two')`);
       await client.query(`INSERT INTO agent_workflows (id, "tenantId", name, slug, definition) VALUES (1, 't1', 'w', 'w', '{}'), (2, 't2', 'w', 'w', '{}')`);
       await client.query(`INSERT INTO agent_workflow_executions (id, "tenantId", "agentWorkflowId", "workflowVersion", input, checkpoint) VALUES
@@ -266,7 +253,7 @@ describe("the migration", () => {
       [JSON.stringify({ r: { $ref: `blob:${h("a")}`, size: 9 }, gone: { $ref: `blob:${h("f")}`, size: 9 } }), JSON.stringify({ $ref: `blob:${h("a")}`, size: 9 })]);
       await client.query(`INSERT INTO blobs ("tenantId", hash, size, data) VALUES ('t1', $1, 9, '1'), ('t1', $2, 9, '2'), ('t1', $3, 9, '3'), ('t2', $1, 9, '1')`, [h("a"), h("b"), h("c")]);
 
-      await migrate({ databaseUrl: TEST_DATABASE_URL, schema });
+      await migrateRest();
       const { rows } = await client.query<{ tenantId: string; hash: string; executionId: number }>(`SELECT "tenantId", hash, "executionId" FROM blob_uses ORDER BY 1, 3, 2`);
       expect(rows).toEqual([
         { tenantId: "t1", hash: h("a"), executionId: 10 },
@@ -278,9 +265,7 @@ describe("the migration", () => {
       const { rows: ages } = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM blobs WHERE "usedAt" > now() - interval '1 minute'`);
       expect(ages[0]!.n).toBe(4);
     } finally {
-      await client.end();
-      await dropSchema(TEST_DATABASE_URL, schema);
-      await rm(tmp, { recursive: true, force: true });
+      await dispose();
     }
   });
 });

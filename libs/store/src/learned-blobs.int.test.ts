@@ -14,13 +14,8 @@
  * - the retention (`pruneOlder`) deletes sequences created before its cutoff, oldest first, in
  *   batches, one process at a time, with their uses; their blobs' grace period starts then.
  */
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
-import pg from "pg";
-import { MIGRATIONS_DIR, migrate } from "./migrate.ts";
-import { dropSchema, openTwoTenantStore, randomSchemaName, TEST_DATABASE_URL, type TestStore } from "./testing.ts";
+import { migratedThrough, openTwoTenantStore, type TestStore } from "./testing.ts";
 import type { Store, WorkflowRecord } from "./types.ts";
 import { lockKey } from "./values.ts";
 
@@ -192,19 +187,10 @@ describe("learned-sequence retention (pruneOlder)", () => {
 describe("the migration", () => {
   it("backfills the uses of the sequences recorded before it, for existing blobs only", async () => {
     // A schema migrated up to 0005, with learned sequences referring to blobs, then 0006.
-    const schema = randomSchemaName("learned_mig");
-    const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
-    await client.connect();
-    const tmp = await mkdtemp(join(tmpdir(), "baton-mig-"));
+    const { client, migrateRest, dispose } = await migratedThrough("learned_mig", "0005_execution_retention");
     try {
-      for (const name of ["0001_init", "0002_engine", "0003_key_lookups", "0004_blob_uses", "0005_execution_retention"]) {
-        await mkdir(join(tmp, name));
-        await writeFile(join(tmp, name, "migration.sql"), await readFile(join(MIGRATIONS_DIR, name, "migration.sql")));
-      }
-      await migrate({ databaseUrl: TEST_DATABASE_URL, schema, migrationsDir: tmp });
       const h = (c: string) => c.repeat(64);
       const r = (c: string) => ({ $ref: `blob:${h(c)}`, size: 9 });
-      await client.query(`SET search_path TO "${schema}"`);
       await client.query(`INSERT INTO tenants (id, name) VALUES ('t1', 'one'), ('t2', 'two')`);
       // Their executions are gone (learned sequences have no foreign key to them).
       await client.query(`INSERT INTO learned_sequences (id, "tenantId", "executionId", tools, successful) VALUES
@@ -217,7 +203,7 @@ describe("the migration", () => {
       await client.query(`INSERT INTO blobs ("tenantId", hash, size, data, "usedAt") VALUES
         ('t1', $1, 9, '1', $4), ('t1', $2, 9, '2', $4), ('t1', $3, 9, '3', $4), ('t2', $1, 9, '1', $4)`, [h("a"), h("b"), h("c"), past]);
 
-      await migrate({ databaseUrl: TEST_DATABASE_URL, schema });
+      await migrateRest();
       const { rows } = await client.query<{ tenantId: string; hash: string; sequenceId: number }>(`SELECT "tenantId", hash, "sequenceId" FROM learned_blob_uses ORDER BY 1, 3, 2`);
       expect(rows).toEqual([
         { tenantId: "t1", hash: h("a"), sequenceId: 1 },
@@ -229,9 +215,7 @@ describe("the migration", () => {
       const { rows: fresh } = await client.query<{ tenantId: string; hash: string }>(`SELECT "tenantId", hash FROM blobs WHERE "usedAt" > $1 ORDER BY 1, 2`, [past]);
       expect(fresh).toEqual([{ tenantId: "t1", hash: h("a") }, { tenantId: "t1", hash: h("b") }, { tenantId: "t2", hash: h("a") }]);
     } finally {
-      await client.end();
-      await dropSchema(TEST_DATABASE_URL, schema);
-      await rm(tmp, { recursive: true, force: true });
+      await dispose();
     }
   });
 });

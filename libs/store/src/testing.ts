@@ -4,8 +4,11 @@
  * again by `dispose()`, so suites running in parallel never see each other's rows.
  */
 import { randomBytes } from "node:crypto";
+import { cp, mkdtemp, readdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import pg from "pg";
-import { migrate } from "./migrate.ts";
+import { MIGRATIONS_DIR, migrate } from "./migrate.ts";
 import { createStore } from "./store.ts";
 import type { Store, StoreOptions, WorkflowRecord } from "./types.ts";
 import { quoteIdent } from "./values.ts";
@@ -102,4 +105,43 @@ export async function openTwoTenantStore(prefix: string): Promise<TwoTenantStore
     await t.dispose();
     throw err;
   }
+}
+
+/** A schema migrated up to one migration, for testing what a later one does to existing rows. */
+export interface PartlyMigrated {
+  schema: string;
+  /** Connected, with the schema as its search_path. */
+  client: pg.Client;
+  /** Runs every remaining migration. */
+  migrateRest(): Promise<void>;
+  /** Ends the client and drops the schema. */
+  dispose(): Promise<void>;
+}
+
+/** A fresh schema migrated through `last` (a migration's folder name, e.g. `"0003_key_lookups"`) and no further. */
+export async function migratedThrough(prefix: string, last: string): Promise<PartlyMigrated> {
+  const names = (await readdir(MIGRATIONS_DIR)).filter((n) => /^\d{4}_/.test(n)).sort();
+  if (!names.includes(last)) throw new Error(`no migration ${last}`);
+  const schema = randomSchemaName(prefix);
+  const tmp = await mkdtemp(join(tmpdir(), "baton-mig-"));
+  try {
+    for (const name of names.filter((n) => n <= last)) await cp(join(MIGRATIONS_DIR, name), join(tmp, name), { recursive: true });
+    await migrate({ databaseUrl: TEST_DATABASE_URL, schema, migrationsDir: tmp });
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
+  const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await client.connect();
+  await client.query(`SET search_path TO ${quoteIdent(schema)}`);
+  return {
+    schema,
+    client,
+    async migrateRest() {
+      await migrate({ databaseUrl: TEST_DATABASE_URL, schema });
+    },
+    async dispose() {
+      await client.end();
+      await dropSchema(TEST_DATABASE_URL, schema);
+    },
+  };
 }
