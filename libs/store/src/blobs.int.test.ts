@@ -16,24 +16,14 @@
  * - the migration backfills uses from the rows that existed before it.
  */
 import { createHash } from "node:crypto";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
+import { afterAll, beforeEach, describe, expect, it } from "@jest/globals";
 import pg from "pg";
 import { createStore } from "./store.ts";
-import { migratedThrough, openTwoTenantStore, type TestStore } from "./testing.ts";
-import type { Store, WorkflowRecord } from "./types.ts";
+import { migratedThrough, openTwoTenantStore } from "./testing.ts";
 
-let t: TestStore;
-let store: Store;
-let db: pg.Client;
-let tenant: string;
-let other: string;
-let wf: WorkflowRecord;
-let theirWf: WorkflowRecord;
-
-beforeAll(async () => {
-  ({ t, store, db, tenant, other, wf, theirWf } = await openTwoTenantStore("blobs"));
-});
-afterAll(() => t?.dispose());
+// Opened while the module loads (top-level await): two tenants with a workflow each.
+const { t, store, db, tenant, other, wf, theirWf } = await openTwoTenantStore("blobs");
+afterAll(() => t.dispose());
 
 // Each test starts with no blobs, so prune's counts are its own.
 beforeEach(async () => {

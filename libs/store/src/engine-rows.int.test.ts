@@ -30,22 +30,14 @@
  */
 import { createHash } from "node:crypto";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { afterAll, describe, expect, it } from "@jest/globals";
 import { canonicalJson } from "./blobs.ts";
-import { openTwoTenantStore, type TestStore } from "./testing.ts";
-import type { NodeExecutionEntry, Store, WorkflowRecord } from "./types.ts";
+import { openTwoTenantStore } from "./testing.ts";
+import type { NodeExecutionEntry } from "./types.ts";
 
-let t: TestStore;
-let store: Store;
-let tenant: string;
-let other: string;
-let wf: WorkflowRecord;
-let theirWf: WorkflowRecord;
-
-beforeAll(async () => {
-  ({ t, store, tenant, other, wf, theirWf } = await openTwoTenantStore("engine_rows"));
-});
-afterAll(() => t?.dispose());
+// Opened while the module loads (top-level await): two tenants with a workflow each.
+const { t, store, tenant, other, wf, theirWf } = await openTwoTenantStore("engine_rows");
+afterAll(() => t.dispose());
 
 const newExecution = (input = {}) => store.executions.create(tenant, { workflowId: wf.id, workflowVersion: 1, input });
 

@@ -14,22 +14,13 @@
  * - the retention (`pruneOlder`) deletes sequences created before its cutoff, oldest first, in
  *   batches, one process at a time, with their uses; their blobs' grace period starts then.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
-import { migratedThrough, openTwoTenantStore, type TestStore } from "./testing.ts";
-import type { Store, WorkflowRecord } from "./types.ts";
+import { afterAll, beforeEach, describe, expect, it } from "@jest/globals";
+import { migratedThrough, openTwoTenantStore } from "./testing.ts";
 import { lockKey } from "./values.ts";
 
-let t: TestStore;
-let store: Store;
-let tenant: string;
-let other: string;
-let wf: WorkflowRecord;
-let theirWf: WorkflowRecord;
-
-beforeAll(async () => {
-  ({ t, store, tenant, other, wf, theirWf } = await openTwoTenantStore("learned_blobs"));
-});
-afterAll(() => t?.dispose());
+// Opened while the module loads (top-level await): two tenants with a workflow each.
+const { t, store, tenant, other, wf, theirWf } = await openTwoTenantStore("learned_blobs");
+afterAll(() => t.dispose());
 
 // Each test starts with no sequences and no blobs, so prune's counts are its own.
 beforeEach(async () => {

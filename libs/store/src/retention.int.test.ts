@@ -16,24 +16,15 @@
  * - one process prunes at a time (a transaction-scoped advisory lock); bad arguments are refused.
  */
 import { createHash } from "node:crypto";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
+import { afterAll, beforeEach, describe, expect, it } from "@jest/globals";
 import type pg from "pg";
 import { createStore } from "./store.ts";
-import { openTwoTenantStore, type TestStore } from "./testing.ts";
-import type { ExecutionRecord, ExecutionStatus, Store, WorkflowRecord } from "./types.ts";
+import { openTwoTenantStore } from "./testing.ts";
+import type { ExecutionRecord, ExecutionStatus } from "./types.ts";
 
-let t: TestStore;
-let store: Store;
-let db: pg.Client;
-let tenant: string;
-let other: string;
-let wf: WorkflowRecord;
-let theirWf: WorkflowRecord;
-
-beforeAll(async () => {
-  ({ t, store, db, tenant, other, wf, theirWf } = await openTwoTenantStore("retention"));
-});
-afterAll(() => t?.dispose());
+// Opened while the module loads (top-level await): two tenants with a workflow each.
+const { t, store, db, tenant, other, wf, theirWf } = await openTwoTenantStore("retention");
+afterAll(() => t.dispose());
 
 // Each test starts with no executions and no blobs, so the counts are its own.
 beforeEach(async () => {
