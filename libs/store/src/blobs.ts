@@ -16,7 +16,7 @@ import { guard } from "./db-errors.ts";
 import { StoreInvalidInput } from "./errors.ts";
 import { toBlob } from "./records.ts";
 import type { BlobRecord, BlobsRepo, JsonValue } from "./types.ts";
-import { isDbId, lockKey, namedStatement, pruneBatch, quoteIdent, requireJson, requireTenantId } from "./values.ts";
+import { isDbId, lockKey, namedStatement, quoteIdent, requireJson, requireTenantId, runPruneBatch } from "./values.ts";
 
 /** The prefix of a blob reference: `blob:<sha256 hex>`. */
 export const BLOB_REF_PREFIX = "blob:";
@@ -117,13 +117,8 @@ export function blobsRepo(prisma: PrismaClient, schema: string, pool: Pool): Blo
       return wanted.filter((h) => !found.has(h));
     },
 
-    async prune(opts) {
-      const { olderThan, limit } = pruneBatch(opts);
-      const res = await guard({ entity: "blob" }, () =>
-        pool.query<{ ran: boolean; deleted: number; inUse: number }>({ ...PRUNE, values: [olderThan.toISOString(), limit, ...pruneLock] }),
-      );
-      const row = res.rows[0]!;
-      return { ran: row.ran, deleted: row.deleted, inUse: row.inUse };
+    prune(opts) {
+      return runPruneBatch<{ ran: boolean; deleted: number; inUse: number }>(pool, "blob", PRUNE, pruneLock, opts);
     },
 
     async get(tenantId, hash) {

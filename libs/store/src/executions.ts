@@ -15,12 +15,12 @@ import {
   optionalInt,
   page,
   lockKey,
-  pruneBatch,
   quoteIdent,
   requireJson,
   requireJsonObject,
   requireTenantId,
   requireText,
+  runPruneBatch,
 } from "./values.ts";
 
 const STATE_MAX = 500;
@@ -367,13 +367,8 @@ export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool)
       return res.rows.map(toExecution);
     },
 
-    async pruneFinished(opts) {
-      const { olderThan, limit } = pruneBatch(opts);
-      const res = await guard({ entity: "execution" }, () =>
-        pool.query<{ ran: boolean; deleted: number; runs: number }>({ ...PRUNE_FINISHED, values: [olderThan.toISOString(), limit, ...pruneLock] }),
-      );
-      const row = res.rows[0]!;
-      return { ran: row.ran, deleted: row.deleted, runs: row.runs };
+    pruneFinished(opts) {
+      return runPruneBatch<{ ran: boolean; deleted: number; runs: number }>(pool, "execution", PRUNE_FINISHED, pruneLock, opts);
     },
 
     async queuedTenants(idleMs = 0) {

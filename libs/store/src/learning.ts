@@ -4,7 +4,7 @@ import { guard } from "./db-errors.ts";
 import { StoreInvalidInput, StoreNotFound } from "./errors.ts";
 import { toLearnedSequence } from "./records.ts";
 import type { LearnedSequenceInput, LearningRepo } from "./types.ts";
-import { isDbId, lockKey, namedStatement, optionalInt, page, pruneBatch, quoteIdent, requireId, requireJson, requireTenantId } from "./values.ts";
+import { isDbId, lockKey, namedStatement, optionalInt, page, quoteIdent, requireId, requireJson, requireTenantId, runPruneBatch } from "./values.ts";
 
 /**
  * A blob reference at any depth of a JSON value, as jsonpath: `{ "$ref": "blob:<hex>" }`
@@ -141,13 +141,8 @@ export function learningRepo(prisma: PrismaClient, schema: string, pool: Pool): 
       return rows.map(toLearnedSequence);
     },
 
-    async pruneOlder(opts) {
-      const { olderThan, limit } = pruneBatch(opts);
-      const res = await guard({ entity: "learned sequence" }, () =>
-        pool.query<{ ran: boolean; deleted: number }>({ ...PRUNE, values: [olderThan.toISOString(), limit, ...pruneLock] }),
-      );
-      const row = res.rows[0]!;
-      return { ran: row.ran, deleted: row.deleted };
+    pruneOlder(opts) {
+      return runPruneBatch<{ ran: boolean; deleted: number }>(pool, "learned sequence", PRUNE, pruneLock, opts);
     },
   };
 }

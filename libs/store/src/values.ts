@@ -4,6 +4,8 @@
  * learner) write too, and a bad value must be a 400, never a 500.
  */
 import { createHash } from "node:crypto";
+import type { Pool } from "pg";
+import { guard } from "./db-errors.ts";
 import { Prisma } from "./generated/client.ts";
 import { StoreInvalidInput } from "./errors.ts";
 import type { ExecutionStatus, JsonObject, JsonValue, McpServerStatus, ReviewDecisionStatus, ReviewStatus, Role } from "./types.ts";
@@ -145,4 +147,21 @@ export function pruneBatch(opts: { olderThan: Date; limit: number } | undefined)
   if (!(olderThan instanceof Date) || Number.isNaN(olderThan.getTime())) throw StoreInvalidInput("olderThan must be a valid Date");
   if (!Number.isInteger(limit) || limit! < 1 || limit! > MAX_PRUNE_BATCH) throw StoreInvalidInput(`limit must be an integer from 1 to ${MAX_PRUNE_BATCH}`);
   return { olderThan, limit: limit! };
+}
+
+/**
+ * One pruning batch (`blobs.prune`, `executions.pruneFinished`, `learning.pruneOlder`): checks its
+ * arguments, runs `statement` with `(olderThan, limit, ...lock)` — the two halves of its advisory
+ * lock key — and answers the statement's one row (`ran`: whether it got the lock, and its counts).
+ */
+export async function runPruneBatch<R extends { ran: boolean }>(
+  pool: Pool,
+  entity: string,
+  statement: { name: string; text: string },
+  lock: readonly number[],
+  opts: { olderThan: Date; limit: number } | undefined,
+): Promise<R> {
+  const { olderThan, limit } = pruneBatch(opts);
+  const res = await guard({ entity }, () => pool.query<R>({ ...statement, values: [olderThan.toISOString(), limit, ...lock] }));
+  return res.rows[0]!;
 }
