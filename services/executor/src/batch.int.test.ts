@@ -30,13 +30,13 @@ import { COMMANDS, decode, encode, ToolCancelSchema, valueFromJson } from "@bato
 import type { CommandName } from "@baton/contracts";
 import { createMessaging, RESULTS_BUCKET, resultKey } from "@baton/messaging";
 import type { AnyCommand, CommandInit, Messaging } from "@baton/messaging";
-import { deletePrefix } from "@baton/sdk/testing";
 import { openTestStore } from "@baton/store/testing";
 import type { TestStore } from "@baton/store/testing";
 import type { JsonObject, Store } from "@baton/store";
 import { createLogger } from "@baton/telemetry";
 import { CHECKPOINT_UNVERSIONED_KEYS, createExecutor } from "./executor.ts";
 import type { CheckpointState, Executor } from "./executor.ts";
+import { removeTestPrefix } from "./test-support.ts";
 
 const NATS = process.env.BATON_NATS_URL ?? "nats://127.0.0.1:4222";
 const prefix = `xb${randomBytes(4).toString("hex")}`;
@@ -71,11 +71,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await t?.dispose();
-  const keys = await redis.keys(`${prefix}:*`);
-  if (keys.length) await redis.del(...keys);
-  await redis.quit();
-  await bus.drain();
-  await deletePrefix(prefix, NATS);
+  await removeTestPrefix(prefix, redis, bus, NATS);
 });
 
 async function started(): Promise<number> {

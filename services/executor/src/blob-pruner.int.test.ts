@@ -25,6 +25,7 @@ import { openTestStore } from "@baton/store/testing";
 import type { TestStore } from "@baton/store/testing";
 import { createLogger } from "@baton/telemetry";
 import { createBlobPruner } from "./blob-pruner.ts";
+import type { BlobPrunerOptions } from "./blob-pruner.ts";
 
 let t: TestStore;
 let store: Store;
@@ -49,6 +50,19 @@ function capture() {
   const logger = createLogger("pruner-test", "debug", { write: (l) => lines.push(JSON.parse(l) as Record<string, unknown>) });
   return { logger, lines };
 }
+
+type Line = Record<string, unknown>;
+
+/** Runs a pruner on its timer, logging into the returned lines, until `until` holds for them (at most 2 s), then stops it. */
+async function onTimer(opts: Omit<BlobPrunerOptions, "logger">, until: (lines: Line[]) => boolean): Promise<Line[]> {
+  const { logger, lines } = capture();
+  const pruner = createBlobPruner({ ...opts, logger });
+  pruner.start();
+  for (let i = 0; i < 100 && !until(lines); i++) await sleep(20);
+  await pruner.stop();
+  return lines;
+}
+const logged = (msg: string) => (lines: Line[]): boolean => lines.some((l) => l.msg === msg);
 
 /** `n` blobs put for a new execution; with `unused`, their uses are removed. */
 async function blobs(n: number, tag: string, unused: boolean): Promise<string[]> {
@@ -100,11 +114,7 @@ describe("blob pruner", () => {
   it("logs a failing run with its code and keeps going; an interval of 0 never runs", async () => {
     const closed = createStore(t.options);
     await closed.close();
-    const { logger, lines } = capture();
-    const pruner = createBlobPruner({ store: closed, logger, intervalMs: 50, graceMs: 0 });
-    pruner.start();
-    for (let i = 0; i < 100 && lines.filter((l) => l.msg?.toString().startsWith("pruning unused blobs failed")).length < 2; i++) await sleep(20);
-    await pruner.stop();
+    const lines = await onTimer({ store: closed, intervalMs: 50, graceMs: 0 }, (ls) => ls.filter((l) => l.msg?.toString().startsWith("pruning unused blobs failed")).length >= 2);
     const failures = lines.filter((l) => l.level === "warn");
     expect(failures.length).toBeGreaterThanOrEqual(2);
     expect(failures[0]).toMatchObject({ code: "BATON_EXECUTOR_BLOB_PRUNE_FAILED" });
@@ -223,38 +233,27 @@ describe("execution retention", () => {
     expect(await store.blobs.get(tenant, inputs[1]!.hash)).not.toBeNull();
 
     // Its deletion failing: logged with its code, the blobs pruned all the same.
+    await blobs(2, "after-learned-failure", true);
     const failing = { blobs: store.blobs, executions: store.executions, learning: { ...store.learning, pruneOlder: () => Promise.reject(new Error("lock timeout")) } };
-    const seen = capture();
-    const broken = createBlobPruner({ store: failing, logger: seen.logger, intervalMs: 50, graceMs, learnedRetentionMs });
-    broken.start();
-    for (let i = 0; i < 100 && !seen.lines.some((l) => l.level === "warn"); i++) await sleep(20);
-    await broken.stop();
-    expect(seen.lines.find((l) => l.level === "warn")).toMatchObject({ code: "BATON_EXECUTOR_LEARNED_PRUNE_FAILED" });
-    expect(seen.lines.some((l) => String(l.msg).includes("blobs"))).toBe(true);
+    const seen = await onTimer({ store: failing, intervalMs: 50, graceMs, learnedRetentionMs }, logged("unused blobs pruned"));
+    expect(seen.find((l) => l.level === "warn")).toMatchObject({ code: "BATON_EXECUTOR_LEARNED_PRUNE_FAILED" });
+    expect(seen.find((l) => l.msg === "unused blobs pruned")).toMatchObject({ deleted: 2 });
     await store.prisma.learnedSequence.deleteMany({});
   });
 
   it("logs what it deleted on its timer; a failing deletion is logged with its code and the blobs are still pruned", async () => {
     const run = await execution("completed", ago(31 * DAY));
-    const { logger, lines } = capture();
-    const pruner = createBlobPruner({ store, logger, intervalMs: 100, graceMs, retentionMs });
-    pruner.start();
-    for (let i = 0; i < 100 && !lines.some((l) => l.msg === "finished executions past their retention deleted"); i++) await sleep(20);
-    await pruner.stop();
+    const lines = await onTimer({ store, intervalMs: 100, graceMs, retentionMs }, logged("finished executions past their retention deleted"));
     expect(lines.find((l) => l.msg === "finished executions past their retention deleted")).toMatchObject({ level: "info", deleted: 1, runs: 1, batches: 1 });
     expect(await stillThere(run.id)).toEqual([]);
 
     // The real store, but its deletion of executions fails: the blobs are pruned all the same.
     await blobs(2, "after-failure", true);
     const failing = { blobs: store.blobs, learning: store.learning, executions: { ...store.executions, pruneFinished: () => Promise.reject(new Error("statement timeout")) } };
-    const seen = capture();
-    const broken = createBlobPruner({ store: failing, logger: seen.logger, intervalMs: 50, graceMs, retentionMs });
-    broken.start();
-    for (let i = 0; i < 100 && !seen.lines.some((l) => l.msg === "unused blobs pruned"); i++) await sleep(20);
-    await broken.stop();
-    expect(seen.lines.find((l) => l.level === "warn")).toMatchObject({ code: "BATON_EXECUTOR_EXECUTION_PRUNE_FAILED" });
-    expect(seen.lines.find((l) => l.msg === "unused blobs pruned")).toMatchObject({ deleted: 2 });
-    const direct = createBlobPruner({ store: failing, logger: seen.logger, intervalMs: 0, graceMs, retentionMs });
+    const seen = await onTimer({ store: failing, intervalMs: 50, graceMs, retentionMs }, logged("unused blobs pruned"));
+    expect(seen.find((l) => l.level === "warn")).toMatchObject({ code: "BATON_EXECUTOR_EXECUTION_PRUNE_FAILED" });
+    expect(seen.find((l) => l.msg === "unused blobs pruned")).toMatchObject({ deleted: 2 });
+    const direct = createBlobPruner({ store: failing, logger: capture().logger, intervalMs: 0, graceMs, retentionMs });
     await expect(direct.runOnce()).rejects.toThrow("statement timeout");
   });
 });

@@ -32,13 +32,13 @@ import { createMessaging } from "@baton/messaging";
 import type { AnyCommand, CommandInit, Messaging } from "@baton/messaging";
 import { createWorker, defineTool } from "@baton/sdk";
 import type { Worker } from "@baton/sdk";
-import { deletePrefix } from "@baton/sdk/testing";
 import { openTestStore } from "@baton/store/testing";
 import type { TestStore } from "@baton/store/testing";
 import { createLogger } from "@baton/telemetry";
 import { CHECKPOINT_UNVERSIONED_KEYS, createExecutor } from "./executor.ts";
 import type { CheckpointState, Executor } from "./executor.ts";
 import { createLargeValues, LARGE_RESULTS_BUCKET } from "./large.ts";
+import { removeTestPrefix } from "./test-support.ts";
 
 const NATS = process.env.BATON_NATS_URL ?? "nats://127.0.0.1:4222";
 const prefix = `xlr${randomBytes(4).toString("hex")}`;
@@ -171,11 +171,7 @@ afterAll(async () => {
   await laterWorker?.drain();
   await worker?.drain();
   await t?.dispose();
-  const keys = await redis.keys(`${prefix}:*`);
-  if (keys.length) await redis.del(...keys);
-  await redis.quit();
-  await bus.drain();
-  await deletePrefix(prefix, NATS);
+  await removeTestPrefix(prefix, redis, bus, NATS);
 });
 
 describe("a running node's large input and call arguments", () => {
