@@ -50,7 +50,20 @@ const noop: NonNullable<StartOptions["tools"]>[number] = {
   handler: async () => ({}),
 };
 
-export async function createBatonBench(opts: BatonBenchOptions): Promise<BenchSystem & { readonly settings: string }> {
+/** One execution of a stored workflow, from the execute call to its terminal event. */
+export interface DefinitionRun {
+  ms: number;
+  status: string;
+  detail: string;
+}
+
+export interface BatonBench extends BenchSystem {
+  readonly settings: string;
+  /** Creates a workflow from any definition; the function runs one execution of it to its end. */
+  workflow(name: string, definition: unknown): Promise<(input: unknown) => Promise<DefinitionRun>>;
+}
+
+export async function createBatonBench(opts: BatonBenchOptions): Promise<BatonBench> {
   const id = randomBytes(4).toString("hex");
   const apiKey = `bk_bench_${randomBytes(12).toString("hex")}`;
   const env: Record<string, string> = {
@@ -122,9 +135,31 @@ export async function createBatonBench(opts: BatonBenchOptions): Promise<BenchSy
     return JSON.parse(text) as T;
   };
 
+  const createWorkflow = async (name: string, definition: unknown): Promise<number> => {
+    const slug = `bench-${name}-${randomBytes(3).toString("hex")}`;
+    return (await call<{ id: number }>("POST", "/api/agent-workflows", { name: `bench ${name}`, slug, definition })).id;
+  };
+  /** Starts an execution and waits for its terminal event. */
+  const execute = async (workflowId: number, input: unknown): Promise<{ id: number; s: Seen; end: NonNullable<Seen["end"]>; event: () => Promise<void> }> => {
+    const { id } = await call<{ id: number }>("POST", `/api/agent-workflows/${workflowId}/execute`, { input });
+    const s = entry(String(id));
+    const event = (): Promise<void> => new Promise<void>((resolve) => (s.wake = resolve));
+    while (!s.end) await event();
+    return { id, s, end: s.end, event };
+  };
+
   return {
     name: "Baton",
     settings: `worker concurrency ${config.workerConcurrency}, executor concurrency ${config.executorConcurrency}`,
+    async workflow(name, definition) {
+      const workflowId = await createWorkflow(name, definition);
+      return async (input) => {
+        const startedAt = performance.now();
+        const { id, end } = await execute(workflowId, input);
+        seen.delete(String(id));
+        return { ms: end.at - startedAt, status: end.type, detail: end.detail };
+      };
+    },
     async prepare(graph: BenchGraph) {
       const sources = new Set(graph.edges.map(([, to]) => to));
       const definition = {
@@ -132,21 +167,16 @@ export async function createBatonBench(opts: BatonBenchOptions): Promise<BenchSy
         nodes: graph.nodes.map((n) => ({ id: n, type: "tool", config: { tool: "bench.noop" } })),
         edges: graph.edges.map(([from, to]) => ({ from, to })),
       };
-      const slug = `bench-${graph.name}-${randomBytes(3).toString("hex")}`;
-      const workflow = await call<{ id: number }>("POST", "/api/agent-workflows", { name: `bench ${graph.name}`, slug, definition });
+      const workflowId = await createWorkflow(graph.name, definition);
       return async (): Promise<ExecutionTrace> => {
         const startedAt = performance.now();
-        const { id } = await call<{ id: number }>("POST", `/api/agent-workflows/${workflow.id}/execute`, { input: {} });
-        const s = entry(String(id));
-        const event = (): Promise<void> => new Promise<void>((resolve) => (s.wake = resolve));
-        while (!s.end) await event();
+        const { id, s, end, event } = await execute(workflowId, {});
         // node.completed and execution.completed are separate publishes; the last node's may arrive after the end.
         const deadline = performance.now() + STRAGGLER_MS;
-        while (s.end.type === "execution.completed" && s.doneAt.size < graph.nodes.length && performance.now() < deadline) {
+        while (end.type === "execution.completed" && s.doneAt.size < graph.nodes.length && performance.now() < deadline) {
           await Promise.race([event(), new Promise((r) => setTimeout(r, 50))]);
         }
         seen.delete(String(id));
-        const end = s.end;
         if (end.type !== "execution.completed") throw new Error(`execution ${id} of ${graph.name} ended with ${end.type} ${end.detail}`);
         const missing = graph.nodes.filter((n) => !s.doneAt.has(n));
         if (missing.length > 0) throw new Error(`execution ${id} of ${graph.name} completed, but no node.completed event came for ${missing.join(", ")} within ${STRAGGLER_MS} ms`);

@@ -41,6 +41,19 @@ interface Run {
 
 let t0 = Date.UTC(2026, 0, 1);
 
+/**
+ * Freezes a value deeply. `drive` freezes every state before stepping from it: a step must
+ * not change the state it is given (it shares the context and a fan's items with its result,
+ * see workingCopy in step.ts), and in a module (strict mode) a change of a frozen object throws.
+ */
+function deepFreeze<T>(v: T): T {
+  if (typeof v === "object" && v !== null && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v)) deepFreeze(x);
+  }
+  return v;
+}
+
 /** Drives an execution until it waits on nothing but people (or held calls). */
 async function drive(d: WorkflowDefinition, world: World, state: ExecutionState | null, first: Command, id = identity): Promise<Run> {
   const effects: Effect[] = [];
@@ -57,7 +70,7 @@ async function drive(d: WorkflowDefinition, world: World, state: ExecutionState 
       queue.push({ kind: "timer", timerId: t.id });
     }
     now += 1;
-    const r = await step({ definition: d, state: s, command: queue.shift()!, now: new Date(now).toISOString(), identity: id, ...(world.blobs ? { blobs: world.blobs } : {}) });
+    const r = await step({ definition: d, state: s && deepFreeze(s), command: queue.shift()!, now: new Date(now).toISOString(), identity: id, ...(world.blobs ? { blobs: world.blobs } : {}) });
     s = r.state;
     effects.push(...r.effects);
     if (r.more) queue.push({ kind: "continue" });

@@ -139,6 +139,46 @@ interface Failure {
   retryable: boolean;
 }
 
+/**
+ * The state a step works on: a copy of everything but what the engine never changes in
+ * place. The context is replaced, never changed (`write` goes through `writePath`, which
+ * copies the path it writes), and so is a fan's list of calls; a fan's items are copied as
+ * a list and shared one by one, and an item is replaced before it changes
+ * ({@link Stepper.item}). A step so costs in proportion to what it changes, not to the size
+ * of the context or the length of a fan: a forEach over thousands of items no longer copies
+ * every item's result at every step (and the checkpoint's delta sees the shared parts as
+ * unchanged without walking them).
+ */
+function workingCopy(state: ExecutionState): ExecutionState {
+  const { context, nodes, ...rest } = state;
+  const s = clonePlain(rest) as ExecutionState;
+  s.context = context;
+  s.nodes = {};
+  for (const id of Object.keys(nodes)) {
+    const { fan, ...run } = nodes[id]!;
+    const copy = clonePlain(run) as NodeRun;
+    if (fan) {
+      const { items, calls, ...bookkeeping } = fan;
+      copy.fan = { ...clonePlain(bookkeeping), items: items.slice(), ...(calls ? { calls } : {}) };
+    }
+    // A node id is a plain key, even "__proto__".
+    Object.defineProperty(s.nodes, id, { value: copy, enumerable: true, writable: true, configurable: true });
+  }
+  return s;
+}
+
+/** Contexts with their blob references resolved: a context is never changed in place, and a blob never changes. */
+const resolvedContexts = new WeakMap<JsonObject, JsonObject>();
+
+function resolvedContext(context: JsonObject, blobs: ReadonlyMap<string, JsonValue>): JsonObject {
+  let view = resolvedContexts.get(context);
+  if (view === undefined) {
+    view = resolveRefs(context, blobs) as JsonObject;
+    resolvedContexts.set(context, view);
+  }
+  return view;
+}
+
 class Stepper {
   readonly effects: Effect[] = [];
   readonly def: WorkflowDefinition;
@@ -154,7 +194,7 @@ class Stepper {
     this.def = def;
     this.g = graphOf(def);
     this.now = now;
-    this.s = clonePlain(state);
+    this.s = workingCopy(state);
     this.blobs = blobs;
     this.nodesById = new Map(def.nodes.map((n) => [n.id, n]));
   }
@@ -171,7 +211,7 @@ class Stepper {
 
   /** The context with blob references resolved, for reads. */
   ctx(): JsonObject {
-    this.view ??= resolveRefs(this.s.context, this.blobs) as JsonObject;
+    this.view ??= resolvedContext(this.s.context, this.blobs);
     return this.view;
   }
 
@@ -1167,11 +1207,12 @@ class Stepper {
   pump(n: NodeDefinition): void {
     const run = this.run(n.id);
     const fan = run.fan!;
-    let running = fan.items.filter((i) => i.status === "running").length;
+    let running = 0;
+    for (const i of fan.items) if (i.status === "running") running++;
     const ctx = this.ctx();
     for (let i = 0; i < fan.items.length && running < fan.concurrency; i++) {
-      const item = fan.items[i]!;
-      if (item.status !== "pending") continue;
+      if (fan.items[i]!.status !== "pending") continue;
+      const item = this.item(fan, i);
       item.attempts += 1;
       item.status = "running";
       running++;
@@ -1206,9 +1247,16 @@ class Stepper {
     return this.s.definitionRef ? `${this.s.definitionRef}/${nodeId}` : nodeId;
   }
 
+  /** Item `index` of a fan, to change: the working copy shares items with the state it was made from (see workingCopy). */
+  item(fan: NonNullable<NodeRun["fan"]>, index: number): FanItem {
+    const item = { ...fan.items[index]! };
+    fan.items[index] = item;
+    return item;
+  }
+
   async fanResult(n: NodeDefinition, index: number, ok: boolean, output: JsonValue, f?: Failure): Promise<void> {
     const run = this.run(n.id);
-    const item = run.fan!.items[index]!;
+    const item = this.item(run.fan!, index);
     const cfg = n.type === "forEach" ? forEachConfigSchema.parse(n.config) : undefined;
     if (ok) {
       item.status = "done";
