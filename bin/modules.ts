@@ -16,7 +16,7 @@ import { decode, TokenDeltaSchema } from "@baton/contracts";
 import { importSynthDev, importWorkflow, validateWorkflowWithTools, workflowDefinitionJsonSchema } from "@baton/engine";
 import type { SynthdevSource } from "@baton/engine";
 import type { CheckpointState } from "@baton/executor";
-import { CHECKPOINT_UNVERSIONED_KEYS, createExecutor } from "@baton/executor";
+import { CHECKPOINT_STORE_OPTIONS, createExecutor } from "@baton/executor";
 import { buildApp } from "@baton/gateway";
 import type { GatewayDeps } from "@baton/gateway";
 import { createLearner } from "@baton/learner";
@@ -75,7 +75,7 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
       await redis.ping();
       const svc: RedisService = {
         redis,
-        checkpoints: redisCheckpointStore<CheckpointState>(redis, { prefix: config.prefix, historyLimit: config.checkpointHistory, finishedTtlSeconds: config.checkpointFinishedTtlSeconds, unversionedKeys: CHECKPOINT_UNVERSIONED_KEYS }),
+        checkpoints: redisCheckpointStore<CheckpointState>(redis, { ...CHECKPOINT_STORE_OPTIONS, prefix: config.prefix, historyLimit: config.checkpointHistory, finishedTtlSeconds: config.checkpointFinishedTtlSeconds, deltaAboveBytes: config.checkpointDeltaAboveBytes }),
         idempotency: redisIdempotencyStore(redis, { prefix: config.prefix }),
         stop: async () => void (await redis.quit()),
         ready: () => redis.status === "ready",

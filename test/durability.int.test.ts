@@ -19,6 +19,8 @@
  *   starting state its row keeps (not from the workflow's start), and completes with its edits;
  * - a paused run survives stopping every Baton process and starting them again;
  * - a delay node's durable timer survives a kill of the executor.
+ * The executor writes its checkpoints as deltas here (BATON_CHECKPOINT_DELTA_ABOVE_BYTES=0),
+ * so every rule above also holds for a checkpoint read back from a whole state and its deltas.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { spawn } from "node:child_process";
@@ -39,7 +41,9 @@ import { createStore } from "@baton/store";
 import type { ToolSpec } from "@baton/sdk";
 
 const root = join(import.meta.dirname, "..");
-const { config, env } = isolatedConfig({ BATON_EXECUTOR_ACK_WAIT_MS: "2000" });
+// Every checkpoint above 0 bytes goes as a delta while the deltas stay small beside the last
+// whole write: each kill, restart and loss below also reads back and goes on from whole + deltas.
+const { config, env } = isolatedConfig({ BATON_EXECUTOR_ACK_WAIT_MS: "2000", BATON_CHECKPOINT_DELTA_ABOVE_BYTES: "0" });
 const localConfig = loadConfig({ ...env, BATON_TARGET: "gateway,worker,review" });
 
 interface Proc { child: ChildProcess; output: string[]; healthPort: number }
@@ -241,6 +245,8 @@ describe("durability across executor crashes and lost checkpoints", () => {
 
     // Kill while the third call runs, let that call finish with no executor alive, then restart.
     await waitFor("the third sleep to start", async () => ((await callsOf(id)).length >= 3 ? true : undefined));
+    // The executor writes this run's checkpoints as deltas beside a whole state (see the config above).
+    await waitFor("a checkpoint written as a delta", async () => ((await redis.llen(`${config.prefix}:checkpoint:{${id}}:fwd`)) > 0 ? true : undefined));
     await killExecutor("SIGKILL");
     const inFlight = (await callsOf(id)).at(-1)!;
     await waitFor("the in-flight sleep to finish", async () => ((await rec.finished()).includes(inFlight) ? true : undefined));

@@ -62,26 +62,34 @@ export function diffJson(from: Json, to: Json): JsonPatch | null {
   return diffObjects(from, to);
 }
 
+// A key whose value is undefined is absent, as in JSON (the values diffed may be the objects a
+// caller put, not parsed JSON; see immutableStates in redis.ts).
+const present = (o: JsonObject, k: string): boolean => has(o, k) && o[k] !== undefined;
+const keysOf = (o: JsonObject): string[] => Object.keys(o).filter((k) => o[k] !== undefined);
+
 function diffObjects(from: JsonObject, to: JsonObject): JsonPatch | null {
   let o: Record<string, JsonPatch> | undefined;
   let shared = 0;
-  for (const k of Object.keys(to)) {
+  for (const k of keysOf(to)) {
     let p: JsonPatch | null;
-    if (has(from, k)) {
+    if (present(from, k)) {
       shared++;
       p = diffJson(from[k] as Json, to[k] as Json);
     } else p = { $: to[k] as Json };
     if (p !== null) setKey((o ??= {}), k, p);
   }
   // Every key of `from` is in `to` unless `from` has more keys than the two share.
-  if (shared < Object.keys(from).length) return { o: o ?? {}, r: Object.keys(from).filter((k) => !has(to, k)) };
+  if (shared < keysOf(from).length) return { o: o ?? {}, r: keysOf(from).filter((k) => !present(to, k)) };
   return o === undefined ? null : { o };
 }
+
+// In an array, undefined is JSON's null.
+const item = (a: Json[], i: number): Json => (a[i] === undefined ? null : a[i]);
 
 function diffArrays(from: Json[], to: Json[]): JsonPatch | null {
   let a: Record<string, JsonPatch> | undefined;
   for (let i = 0; i < to.length; i++) {
-    const p = i < from.length ? diffJson(from[i] as Json, to[i] as Json) : { $: to[i] as Json };
+    const p = i < from.length ? diffJson(item(from, i), item(to, i)) : { $: item(to, i) };
     if (p !== null) (a ??= {})[i] = p;
   }
   if (a === undefined && from.length === to.length) return null;

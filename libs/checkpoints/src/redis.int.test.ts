@@ -6,6 +6,11 @@
  * - history is stored as deltas: when one field of a large state changes over 200
  *   versions, the history's size stays near (historyLimit / snapshotEvery + 1) states,
  *   not historyLimit states;
+ * - a large state is written as forward deltas beside its last whole write, each the size of
+ *   what changed, and whole again once they add up to half its size or to maxDeltas; a
+ *   store that has not seen it reads it back (whole + deltas) and goes on writing deltas;
+ * - with immutableStates, a part the next state shares with the last one is not read at all;
+ * - a checkpoint written before write tokens (no `n` field) is diffed against by its sha1;
  * - a delta is never made against a state that was replaced behind the store's back
  *   (delete and write again from another process), and history written with another
  *   snapshotEvery still reads back;
@@ -53,6 +58,10 @@ const variants: { name: string; options: Omit<RedisCheckpointOptions, "prefix">;
   { name: "historyLimit 10, snapshotEvery 4", options: { historyLimit: 10, snapshotEvery: 4 }, suite: { historyLimit: 10, timeTravelVersions: 30 } },
   { name: "snapshotEvery 1, no state cache", options: { snapshotEvery: 1, stateCacheSize: 0 }, suite: {} },
   { name: "snapshotEvery 7, no state cache", options: { snapshotEvery: 7, stateCacheSize: 0 }, suite: {} },
+  // Every state written as forward deltas beside the last whole one.
+  { name: "immutable states, every write a delta", options: { immutableStates: true, deltaAboveBytes: 0 }, suite: {} },
+  { name: "immutable states, deltas, at most 3 between whole writes", options: { immutableStates: true, deltaAboveBytes: 0, maxDeltas: 3, snapshotEvery: 4 }, suite: { timeTravelVersions: 30 } },
+  { name: "deltas, no state cache", options: { deltaAboveBytes: 0, stateCacheSize: 0, historyLimit: 10 }, suite: { historyLimit: 10 } },
 ];
 for (const v of variants) {
   checkpointStoreConformance(
@@ -109,7 +118,10 @@ describe("redisCheckpointStore", () => {
     expect(ttl).toBeLessThanOrEqual(3600);
 
     const defaults = redisCheckpointStore(redis, { prefix });
-    expect(defaults.options).toEqual({ prefix, historyLimit: 100, snapshotEvery: 20, finishedTtlSeconds: 604_800, stateCacheSize: 64, unversionedKeys: [] });
+    expect(defaults.options).toEqual({
+      prefix, historyLimit: 100, snapshotEvery: 20, finishedTtlSeconds: 604_800, stateCacheSize: 64, unversionedKeys: [],
+      immutableStates: false, deltaAboveBytes: 65_536, maxDeltas: 256,
+    });
     await defaults.expire(2);
     expect(await redis.ttl(historyKey(2))).toBeGreaterThan(3600);
   });
@@ -153,6 +165,90 @@ describe("redisCheckpointStore", () => {
     expect(historyBytes).toBeGreaterThan(4 * stateBytes);
     expect((await store.getVersion(10, 101))?.state).toEqual({ ...large, counter: 100 });
     expect((await store.getVersion(10, 123))?.state).toEqual({ ...large, counter: 122 });
+  });
+
+  it("writes a large state as forward deltas of what changed, and whole again once they add up", async () => {
+    const store = redisCheckpointStore(redis, { prefix, immutableStates: true, deltaAboveBytes: 10_000, maxDeltas: 50 });
+    const fwdKey = `${checkpointKey(20)}:fwd`;
+    type Item = { i: number; status: string; pad: string };
+    let state: { items: Item[]; n: number } = { items: Array.from({ length: 500 }, (_, i) => ({ i, status: "pending", pad: "x".repeat(40) })), n: 0 };
+    const written: unknown[] = [];
+    const step = async (v: number): Promise<void> => {
+      const items = state.items.slice();
+      items[v % 500] = { ...items[v % 500]!, status: `done at ${v}` };
+      state = { items, n: v };
+      await store.put(20, state, v);
+      written.push(JSON.parse(JSON.stringify(state)));
+    };
+    await store.put(20, state, 0);
+    written.push(JSON.parse(JSON.stringify(state)));
+    const whole = await redis.hget(checkpointKey(20), "s");
+    const wholeBytes = Buffer.byteLength(whole!);
+    expect(wholeBytes).toBeGreaterThan(30_000);
+    for (let v = 1; v <= 30; v++) await step(v);
+    // The whole state was not written again: 30 small deltas went beside it.
+    expect(await redis.hget(checkpointKey(20), "s")).toBe(whole);
+    const fwd = await redis.lrange(fwdKey, 0, -1);
+    expect(fwd).toHaveLength(30);
+    for (const d of fwd) expect(Buffer.byteLength(d)).toBeLessThan(200);
+    for (const e of (await redis.lrange(historyKey(20), 0, -1)).slice(1)) expect(Buffer.byteLength(e)).toBeLessThan(200);
+
+    // Another store reads the latest back (whole + deltas), rebuilds past versions, and writes deltas on.
+    const other = redisCheckpointStore(redis, { prefix, immutableStates: true, deltaAboveBytes: 10_000, maxDeltas: 50 });
+    expect((await other.get(20))?.state).toEqual(written[30]);
+    for (const v of [1, 2, 15, 30, 31]) expect((await other.getVersion(20, v))?.state).toEqual(written[v - 1]);
+    state = (await other.get(20))!.state as typeof state;
+    const items = state.items.slice();
+    items[0] = { ...items[0]!, status: "by the other store" };
+    state = { items, n: 31 };
+    await other.put(20, state, 31);
+    written.push(JSON.parse(JSON.stringify(state)));
+    expect(await redis.llen(fwdKey)).toBe(31);
+    expect((await store.get(20))?.state).toEqual(written[31]);
+
+    // At 50 deltas the next write is whole, and the deltas go.
+    for (let v = 32; v <= 51; v++) await step(v);
+    expect(await redis.llen(fwdKey)).toBe(0);
+    expect(await redis.hget(checkpointKey(20), "s")).toBe(JSON.stringify(written[51]));
+    for (const v of [1, 31, 50, 51, 52]) expect((await store.getVersion(20, v))?.state).toEqual(written[v - 1]);
+    expect((await store.history(20)).map((c) => c.state)).toEqual([...written].reverse());
+    await store.expire(20, 120);
+    await step(52);
+    expect(await redis.ttl(fwdKey)).toBe(-1);
+    await store.expire(20, 120);
+    expect(await redis.ttl(fwdKey)).toBeGreaterThan(0);
+    await store.delete(20);
+    expect(await redis.exists(checkpointKey(20), historyKey(20), fwdKey)).toBe(0);
+  });
+
+  it("with immutableStates, does not read a part the next state shares with the last", async () => {
+    const store = redisCheckpointStore(redis, { prefix, immutableStates: true, deltaAboveBytes: 0 });
+    let readable = true;
+    const reads: string[] = [];
+    const shared = new Proxy(Array.from({ length: 1000 }, (_, i) => ({ i })), {
+      get(target, key, receiver) {
+        if (!readable) reads.push(String(key));
+        return Reflect.get(target, key, receiver) as unknown;
+      },
+    });
+    await store.put(21, { shared, n: 0 }, 0);
+    readable = false;
+    for (let v = 1; v <= 5; v++) await store.put(21, { shared, n: v }, v);
+    expect(reads).toEqual([]);
+    readable = true;
+    expect((await store.getVersion(21, 1))?.state).toEqual({ shared: Array.from({ length: 1000 }, (_, i) => ({ i })), n: 0 });
+    expect((await store.get(21))?.state).toMatchObject({ n: 5 });
+  });
+
+  it("diffs against a checkpoint written before write tokens by its sha1", async () => {
+    const now = Date.now();
+    await redis.hset(checkpointKey(22), "v", "1", "s", JSON.stringify({ a: 1, list: [1, 2] }), "t", String(now));
+    await redis.lpush(historyKey(22), JSON.stringify({ v: 1, t: now }));
+    const store = redisCheckpointStore(redis, { prefix });
+    await store.put(22, { a: 2, list: [1, 2] }, 1);
+    expect((await store.getVersion(22, 1))?.state).toEqual({ a: 1, list: [1, 2] });
+    expect((await store.history(22)).map((c) => c.state)).toEqual([{ a: 2, list: [1, 2] }, { a: 1, list: [1, 2] }]);
+    expect(await redis.hget(checkpointKey(22), "n")).toEqual(expect.any(String));
   });
 
   it("never applies a delta made against a state that was replaced by another process", async () => {

@@ -3,18 +3,23 @@
  *
  * Key layout (the `{id}` hash tag keeps an execution's keys in one cluster slot, so
  * one script can touch both):
- *   `<prefix>:checkpoint:{<executionId>}`          hash  v (version), s (state JSON), t (ms)
+ *   `<prefix>:checkpoint:{<executionId>}`          hash  v (version), s (state JSON), t (ms),
+ *       n (a token new with every write), u (the unversioned keys' JSON, when set)
+ *   `<prefix>:checkpoint:{<executionId>}:fwd`      list  forward deltas since `s` was written, oldest
+ *       first: the latest state is `s` with each applied in turn (only for large states, see
+ *       `deltaAboveBytes`; absent otherwise)
  *   `<prefix>:checkpoint:{<executionId>}:history`  list  newest first, one entry per version:
- *       `{"v":N,"t":ms}`             the latest version (its state is the hash's `s`);
+ *       `{"v":N,"t":ms}`             the latest version (its state is the latest state);
  *       `{"v":N,"t":ms,"d":patch}`  a delta: applying it to version N+1's state gives N's;
- *       `{"v":N,"t":ms,"s":state}`  a full snapshot (every `snapshotEvery`-th version).
+ *       `{"v":N,"t":ms,"s":state}`  a full snapshot (every `snapshotEvery`-th version of a
+ *                                    state written whole).
  *   `<prefix>:idempotency:<key>`                   string, the JSON value
  *
  * Deltas point backwards (newer → older), so trimming the oldest entries never
- * strands a delta without its base: a version is rebuilt from the nearest newer
- * snapshot, or from the latest state, by applying deltas down to it.
+ * strands a delta without its base: a version is rebuilt from the latest state, or from
+ * the nearest newer snapshot, by applying deltas down to it.
  */
-import { createHash, hash } from "node:crypto";
+import { createHash, hash, randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import type { RedisOptions } from "ioredis";
 import { errorMessage, hasCode } from "@baton/errors";
@@ -72,6 +77,34 @@ export interface RedisCheckpointOptions {
    * @default []
    */
   unversionedKeys?: readonly string[];
+  /**
+   * The caller never changes a state, nor anything in it, once it has put it, and its states
+   * are plain JSON data (objects, arrays, strings, finite numbers, booleans, null; a key
+   * whose value is undefined counts as absent). The store then keeps the state put as the
+   * base of the next write's deltas instead of parsing back the JSON it wrote, and a part
+   * the next state shares with it (the same object) is known unchanged without being walked:
+   * a write costs in proportion to what changed, not to the state's size. The executor's
+   * engine makes its states so (a step copies what it changes and shares the rest).
+   * @default false
+   */
+  immutableStates?: boolean;
+  /**
+   * A state whose JSON, when last written whole, was larger than this many bytes is written
+   * as a forward delta from the version before it, kept beside that whole state, until the
+   * deltas add up to half its size or to {@link maxDeltas}; the next write is whole again.
+   * Snapshots in the history are made only of states written whole, so a large state's
+   * history is deltas (each past version is rebuilt from the latest). Without this, a state
+   * of a few megabytes (a forEach over thousands of items) would be sent and stored whole
+   * at every step. Env `BATON_CHECKPOINT_DELTA_ABOVE_BYTES` through `@baton/config`.
+   * @default 65536
+   */
+  deltaAboveBytes?: number;
+  /**
+   * At most this many forward deltas are kept beside a whole state; reading the latest
+   * state (after a restart, on another replica) applies them all.
+   * @default 256
+   */
+  maxDeltas?: number;
 }
 
 /** {@link RedisCheckpointOptions} with every default filled in, frozen. */
@@ -84,6 +117,9 @@ export const CHECKPOINT_DEFAULTS = Object.freeze({
   finishedTtlSeconds: 604_800,
   stateCacheSize: 64,
   unversionedKeys: Object.freeze<string[]>([]),
+  immutableStates: false,
+  deltaAboveBytes: 65_536,
+  maxDeltas: 256,
 });
 
 /** Checks the options and fills in the defaults; throws `BATON_CHECKPOINT_INVALID_ARGUMENT` naming a bad field. */
@@ -96,6 +132,9 @@ export function compileRedisCheckpointOptions(opts: RedisCheckpointOptions): Com
     finishedTtlSeconds: requireInteger("finishedTtlSeconds", opts.finishedTtlSeconds ?? opts.ttlSeconds ?? CHECKPOINT_DEFAULTS.finishedTtlSeconds, 1),
     stateCacheSize: requireInteger("stateCacheSize", opts.stateCacheSize ?? CHECKPOINT_DEFAULTS.stateCacheSize, 0),
     unversionedKeys: requireKeys(opts.unversionedKeys ?? CHECKPOINT_DEFAULTS.unversionedKeys),
+    immutableStates: requireBoolean("immutableStates", opts.immutableStates ?? CHECKPOINT_DEFAULTS.immutableStates),
+    deltaAboveBytes: requireInteger("deltaAboveBytes", opts.deltaAboveBytes ?? CHECKPOINT_DEFAULTS.deltaAboveBytes, 0),
+    maxDeltas: requireInteger("maxDeltas", opts.maxDeltas ?? CHECKPOINT_DEFAULTS.maxDeltas, 1),
   });
 }
 
@@ -178,14 +217,17 @@ async function runScript(redis: Redis, script: LuaScript, keys: string[], args: 
   }
 }
 
-// The version check, the write (ARGV[6]: the unversioned keys' JSON object, kept in
-// field 'u' and never in the history), turning the previous head into its delta (or
-// snapshot) and the history append happen in one script, so no reader or writer ever
-// sees one without the others. The delta was computed by the caller against a state
-// it read: ARGV[5] is that state's sha1, and a different stored state (deleted and
-// written again since) answers {2} so the caller diffs again. An empty ARGV[4] makes
-// the previous version a snapshot of the stored state. The time comes from Redis, so
-// all executors share one clock.
+// The version check, the write, turning the previous head into its delta (or snapshot) and
+// the history append happen in one script, so no reader or writer ever sees one without the
+// others. ARGV: [1] the expected version; [2] the state's JSON, or '' to write [7], a
+// forward delta from the stored latest state, onto KEYS[3]; [3] the history limit; [4] the
+// previous version's history payload: '"d":<backward delta>', or '' to make it a snapshot of
+// the stored state (only when that state is whole, with no forward delta); [5] what the
+// deltas were made against: 'n:<token>' (the stored token), or the sha1 of the stored state
+// (written before tokens), or '' for nothing; a different stored state (deleted and written
+// again since) answers {2} so the caller diffs again; [6] the unversioned keys' JSON object
+// (field 'u', never in the history), '' for none; [8] this write's token. The time comes
+// from Redis, so all executors share one clock.
 const PUT = lua(`
 local current = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
 local expected = tonumber(ARGV[1])
@@ -193,23 +235,41 @@ if current ~= expected then
   return {0, current}
 end
 if current > 0 then
-  local old = redis.call('HMGET', KEYS[1], 's', 't')
+  local old = redis.call('HMGET', KEYS[1], 's', 't', 'n')
+  local against = ARGV[5]
+  if string.sub(against, 1, 2) == 'n:' then
+    if old[3] ~= string.sub(against, 3) then
+      return {2, current}
+    end
+  elseif against ~= '' and redis.sha1hex(old[1]) ~= against then
+    return {2, current}
+  end
   local payload = ARGV[4]
   if payload == '' then
+    if redis.call('EXISTS', KEYS[3]) == 1 then
+      return {2, current}
+    end
     payload = '"s":' .. old[1]
-  elseif redis.sha1hex(old[1]) ~= ARGV[5] then
-    return {2, current}
   end
   local marker = '{"v":' .. string.format('%d', current) .. ','
   local head = redis.call('LINDEX', KEYS[2], 0)
   if head and string.sub(head, 1, string.len(marker)) == marker then
     redis.call('LSET', KEYS[2], 0, marker .. '"t":' .. old[2] .. ',' .. payload .. '}')
   end
+elseif ARGV[2] == '' then
+  return {2, current}
 end
 local now = redis.call('TIME')
 local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 local version = current + 1
-redis.call('HSET', KEYS[1], 'v', version, 's', ARGV[2], 't', string.format('%d', ms))
+if ARGV[2] == '' then
+  redis.call('HSET', KEYS[1], 'v', version, 't', string.format('%d', ms), 'n', ARGV[8])
+  redis.call('RPUSH', KEYS[3], ARGV[7])
+  redis.call('PERSIST', KEYS[3])
+else
+  redis.call('HSET', KEYS[1], 'v', version, 's', ARGV[2], 't', string.format('%d', ms), 'n', ARGV[8])
+  redis.call('DEL', KEYS[3])
+end
 if ARGV[6] == '' then
   redis.call('HDEL', KEYS[1], 'u')
 else
@@ -222,22 +282,15 @@ redis.call('PERSIST', KEYS[2])
 return {1, version, ms}
 `);
 
-// Reads what rebuilding version ARGV[1] needs, atomically: the history entries from
-// the nearest newer snapshot (a multiple of ARGV[2]) down to the version, plus the
-// latest state when no snapshot lies between.
+// Reads what rebuilding version ARGV[1] needs, atomically: the latest state (whole, and its
+// forward deltas) and the history entries from the latest down to the version.
 const GET_VERSION = lua(`
 local current = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
 local target = tonumber(ARGV[1])
 if target > current then
   return {current}
 end
-local every = tonumber(ARGV[2])
-local base = math.min(math.ceil(target / every) * every, current)
-local state = ''
-if base == current then
-  state = redis.call('HGET', KEYS[1], 's')
-end
-return {current, state, redis.call('LRANGE', KEYS[2], current - base, current - target)}
+return {current, redis.call('HGET', KEYS[1], 's'), redis.call('LRANGE', KEYS[3], 0, -1), redis.call('LRANGE', KEYS[2], 0, current - target)}
 `);
 
 const DROP_UNVERSIONED = lua(`
@@ -262,6 +315,11 @@ function requireKeys(value: unknown): readonly string[] {
     throw CheckpointInvalidArgument("unversionedKeys", value, "an array of non-empty strings");
   }
   return Object.freeze([...(value as string[])]);
+}
+
+function requireBoolean(name: string, value: unknown): boolean {
+  if (typeof value !== "boolean") throw CheckpointInvalidArgument(name, value, "a boolean");
+  return value;
 }
 
 function requireInteger(name: string, value: unknown, min: number): number {
@@ -299,24 +357,49 @@ function wrapRedisError(operation: string, key: string, err: unknown): unknown {
 
 const sha1 = (text: string): string => hash("sha1", text);
 
+/** A token for one write: what a later delta names as its base (field `n`). */
+const newToken = (): string => randomBytes(12).toString("base64url");
+
 /**
- * The latest state of an execution as this store last wrote or read it: its JSON and,
- * filled in when a put first needs them, the parsed value and the JSON's sha1. The value
- * is never handed to a caller (who might change it), so it always equals the JSON.
+ * The latest state of an execution as this store last wrote or read it. Its value is kept
+ * only when this store wrote it with `immutableStates` (the caller's own object, which it
+ * never changes), or parsed here from what Redis holds, when a put first needs it; it is
+ * never handed to a caller, so it always equals what is stored.
  */
 interface LatestState {
   version: number;
-  json: string;
-  value?: Json | undefined;
-  sha?: string;
+  /** `n:<token>`, or (for a state written before tokens) undefined: the sha1 of `whole` is used. */
+  token: string | undefined;
+  /** The stored whole state's JSON, when known (always when there are no forward deltas and no value). */
+  whole?: string;
+  /** The forward deltas stored after `whole`, as JSON, when read from Redis. */
+  fwd?: readonly string[];
+  value?: Json;
+  /** The size of the last whole write, and of the forward deltas since. */
+  wholeBytes: number;
+  fwdBytes: number;
+  fwdCount: number;
+}
+
+/** The state `whole` and `fwd` make: `whole` parsed, each forward delta applied in turn. */
+function latestValue(key: string, whole: string, fwd: readonly string[]): Json {
+  let state = decodeJson(key, whole) as Json;
+  for (const text of fwd) {
+    try {
+      state = applyPatch(state, decodeJson(key, text) as JsonPatch | null);
+    } catch (err) {
+      throw hasCode(err) ? err : CheckpointCorrupt(key, { cause: err });
+    }
+  }
+  return state;
 }
 
 /**
- * What `put` returns. The state is parsed from the written JSON when first read, not
- * before: most callers only need the version. Reading or assigning it turns it into a
- * plain data property.
+ * What `put` returns. The state is made (from the written JSON, or from the value put) when
+ * first read, not before: most callers only need the version. Reading or assigning it turns
+ * it into a plain data property.
  */
-function writtenCheckpoint<S>(executionId: number, version: number, json: string, unversioned: string, updatedAt: string): Checkpoint<S> {
+function writtenCheckpoint<S>(executionId: number, version: number, json: () => string, unversioned: string, updatedAt: string): Checkpoint<S> {
   const settle = (cp: Checkpoint<S>, value: S): S => {
     Object.defineProperty(cp, "state", { value, writable: true, enumerable: true, configurable: true });
     return value;
@@ -325,7 +408,7 @@ function writtenCheckpoint<S>(executionId: number, version: number, json: string
     executionId,
     version,
     get state(): S {
-      return settle(this, withUnversioned(JSON.parse(json), unversioned) as S);
+      return settle(this, withUnversioned(JSON.parse(json()), unversioned) as S);
     },
     set state(value: S) {
       settle(this, value);
@@ -354,12 +437,11 @@ function parseEntry(key: string, text: string): HistoryEntry {
 }
 
 /**
- * Rebuilds versions from `entries` (newest first, contiguous). The first entry is
- * either the latest version (its state is `headState`) or a snapshot; otherwise
- * nothing can be rebuilt and the result is empty. Stops at a gap, which only a
- * damaged list has.
+ * Rebuilds versions from `entries` (newest first, contiguous, the first one the latest
+ * version, whose state is `headState`): each entry's state is the one after it with the
+ * entry's delta applied, or the entry's snapshot. Stops at a gap, which only a damaged list has.
  */
-function rebuild(key: string, entries: readonly string[], headState: Json | undefined): { version: number; t: number; state: Json }[] {
+function rebuild(key: string, entries: readonly string[], headState: Json): { version: number; t: number; state: Json }[] {
   const out: { version: number; t: number; state: Json }[] = [];
   let state: Json | undefined;
   for (const text of entries) {
@@ -368,8 +450,8 @@ function rebuild(key: string, entries: readonly string[], headState: Json | unde
     if (previous !== undefined && e.v !== previous.version - 1) break;
     if (e.s !== undefined) state = e.s;
     else if (state === undefined) {
-      // The first entry is neither a snapshot nor the latest version: no base to rebuild from.
-      if (headState === undefined || e.d !== undefined) return [];
+      // The latest version's entry carries neither a delta nor a snapshot.
+      if (e.d !== undefined) throw CheckpointCorrupt(key);
       state = headState;
     } else if (e.d !== undefined) {
       try {
@@ -384,14 +466,15 @@ function rebuild(key: string, entries: readonly string[], headState: Json | unde
 }
 
 /**
- * A checkpoint store on Redis. `put` is one Lua script: compare the version, write,
- * turn the previous version's history entry into a delta (or a snapshot), append,
- * trim. States are stored as JSON, so `get` returns a JSON round-trip of what was
- * put, and `history`/`getVersion` rebuild older versions from the deltas.
+ * A checkpoint store on Redis. `put` is one Lua script: compare the version, write (the
+ * state whole, or a forward delta for a large one), turn the previous version's history
+ * entry into a delta (or a snapshot), append, trim. States are stored as JSON, so `get`
+ * returns a JSON round-trip of what was put, and `history`/`getVersion` rebuild older
+ * versions from the latest by the deltas.
  */
 export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheckpointOptions): RedisCheckpointStore<S> {
   const options = compileRedisCheckpointOptions(opts);
-  const { prefix, historyLimit, snapshotEvery, finishedTtlSeconds, stateCacheSize, unversionedKeys } = options;
+  const { prefix, historyLimit, snapshotEvery, finishedTtlSeconds, stateCacheSize, unversionedKeys, immutableStates, deltaAboveBytes, maxDeltas } = options;
   const unversioned = new Set(unversionedKeys);
 
   /** The state without its unversioned keys, and those keys as a JSON object ("" when none is set). */
@@ -408,6 +491,8 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
 
   const checkpointKey = (id: number): string => `${prefix}:checkpoint:{${id}}`;
   const historyKey = (id: number): string => `${prefix}:checkpoint:{${id}}:history`;
+  const forwardKey = (id: number): string => `${prefix}:checkpoint:{${id}}:fwd`;
+  const keysOf = (id: number): string[] => [checkpointKey(id), historyKey(id), forwardKey(id)];
 
   // executionId → its latest state as this process last wrote or read it.
   const cache = new Map<number, LatestState>();
@@ -416,6 +501,32 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
     cache.delete(executionId);
     cache.set(executionId, latest);
     if (cache.size > stateCacheSize) cache.delete(cache.keys().next().value as number);
+  };
+  const known = (whole: string, fwd: readonly string[], n: string | null | undefined, version: number): LatestState => ({
+    version,
+    token: n ? `n:${n}` : undefined,
+    whole,
+    fwd,
+    wholeBytes: whole.length,
+    fwdBytes: fwd.reduce((sum, d) => sum + d.length, 0),
+    fwdCount: fwd.length,
+  });
+  const valueOf = (key: string, latest: LatestState): Json => (latest.value ??= latestValue(key, latest.whole!, latest.fwd ?? []));
+
+  /** The stored latest version: its hash fields `fields` (after v and s) and its forward deltas, read together. */
+  const readStored = async (executionId: number, operation: string, fields: readonly string[]): Promise<{ version: number; whole: string | null; fwd: string[]; rest: (string | null)[] }> => {
+    const key = checkpointKey(executionId);
+    let results: [Error | null, unknown][] | null;
+    try {
+      results = await redis.multi().hmget(key, "v", "s", ...fields).lrange(forwardKey(executionId), 0, -1).exec();
+    } catch (err) {
+      throw wrapRedisError(operation, key, err);
+    }
+    const failed = results?.find(([err]) => err !== null)?.[0];
+    if (failed) throw wrapRedisError(operation, key, failed);
+    const [v, s, ...rest] = (results?.[0]?.[1] ?? []) as (string | null)[];
+    const fwd = (results?.[1]?.[1] ?? []) as string[];
+    return { version: v === null || v === undefined ? 0 : Number(v), whole: s ?? null, fwd, rest };
   };
 
   const toCheckpoint = (executionId: number, r: { version: number; t: number; state: Json }): Checkpoint<S> => ({
@@ -426,39 +537,21 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
     updatedAt: new Date(r.t).toISOString(),
   });
 
-  /** The stored latest version and state JSON. */
-  const readLatest = async (executionId: number): Promise<{ version: number; json: string | null }> => {
-    const key = checkpointKey(executionId);
-    let fields: (string | null)[];
-    try {
-      fields = await redis.hmget(key, "v", "s");
-    } catch (err) {
-      throw wrapRedisError("put", key, err);
-    }
-    const [v, s] = fields;
-    return { version: v === null || v === undefined ? 0 : Number(v), json: s ?? null };
-  };
-
   const store: RedisCheckpointStore<S> = {
     options,
 
     async get(executionId) {
       requireInteger("executionId", executionId, 0);
       const key = checkpointKey(executionId);
-      let fields: (string | null)[];
-      try {
-        fields = await redis.hmget(key, "v", "s", "t", "u");
-      } catch (err) {
-        throw wrapRedisError("get", key, err);
-      }
-      const [v, s, t, u] = fields;
-      if (v === null || v === undefined) return null;
-      const version = Number(v);
+      const { version, whole, fwd, rest: [t, u, n] } = await readStored(executionId, "get", ["t", "u", "n"]);
+      if (version === 0 && whole === null) return null;
       const ms = Number(t);
-      if (!Number.isSafeInteger(version) || s === null || s === undefined || !Number.isFinite(ms)) throw CheckpointCorrupt(key);
-      const state = decodeJson(key, s) as S;
+      if (!Number.isSafeInteger(version) || version < 1 || whole === null || !Number.isFinite(ms)) throw CheckpointCorrupt(key);
+      const latest = known(whole, fwd, n, version);
+      // The caller's copy: parsed again when the store needs its own.
+      const state = (fwd.length > 0 ? latestValue(key, whole, fwd) : decodeJson(key, whole)) as S;
       if (u && state !== null && typeof state === "object") Object.assign(state, decodeJson(key, u));
-      remember(executionId, { version, json: s });
+      remember(executionId, latest);
       return { executionId, version, state, updatedAt: new Date(ms).toISOString() };
     },
 
@@ -466,46 +559,66 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
       requireInteger("executionId", executionId, 0);
       requireInteger("expectedVersion", expectedVersion, 0);
       const { versioned, rest } = split(state);
-      const json = encodeState(versioned);
       const key = checkpointKey(executionId);
-      // The previous version becomes a snapshot every snapshotEvery versions, else a delta.
-      const needsDelta = expectedVersion > 0 && expectedVersion % snapshotEvery !== 0;
-      // The written state as JSON values (undefined fields dropped, dates as strings), parsed
-      // only when a delta needs it. It stays this store's own: the caller gets another copy.
-      let next: Json | undefined;
+      // The state as JSON, made at most once; a delta write of a large state needs none.
+      let json: string | undefined;
+      const whole = (): string => (json ??= encodeState(versioned));
+      // The written state as JSON values, which the next put diffs against: the caller's own
+      // object when it never changes it (immutableStates), else parsed from the JSON (undefined
+      // fields dropped, dates as strings), and then only when a delta needs it.
+      let next: Json | undefined = immutableStates ? (versioned as Json) : undefined;
+      const nextValue = (): Json => (next ??= decodeJson(key, whole()) as Json);
       let previous = cache.get(executionId);
       for (let attempt = 0; ; attempt++) {
         let payload = "";
-        let previousSha = "";
-        if (needsDelta) {
+        let against = "";
+        let forward = "";
+        if (expectedVersion > 0) {
           if (previous?.version !== expectedVersion) {
-            const latest = await readLatest(executionId);
-            if (latest.version !== expectedVersion || latest.json === null) {
+            const stored = await readStored(executionId, "put", ["n"]);
+            if (stored.version !== expectedVersion || stored.whole === null) {
               cache.delete(executionId);
-              throw CheckpointConflict(executionId, expectedVersion, latest.version, { details: { expected: expectedVersion, actual: latest.version } });
+              throw CheckpointConflict(executionId, expectedVersion, stored.version, { details: { expected: expectedVersion, actual: stored.version } });
             }
-            previous = { version: latest.version, json: latest.json };
+            previous = known(stored.whole, stored.fwd, stored.rest[0], stored.version);
           }
-          next ??= decodeJson(key, json) as Json;
-          previous.value ??= decodeJson(key, previous.json) as Json;
-          previous.sha ??= sha1(previous.json);
-          payload = `"d":${JSON.stringify(diffJson(next, previous.value))}`;
-          previousSha = previous.sha;
+          const base = previous;
+          // A large state goes as a forward delta while the deltas stay small beside the whole.
+          const asDelta = base.wholeBytes > deltaAboveBytes && base.fwdCount < maxDeltas && base.fwdBytes * 2 < base.wholeBytes;
+          // The previous version becomes a snapshot every snapshotEvery versions, else a delta;
+          // only a state stored whole can be one (the script copies it).
+          const snapshot = !asDelta && base.fwdCount === 0 && expectedVersion % snapshotEvery === 0;
+          const before = snapshot ? undefined : valueOf(key, base);
+          try {
+            if (before !== undefined) payload = `"d":${JSON.stringify(diffJson(nextValue(), before))}`;
+            if (asDelta) forward = JSON.stringify(diffJson(before!, nextValue()));
+          } catch (err) {
+            throw hasCode(err) ? err : CheckpointInvalidState(errorMessage(err), { cause: err });
+          }
+          against = base.token ?? (base.whole !== undefined && base.fwdCount === 0 ? sha1(base.whole) : "");
         }
+        const token = newToken();
         let reply: unknown;
         try {
-          reply = await runScript(redis, PUT, [key, historyKey(executionId)], [expectedVersion, json, historyLimit, payload, previousSha, rest]);
+          reply = await runScript(redis, PUT, keysOf(executionId), [expectedVersion, forward === "" ? whole() : "", historyLimit, payload, against, rest, forward, token]);
         } catch (err) {
           throw wrapRedisError("put", key, err);
         }
         const [ok, version, ms] = reply as [number, number, number?];
         if (ok === 1) {
-          remember(executionId, { version, json, value: next });
-          return writtenCheckpoint<S>(executionId, version, json, rest, new Date(ms ?? 0).toISOString());
+          const base = previous;
+          if (forward !== "" && base !== undefined) {
+            remember(executionId, { version, token: `n:${token}`, value: nextValue(), wholeBytes: base.wholeBytes, fwdBytes: base.fwdBytes + forward.length, fwdCount: base.fwdCount + 1 });
+          } else {
+            remember(executionId, { version, token: `n:${token}`, whole: whole(), ...(next !== undefined ? { value: next } : {}), wholeBytes: whole().length, fwdBytes: 0, fwdCount: 0 });
+          }
+          // The caller's copy, from the JSON (made now when the caller may change the state it put).
+          const text = immutableStates ? (): string => whole() : ((t: string) => (): string => t)(whole());
+          return writtenCheckpoint<S>(executionId, version, text, rest, new Date(ms ?? 0).toISOString());
         }
         cache.delete(executionId);
         previous = undefined;
-        // 2: the stored state is not the one the delta was made from; read it and diff again.
+        // 2: the stored state is not the one the deltas were made from; read it and diff again.
         if (ok !== 2 || attempt >= 2) {
           throw CheckpointConflict(executionId, expectedVersion, version, { details: { expected: expectedVersion, actual: version } });
         }
@@ -518,16 +631,17 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
       const key = historyKey(executionId);
       let results: [Error | null, unknown][] | null;
       try {
-        results = await redis.multi().hget(checkpointKey(executionId), "s").lrange(key, 0, limit - 1).exec();
+        results = await redis.multi().hget(checkpointKey(executionId), "s").lrange(forwardKey(executionId), 0, -1).lrange(key, 0, limit - 1).exec();
       } catch (err) {
         throw wrapRedisError("history", key, err);
       }
       const failed = results?.find(([err]) => err !== null)?.[0];
       if (failed) throw wrapRedisError("history", key, failed);
       const head = results?.[0]?.[1] as string | null | undefined;
-      const entries = (results?.[1]?.[1] ?? []) as string[];
+      const fwd = (results?.[1]?.[1] ?? []) as string[];
+      const entries = (results?.[2]?.[1] ?? []) as string[];
       if (head === null || head === undefined || entries.length === 0) return [];
-      return rebuild(key, entries, decodeJson(key, head) as Json).map((r) => toCheckpoint(executionId, r));
+      return rebuild(key, entries, latestValue(key, head, fwd)).map((c) => toCheckpoint(executionId, c));
     },
 
     async getVersion(executionId, version) {
@@ -536,22 +650,13 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
       const key = historyKey(executionId);
       let reply: unknown;
       try {
-        reply = await runScript(redis, GET_VERSION, [checkpointKey(executionId), key], [version, snapshotEvery]);
+        reply = await runScript(redis, GET_VERSION, keysOf(executionId), [version]);
       } catch (err) {
         throw wrapRedisError("getVersion", key, err);
       }
-      const [current, head, entries] = reply as [number, string?, string[]?];
-      if (version > current || entries === undefined || entries.length === 0) return null;
-      let rebuilt = rebuild(key, entries, head ? (decodeJson(key, head) as Json) : undefined);
-      if (rebuilt.length === 0) {
-        // No snapshot where one was expected (written with another snapshotEvery): rebuild from the latest.
-        rebuilt = (await store.history(executionId, { limit: current - version + 1 })).map((c) => ({
-          version: c.version,
-          t: Date.parse(c.updatedAt),
-          state: c.state as Json,
-        }));
-      }
-      const found = rebuilt.find((r) => r.version === version);
+      const [current, head, fwd, entries] = reply as [number, string?, string[]?, string[]?];
+      if (version > current || !head || entries === undefined || entries.length === 0) return null;
+      const found = rebuild(key, entries, latestValue(key, head, fwd ?? [])).find((r) => r.version === version);
       return found ? toCheckpoint(executionId, found) : null;
     },
 
@@ -560,7 +665,7 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
       const key = checkpointKey(executionId);
       cache.delete(executionId);
       try {
-        await redis.del(key, historyKey(executionId));
+        await redis.del(...keysOf(executionId));
       } catch (err) {
         throw wrapRedisError("delete", key, err);
       }
@@ -584,7 +689,7 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
       cache.delete(executionId);
       let results: [Error | null, unknown][] | null;
       try {
-        results = await redis.multi().expire(key, ttl).expire(historyKey(executionId), ttl).exec();
+        results = await redis.multi().expire(key, ttl).expire(historyKey(executionId), ttl).expire(forwardKey(executionId), ttl).exec();
       } catch (err) {
         throw wrapRedisError("expire", key, err);
       }

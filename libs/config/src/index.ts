@@ -80,6 +80,8 @@ export const envSchema = z.object({
   BATON_LEARNED_RETENTION_DAYS: int(0, 36_500).default(0),
   /** Checkpoint versions kept per execution for time travel (older ones are pruned). @default 100 */
   BATON_CHECKPOINT_HISTORY: int(1, 100_000).default(100),
+  /** A checkpoint whose JSON was larger than this when last written whole is written as a delta of what changed (a step of a forEach over thousands of items). @default 65536 */
+  BATON_CHECKPOINT_DELTA_ABOVE_BYTES: int(0, 2_147_483_647).default(65_536),
   /** Seconds the checkpoint and history of a finished execution are kept. @default 604800 (7 days) */
   BATON_CHECKPOINT_FINISHED_TTL_SECONDS: int(1, 2_147_483_647).default(604_800),
   /** Seconds SIGTERM waits for in-flight work before exiting. @default 25 */
@@ -124,6 +126,8 @@ export interface BatonConfig {
   readonly learnedRetentionDays: number;
   /** Checkpoint versions kept per execution (`BATON_CHECKPOINT_HISTORY`). */
   readonly checkpointHistory: number;
+  /** `BATON_CHECKPOINT_DELTA_ABOVE_BYTES`: checkpoints larger than this are written as deltas. */
+  readonly checkpointDeltaAboveBytes: number;
   /** Seconds a finished execution's checkpoints are kept (`BATON_CHECKPOINT_FINISHED_TTL_SECONDS`). */
   readonly checkpointFinishedTtlSeconds: number;
   readonly shutdownGraceMs: number;
@@ -189,6 +193,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     executionRetentionDays: e.BATON_EXECUTION_RETENTION_DAYS,
     learnedRetentionDays: e.BATON_LEARNED_RETENTION_DAYS,
     checkpointHistory: e.BATON_CHECKPOINT_HISTORY,
+    checkpointDeltaAboveBytes: e.BATON_CHECKPOINT_DELTA_ABOVE_BYTES,
     checkpointFinishedTtlSeconds: e.BATON_CHECKPOINT_FINISHED_TTL_SECONDS,
     shutdownGraceMs: e.BATON_SHUTDOWN_GRACE_SECONDS * 1000,
   });

@@ -34,7 +34,7 @@ import { openTestStore } from "@baton/store/testing";
 import type { TestStore } from "@baton/store/testing";
 import type { JsonObject, Store } from "@baton/store";
 import { createLogger } from "@baton/telemetry";
-import { CHECKPOINT_UNVERSIONED_KEYS, createExecutor } from "./executor.ts";
+import { CHECKPOINT_STORE_OPTIONS, createExecutor } from "./executor.ts";
 import type { CheckpointState, Executor } from "./executor.ts";
 import { removeTestPrefix } from "./test-support.ts";
 
@@ -63,7 +63,7 @@ beforeAll(async () => {
   t = await openTestStore({ prefix: "exec_batch" });
   bus = await connectBus({ servers: NATS, prefix, name: "executor-batch-test", logger: createLogger("test", "silent") });
   redis = createRedis(process.env.BATON_REDIS_URL ?? "redis://127.0.0.1:6379");
-  checkpoints = redisCheckpointStore<CheckpointState>(redis, { prefix, unversionedKeys: CHECKPOINT_UNVERSIONED_KEYS });
+  checkpoints = redisCheckpointStore<CheckpointState>(redis, { prefix, ...CHECKPOINT_STORE_OPTIONS });
   executor = createExecutor({ messaging: createMessaging(bus), store: t.store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0 });
   tenantId = (await t.store.tenants.create("batch")).id;
   workflowId = (await t.store.workflows.create(tenantId, { name: "fan", definition: fan as unknown as JsonObject })).id;

@@ -46,6 +46,14 @@ export interface CheckpointState extends ExecutionState {
  */
 export const CHECKPOINT_UNVERSIONED_KEYS: readonly (keyof CheckpointState)[] = Object.freeze(["outbox", "carried"]);
 
+/**
+ * How the executor's checkpoints are to be stored (options of `redisCheckpointStore`): the
+ * {@link CHECKPOINT_UNVERSIONED_KEYS} beside the state, and `immutableStates`, since the
+ * executor never changes a state it has written (each step of the engine makes a new state that
+ * shares what it did not change), so a write costs what the step changed.
+ */
+export const CHECKPOINT_STORE_OPTIONS = Object.freeze({ unversionedKeys: CHECKPOINT_UNVERSIONED_KEYS, immutableStates: true });
+
 /** The checkpoint store as the executor uses it; `getVersion`, `expire` and `dropUnversioned` are optional extras of the Redis store. */
 export type ExecutorCheckpoints = CheckpointStore<CheckpointState> & {
   getVersion?(executionId: number, version: number): Promise<Checkpoint<CheckpointState> | null>;

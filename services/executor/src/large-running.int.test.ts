@@ -35,7 +35,7 @@ import type { Worker } from "@baton/sdk";
 import { openTestStore } from "@baton/store/testing";
 import type { TestStore } from "@baton/store/testing";
 import { createLogger } from "@baton/telemetry";
-import { CHECKPOINT_UNVERSIONED_KEYS, createExecutor } from "./executor.ts";
+import { CHECKPOINT_STORE_OPTIONS, createExecutor } from "./executor.ts";
 import type { CheckpointState, Executor } from "./executor.ts";
 import { createLargeValues, LARGE_RESULTS_BUCKET } from "./large.ts";
 import { removeTestPrefix } from "./test-support.ts";
@@ -160,7 +160,7 @@ beforeAll(async () => {
   t = await openTestStore({ prefix: "exec_large_running" });
   bus = await connectBus({ servers: NATS, prefix, name: "executor-large-running-test", logger: createLogger("test", "silent") });
   redis = createRedis(process.env.BATON_REDIS_URL ?? "redis://127.0.0.1:6379");
-  checkpoints = redisCheckpointStore<CheckpointState>(redis, { prefix, unversionedKeys: CHECKPOINT_UNVERSIONED_KEYS });
+  checkpoints = redisCheckpointStore<CheckpointState>(redis, { prefix, ...CHECKPOINT_STORE_OPTIONS });
   messaging = createMessaging(bus);
   tenantId = (await t.store.tenants.create("large-running")).id;
   worker = createWorker({ bus, tools: [take], logger: createLogger("worker", "silent") });
