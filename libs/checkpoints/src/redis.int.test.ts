@@ -221,6 +221,27 @@ describe("redisCheckpointStore", () => {
     expect(await redis.exists(checkpointKey(20), historyKey(20), fwdKey)).toBe(0);
   });
 
+  it("ignores deltas that do not belong to the whole state (a writer that knew nothing of them), and drops them with the next write", async () => {
+    const store = redisCheckpointStore(redis, { prefix, immutableStates: true, deltaAboveBytes: 100 });
+    const fwdKey = `${checkpointKey(23)}:fwd`;
+    const big = "x".repeat(1_000);
+    for (let v = 0; v < 4; v++) await store.put(23, { big, n: v }, v);
+    expect(await redis.llen(fwdKey)).toBe(3);
+    // An executor from before deltas writes version 5 whole and leaves the list alone.
+    await redis.hset(checkpointKey(23), "v", "5", "s", JSON.stringify({ big, n: "old writer" }));
+    await redis.lpush(historyKey(23), JSON.stringify({ v: 5, t: Date.now() }));
+    const reader = redisCheckpointStore(redis, { prefix, immutableStates: true, deltaAboveBytes: 100 });
+    expect((await reader.get(23))?.state).toEqual({ big, n: "old writer" });
+    expect((await reader.history(23, { limit: 1 }))[0]?.state).toEqual({ big, n: "old writer" });
+    expect((await reader.getVersion(23, 5))?.state).toEqual({ big, n: "old writer" });
+    await reader.put(23, { big, n: 6 }, 5);
+    expect(await redis.llen(fwdKey)).toBe(0);
+    expect((await store.get(23))?.state).toEqual({ big, n: 6 });
+    await store.put(23, { big, n: 7 }, 6);
+    expect(await redis.llen(fwdKey)).toBe(1);
+    expect((await reader.get(23))?.state).toEqual({ big, n: 7 });
+  });
+
   it("with immutableStates, does not read a part the next state shares with the last", async () => {
     const store = redisCheckpointStore(redis, { prefix, immutableStates: true, deltaAboveBytes: 0 });
     let readable = true;

@@ -4,10 +4,13 @@
  * Key layout (the `{id}` hash tag keeps an execution's keys in one cluster slot, so
  * one script can touch both):
  *   `<prefix>:checkpoint:{<executionId>}`          hash  v (version), s (state JSON), t (ms),
- *       n (a token new with every write), u (the unversioned keys' JSON, when set)
+ *       n (a token new with every write), b (the version `s` was written at), u (the
+ *       unversioned keys' JSON, when set)
  *   `<prefix>:checkpoint:{<executionId>}:fwd`      list  forward deltas since `s` was written, oldest
  *       first: the latest state is `s` with each applied in turn (only for large states, see
- *       `deltaAboveBytes`; absent otherwise)
+ *       `deltaAboveBytes`; absent otherwise). They count only when b + their number = v: a
+ *       writer that knows nothing of them (an executor from before them) writes `s` alone,
+ *       and its `s` is then the latest state.
  *   `<prefix>:checkpoint:{<executionId>}:history`  list  newest first, one entry per version:
  *       `{"v":N,"t":ms}`             the latest version (its state is the latest state);
  *       `{"v":N,"t":ms,"d":patch}`  a delta: applying it to version N+1's state gives N's;
@@ -267,7 +270,7 @@ if ARGV[2] == '' then
   redis.call('RPUSH', KEYS[3], ARGV[7])
   redis.call('PERSIST', KEYS[3])
 else
-  redis.call('HSET', KEYS[1], 'v', version, 's', ARGV[2], 't', string.format('%d', ms), 'n', ARGV[8])
+  redis.call('HSET', KEYS[1], 'v', version, 's', ARGV[2], 't', string.format('%d', ms), 'n', ARGV[8], 'b', version)
   redis.call('DEL', KEYS[3])
 end
 if ARGV[6] == '' then
@@ -290,7 +293,8 @@ local target = tonumber(ARGV[1])
 if target > current then
   return {current}
 end
-return {current, redis.call('HGET', KEYS[1], 's'), redis.call('LRANGE', KEYS[3], 0, -1), redis.call('LRANGE', KEYS[2], 0, current - target)}
+local stored = redis.call('HMGET', KEYS[1], 's', 'b')
+return {current, stored[1], redis.call('LRANGE', KEYS[3], 0, -1), redis.call('LRANGE', KEYS[2], 0, current - target), stored[2]}
 `);
 
 const DROP_UNVERSIONED = lua(`
@@ -379,6 +383,11 @@ interface LatestState {
   wholeBytes: number;
   fwdBytes: number;
   fwdCount: number;
+}
+
+/** The forward deltas that belong to the whole state written at version `b` of version `v`: none when they do not add up (see the key layout). */
+function forwardOf(fwd: string[], b: string | null | undefined, v: number): string[] {
+  return fwd.length > 0 && b !== null && b !== undefined && Number(b) + fwd.length === v ? fwd : [];
 }
 
 /** The state `whole` and `fwd` make: `whole` parsed, each forward delta applied in turn. */
@@ -502,31 +511,35 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
     cache.set(executionId, latest);
     if (cache.size > stateCacheSize) cache.delete(cache.keys().next().value as number);
   };
-  const known = (whole: string, fwd: readonly string[], n: string | null | undefined, version: number): LatestState => ({
-    version,
+  const known = (stored: { version: number; whole: string; fwd: readonly string[]; stray: boolean }, n: string | null | undefined): LatestState => ({
+    version: stored.version,
     token: n ? `n:${n}` : undefined,
-    whole,
-    fwd,
-    wholeBytes: whole.length,
-    fwdBytes: fwd.reduce((sum, d) => sum + d.length, 0),
-    fwdCount: fwd.length,
+    whole: stored.whole,
+    fwd: stored.fwd,
+    wholeBytes: stored.whole.length,
+    fwdBytes: stored.fwd.reduce((sum, d) => sum + d.length, 0),
+    // Stray deltas: the next write is whole (and drops them).
+    fwdCount: stored.stray ? maxDeltas : stored.fwd.length,
   });
   const valueOf = (key: string, latest: LatestState): Json => (latest.value ??= latestValue(key, latest.whole!, latest.fwd ?? []));
 
   /** The stored latest version: its hash fields `fields` (after v and s) and its forward deltas, read together. */
-  const readStored = async (executionId: number, operation: string, fields: readonly string[]): Promise<{ version: number; whole: string | null; fwd: string[]; rest: (string | null)[] }> => {
+  const readStored = async (executionId: number, operation: string, fields: readonly string[]): Promise<{ version: number; whole: string | null; fwd: string[]; stray: boolean; rest: (string | null)[] }> => {
     const key = checkpointKey(executionId);
     let results: [Error | null, unknown][] | null;
     try {
-      results = await redis.multi().hmget(key, "v", "s", ...fields).lrange(forwardKey(executionId), 0, -1).exec();
+      results = await redis.multi().hmget(key, "v", "s", "b", ...fields).lrange(forwardKey(executionId), 0, -1).exec();
     } catch (err) {
       throw wrapRedisError(operation, key, err);
     }
     const failed = results?.find(([err]) => err !== null)?.[0];
     if (failed) throw wrapRedisError(operation, key, failed);
-    const [v, s, ...rest] = (results?.[0]?.[1] ?? []) as (string | null)[];
-    const fwd = (results?.[1]?.[1] ?? []) as string[];
-    return { version: v === null || v === undefined ? 0 : Number(v), whole: s ?? null, fwd, rest };
+    const [v, s, b, ...rest] = (results?.[0]?.[1] ?? []) as (string | null)[];
+    const listed = (results?.[1]?.[1] ?? []) as string[];
+    const version = v === null || v === undefined ? 0 : Number(v);
+    const fwd = forwardOf(listed, b, version);
+    // Deltas that do not belong to `s` (left by a writer that knew nothing of them) go with the next write, which is whole.
+    return { version, whole: s ?? null, fwd, stray: listed.length > fwd.length, rest };
   };
 
   const toCheckpoint = (executionId: number, r: { version: number; t: number; state: Json }): Checkpoint<S> => ({
@@ -543,11 +556,12 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
     async get(executionId) {
       requireInteger("executionId", executionId, 0);
       const key = checkpointKey(executionId);
-      const { version, whole, fwd, rest: [t, u, n] } = await readStored(executionId, "get", ["t", "u", "n"]);
+      const stored = await readStored(executionId, "get", ["t", "u", "n"]);
+      const { version, whole, fwd, rest: [t, u, n] } = stored;
       if (version === 0 && whole === null) return null;
       const ms = Number(t);
       if (!Number.isSafeInteger(version) || version < 1 || whole === null || !Number.isFinite(ms)) throw CheckpointCorrupt(key);
-      const latest = known(whole, fwd, n, version);
+      const latest = known({ ...stored, whole }, n);
       // The caller's copy: parsed again when the store needs its own.
       const state = (fwd.length > 0 ? latestValue(key, whole, fwd) : decodeJson(key, whole)) as S;
       if (u && state !== null && typeof state === "object") Object.assign(state, decodeJson(key, u));
@@ -580,7 +594,7 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
               cache.delete(executionId);
               throw CheckpointConflict(executionId, expectedVersion, stored.version, { details: { expected: expectedVersion, actual: stored.version } });
             }
-            previous = known(stored.whole, stored.fwd, stored.rest[0], stored.version);
+            previous = known({ ...stored, whole: stored.whole }, stored.rest[0]);
           }
           const base = previous;
           // A large state goes as a forward delta while the deltas stay small beside the whole.
@@ -631,14 +645,14 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
       const key = historyKey(executionId);
       let results: [Error | null, unknown][] | null;
       try {
-        results = await redis.multi().hget(checkpointKey(executionId), "s").lrange(forwardKey(executionId), 0, -1).lrange(key, 0, limit - 1).exec();
+        results = await redis.multi().hmget(checkpointKey(executionId), "s", "b", "v").lrange(forwardKey(executionId), 0, -1).lrange(key, 0, limit - 1).exec();
       } catch (err) {
         throw wrapRedisError("history", key, err);
       }
       const failed = results?.find(([err]) => err !== null)?.[0];
       if (failed) throw wrapRedisError("history", key, failed);
-      const head = results?.[0]?.[1] as string | null | undefined;
-      const fwd = (results?.[1]?.[1] ?? []) as string[];
+      const [head, b, v] = (results?.[0]?.[1] ?? []) as (string | null)[];
+      const fwd = forwardOf((results?.[1]?.[1] ?? []) as string[], b, Number(v));
       const entries = (results?.[2]?.[1] ?? []) as string[];
       if (head === null || head === undefined || entries.length === 0) return [];
       return rebuild(key, entries, latestValue(key, head, fwd)).map((c) => toCheckpoint(executionId, c));
@@ -654,9 +668,9 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
       } catch (err) {
         throw wrapRedisError("getVersion", key, err);
       }
-      const [current, head, fwd, entries] = reply as [number, string?, string[]?, string[]?];
+      const [current, head, fwd, entries, b] = reply as [number, string?, string[]?, string[]?, string?];
       if (version > current || !head || entries === undefined || entries.length === 0) return null;
-      const found = rebuild(key, entries, latestValue(key, head, fwd ?? [])).find((r) => r.version === version);
+      const found = rebuild(key, entries, latestValue(key, head, forwardOf(fwd ?? [], b, current))).find((r) => r.version === version);
       return found ? toCheckpoint(executionId, found) : null;
     },
 
