@@ -626,9 +626,9 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
           } else {
             remember(executionId, { version, token: `n:${token}`, whole: whole(), ...(next !== undefined ? { value: next } : {}), wholeBytes: whole().length, fwdBytes: 0, fwdCount: 0 });
           }
-          // The caller's copy, from the JSON (made now when the caller may change the state it put).
-          const text = immutableStates ? (): string => whole() : ((t: string) => (): string => t)(whole());
-          return writtenCheckpoint<S>(executionId, version, text, rest, new Date(ms ?? 0).toISOString());
+          // The caller's copy, from the JSON: made now when the caller may change the state it put.
+          const made = immutableStates ? undefined : whole();
+          return writtenCheckpoint<S>(executionId, version, () => made ?? whole(), rest, new Date(ms ?? 0).toISOString());
         }
         cache.delete(executionId);
         previous = undefined;
