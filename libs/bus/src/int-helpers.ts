@@ -4,6 +4,7 @@
  * connection for server-side checks, and clean-up of every stream a prefix created.
  */
 import { randomBytes } from "node:crypto";
+import { afterAll } from "@jest/globals";
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { JetStreamManager } from "@nats-io/jetstream";
@@ -100,6 +101,17 @@ export async function openPair(prefix: string): Promise<BusPair> {
   const admin = await openAdmin();
   const [a, b] = await Promise.all([openBus(prefix), openBus(prefix)]);
   return { admin, a, b };
+}
+
+/**
+ * A suite's pair under a new random prefix, opened now (call it with top-level `await`) and
+ * closed after the suite's tests (`afterAll`).
+ */
+export async function suitePair(): Promise<BusPair & { prefix: string }> {
+  const prefix = randomPrefix();
+  const pair = await openPair(prefix);
+  afterAll(() => closePair(pair, prefix));
+  return { ...pair, prefix };
 }
 
 /** Drains both buses, then deletes the prefix's streams and KV buckets. */

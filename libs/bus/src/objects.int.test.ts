@@ -9,21 +9,10 @@
  *   and for a bucket that does not exist; names outside `[A-Za-z0-9_-]+` are refused.
  */
 import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import type { Bus } from "@baton/bus";
-import { closePair, openPair, randomPrefix } from "./int-helpers.ts";
-import type { Admin } from "./int-helpers.ts";
+import { describe, expect, it } from "@jest/globals";
+import { suitePair } from "./int-helpers.ts";
 
-const prefix = randomPrefix();
-let admin: Admin;
-let a: Bus;
-let b: Bus;
-
-beforeAll(async () => {
-  ({ admin, a, b } = await openPair(prefix));
-});
-
-afterAll(() => closePair({ admin, a, b }, prefix));
+const { prefix, admin, a, b } = await suitePair();
 
 describe("objects", () => {
   it("stores a value larger than max_payload in parts and reads it back whole from another connection", async () => {

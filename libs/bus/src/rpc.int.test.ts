@@ -17,25 +17,15 @@
  * - kvGet() reads a key's value without opening the bucket: null for a key never written,
  *   deleted or purged, and for a bucket that does not exist (which it does not create).
  */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { context, ROOT_CONTEXT, trace } from "@opentelemetry/api";
 import { defineError, hasCode } from "@baton/errors";
-import type { Bus, BusMessage } from "@baton/bus";
-import { dec, deferred, enc, openPair, closePair, randomPrefix, waitFor } from "./int-helpers.ts";
-import type { Admin } from "./int-helpers.ts";
+import type { BusMessage } from "@baton/bus";
+import { dec, deferred, enc, suitePair, waitFor } from "./int-helpers.ts";
 
 const NotFound = defineError("BATON_TEST_NOT_FOUND", (id: string) => `workflow ${id} not found`, { status: 404 });
 
-const prefix = randomPrefix();
-let admin: Admin;
-let a: Bus;
-let b: Bus;
-
-beforeAll(async () => {
-  ({ admin, a, b } = await openPair(prefix));
-});
-
-afterAll(() => closePair({ admin, a, b }, prefix));
+const { prefix, admin, a, b } = await suitePair();
 
 async function failure(p: Promise<unknown>): Promise<{ code: string; status: number; retryable: boolean; message: string }> {
   try {

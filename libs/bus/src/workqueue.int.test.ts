@@ -8,22 +8,11 @@
  * - drain() likewise waits for handlers in flight before closing the connection, and
  *   the bus then refuses work with BATON_BUS_CLOSED.
  */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { hasCode } from "@baton/errors";
-import type { Bus } from "@baton/bus";
-import { deferred, dec, enc, openBus, openPair, closePair, randomPrefix, waitFor } from "./int-helpers.ts";
-import type { Admin } from "./int-helpers.ts";
+import { dec, deferred, enc, openBus, suitePair, waitFor } from "./int-helpers.ts";
 
-const prefix = randomPrefix();
-let admin: Admin;
-let a: Bus;
-let b: Bus;
-
-beforeAll(async () => {
-  ({ admin, a, b } = await openPair(prefix));
-});
-
-afterAll(() => closePair({ admin, a, b }, prefix));
+const { prefix, admin, a, b } = await suitePair();
 
 const queueEmpty = async (stream: string): Promise<boolean> => (await admin.jsm.streams.info(stream)).state.messages === 0;
 
