@@ -217,8 +217,32 @@ describe("redisCheckpointStore", () => {
     expect(await redis.ttl(fwdKey)).toBe(-1);
     await store.expire(20, 120);
     expect(await redis.ttl(fwdKey)).toBeGreaterThan(0);
+    // A state that shrinks to under half the whole is written whole: the large one does not stay.
+    const shrunk = { items: state.items.slice(0, 100), n: 53 };
+    await store.put(20, shrunk, 53);
+    expect(await redis.llen(fwdKey)).toBe(0);
+    expect(await redis.hget(checkpointKey(20), "s")).toBe(JSON.stringify(shrunk));
     await store.delete(20);
     expect(await redis.exists(checkpointKey(20), historyKey(20), fwdKey)).toBe(0);
+  });
+
+  it("measures a state as JSON does, to tell when it shrank under half the whole", async () => {
+    const store = redisCheckpointStore(redis, { prefix, immutableStates: true, deltaAboveBytes: 1_000 });
+    const fwdKey = `${checkpointKey(24)}:fwd`;
+    const odd = { quote: 'say "hi"\\n', emoji: "✓😀\u0001", gone: undefined, list: [1, null, { a: [] }, undefined], empty: {}, n: -1.5e-7 };
+    const state = (k: number): unknown => ({ odd, pad: "x".repeat(k) });
+    const base = JSON.stringify(state(0)).length;
+    const whole = JSON.stringify(state(10_000)).length;
+    await store.put(24, state(10_000), 0);
+    // One byte over half the whole: a delta.
+    await store.put(24, state(Math.floor(whole / 2) + 1 - base), 1);
+    expect(await redis.llen(fwdKey)).toBe(1);
+    // Exactly half: written whole.
+    await store.put(24, state(Math.floor(whole / 2) - base), 2);
+    expect(await redis.llen(fwdKey)).toBe(0);
+    for (const [v, k] of [[2, Math.floor(whole / 2) + 1 - base], [3, Math.floor(whole / 2) - base]] as const) {
+      expect((await store.getVersion(24, v))?.state).toEqual(JSON.parse(JSON.stringify(state(k))));
+    }
   });
 
   it("ignores deltas that do not belong to the whole state (a writer that knew nothing of them), and drops them with the next write", async () => {
