@@ -15,6 +15,8 @@
  *   references (the reduce reads a field of every result);
  * - 2 MiB of arguments (above NATS's max_payload) reach a tool through the arguments object
  *   bucket; the handler runs once and the worker deletes the object once it has answered;
+ * - an input (1.5 MiB) and a fork's context patch (1.2 MiB) over max_payload start: the start
+ *   command names the row and the executor reads them from it, for a sub-workflow's child too;
  * - the built-in worker started from the configuration follows BATON_LARGE_RESULT_BYTES and
  *   BATON_TOOL_MAX_RESULT_BYTES: a small result above the first goes by reference, one above
  *   the second fails with BATON_TOOL_RESULT_TOO_LARGE.
@@ -37,7 +39,7 @@ import { startBaton } from "../bin/start.ts";
 import type { BatonHandle } from "../bin/start.ts";
 import { api, isolatedConfig, removeIsolated, waitFor } from "./helpers.ts";
 import type { Api } from "./helpers.ts";
-import { collectEvents, createDefinition, journal, startExecution, testTools, waitForExecution } from "./workflows.ts";
+import { collectEvents, createDefinition, forkAtPause, journal, startExecution, testTools, waitForExecution } from "./workflows.ts";
 
 const { config, env } = isolatedConfig();
 let baton: BatonHandle;
@@ -234,6 +236,29 @@ describe("large values", () => {
     expect((m.input as { data: { $ref: string } }).data.$ref).toMatch(/^blob:/);
     // The worker deleted the arguments object once it had answered.
     await waitFor("the arguments object deleted", async () => ((await jsm.streams.info(argsStream)).state.messages === 0 ? true : undefined), 10_000);
+  }, 60_000);
+
+  it("an input and a fork's context patch larger than a message may be start: the executor reads them from the row", async () => {
+    // 1.5 MiB: over NATS's default max_payload (1 MB), under the gateway's 4 MiB body limit.
+    const data = "i".repeat(1_500_000);
+    const slug = "large-input-child";
+    await createDefinition(a, slug, { nodes: [{ id: "c", type: "transform", config: { expression: "$length(input.data)" } }], output: { c: "$.c" } }, { slug });
+    const wf = await createDefinition(a, "large-input", {
+      nodes: [
+        { id: "len", type: "transform", config: { expression: "$length(input.data)" } },
+        { id: "sub", type: "subworkflow", config: { workflow: { slug } }, input: { data: "$.input.data" } },
+        { id: "review", type: "humanReview", config: { reason: "go on?" } },
+        { id: "extra", type: "transform", config: { expression: "$exists(patched) ? $length(patched) : 0" } },
+      ],
+      edges: [{ from: "len", to: "sub" }, { from: "sub", to: "review" }, { from: "review", to: "extra" }],
+      output: { len: "$.len", sub: "$.sub", extra: "$.extra" },
+    });
+    const { src, id } = await forkAtPause(a, wf, { data }, { "$.patched": "p".repeat(1_200_000) });
+    for (const run of [src, id]) expect((await a.call("POST", `/api/agent-workflow-executions/${run}/resume`, { action: "approve" })).status).toBe(202);
+    const source = await waitForExecution(a, src, ["completed", "failed", "cancelled"], 30_000);
+    expect({ status: source.status, error: source.error, output: source.output }).toEqual({ status: "completed", error: null, output: { len: 1_500_000, sub: { c: 1_500_000 }, extra: 0 } });
+    const fork = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 30_000);
+    expect({ status: fork.status, error: fork.error, output: fork.output }).toEqual({ status: "completed", error: null, output: { len: 1_500_000, sub: { c: 1_500_000 }, extra: 1_200_000 } });
   }, 60_000);
 
   it("the built-in worker started from the configuration follows BATON_LARGE_RESULT_BYTES and BATON_TOOL_MAX_RESULT_BYTES", async () => {

@@ -386,7 +386,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     // (it may outlive the parent's row). Before its start, so no step of it reads one unrecorded.
     await large.adopt({ tenantId: state.tenantId, executionId: row.id }, e.input);
     await messaging.sendCommand("execution.start", {
-      executionId: row.id, tenantId: state.tenantId, workflowId, workflowVersion: version, input: e.input,
+      executionId: row.id, tenantId: state.tenantId, workflowId, workflowVersion: version,
       parentExecutionId: state.executionId, parentNodeId: e.nodeId, childKey: e.childKey, triggerEvent: "subworkflow",
       definitionRef: e.definitionRef ?? "", deadline: state.deadlineAt ?? "", rootExecutionId: state.rootExecutionId ?? state.executionId,
     }, `start:${row.id}`);
@@ -612,9 +612,12 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     switch (cmd.name) {
       case "execution.start": {
         const m = cmd.message;
+        // The input is the row's, taken at admission (applyNow): a start names its row and does
+        // not carry the input, which may be larger than a message may be. One from an older
+        // sender that still carries it is read the same way.
         const command: EngineStart = {
           kind: "start",
-          input: (m.input ?? {}),
+          input: {},
           ...(m.deadline ? { deadline: new Date(m.deadline).toISOString() } : {}),
           ...(m.parentExecutionId && m.parentNodeId ? { parent: { executionId: m.parentExecutionId, nodeId: m.parentNodeId, childKey: m.childKey } } : {}),
           ...(m.rootExecutionId ? { root: m.rootExecutionId } : {}),
@@ -780,7 +783,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     const rows = await store.executions.listStartable({ tenantId, cap, limit: 100, idleMs });
     for (const r of rows) {
       await messaging.sendCommand("execution.start", {
-        executionId: r.id, tenantId, workflowId: r.agentWorkflowId, workflowVersion: r.workflowVersion, input: r.input,
+        executionId: r.id, tenantId, workflowId: r.agentWorkflowId, workflowVersion: r.workflowVersion,
         triggerEvent: r.triggerEvent ?? "", deadline: r.deadlineAt?.toISOString() ?? "",
       }, `start:${r.id}:${cause}`);
     }
@@ -921,6 +924,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         await large.adopt({ tenantId, executionId }, forkStartRecord(fork));
         first = { ...first, fork };
       }
+      first = { ...first, input: row.input };
       admission = taken.outcome;
     } else if (cp === null) {
       row = await store.executions.getById(executionId);

@@ -6,7 +6,7 @@
  */
 import type { CheckpointStore } from "@baton/checkpoints";
 import type { ToolSourceStore } from "@baton/sdk";
-import type { JsonObject, Store } from "@baton/store";
+import type { Store } from "@baton/store";
 
 /** One event of an execution as streamed to SSE clients. */
 export interface ExecutionEventEnvelope {
@@ -30,18 +30,21 @@ type ValidationOutcome = { ok: true; workflow: unknown } | { ok: false; errors: 
 /** Validates a definition; may be async (it asks the tool registry which tools exist). */
 export type ValidateWorkflow = (definition: unknown) => ValidationOutcome | Promise<ValidationOutcome>;
 
+/**
+ * The start of an execution whose row is written. It names the row and nothing the row holds:
+ * the executor reads the input (and a fork's starting state and context patch) from the row
+ * it admits, so a start stays small whatever the input's size (NATS refuses messages over
+ * its max_payload, 1 MB by default; the gateway takes bodies up to 4 MiB).
+ */
 export interface StartExecutionCommand {
   tenantId: string;
   executionId: number;
   workflowId: number;
   workflowVersion: number;
-  input: Record<string, unknown>;
   /** Fork: start from this execution's checkpoint instead of from the beginning. */
   forkOfExecutionId?: number;
   /** Fork: the checkpoint version to start from. */
   forkOfVersion?: number;
-  /** Fork: values written into the context (keys are `$.path`s) before the run continues. */
-  contextPatch?: JsonObject;
   /** Deadline of the whole run (RFC 3339). */
   deadline?: string;
 }

@@ -144,8 +144,8 @@ describe("fork", () => {
       forkedFromExecutionId: source.id, forkedFromVersion: 2, triggerEvent: "fork",
     });
     expect(gw.bus.started).toContainEqual({
-      tenantId: gw.a.tenantId, executionId: id, workflowId, workflowVersion: 1, input: { q: "hi" },
-      forkOfExecutionId: source.id, forkOfVersion: 2, contextPatch: context,
+      tenantId: gw.a.tenantId, executionId: id, workflowId, workflowVersion: 1,
+      forkOfExecutionId: source.id, forkOfVersion: 2,
     });
     // The row keeps the state the fork starts from, as the gateway read it, for the executor.
     expect((await gw.store.executions.get(gw.a.tenantId, id))?.checkpoint).toEqual({

@@ -235,10 +235,8 @@ export const executionsPlugin: FastifyPluginAsyncZod<ExecutionsPluginOptions> = 
         executionId: fork.id,
         workflowId: fork.agentWorkflowId,
         workflowVersion: fork.workflowVersion,
-        input: fork.input,
         forkOfExecutionId: id,
         forkOfVersion: version,
-        ...(context === undefined ? {} : { contextPatch: context as JsonObject }),
       });
       const links = executionLinksFor(fork.id);
       return reply.code(202).header("location", links.self).send({ id: fork.id, status: "queued" as const, links });

@@ -329,7 +329,6 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
         executionId,
         workflowId: wf.id,
         workflowVersion: wf.version,
-        input,
         ...defined({ deadline: deadlineAt?.toISOString() }),
       });
       const links = executionLinksFor(executionId);
