@@ -127,6 +127,7 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
         importWorkflow: (format, source) => (format === "synthdev" ? importSynthDev((source ?? {}) as SynthdevSource) : importWorkflow(format, source)),
         tools,
         toolSources: createToolSourceStore(bus),
+        largeValueBytes: config.largeResultBytes,
         readiness: () => {
           const m = ctx.manager();
           return { ready: m.ready(), modules: m.states() };

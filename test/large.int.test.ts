@@ -17,6 +17,8 @@
  *   bucket; the handler runs once and the worker deletes the object once it has answered;
  * - an input (1.5 MiB) and a fork's context patch (1.2 MiB) over max_payload start: the start
  *   command names the row and the executor reads them from it, for a sub-workflow's child too;
+ * - a review's edited data over max_payload is stored as the execution's blob by the gateway
+ *   and the resume carries its reference;
  * - the built-in worker started from the configuration follows BATON_LARGE_RESULT_BYTES and
  *   BATON_TOOL_MAX_RESULT_BYTES: a small result above the first goes by reference, one above
  *   the second fails with BATON_TOOL_RESULT_TOO_LARGE.
@@ -259,6 +261,26 @@ describe("large values", () => {
     expect({ status: source.status, error: source.error, output: source.output }).toEqual({ status: "completed", error: null, output: { len: 1_500_000, sub: { c: 1_500_000 }, extra: 0 } });
     const fork = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 30_000);
     expect({ status: fork.status, error: fork.error, output: fork.output }).toEqual({ status: "completed", error: null, output: { len: 1_500_000, sub: { c: 1_500_000 }, extra: 1_200_000 } });
+  }, 60_000);
+
+  it("a review's edited data larger than a message may be is stored once and read through its reference", async () => {
+    const wf = await createDefinition(a, "large-edit", {
+      nodes: [
+        { id: "review", type: "humanReview", config: { reason: "edit it" } },
+        { id: "len", type: "transform", config: { expression: "$length(review.data.text)" } },
+      ],
+      edges: [{ from: "review", to: "len" }],
+      output: { len: "$.len", decision: "$.review.decision" },
+    });
+    const id = await startExecution(a, wf);
+    expect((await waitForExecution(a, id, ["paused", "completed", "failed", "cancelled"])).status).toBe("paused");
+    const resumed = await a.call("POST", `/api/agent-workflow-executions/${id}/resume`, { action: "edit", data: { text: "e".repeat(1_300_000) } });
+    expect(resumed.status).toBe(202);
+    const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 30_000);
+    expect({ status: done.status, error: done.error, output: done.output }).toEqual({ status: "completed", error: null, output: { len: 1_300_000, decision: "edit" } });
+    const review = (await journal(a, id)).find((n) => n.nodeId === "review")!;
+    expect((review.output as { data: { $ref: string } }).data.$ref).toMatch(/^blob:[0-9a-f]{64}$/);
+    expect(await checkpointBytes(id)).toBeLessThan(4096);
   }, 60_000);
 
   it("the built-in worker started from the configuration follows BATON_LARGE_RESULT_BYTES and BATON_TOOL_MAX_RESULT_BYTES", async () => {

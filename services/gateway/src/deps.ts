@@ -168,6 +168,14 @@ export interface GatewayDeps {
    * without it those routes answer 503 `BATON_GATEWAY_TOOL_SOURCES_UNAVAILABLE`.
    */
   toolSources?: ToolSourceStore;
+  /**
+   * A review's edited `data` whose JSON is larger than this many bytes is stored once as a
+   * blob of the execution, and the resume carries its reference (`{ "$ref": "blob:…", "size" }`,
+   * read through like any large value): a command must fit in one message (NATS's
+   * max_payload, 1 MB by default). Baton passes BATON_LARGE_RESULT_BYTES.
+   * @default 65536
+   */
+  largeValueBytes?: number;
 }
 
 export interface GatewayOptions {

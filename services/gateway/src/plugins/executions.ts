@@ -243,6 +243,14 @@ export const executionsPlugin: FastifyPluginAsyncZod<ExecutionsPluginOptions> = 
     },
   });
 
+  /** A value small enough for a command as it is; a larger one stored as the execution's blob and referenced. */
+  async function inlineOrBlob(tenantId: string, executionId: number, value: JsonObject): Promise<JsonObject> {
+    const size = Buffer.byteLength(JSON.stringify(value), "utf8");
+    if (size <= (deps.largeValueBytes ?? 65_536)) return value;
+    const blob = await store.blobs.put(tenantId, executionId, value);
+    return { $ref: blob.ref, size: blob.size };
+  }
+
   app.post("/agent-workflow-executions/:id/resume", {
     schema: {
       tags,
@@ -264,7 +272,8 @@ export const executionsPlugin: FastifyPluginAsyncZod<ExecutionsPluginOptions> = 
         nodeId = pending[0]?.nodeId ?? null;
       }
       if (!nodeId) throw ExecutionNotPaused(id, "paused with no node awaiting a decision");
-      const { action, data, comment, reviewer } = request.body;
+      const { action, comment, reviewer } = request.body;
+      const data = request.body.data === undefined ? undefined : await inlineOrBlob(tenantId, id, request.body.data);
       try {
         await deps.commands.resumeExecution({ tenantId, executionId: id, nodeId, action, ...defined({ data, comment, reviewer }) });
       } catch (err) {
