@@ -159,7 +159,7 @@ export const executionListQuery = z.object({
 export const resumeBody = z
   .strictObject({
     action: z.enum(["approve", "edit", "reject"]).describe("approve: continue as proposed; edit: continue with `data`; reject: take the rejection path"),
-    data: jsonObject.optional().describe("Required for edit: the modified data replacing the node's proposal"),
+    data: jsonObject.optional().describe("Required for edit: the modified data replacing the node's proposal. Above BATON_LARGE_RESULT_BYTES of JSON it is stored as a blob of the execution and the next nodes read it through its `$ref`"),
     comment: z.string().max(10_000).optional(),
     reviewer: z.string().max(200).optional().describe("Who decided (user id or name)"),
   })
