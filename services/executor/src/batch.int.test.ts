@@ -180,6 +180,41 @@ describe("the outbox of an execution that waits", () => {
   });
 });
 
+describe("effects whose records were written while the next command was read", () => {
+  it("are not carried out again: every call of a forEach goes out once", async () => {
+    // A closed loop, as with a worker: each call is answered as soon as it is sent. The next
+    // command is often read while the previous step's records are still being written, and
+    // they are done by the time the command is applied; those effects are not a crash's.
+    const sends = new Map<string, number>();
+    const handled: Promise<void>[] = [];
+    const base = createMessaging(bus);
+    const messaging: Messaging = {
+      ...base,
+      callTool: async (init) => {
+        sends.set(init.callId, (sends.get(init.callId) ?? 0) + 1);
+        const sent = await base.callTool(init);
+        const answer = command("tool.result", {
+          callId: init.callId, executionId: init.executionId, tenantId, nodeId: init.nodeId, attempt: init.attempt, tool: init.tool, ok: true, output: valueFromJson({ ok: 1 }), durationMs: 1,
+        });
+        setImmediate(() => handled.push(x.handle(answer)));
+        return sent;
+      },
+    };
+    const x = createExecutor({ messaging, store: t.store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0 });
+    const each = { nodes: [{ id: "each", type: "forEach", config: { items: "$.input.xs", tool: "echo", concurrency: 4 } }], edges: [] };
+    const wf = (await t.store.workflows.create(tenantId, { name: "each-once", definition: each })).id;
+    const xs = Array.from({ length: 60 }, (_, i) => i);
+    const row = await t.store.executions.create(tenantId, { workflowId: wf, workflowVersion: 1, input: { xs } });
+    await x.handle(command("execution.start", { executionId: row.id, tenantId, workflowId: wf, workflowVersion: 1 }));
+    const deadline = Date.now() + 20_000;
+    while ((await checkpoints.get(row.id))?.state.status !== "completed" && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await Promise.all(handled);
+    expect((await checkpoints.get(row.id))?.state.status).toBe("completed");
+    expect(sends.size).toBe(60);
+    expect([...sends].filter(([, n]) => n > 1)).toEqual([]);
+  });
+});
+
 describe("the records of consecutive steps", () => {
   /** An executor whose event publishes wait for `gate` (when set), logging rows and events in the order they go out. */
   function gated(): { executor: Executor; log: string[]; written: Set<string>; hold(): { release(): void; fail(): void }; holdRows(nodeId: string): { release(): void; fail(): void } } {

@@ -881,6 +881,9 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     let first = given;
     // The checkpoint carries the execution's identity; the row is read only when there is none.
     const fromCache = latest.has(executionId);
+    // Taken before the read: while this waits, the pipe may finish the effects of the version
+    // read (and go), which leaves them done, not lost (see inFlight below).
+    const pipeAtRead = pipes.get(executionId);
     const cp = await readCheckpoint(executionId);
     let row: ExecutionRecord | null = null;
     let admission: Admission["outcome"] | undefined;
@@ -971,9 +974,11 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       }
     }
 
-    // Effects this process is still writing (pipelined) are in flight, not lost; anything
-    // else in the checkpoint's outbox was left by a crash and is carried out again.
-    let pipe = pipes.get(executionId);
+    // Effects this process is still writing (pipelined), or finished writing since the read,
+    // are in flight or done, not lost; anything else in the checkpoint's outbox was left by a
+    // crash and is carried out again. Commands of one execution are applied one at a time
+    // (serially), so no other pipe can have started since the read.
+    let pipe = pipeAtRead;
     if (pipe?.failed) {
       // Records of an earlier step failed: everything still unwritten is in the checkpoint; redo it.
       pipes.delete(executionId);
