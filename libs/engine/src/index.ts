@@ -20,7 +20,7 @@ export { graphOf } from "./graph.ts";
 export { evaluateCondition } from "./condition.ts";
 export { backoffDelay, forkState, isFinished, isInline, outstandingCalls, settledFanCall, step, TIMEOUT_GRACE_MS, toolCallId } from "./step.ts";
 export type { StepInput, StepResult } from "./step.ts";
-export type { Command, Effect, EngineEvent, ExecutionError, ExecutionState, ExecutionStatus, FanItem, JournalEntry, NodeRun, NodeStatus, TimerState } from "./state.ts";
+export type { Command, Effect, EngineEvent, ExecutionError, ExecutionState, ExecutionStatus, FanItem, FanState, JournalEntry, NodeRun, NodeStatus, TimerState } from "./state.ts";
 export { forkStartOf, forkStartRecord, keptForkStart } from "./fork.ts";
 export type { ForkStart } from "./fork.ts";
 export { replayJournal } from "./replay.ts";

@@ -17,6 +17,23 @@ export interface FanItem {
   result?: JsonValue;
 }
 
+/** A fan node's items in progress (see {@link NodeRun.fan}). */
+export interface FanState {
+  items: FanItem[];
+  concurrency: number;
+  calls?: { tool: string; args: JsonObject }[];
+  continueOnError?: boolean;
+  round?: number;
+  /**
+   * How many items are done and running, and an index below which no item is pending: kept
+   * by the engine so that a step of a long fan does not scan its items. Absent in checkpoints
+   * written before they were kept; counted from the items then.
+   */
+  done?: number;
+  running?: number;
+  next?: number;
+}
+
 export interface NodeRun {
   status: NodeStatus;
   /** Counts every start of the node (retries and loop visits alike); the journal's key. */
@@ -34,7 +51,7 @@ export interface NodeRun {
   /** Outstanding child execution key (subworkflow). */
   childKey?: string;
   /** Fan-out bookkeeping (forEach, multi-call tool nodes, agent tool calls). */
-  fan?: { items: FanItem[]; concurrency: number; calls?: { tool: string; args: JsonObject }[]; continueOnError?: boolean; round?: number };
+  fan?: FanState;
   /** Conversation of an agent.toolLoop (or the calls of an agent.toolExecutor) in progress. */
   loop?: { iteration: number; messages: JsonObject[]; base: number; calls?: ToolCall[] };
   /** A SynthDev state in progress: the step it waits on, and the decision so far. */

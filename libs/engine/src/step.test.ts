@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@jest/globals";
 import { readFileSync } from "node:fs";
 import { backoffDelay, forkState, isBlobRef, outstandingCalls, replayJournal, resolveRefs, settledFanCall, step, usageOf, validateWorkflow } from "./index.ts";
-import type { Command, Effect, ExecutionState, JournalEntry, JsonObject, JsonValue, WorkflowDefinition } from "./index.ts";
+import type { Command, Effect, ExecutionState, JournalEntry, JsonObject, JsonValue, NodeRun, WorkflowDefinition } from "./index.ts";
 
 const quickstart = JSON.parse(readFileSync(new URL("../../../examples/quickstart/workflow.json", import.meta.url), "utf8")) as { definition: unknown };
 const qsInput = (JSON.parse(readFileSync(new URL("../../../examples/quickstart/input.json", import.meta.url), "utf8")) as { input: JsonObject }).input;
@@ -29,6 +29,8 @@ interface World {
   holdCalls?: boolean;
   /** Blobs every step may read through references (what the executor would load). */
   blobs?: ReadonlyMap<string, JsonValue>;
+  /** Step from states without their fans' counts, as executors before them wrote (FanState). */
+  stripFanCounts?: boolean;
 }
 
 interface Run {
@@ -54,6 +56,28 @@ function deepFreeze<T>(v: T): T {
   return v;
 }
 
+/** The state with its fans' counts left out, as executors before them wrote it. */
+function withoutFanCounts(s: ExecutionState): ExecutionState {
+  const nodes = Object.fromEntries(Object.entries(s.nodes).map(([id, run]): [string, NodeRun] => {
+    if (!run.fan) return [id, run];
+    const { done: _done, running: _running, next: _next, ...fan } = run.fan;
+    return [id, { ...run, fan }];
+  }));
+  return { ...s, nodes };
+}
+
+/** The counts a fan keeps (FanState: done, running, next) agree with its items after every step. */
+function expectFanCounts(s: ExecutionState): void {
+  for (const [id, run] of Object.entries(s.nodes)) {
+    const fan = run.fan;
+    if (!fan) continue;
+    const done = fan.items.filter((i) => i.status === "done").length;
+    const running = fan.items.filter((i) => i.status === "running").length;
+    const firstPending = fan.items.findIndex((i) => i.status === "pending");
+    expect({ id, done: fan.done, running: fan.running, pendingBelowNext: firstPending >= 0 && firstPending < fan.next! }).toEqual({ id, done, running, pendingBelowNext: false });
+  }
+}
+
 /** Drives an execution until it waits on nothing but people (or held calls). */
 async function drive(d: WorkflowDefinition, world: World, state: ExecutionState | null, first: Command, id = identity): Promise<Run> {
   const effects: Effect[] = [];
@@ -70,8 +94,10 @@ async function drive(d: WorkflowDefinition, world: World, state: ExecutionState 
       queue.push({ kind: "timer", timerId: t.id });
     }
     now += 1;
+    if (s && world.stripFanCounts) s = withoutFanCounts(s);
     const r = await step({ definition: d, state: s && deepFreeze(s), command: queue.shift()!, now: new Date(now).toISOString(), identity: id, ...(world.blobs ? { blobs: world.blobs } : {}) });
     s = r.state;
+    expectFanCounts(s);
     effects.push(...r.effects);
     if (r.more) queue.push({ kind: "continue" });
     for (const e of r.effects) {
@@ -404,6 +430,22 @@ describe("step: forEach and sub-workflows", () => {
     expect(settledFanCall(round2, 7, "each", "7.each.1.r2.0")).toBe(true);
     expect(settledFanCall(round2, 7, "each", "7.each.1.r2.1-2")).toBe(false);
     expect(settledFanCall(round2, 7, "each", "7.each.1.r3.0")).toBe(false);
+  });
+
+  it("a fan from a checkpoint without its counts goes on as one with them: they are counted from the items", async () => {
+    const d = def({ nodes: [{ id: "each", type: "forEach", config: { items: "$.input.xs", tool: "t", concurrency: 2, itemInput: { x: "$.item" } }, retry: { maxAttempts: 2, initialDelayMs: 0 } }] });
+    // Item 1's first call fails (retryable): it goes back to pending below running items.
+    const world = (stripFanCounts: boolean): World => ({
+      stripFanCounts,
+      tools: { t: (a, callId) => (callId.endsWith(".1") ? { ok: false, message: "once", retryable: true } : { ok: true, output: (a.x as number) * 10 }) },
+    });
+    const kept = await drive(d, world(false), null, { kind: "start", input: { xs: [1, 2, 3, 4, 5] } });
+    // Every step from a state as an executor before the counts wrote it.
+    const old = await drive(d, world(true), null, { kind: "start", input: { xs: [1, 2, 3, 4, 5] } });
+    expect(kept.state.output).toEqual([10, 20, 30, 40, 50]);
+    expect(old.state.output).toEqual(kept.state.output);
+    expect(calls(old).map((c) => c.callId)).toEqual(calls(kept).map((c) => c.callId));
+    expect(calls(kept).map((c) => c.callId)).toContain("7.each.1.1-2");
   });
 
   it("fails on an item's error unless continueOnError; an empty list completes at once", async () => {

@@ -28,7 +28,7 @@ import { evaluateExpression, ExpressionFailed, truthy } from "./expr.ts";
 import { edgeKeySource, graphOf, loopRegion } from "./graph.ts";
 import type { GraphInfo } from "./graph.ts";
 import { resolveRefs } from "./refs.ts";
-import type { Command, Effect, ExecutionState, FanItem, JournalEntry, NodeRun, TimerState } from "./state.ts";
+import type { Command, Effect, ExecutionState, FanItem, FanState, JournalEntry, NodeRun, TimerState } from "./state.ts";
 
 export interface StepInput {
   definition: WorkflowDefinition;
@@ -748,8 +748,8 @@ class Stepper {
 
   /** A fan whose items were all answered at start (every call refused) finishes at once. */
   async fanSettledAtStart(n: NodeDefinition): Promise<void> {
-    const fan = this.run(n.id).fan;
-    if (fan && fan.items.every((i) => i.status === "done")) await this.agentToolsDone(n, fan.items.map((i) => i.result ?? null));
+    const fan = this.run(n.id).fan && this.fan(n);
+    if (fan && fan.done === fan.items.length) await this.agentToolsDone(n, fan.items.map((i) => i.result ?? null));
   }
 
   /** Tools the workflow's agent nodes name: what a toolExecutor may run. */
@@ -1193,29 +1193,52 @@ class Stepper {
 
   startFan(n: NodeDefinition, count: number, concurrency: number, calls?: { tool: string; args: JsonObject }[], continueOnError?: boolean, round?: number, allowed?: ReadonlySet<string>): void {
     const run = this.run(n.id);
+    let done = 0;
     run.fan = {
       // An LLM may ask for a tool the workflow does not name: answer it with an error, never run it.
       items: Array.from({ length: count }, (_, i): FanItem => (allowed && calls && !allowed.has(calls[i]!.tool)
-        ? { status: "done", attempts: 0, result: { error: { code: "BATON_AGENT_TOOL_NOT_ALLOWED", message: `tool "${calls[i]!.tool}" is not one this node may call` } } }
+        ? (done++, { status: "done", attempts: 0, result: { error: { code: "BATON_AGENT_TOOL_NOT_ALLOWED", message: `tool "${calls[i]!.tool}" is not one this node may call` } } })
         : { status: "pending", attempts: 0 })),
       concurrency,
       ...(calls ? { calls } : {}), ...(continueOnError ? { continueOnError } : {}), ...(round !== undefined ? { round } : {}),
+      done, running: 0, next: 0,
     };
     this.pump(n);
   }
 
+  /** The fan of a node, its counts made from the items when its checkpoint had none (see FanState). */
+  fan(n: NodeDefinition): FanState & Required<Pick<FanState, "done" | "running" | "next">> {
+    const fan = this.run(n.id).fan!;
+    if (fan.done === undefined || fan.running === undefined || fan.next === undefined) {
+      let done = 0;
+      let running = 0;
+      let next = -1;
+      fan.items.forEach((it, i) => {
+        if (it.status === "done") done++;
+        else if (it.status === "running") running++;
+        else if (next < 0) next = i;
+      });
+      Object.assign(fan, { done, running, next: next < 0 ? fan.items.length : next });
+    }
+    return fan as FanState & Required<Pick<FanState, "done" | "running" | "next">>;
+  }
+
+  /** Starts pending items, lowest index first, while fewer than the fan's concurrency run. */
   pump(n: NodeDefinition): void {
     const run = this.run(n.id);
-    const fan = run.fan!;
-    let running = 0;
-    for (const i of fan.items) if (i.status === "running") running++;
+    const fan = this.fan(n);
     const ctx = this.ctx();
-    for (let i = 0; i < fan.items.length && running < fan.concurrency; i++) {
-      if (fan.items[i]!.status !== "pending") continue;
+    for (let i = fan.next; i < fan.items.length && fan.running < fan.concurrency; i++) {
+      // No item below `next` is pending: it moves up past every item that is not.
+      if (fan.items[i]!.status !== "pending") {
+        if (i === fan.next) fan.next++;
+        continue;
+      }
+      if (i === fan.next) fan.next++;
       const item = this.item(fan, i);
       item.attempts += 1;
       item.status = "running";
-      running++;
+      fan.running++;
       const suffix = fanSuffix(fan.round, i, item.attempts);
       const callId = `${toolCallId(this.s.executionId, n.id, run.attempt)}.${suffix}`;
       if (fan.calls) {
@@ -1254,21 +1277,28 @@ class Stepper {
     return item;
   }
 
+  /** The answer of a running item (see fanIndex). */
   async fanResult(n: NodeDefinition, index: number, ok: boolean, output: JsonValue, f?: Failure): Promise<void> {
     const run = this.run(n.id);
-    const item = this.item(run.fan!, index);
+    const fan = this.fan(n);
+    const item = this.item(fan, index);
     const cfg = n.type === "forEach" ? forEachConfigSchema.parse(n.config) : undefined;
+    fan.running--;
     if (ok) {
       item.status = "done";
       item.result = output;
+      fan.done++;
     } else if (f!.retryable && item.attempts < this.retryPolicy(n).maxAttempts) {
       item.status = "pending";
-    } else if (cfg?.continueOnError || run.fan!.continueOnError) {
+      fan.next = Math.min(fan.next, index);
+    } else if (cfg?.continueOnError || fan.continueOnError) {
       item.status = "done";
       item.result = { error: { code: f!.code, message: f!.message } };
+      fan.done++;
     } else {
       item.status = "done";
-      const others = run.fan!.items.filter((i) => i.status === "running" && i.key).map((i) => i.key!);
+      fan.done++;
+      const others = fan.items.filter((i) => i.status === "running" && i.key).map((i) => i.key!);
       if (others.length) {
         if (run.fan!.calls || cfg?.tool) this.effects.push({ kind: "cancelTools", callIds: others, reason: `item ${index} of "${n.id}" failed` });
         else this.effects.push({ kind: "cancelChildren", nodeId: n.id, childKeys: others, reason: `item ${index} of "${n.id}" failed` });
@@ -1279,8 +1309,8 @@ class Stepper {
     }
     delete item.key;
     this.pump(n);
-    if (run.fan!.items.every((i) => i.status === "done")) {
-      const results = run.fan!.items.map((i) => i.result ?? null);
+    if (fan.done === fan.items.length) {
+      const results = fan.items.map((i) => i.result ?? null);
       if (n.type === "agent.toolLoop" || n.type === "agent.toolExecutor" || n.type === "synthdev.state") {
         await this.agentToolsDone(n, results);
         return;
@@ -1296,8 +1326,15 @@ class Stepper {
     return evaluateExpression(cfg.reduce, { results: resolveRefs(results, this.blobs), items }, this.now);
   }
 
+  /** The index of the running item whose call id or child key is `key`, or -1. */
   fanIndex(run: NodeRun, key: string): number {
-    return run.fan?.items.findIndex((i) => i.status === "running" && i.key === key) ?? -1;
+    const items = run.fan?.items;
+    if (!items) return -1;
+    // Keys end with the item's index (fanSuffix: `…{index}` or `…{index}-{attempts}`).
+    const at = Number.parseInt(key.slice(key.lastIndexOf(".") + 1), 10);
+    const it = items[at];
+    if (it?.status === "running" && it.key === key) return at;
+    return items.findIndex((i) => i.status === "running" && i.key === key);
   }
 }
 
