@@ -27,6 +27,7 @@ import { Redis } from "ioredis";
 import type { RedisOptions } from "ioredis";
 import { errorMessage, hasCode } from "@baton/errors";
 import { applyPatch, diffJson, type Json, type JsonPatch } from "./delta.ts";
+import { sizeAgainst, sizeOf } from "./size.ts";
 import {
   CheckpointConflict,
   CheckpointCorrupt,
@@ -385,31 +386,6 @@ interface LatestState {
   fwdCount: number;
 }
 
-// JSON sizes of objects a caller promised never to change (immutableStates), so a state that
-// shares most of its parts with the last one is measured by what it does not share.
-const sizes = new WeakMap<object, number>();
-
-/** `JSON.stringify(v).length` of plain JSON data, remembered per object and array. */
-function sizeOf(v: unknown): number {
-  if (v === null || typeof v !== "object") return v === undefined ? 4 : (JSON.stringify(v)?.length ?? 4);
-  const known = sizes.get(v);
-  if (known !== undefined) return known;
-  let n = 2;
-  if (Array.isArray(v)) {
-    for (const x of v as unknown[]) n += sizeOf(x) + 1;
-    if (v.length > 0) n -= 1;
-  } else {
-    let first = true;
-    for (const [k, x] of Object.entries(v)) {
-      if (x === undefined) continue;
-      n += JSON.stringify(k).length + 1 + sizeOf(x) + (first ? 0 : 1);
-      first = false;
-    }
-  }
-  sizes.set(v, n);
-  return n;
-}
-
 /** The forward deltas that belong to the whole state written at version `b` of version `v`: none when they do not add up (see the key layout). */
 function forwardOf(fwd: string[], b: string | null | undefined, v: number): string[] {
   return fwd.length > 0 && b !== null && b !== undefined && Number(b) + fwd.length === v ? fwd : [];
@@ -625,7 +601,7 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
           // A large state goes as a forward delta while the deltas stay small beside the whole,
           // and while it is not much smaller than the whole (else the whole, stale, would stay).
           const asDelta = base.wholeBytes > deltaAboveBytes && base.fwdCount < maxDeltas && base.fwdBytes * 2 < base.wholeBytes &&
-            (immutableStates ? sizeOf(versioned) : whole().length) * 2 > base.wholeBytes;
+            (immutableStates ? sizeAgainst(versioned, base.value) : whole().length) * 2 > base.wholeBytes;
           // The previous version becomes a snapshot every snapshotEvery versions, else a delta;
           // only a state stored whole can be one (the script copies it).
           const snapshot = !asDelta && base.fwdCount === 0 && expectedVersion % snapshotEvery === 0;
