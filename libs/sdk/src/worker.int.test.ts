@@ -398,7 +398,6 @@ describe("calls delivered together", () => {
       workerId: "w-batch",
       logger: silent,
     });
-    await worker.start();
   });
 
   afterAll(async () => {
@@ -424,8 +423,11 @@ describe("calls delivered together", () => {
       sendNow();
     };
     try {
-      // Four calls in one frame, as an executor's fan-out step sends them.
+      // Four calls in one frame, as an executor's fan-out step sends them, all in the stream
+      // before the worker starts: its first pull takes them in one delivery, however loaded
+      // the machine (a worker already pulling may get them in two).
       const ids = await Promise.all([0, 1, 2, 3].map((i) => callTool(bus, "t.quick", { i })));
+      await worker.start();
       for (const id of ids) await results.waitFor(id);
       expect(answers).toBe(4);
       expect(answersAtSendNow).toEqual([4]);
