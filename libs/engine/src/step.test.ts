@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@jest/globals";
 import { readFileSync } from "node:fs";
-import { backoffDelay, forkState, isBlobRef, outstandingCalls, replayJournal, resolveRefs, settledFanCall, step, usageOf, validateWorkflow } from "./index.ts";
+import { backoffDelay, forkState, isBlobRef, outstandingCalls, outstandingCount, replayJournal, resolveRefs, settledFanCall, step, usageOf, validateWorkflow } from "./index.ts";
 import type { Command, Effect, ExecutionState, JournalEntry, JsonObject, JsonValue, NodeRun, WorkflowDefinition } from "./index.ts";
 
 const quickstart = JSON.parse(readFileSync(new URL("../../../examples/quickstart/workflow.json", import.meta.url), "utf8")) as { definition: unknown };
@@ -397,13 +397,18 @@ describe("step: forEach and sub-workflows", () => {
     const sent = first.effects.flatMap((e) => (e.kind === "callTool" ? [e.callId] : []));
     expect(sent).toHaveLength(3); // a, and the first two items
     expect([...outstandingCalls(first.state)].sort()).toEqual([...sent].sort());
+    expect(outstandingCount(first.state)).toBe(3);
+    expect(outstandingCount(first.state, 2)).toBeGreaterThanOrEqual(2);
+    expect(outstandingCount(withoutFanCounts(first.state))).toBe(3);
     // Asked for at least two, it may stop there, but finds them.
     expect(outstandingCalls(first.state, 2).size).toBeGreaterThanOrEqual(2);
     expect([...outstandingCalls(first.state, 2)].every((id) => sent.includes(id))).toBe(true);
     const done = await step({ definition: d, state: first.state, command: { kind: "toolResult", nodeId: "a", callId: sent[0]!, ok: true, output: {}, durationMs: 1 }, now: new Date(t0).toISOString(), identity });
     expect(outstandingCalls(done.state).has(sent[0]!)).toBe(false);
+    expect(outstandingCount(done.state)).toBe(outstandingCalls(done.state).size);
     const cancelled = await step({ definition: d, state: done.state, command: { kind: "cancel", reason: "stop" }, now: new Date(t0).toISOString(), identity });
     expect(outstandingCalls(cancelled.state).size).toBe(0);
+    expect(outstandingCount(cancelled.state)).toBe(0);
   });
 
   it("tells a settled item's call (answered, or to be started again) from one that may be ahead of its call", async () => {

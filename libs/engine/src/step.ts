@@ -75,6 +75,23 @@ export function outstandingCalls(s: ExecutionState, atLeast = Number.POSITIVE_IN
   return ids;
 }
 
+/**
+ * How many of the calls (and child keys) {@link outstandingCalls} lists the state waits for,
+ * counted up to `atMost`: a fan's running items from its counts (FanState), without a scan.
+ */
+export function outstandingCount(s: ExecutionState, atMost = Number.POSITIVE_INFINITY): number {
+  if (isFinished(s)) return 0;
+  let n = 0;
+  for (const run of Object.values(s.nodes)) {
+    if (run.status !== "running" && run.status !== "paused") continue;
+    if (run.callId) n++;
+    const fan = run.fan;
+    if (fan) n += fan.running ?? fan.items.reduce((k, it) => k + (it.status === "running" && it.key ? 1 : 0), 0);
+    if (n >= atMost) return n;
+  }
+  return n;
+}
+
 /** Stable idempotency key of one tool call attempt. */
 export function toolCallId(executionId: number, nodeId: string, attempt: number): string {
   return `${executionId}.${nodeId}.${attempt}`;

@@ -17,7 +17,7 @@
 import type { Checkpoint, CheckpointStore } from "@baton/checkpoints";
 import { encode, ToolCancelSchema, valueFromJson, valueToJson } from "@baton/contracts";
 import type { Command, Effect, ExecutionState, ForkStart, JsonObject, JsonValue, WorkflowDefinition } from "@baton/engine";
-import { BlobsNeeded, forkStartOf, forkStartRecord, isFinished, keptForkStart, outstandingCalls, referencedTools, replayJournal, settledFanCall, step, validateInput, validateWorkflow } from "@baton/engine";
+import { BlobsNeeded, forkStartOf, forkStartRecord, isFinished, keptForkStart, outstandingCalls, outstandingCount, referencedTools, replayJournal, settledFanCall, step, validateInput, validateWorkflow } from "@baton/engine";
 import { defineError, errorMessage, hasCode } from "@baton/errors";
 import type { AnyCommand, Messaging } from "@baton/messaging";
 import type { Service } from "@baton/runtime";
@@ -1307,7 +1307,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       // takes the lock at the end of that cascade, so the answers that came with it join its
       // step instead of the next one; an execution's only call is applied at once.
       const known = latest.get(executionId)?.state;
-      b.settled = known !== undefined && outstandingCalls(known, 2).size > 1 ? endOfCascade().then(lead) : lead();
+      b.settled = known !== undefined && outstandingCount(known, 2) > 1 ? endOfCascade().then(lead) : lead();
       batch = b;
     }
     await batch.settled;
