@@ -215,6 +215,42 @@ describe("effects whose records were written while the next command was read", (
   });
 });
 
+describe("a command that reaches a finished execution", () => {
+  it("does not carry out its last step again, and leaves its checkpoint to expire", async () => {
+    // A deadline timer, a node timeout or a result after a cancel often comes after the run
+    // ended. Its last step's effects are carried out by then; they are not a crash's.
+    const published: string[] = [];
+    const base = createMessaging(bus);
+    const messaging: Messaging = {
+      ...base,
+      publishEvent: async (type, init, key) => {
+        if (type === "execution.completed") published.push(type);
+        return base.publishEvent(type, init, key);
+      },
+    };
+    const x = createExecutor({ messaging, store: t.store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0 });
+    const row = await t.store.executions.create(tenantId, { workflowId, workflowVersion: 1, input: {} });
+    const id = row.id;
+    await x.handle(command("execution.start", { executionId: id, tenantId, workflowId, workflowVersion: 1 }));
+    for (const n of ["a", "b", "c", "d"]) await x.handle(result(id, n));
+    const key = `${prefix}:checkpoint:{${id}}`;
+    const cp = (await checkpoints.get(id))!;
+    expect(cp.state.status).toBe("completed");
+    // Once its records are written, the finished run's outbox goes, in place.
+    const deadline = Date.now() + 5_000;
+    while ((await redis.hget(key, "u")) !== null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(await redis.hget(key, "u")).toBeNull();
+    expect(await redis.ttl(key)).toBeGreaterThan(0);
+    // A late timer and a repeated result: ignored, nothing done again.
+    await x.handle(command("execution.timer", { executionId: id, tenantId, timerId: "deadline", dueAt: new Date().toISOString() }));
+    await x.handle(result(id, "a"));
+    expect(published).toEqual(["execution.completed"]);
+    expect((await checkpoints.get(id))!.version).toBe(cp.version);
+    expect(await redis.ttl(key)).toBeGreaterThan(0);
+    expect(await redis.ttl(`${prefix}:checkpoint:{${id}}:history`)).toBeGreaterThan(0);
+  });
+});
+
 describe("the records of consecutive steps", () => {
   /** An executor whose event publishes wait for `gate` (when set), logging rows and events in the order they go out. */
   function gated(): { executor: Executor; log: string[]; written: Set<string>; hold(): { release(): void; fail(): void }; holdRows(nodeId: string): { release(): void; fail(): void } } {

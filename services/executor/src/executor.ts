@@ -992,8 +992,14 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       } catch (err) {
         throw EffectsFailed(executionId, errorMessage(err), { cause: err, retryDelayMs: 1_000 });
       }
-      const cleared = await writeCheckpoint(executionId, { ...state, outbox: [], carried: [] }, version);
-      version = cleared.version;
+      if (isFinished(state) && checkpoints.dropUnversioned) {
+        // Carried out to the end (finished() set the checkpoint to expire): drop the effects in
+        // place, which keeps the expiry, where a new version would make the checkpoint permanent.
+        await checkpoints.dropUnversioned(executionId, version);
+      } else {
+        const cleared = await writeCheckpoint(executionId, { ...state, outbox: [], carried: [] }, version);
+        version = cleared.version;
+      }
     }
     // The engine copies the state it steps from: leave the effects (handled above) out of it.
     if (state && (state.outbox !== undefined || state.carried !== undefined)) {
@@ -1226,11 +1232,22 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         const done = new Set(steps.map((s) => s.version));
         p.groups = p.groups.filter((g) => !done.has(g.version));
         if (p.groups.length > 0 || pipes.get(executionId) !== p) return;
-        pipes.delete(executionId);
         const last = steps[steps.length - 1]!;
-        if (isFinished(last.state)) return;
-        // Nothing is in flight: drop the outbox from the checkpoint, unless a newer step wrote one.
         const notCleared = (err: unknown): void => logger.debug("outbox not cleared; the next step replaces it", { executionId, error: errorMessage(err) });
+        if (isFinished(last.state)) {
+          // The run's last effects are carried out (finished() has run). Its checkpoint stays
+          // until it expires; drop the outbox from it before the pipe goes, so that a command
+          // still to come (a deadline timer, a result after a cancel) does not take it for a
+          // crash's leftovers and carry out the final step again. In place: the expiry stays.
+          return (checkpoints.dropUnversioned?.(executionId, last.version) ?? Promise.resolve(false)).then(
+            () => undefined,
+            notCleared,
+          ).finally(() => {
+            if (pipes.get(executionId) === p) pipes.delete(executionId);
+          });
+        }
+        pipes.delete(executionId);
+        // Nothing is in flight: drop the outbox from the checkpoint, unless a newer step wrote one.
         if (checkpoints.dropUnversioned) {
           // The cached state now says so at once (a step started from it before this saw the pipe
           // and carries nothing over). Redis is told a little later, in place (no new version;
