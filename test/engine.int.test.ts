@@ -91,6 +91,8 @@ describe("control flow through the real services", () => {
     expect(r.names).toEqual([
       "execution.started", "node.started:a", "node.completed:a", "node.started:b", "node.completed:b", "node.started:c", "node.completed:c", "execution.completed",
     ]);
+    // A run without LLM calls still reports its token usage, as zeros.
+    expect(r.events.at(-1)!.data.data).toMatchObject({ status: "success", token_usage: { input_tokens: 0, output_tokens: 0, total_tokens: 0 } });
   });
 
   it("condition: the taken branch runs, the other is skipped, the merge runs once", async () => {
@@ -115,6 +117,32 @@ describe("control flow through the real services", () => {
       expect(r.names).not.toContain(`node.started:${skipped}`);
       expect(r.names.filter((x) => x === "node.started:merge")).toHaveLength(1);
     }
+  });
+
+  it("whileLoop whose any-join goes round before a review: each pass's review is closed and the run completes", async () => {
+    const r = await run({
+      start: "init",
+      nodes: [
+        { id: "init", type: "setVariable", config: { values: { "$.vars.i": 0 } } },
+        { id: "loop", type: "whileLoop", config: { condition: "vars.i < 2", maxIterations: 5 } },
+        { id: "fast", type: "transform", config: { expression: "vars.i + 1" }, output: "$.vars.i" },
+        { id: "rev", type: "humanReview", config: { reason: "check" } },
+        { id: "j", type: "setVariable", config: { values: { "$.vars.round": "$.vars.i" } }, join: "any" },
+      ],
+      edges: [
+        { from: "init", to: "loop" }, { from: "loop", to: "fast", when: "body" }, { from: "loop", to: "rev", when: "body" },
+        { from: "fast", to: "j" }, { from: "rev", to: "j" }, { from: "j", to: "loop" },
+      ],
+      output: { i: "$.vars.i" },
+    });
+    expect(r.execution.status).toBe("completed");
+    expect(r.execution.output).toEqual({ i: 2 });
+    expect(r.nodes.filter((n) => n.nodeId === "rev").map((n) => `${n.status}: ${n.error}`)).toEqual(["failed: loop iteration restarted", "failed: loop iteration restarted"]);
+    const reviews = await waitFor("both reviews closed", async () => {
+      const res = await a.call<{ items: { status: string; decision: { decision: string } | null }[] }>("GET", `/api/reviews?executionId=${r.id}`);
+      return res.body.items.length === 2 && res.body.items.every((i) => i.status !== "pending") ? res.body.items : undefined;
+    });
+    expect(reviews.map((i) => [i.status, i.decision?.decision])).toEqual([["rejected", "cancelled"], ["rejected", "cancelled"]]);
   });
 
   it("whileLoop: the body runs once per iteration, each iteration journaled", async () => {
@@ -423,6 +451,13 @@ describe("timeouts, retries, deadlines and idempotency keys together", () => {
     expect(paused.execution.status).toBe("failed");
     expect(paused.execution.error).toContain("BATON_DEADLINE_EXCEEDED");
     expect(rows(paused.nodes)).toEqual(["a:completed", "review:failed"]);
+    // Its review is closed too, not left pending for ever.
+    const closed = await waitFor("the review closed", async () => {
+      const r = await a.call<{ items: { status: string; decision: { decision: string } | null }[] }>("GET", `/api/reviews?executionId=${paused.id}`);
+      const item = r.body.items[0];
+      return item && item.status !== "pending" ? item : undefined;
+    });
+    expect(closed).toMatchObject({ status: "rejected", decision: { decision: "cancelled" } });
     const delayed = await run({ nodes: [{ id: "w", type: "delay", config: { ms: 60_000 } }] }, {}, { deadlineMs: 500 });
     expect(delayed.execution.status).toBe("failed");
     expect(delayed.execution.error).toContain("BATON_DEADLINE_EXCEEDED");

@@ -371,6 +371,102 @@ describe("step: loops", () => {
     const never = await drive(d, { tools: { guess: () => ({ ok: true, output: { hit: false, next: 0 } }) } }, null, { kind: "start", input: {} });
     expect(never.state.error).toMatchObject({ code: "BATON_LOOP_LIMIT", nodeId: "ask" });
   });
+
+  /** A loop whose body races `fast` against `other`; an `any` join goes round as soon as `fast` is done. */
+  const race = (other: JsonObject) => def({
+    start: "init",
+    nodes: [
+      { id: "init", type: "setVariable", config: { values: { "$.vars.i": 0 } } },
+      { id: "loop", type: "whileLoop", config: { condition: "vars.i < 2", maxIterations: 5 } },
+      { id: "fast", type: "transform", config: { expression: "vars.i + 1" }, output: "$.vars.i" },
+      { id: "other", ...other },
+      { id: "j", type: "setVariable", config: { values: { "$.vars.round": "$.vars.i" } }, join: "any" },
+      { id: "done", type: "transform", config: { expression: "vars.i" } },
+    ],
+    edges: [
+      { from: "init", to: "loop" }, { from: "loop", to: "fast", when: "body" }, { from: "loop", to: "other", when: "body" },
+      { from: "fast", to: "j" }, { from: "other", to: "j" }, { from: "j", to: "loop" }, { from: "loop", to: "done", when: "exit" },
+    ],
+  });
+  /** Each attempt's last journal status. */
+  const lastStatus = (r: Run, nodeId: string): string[] => {
+    const byAttempt = new Map<number, string>();
+    for (const j of r.journal) if (j.nodeId === nodeId) byAttempt.set(j.attempt, j.status);
+    return [...byAttempt.values()];
+  };
+
+  it("a restarted pass closes the review it left waiting, and the run goes on", async () => {
+    const d = race({ type: "humanReview", config: { reason: "check" } });
+    const r = await drive(d, { tools }, null, { kind: "start", input: {} });
+    expect(r.state.status).toBe("completed");
+    expect(r.state.pause).toBeUndefined();
+    expect(r.state.output).toBe(2);
+    // Each pass's review: paused, then ended by the next pass, which a review service sees as a decision.
+    expect(lastStatus(r, "other")).toEqual(["failed", "failed"]);
+    expect(r.journal.filter((j) => j.nodeId === "other" && j.status === "failed").map((j) => j.errorCode)).toEqual(["BATON_CANCELLED", "BATON_CANCELLED"]);
+    const resumed = r.effects.flatMap((e) => (e.kind === "emit" && e.event.kind === "execution.resumed" ? [e.event] : []));
+    expect(resumed).toEqual([{ kind: "execution.resumed", nodeId: "other", decision: "cancelled" }, { kind: "execution.resumed", nodeId: "other", decision: "cancelled" }]);
+    expect(r.events.filter((e) => e === "execution.paused:other")).toHaveLength(2);
+    // Rebuilt from its journal (the ended attempts' rows included), it ends the same way.
+    const rebuilt = await replayJournal({ definition: d, identity, start: { kind: "start", input: {} }, journal: r.journal, startedAt: new Date(t0).toISOString() });
+    expect(rebuilt.unplaced).toEqual([]);
+    expect({ status: rebuilt.state.status, output: rebuilt.state.output }).toEqual({ status: "completed", output: 2 });
+  });
+
+  it("a restarted pass cancels the call it left out and journals its attempt as ended", async () => {
+    const r = await drive(race({ type: "tool", config: { tool: "slow" } }), { tools: { slow: () => "hang" } }, null, { kind: "start", input: {} });
+    expect(r.state.status).toBe("completed");
+    expect(lastStatus(r, "other")).toEqual(["failed", "failed"]);
+    const cancelled = r.effects.flatMap((e) => (e.kind === "cancelTools" ? e.callIds : []));
+    expect(cancelled).toEqual(calls(r).filter((c) => c.nodeId === "other").map((c) => c.callId));
+    expect(cancelled).toHaveLength(2);
+    expect(r.events.filter((e) => e === "node.failed:other")).toHaveLength(2);
+  });
+
+  it("a restarted pass cancels the child it left running", async () => {
+    const d = race({ type: "subworkflow", config: { workflow: { slug: "child" } } });
+    let s: ExecutionState | null = null;
+    const effects: Effect[] = [];
+    let command: Command = { kind: "start", input: {} };
+    for (let i = 0; i < 50; i++) {
+      const r = await step({ definition: d, state: s && deepFreeze(s), command, now: new Date(t0 + i).toISOString(), identity });
+      s = r.state;
+      effects.push(...r.effects);
+      if (!r.more) break;
+      command = { kind: "continue" };
+    }
+    expect(s!.status).toBe("completed");
+    const started = effects.flatMap((e) => (e.kind === "startChild" ? [e.childKey] : []));
+    const stopped = effects.flatMap((e) => (e.kind === "cancelChildren" ? e.childKeys : []));
+    expect(started).toHaveLength(2);
+    expect(stopped).toEqual(started);
+    expect(effects.some((e) => e.kind === "cancelTools")).toBe(false);
+  });
+
+  it("a loop whose body leaves the cycle another way has its exit edge decided once the rest is quiet", async () => {
+    const d = def({
+      start: "init",
+      nodes: [
+        { id: "init", type: "setVariable", config: { values: { "$.vars.i": 0 } } },
+        { id: "loop", type: "whileLoop", config: { condition: "true", maxIterations: 10 } },
+        { id: "inc", type: "transform", config: { expression: "vars.i + 1" }, output: "$.vars.i" },
+        { id: "chk", type: "condition", config: { expression: "vars.i < 2" } },
+        { id: "brk", type: "setVariable", config: { values: { "$.vars.broke": true } } },
+        { id: "done", type: "setVariable", config: { values: { "$.vars.exited": true } } },
+        { id: "final", type: "transform", config: { expression: "{ 'i': vars.i, 'broke': vars.broke, 'exited': vars.exited }" } },
+      ],
+      edges: [
+        { from: "init", to: "loop" }, { from: "loop", to: "inc", when: "body" }, { from: "inc", to: "chk" },
+        { from: "chk", to: "loop", when: "true" }, { from: "chk", to: "brk", when: "false" },
+        { from: "loop", to: "done", when: "exit" }, { from: "brk", to: "final" }, { from: "done", to: "final" },
+      ],
+    });
+    const r = await drive(d, { tools }, null, { kind: "start", input: {} });
+    expect(r.state.status).toBe("completed");
+    expect(r.state.nodes.done!.status).toBe("skipped");
+    expect(r.state.nodes.final!.status).toBe("completed");
+    expect(r.state.output).toEqual({ i: 2, broke: true });
+  });
 });
 
 describe("step: forEach and sub-workflows", () => {

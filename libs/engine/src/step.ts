@@ -343,8 +343,13 @@ class Stepper {
     for (const e of out) {
       const label = e.when ?? (n.type === "agent.humanReview" ? "approved" : undefined);
       let take = label === undefined || label === branch;
-      // A loop that iterates leaves its exit edges open: it decides them when it exits.
-      if (n.type === "whileLoop" && branch === "body" && label === "exit") continue;
+      // A loop that iterates leaves its exit edges open: it decides them when it exits, or,
+      // when the body leaves the cycle another way and never comes back, they die once the
+      // rest of the graph is quiet.
+      if (n.type === "whileLoop" && branch === "body" && label === "exit") {
+        this.defer(this.edgeKey(e));
+        continue;
+      }
       if (take && e.condition !== undefined) {
         take = truthy(await evaluateExpression(e.condition, this.ctx(), this.now, { output: resolveRefs(output, this.blobs) }));
       }
@@ -376,21 +381,28 @@ class Stepper {
     const key = this.edgeKey(e);
     if (!flushing && this.g.cyclic.has(from) && this.g.scc.get(from) !== this.g.scc.get(to)) {
       // Leaving a cycle: a later pass of the cycle may still take this edge.
-      if (!(this.s.deferred ??= []).includes(key)) this.s.deferred.push(key);
+      this.defer(key);
       return;
     }
     this.s.edges[key] = "dead";
     this.settle(to);
   }
 
+  /** An edge left undecided until the graph is quiet (maybeFinish), unless a later pass decides it. */
+  defer(key: string): void {
+    if (!(this.s.deferred ??= []).includes(key)) this.s.deferred.push(key);
+  }
+
   resetRegion(head: string, from: string): void {
     const region = loopRegion(this.g, head, from);
-    const cancel: string[] = [];
+    const calls: string[] = [];
+    const reason = "loop iteration restarted";
     for (const id of region) {
       const run = this.s.nodes[id];
       if (!run) continue;
-      if (run.callId) cancel.push(run.callId);
-      for (const it of run.fan?.items ?? []) if (it.status === "running" && it.key) cancel.push(it.key);
+      // Work of the pass before that is still out (a branch the join did not wait for) ends here.
+      if (run.status === "paused") this.emit({ kind: "execution.resumed", nodeId: id, decision: "cancelled" });
+      if (run.status === "running" || run.status === "paused") this.interrupt(id, run, reason, calls);
       run.status = "waiting";
       delete run.callId;
       delete run.timerId;
@@ -400,11 +412,60 @@ class Stepper {
       this.clearNodeTimers(id);
       this.s.ready = this.s.ready.filter((r) => r !== id);
     }
-    if (cancel.length) this.effects.push({ kind: "cancelTools", callIds: cancel, reason: "loop iteration restarted" });
+    if (calls.length) this.effects.push({ kind: "cancelTools", callIds: calls, reason });
+    if (this.s.pause && region.has(this.s.pause.nodeId)) this.pauseAtNext();
     for (const key of Object.keys(this.s.edges)) {
       if (region.has(edgeKeySource(key))) delete this.s.edges[key];
     }
     if (this.s.deferred) this.s.deferred = this.s.deferred.filter((k) => !region.has(edgeKeySource(k)));
+  }
+
+  /** The pause point moves to another review still waiting (not `except`), if any; else the execution runs on. */
+  pauseAtNext(except?: string): void {
+    const other = Object.entries(this.s.nodes).find(([id, r]) => id !== except && r.status === "paused");
+    if (other) {
+      const [id] = other;
+      this.s.pause = { nodeId: id, reason: reviewConfigSchema.parse(this.node(id).config).reason, seq: this.s.pauseSeq };
+    } else {
+      delete this.s.pause;
+      if (this.s.status === "paused") this.s.status = "running";
+    }
+  }
+
+  /**
+   * Ends a node's attempt that is running or paused and will not finish (a cancel, a deadline,
+   * a failure elsewhere, a loop restarted over it): its calls (added to `calls`), children and
+   * timers are stopped, and `node.failed` (`BATON_CANCELLED`) and its journal row say so. A node waiting
+   * out a retry's backoff has its failed attempt journaled and announced already and its next
+   * attempt never started, so it gets neither: the run's end, or the node's next start, follows.
+   */
+  interrupt(id: string, run: NodeRun, reason: string, calls: string[]): void {
+    const n = this.node(id);
+    this.clearNodeTimers(id);
+    if (run.timerId?.startsWith("retry:")) {
+      run.status = "failed";
+      run.error = reason;
+      delete run.timerId;
+      return;
+    }
+    const children: string[] = [];
+    if (run.callId) calls.push(run.callId);
+    if (run.childKey) children.push(run.childKey);
+    for (const it of run.fan?.items ?? []) {
+      if (it.status !== "running" || !it.key) continue;
+      if (run.fan?.calls || (n.type === "forEach" && forEachConfigSchema.parse(n.config).tool)) calls.push(it.key);
+      else children.push(it.key);
+    }
+    if (children.length) this.effects.push({ kind: "cancelChildren", nodeId: id, childKeys: children, reason });
+    run.status = "failed";
+    run.error = reason;
+    run.completedAt = this.now;
+    delete run.callId;
+    delete run.childKey;
+    delete run.fan;
+    delete run.timerId;
+    this.emit({ kind: "node.failed", nodeId: id, nodeType: n.type, attempt: run.attempt, code: "BATON_CANCELLED", error: reason, retrying: false });
+    this.journal({ nodeId: id, nodeType: n.type, attempt: run.attempt, status: "failed", error: reason, errorCode: "BATON_CANCELLED", retryable: false, durationMs: this.duration(run), startedAt: run.startedAt, completedAt: this.now });
   }
 
   joinOf(id: string): "all" | "any" | { n: number } {
@@ -460,33 +521,7 @@ class Stepper {
   cancelOutstanding(reason: string): void {
     const calls: string[] = [];
     for (const [id, run] of Object.entries(this.s.nodes)) {
-      if (run.status !== "running" && run.status !== "paused") continue;
-      const n = this.node(id);
-      if (run.timerId?.startsWith("retry:")) {
-        // Waiting out a retry's backoff: the failed attempt is already journaled; the next never ran.
-        run.status = "failed";
-        run.error = reason;
-        delete run.timerId;
-        continue;
-      }
-      const children: string[] = [];
-      if (run.callId) calls.push(run.callId);
-      if (run.childKey) children.push(run.childKey);
-      for (const it of run.fan?.items ?? []) {
-        if (it.status !== "running" || !it.key) continue;
-        if (run.fan?.calls || (n.type === "forEach" && forEachConfigSchema.parse(n.config).tool)) calls.push(it.key);
-        else children.push(it.key);
-      }
-      if (children.length) this.effects.push({ kind: "cancelChildren", nodeId: id, childKeys: children, reason });
-      run.status = "failed";
-      run.error = reason;
-      run.completedAt = this.now;
-      delete run.callId;
-      delete run.childKey;
-      delete run.fan;
-      delete run.timerId;
-      this.emit({ kind: "node.failed", nodeId: id, nodeType: n.type, attempt: run.attempt, code: "BATON_CANCELLED", error: reason, retrying: false });
-      this.journal({ nodeId: id, nodeType: n.type, attempt: run.attempt, status: "failed", error: reason, errorCode: "BATON_CANCELLED", retryable: false, durationMs: this.duration(run), startedAt: run.startedAt, completedAt: this.now });
+      if (run.status === "running" || run.status === "paused") this.interrupt(id, run, reason, calls);
     }
     if (calls.length) this.effects.push({ kind: "cancelTools", callIds: calls, reason });
     delete this.s.timers;
@@ -514,7 +549,7 @@ class Stepper {
       delete this.s.deferred;
       for (const key of keys) {
         const e = this.g.edgeByKey.get(key);
-        if (e) this.kill(e, true);
+        if (e && this.s.edges[key] === undefined) this.kill(e, true);
       }
       if (this.s.ready.length > 0) return;
     }
@@ -1544,14 +1579,7 @@ export async function step(input: StepInput): Promise<StepResult> {
       const n = st.node(command.nodeId);
       const cfg = reviewConfigSchema.parse(n.config);
       const subject = resolveTemplate(cfg.subject ?? null, st.ctx()) ?? null;
-      const others = Object.entries(st.s.nodes).filter(([id, r]) => id !== n.id && r.status === "paused");
-      if (others.length === 0) {
-        delete st.s.pause;
-        st.s.status = "running";
-      } else {
-        const [id] = others[0]!;
-        st.s.pause = { nodeId: id, reason: reviewConfigSchema.parse(st.node(id).config).reason, seq: st.s.pauseSeq };
-      }
+      st.pauseAtNext(n.id);
       st.emit({ kind: "execution.resumed", nodeId: n.id, decision: command.action });
       const output: JsonObject = {
         decision: command.action,

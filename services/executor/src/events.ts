@@ -65,7 +65,8 @@ async function publishAs(m: Messaging, s: ExecutionState, e: EngineEvent, key: s
     case "execution.completed":
       return m.publishEvent("execution.completed", {
         ...exec, status: "success", output: valueFromJson(e.output),
-        ...(s.tokenUsage ? { tokenUsage: { inputTokens: n(s.tokenUsage.inputTokens), outputTokens: n(s.tokenUsage.outputTokens), totalTokens: n(s.tokenUsage.totalTokens) } } : {}),
+        // Always set, zeros for a run without LLM calls (seed 004 §8 lists it in the payload).
+        tokenUsage: { inputTokens: n(s.tokenUsage?.inputTokens), outputTokens: n(s.tokenUsage?.outputTokens), totalTokens: n(s.tokenUsage?.totalTokens) },
       }, key);
     case "execution.failed":
       return m.publishEvent("execution.failed", { ...exec, error: { code: e.error.code, message: e.error.message, retryable: false }, nodeId: e.error.nodeId ?? "" }, key);

@@ -1,7 +1,7 @@
 /**
  * @baton/review — human-in-the-loop. Records a pending review for every
- * `execution.paused`, resolves it on `execution.resumed` (or closes it when the
- * execution ends otherwise), and announces both as `review.*` events.
+ * `execution.paused`, resolves it on `execution.resumed` (or closes it, decision
+ * `cancelled`, when the execution ends otherwise), and announces both as `review.*` events.
  */
 import type { Subscription } from "@baton/bus";
 import type { Messaging } from "@baton/messaging";
@@ -15,14 +15,23 @@ export interface ReviewServiceOptions {
   logger: Logger;
 }
 
-const DECISION_STATUS = { approve: "approved", edit: "edited", reject: "rejected" } as const;
+/** How a decision (`execution.resumed`) leaves its review; `cancelled`: a loop went round past it. */
+const DECISION_STATUS = { approve: "approved", edit: "edited", reject: "rejected", cancelled: "rejected" } as const;
+
+/** The ends of an execution: its reviews still pending are closed (decision `cancelled`). */
+const ENDS = ["execution.cancelled", "execution.failed", "execution.completed"] as const;
 
 export function createReviewService(opts: ReviewServiceOptions): Service {
   const { messaging, store, logger } = opts;
   let sub: Subscription | undefined;
+
+  async function resolved(tenantId: string, executionId: number, nodeId: string, decision: string, reviewId: number): Promise<void> {
+    await messaging.publishEvent("review.resolved", { tenantId, reviewId, executionId, nodeId, decision }, `review-resolved:${reviewId}`);
+  }
+
   return {
     async start() {
-      sub = await messaging.consumeEvents("review", ["execution.paused", "execution.resumed", "execution.cancelled"], async (ev, msg) => {
+      sub = await messaging.consumeEvents("review", ["execution.paused", "execution.resumed", ...ENDS], async (ev, msg) => {
         if (ev.type === "execution.paused") {
           const m = ev.message;
           const nodes = await store.nodeExecutions.listById(m.id);
@@ -41,15 +50,16 @@ export function createReviewService(opts: ReviewServiceOptions): Service {
           const m = ev.message;
           const status = DECISION_STATUS[m.decision as keyof typeof DECISION_STATUS] ?? "approved";
           const review = await store.reviews.resolve(m.tenantId, m.id, m.nodeId, { status, decision: { decision: m.decision } });
-          if (review) {
-            await messaging.publishEvent("review.resolved", { tenantId: m.tenantId, reviewId: review.id, executionId: m.id, nodeId: m.nodeId, decision: m.decision }, `review-resolved:${review.id}`);
-          }
-        } else if (ev.type === "execution.cancelled") {
+          if (review) await resolved(m.tenantId, m.id, m.nodeId, m.decision, review.id);
+        } else if (ev.type === "execution.cancelled" || ev.type === "execution.failed" || ev.type === "execution.completed") {
+          // The execution ended (cancelled, or failed or completed while a review still waited:
+          // a deadline, a failure elsewhere, an `any` join that did not wait for it).
           const m = ev.message;
+          const reason = ev.type === "execution.cancelled" ? ev.message.reason : `the execution ${ev.type.slice("execution.".length)}`;
           const pending = await store.reviews.list(m.tenantId, { status: "pending", executionId: m.id });
           for (const r of pending) {
-            const review = await store.reviews.resolve(m.tenantId, m.id, r.nodeId, { status: "rejected", decision: { decision: "cancelled", reason: m.reason } });
-            if (review) await messaging.publishEvent("review.resolved", { tenantId: m.tenantId, reviewId: review.id, executionId: m.id, nodeId: r.nodeId, decision: "cancelled" }, `review-resolved:${review.id}`);
+            const review = await store.reviews.resolve(m.tenantId, m.id, r.nodeId, { status: "rejected", decision: { decision: "cancelled", reason } });
+            if (review) await resolved(m.tenantId, m.id, r.nodeId, "cancelled", review.id);
           }
         }
       });
