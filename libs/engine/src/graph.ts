@@ -151,13 +151,19 @@ export function cyclicComponents(g: PlainGraph): string[][] {
 }
 
 /**
- * The cycles no loop bound stops: the cyclic components left once every bounded node (a
- * whileLoop, a node with maxVisits) is taken out. A cycle through a bounded node is bounded.
+ * The cycles no loop bound stops: the cyclic components left once every bounded node (a node
+ * with maxVisits) and every counted edge is taken out. A cycle through a bounded node, or
+ * along a counted edge (a whileLoop's body edge: each pass along it counts an iteration), is
+ * bounded; one that leaves a whileLoop by its exit edge is not, since exiting counts nothing.
  */
-export function unboundedCycles(g: PlainGraph, bounded: (id: string) => boolean): string[][] {
+export function unboundedCycles<E extends PlainGraph["edges"][number]>(
+  g: { nodes: readonly string[]; edges: readonly E[] },
+  bounded: (id: string) => boolean,
+  counted: (e: E) => boolean = () => false,
+): string[][] {
   const keep = g.nodes.filter((n) => !bounded(n));
   const kept = new Set(keep);
-  return cyclicComponents({ nodes: keep, edges: g.edges.filter((e) => kept.has(e.from) && kept.has(e.to)) });
+  return cyclicComponents({ nodes: keep, edges: g.edges.filter((e) => kept.has(e.from) && kept.has(e.to) && !counted(e)) });
 }
 
 /** Nodes reachable from `start` (itself included). */

@@ -3,7 +3,7 @@
  * `$.path` expressions and the step function. Imports nothing with side effects.
  */
 export type { JsonObject, JsonPrimitive, JsonValue } from "./json.ts";
-export { isJsonObject } from "./json.ts";
+export { isJsonObject, MAX_JSON_DEPTH, tooDeepAt } from "./json.ts";
 export { collectPaths, looksLikePath, parsePath, readPath, resolveTemplate, writePath } from "./path.ts";
 export type { ParsedPath, PathSegment } from "./path.ts";
 export {

@@ -31,3 +31,35 @@ export function clonePlain<T>(value: T): T {
   }
   return out as T;
 }
+
+/**
+ * How deeply a request's JSON may nest. The engine walks values recursively (copies,
+ * references, diffs, the definition schema), and a value nested thousands deep would overflow
+ * the stack there; no definition, input or edit needs more than a few dozen levels.
+ */
+export const MAX_JSON_DEPTH = 128;
+
+/** The path (`$.a[0].b`) at which `value` nests deeper than `max` levels, or undefined. Iterative, so any depth is safe to check. */
+export function tooDeepAt(value: unknown, max = MAX_JSON_DEPTH): string | undefined {
+  interface At { v: unknown; depth: number; key?: string | number; up?: At }
+  const stack: At[] = [{ v: value, depth: 0 }];
+  while (stack.length > 0) {
+    const at = stack.pop()!;
+    const v = at.v;
+    if (typeof v !== "object" || v === null) continue;
+    if (at.depth >= max) {
+      let path = "";
+      for (let a: At | undefined = at; a?.key !== undefined; a = a.up) {
+        const k = a.key;
+        path = (typeof k === "number" ? `[${k}]` : /^[A-Za-z_][A-Za-z0-9_]*$/.test(k) ? `.${k}` : `[${JSON.stringify(k)}]`) + path;
+      }
+      return `$${path}`;
+    }
+    const push = (x: unknown, key: string | number): void => {
+      if (typeof x === "object" && x !== null) stack.push({ v: x, depth: at.depth + 1, key, up: at });
+    };
+    if (Array.isArray(v)) for (let i = 0; i < v.length; i++) push(v[i], i);
+    else for (const k in v) push((v as Record<string, unknown>)[k], k);
+  }
+  return undefined;
+}

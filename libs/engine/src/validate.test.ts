@@ -96,6 +96,19 @@ describe("validateWorkflow: the complete model", () => {
     expect(codes(bodyless)).toEqual(["loop_without_body@nodes[0]"]);
   });
 
+  it("refuses a cycle that goes back through a whileLoop by its exit edge: exiting counts no iteration", () => {
+    const l = { id: "l", type: "whileLoop", config: { condition: "false", maxIterations: 3, onLimit: "exit" } };
+    const throughExit = validateWorkflow({ start: "l", nodes: [l, { id: "a", ...sv }], edges: [{ from: "l", to: "a", when: "exit" }, { from: "a", to: "l" }] });
+    expect(codes(throughExit)).toEqual(["unbounded_cycle@edges"]);
+    // The same cycle is bounded when one of its nodes has maxVisits; a body cycle beside it stays bounded by the loop.
+    const visited = validateWorkflow({
+      start: "l",
+      nodes: [l, { id: "a", ...sv, maxVisits: 2 }, { id: "b", ...sv }],
+      edges: [{ from: "l", to: "a", when: "exit" }, { from: "a", to: "l" }, { from: "l", to: "b", when: "body" }, { from: "b", to: "l" }],
+    });
+    expect(codes(visited)).toEqual([]);
+  });
+
   it("finds joins that can never fire, bad expressions, unknown tools and bad forEach bodies, all at once", () => {
     const r = validateWorkflow({
       nodes: [

@@ -66,7 +66,7 @@ interface GraphNode {
   node?: NodeDefinition;
   /** Canonical type, when it is a string. */
   type?: string;
-  /** Whether the node may bound a cycle: a whileLoop, maxVisits, or a broken node that might be either. */
+  /** Whether the node bounds every cycle through it: maxVisits, or a broken node that might be a bound. A whileLoop bounds the cycles along its body edges (graphChecks). */
   bounded: boolean;
 }
 
@@ -163,7 +163,7 @@ function validateGraph(input: unknown, opts: ValidateOptions, prefix: string, sc
       ...(r.success ? { node: r.data } : {}),
       ...(rawType !== undefined ? { type: rawType } : {}),
       // A broken node counts as bounded when it may be meant as one: no check then blames a cycle through it.
-      bounded: rawType === "whileLoop" || maxVisits !== undefined || (!r.success && rawType === undefined),
+      bounded: maxVisits !== undefined || (!r.success && rawType === undefined),
     });
   });
 
@@ -322,7 +322,10 @@ function checkNode(n: NodeDefinition, at: string, opts: ValidateOptions, errors:
 function graphChecks(nodes: GraphNode[], edges: GraphEdge[], start: string | undefined, complete: boolean, errors: ValidationIssue[]): void {
   const byId = new Map(nodes.map((n) => [n.id, n]));
   const plain = { nodes: nodes.map((n) => n.id), edges };
-  for (const comp of unboundedCycles(plain, (id) => byId.get(id)!.bounded)) {
+  // A whileLoop counts the passes along its body edges (and unlabelled ones, taken on every
+  // pass too); leaving by `exit` counts nothing, so a cycle back through it that way has no bound.
+  const counted = (e: GraphEdge): boolean => byId.get(e.from)?.type === "whileLoop" && e.when !== "exit";
+  for (const comp of unboundedCycles(plain, (id) => byId.get(id)!.bounded, counted)) {
     const cycle = shortestCycle(comp, edges);
     const more = comp.length > cycle.length ? ` (and more cycles among ${comp.map((id) => `"${id}"`).join(", ")})` : "";
     errors.push({

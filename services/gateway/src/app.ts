@@ -9,7 +9,9 @@
 import Fastify from "fastify";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { serializerCompiler } from "fastify-type-provider-zod";
+import { MAX_JSON_DEPTH, tooDeepAt } from "@baton/engine";
 import type { GatewayDeps, GatewayOptions } from "./deps.ts";
+import { RequestInvalid } from "./errors.ts";
 import { authPlugin } from "./plugins/auth.ts";
 import { blobsPlugin } from "./plugins/blobs.ts";
 import { docsPlugin } from "./plugins/docs.ts";
@@ -43,7 +45,16 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
       done(null, undefined);
       return;
     }
-    parseJson(request, text, done);
+    parseJson(request, text, (err, parsed) => {
+      if (err) return done(err);
+      // Refused before any schema or the engine walks it recursively (see MAX_JSON_DEPTH).
+      const deep = tooDeepAt(parsed);
+      if (deep !== undefined) {
+        const issue = { path: `body${deep.slice(1)}`, code: "too_deep", message: `the JSON nests more than ${MAX_JSON_DEPTH} levels deep here` };
+        return done(RequestInvalid("body", 1, { details: [issue] }));
+      }
+      done(null, parsed);
+    });
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

@@ -14,6 +14,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import type { TestGateway } from "./test-support.ts";
 import { bearer, openTestGateway, validDefinition } from "./test-support.ts";
+import { MAX_JSON_DEPTH } from "@baton/engine";
 
 let gw: TestGateway;
 
@@ -161,6 +162,18 @@ describe("tenant isolation", () => {
 });
 
 describe("bad input", () => {
+  test("JSON nested deeper than MAX_JSON_DEPTH is 400 naming where, on every route, before any schema walks it", async () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 3000; i++) deep = [deep];
+    const before = (await gw.store.workflows.list(gw.a.tenantId, { limit: 1000 })).length;
+    const res = await createWorkflow(gw.a.admin, { name: "Deep", definition: { nodes: [{ id: "a", type: "setVariable", config: { values: { x: deep } } }], edges: [] } });
+    const p = expectProblem(res, 400, "BATON_GATEWAY_REQUEST_INVALID");
+    expect(p.errors).toEqual([{ path: expect.stringMatching(/^body\.definition\.nodes\[0\]\.config\.values\.x(\[0\])+$/) as unknown as string, code: "too_deep", message: `the JSON nests more than ${MAX_JSON_DEPTH} levels deep here` }]);
+    expect((await gw.store.workflows.list(gw.a.tenantId, { limit: 1000 })).length).toBe(before);
+    const imported = await gw.app.inject({ method: "POST", url: "/api/agent-workflows/import", headers: { ...bearer(gw.a.admin), "content-type": "application/json" }, payload: JSON.stringify({ format: "toolSequence", source: { steps: [{ tool: "echo", params: { x: deep } }] } }) });
+    expectProblem(imported, 400, "BATON_GATEWAY_REQUEST_INVALID");
+  });
+
   test("an invalid definition is 400 listing every engine problem, with request paths; nothing is written", async () => {
     const before = (await gw.store.workflows.list(gw.a.tenantId, { limit: 1000 })).length;
     const res = await createWorkflow(gw.a.admin, {

@@ -39,7 +39,7 @@
  * - A state with several transitions gets `"branching": "first"` (the first matching
  *   transition wins); a state entered from several places gets `"join": "any"`; a final state
  *   (`"type": "final"`) is a sink and has no transitions. Every state on a cycle that does not
- *   pass through a `whileLoop` gets `maxVisits`: the state's own `maxVisits`, else the
+ *   pass through a `whileLoop` by its body gets `maxVisits`: the state's own `maxVisits`, else the
  *   definition's `maxVisits`, else `maxToolIterations`, else 25.
  * - When the initial state is re-entered by a transition, or `context` has values, a `_start`
  *   `setVariable` node (writing the `context` values) comes first.
@@ -49,7 +49,7 @@ import { isJsonObject } from "../json.ts";
 import { parsePath } from "../path.ts";
 import type { ImportIssue, ImportResult } from "./common.ts";
 import { IdAllocator, TOOL_NAME, at, asJson, fail, jsonataLiteral, jsonataPath, jsonataSyntaxError, pick } from "./common.ts";
-import { cyclicComponents } from "../graph.ts";
+import { unboundedCycles } from "../graph.ts";
 
 /** Visit bound given to states on a cycle when the source sets none. */
 export const DEFAULT_MAX_VISITS = 25;
@@ -336,9 +336,10 @@ export function importStateMachine(def: unknown): ImportResult {
   }
   if (errors.length > 0) return fail(errors);
 
-  // Bounds: every state on a cycle that avoids whileLoop nodes.
-  const loopFree = names.filter((n) => nodes.get(n)!.type !== "whileLoop");
-  const cyclic = new Set(cyclicComponents({ nodes: loopFree, edges: loopFree.flatMap((n) => (transitions.get(n) ?? []).map((t) => ({ from: n, to: t.target }))) }).flat());
+  // Bounds: every state on a cycle that no whileLoop counts (one that does not go round a
+  // loop by its body; going back through a loop by `exit` counts nothing), as validation sees it.
+  const stepEdges = names.flatMap((n) => (transitions.get(n) ?? []).map((t) => ({ from: n, to: t.target, ...(t.when !== undefined ? { when: t.when } : {}) })));
+  const cyclic = new Set(unboundedCycles({ nodes: names, edges: stepEdges }, () => false, (e) => nodes.get(e.from)!.type === "whileLoop" && e.when !== "exit").flat());
   const incoming = new Map<string, Set<string>>();
   for (const name of names) for (const t of transitions.get(name)!) incoming.set(t.target, (incoming.get(t.target) ?? new Set()).add(name));
 
