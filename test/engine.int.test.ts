@@ -588,6 +588,50 @@ describe("a child cancelled on its own", () => {
   });
 });
 
+describe("forks of runs that ended or ran inside another", () => {
+  it("a fork of a failed run runs again what failed and what the failure stopped, then goes on", async () => {
+    const key = `fork-failed-${uniq()}`;
+    const src = await run({
+      nodes: [
+        { id: "s", type: "setVariable", config: { values: { "$.vars.k": key } } },
+        { id: "bad", type: "tool", config: { tool: "flaky" }, input: { key, failures: 1 } },
+        { id: "slow", type: "tool", config: { tool: "rec.sleep" }, input: { ms: 2000, v: "slow" } },
+        { id: "j", type: "transform", config: { expression: "[bad.calls, slow.v]" } },
+      ],
+      edges: [{ from: "s", to: "bad" }, { from: "s", to: "slow" }, { from: "bad", to: "j" }, { from: "slow", to: "j" }],
+      output: { j: "$.j" },
+    });
+    expect(src.execution.status).toBe("failed");
+    const cps = (await a.call<{ items: { version: number }[] }>("GET", `/api/agent-workflow-executions/${src.id}/checkpoints`)).body.items;
+    const forked = await a.call<{ id: number }>("POST", `/api/agent-workflow-executions/${src.id}/fork`, { version: cps[0]!.version });
+    expect(forked.status).toBe(202);
+    const fork = await finish(forked.body.id);
+    expect({ status: fork.execution.status, output: fork.execution.output }).toEqual({ status: "completed", output: { j: [2, "slow"] } });
+    expect(rows(fork.nodes)).toEqual(expect.arrayContaining(["bad:completed", "slow:completed", "j:completed"]));
+  }, 30_000);
+
+  it("a fork of a forEach body's run runs that body", async () => {
+    const parent = await run({
+      nodes: [{ id: "each", type: "forEach", config: { items: "$.input.xs", body: {
+        nodes: [{ id: "z", type: "tool", config: { tool: "rec.sleep" }, input: { ms: 1, v: "$.input.item" } }, { id: "y", type: "transform", config: { expression: "z.v * 2" } }],
+        edges: [{ from: "z", to: "y" }],
+        output: { v: "$.y" },
+      } } }],
+      output: { each: "$.each" },
+    }, { xs: [21] });
+    expect(parent.execution.output).toEqual({ each: [{ v: 42 }] });
+    const [child] = await children(a, parent.id);
+    const cps = (await a.call<{ items: { version: number }[] }>("GET", `/api/agent-workflow-executions/${child!.id}/checkpoints`)).body.items;
+    const first = cps.at(-1)!.version; // z still running there
+    const forked = await a.call<{ id: number }>("POST", `/api/agent-workflow-executions/${child!.id}/fork`, { version: first });
+    expect(forked.status).toBe(202);
+    const fork = await finish(forked.body.id);
+    expect({ status: fork.execution.status, output: fork.execution.output }).toEqual({ status: "completed", output: { v: 42 } });
+    // Its own run: no parent, and its start names none.
+    expect(fork.events[0]!.data.data).toMatchObject({ parent_execution_id: 0, root_execution_id: 0, forked_from_execution_id: child!.id });
+  }, 30_000);
+});
+
 describe("more shapes", () => {
   it("forEach continueOnError keeps going and records the failed item", async () => {
     const key = `k-${uniq()}`;

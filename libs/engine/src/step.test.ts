@@ -678,6 +678,48 @@ describe("step: references, forks and replay", () => {
     expect(calls(r).map((c) => c.tool)).toEqual(["g"]);
   });
 
+  it("a fork of a run that failed or was cancelled runs again what failed, what was stopped with it, and what was ready", async () => {
+    // s → {bad, slow} → j; with maxConcurrency 1, `slow` is still only ready when `bad` fails.
+    const d = def({
+      nodes: [
+        { id: "s", type: "setVariable", config: { values: { "$.vars.x": 1 } } },
+        { id: "bad", type: "tool", config: { tool: "bad" } },
+        { id: "slow", type: "tool", config: { tool: "slow" } },
+        { id: "j", type: "transform", config: { expression: "[bad.ok, slow.ok]" } },
+      ],
+      edges: [{ from: "s", to: "bad" }, { from: "s", to: "slow" }, { from: "bad", to: "j" }, { from: "slow", to: "j" }],
+      limits: { maxConcurrency: 1 },
+    });
+    const ok: ToolFn = () => ({ ok: true, output: { ok: true } });
+    const failed = await drive(d, { tools: { bad: () => ({ ok: false, retryable: false, message: "down" }), slow: ok } }, null, { kind: "start", input: {} });
+    expect(failed.state.status).toBe("failed");
+    expect(failed.state.nodes.slow!.status).toBe("waiting"); // never started: it was ready
+    const fork = { state: failed.state, executionId: 7, version: 4 };
+    const again = await drive(d, { tools: { bad: ok, slow: ok } }, null, { kind: "start", input: {}, fork }, { ...identity, executionId: 8 });
+    expect({ status: again.state.status, output: again.state.output }).toEqual({ status: "completed", output: [true, true] });
+    expect(calls(again).map((c) => c.tool).sort()).toEqual(["bad", "slow"]);
+
+    // Cancelled while both ran: both were stopped (failed, BATON_CANCELLED), and both run again.
+    const both = def({ ...d, limits: undefined });
+    const running = await drive(both, { tools: { bad: () => "hang", slow: () => "hang" } }, null, { kind: "start", input: {} });
+    const cancelled = await step({ definition: both, state: running.state, command: { kind: "cancel", reason: "stop" }, now: new Date(running.now + 1).toISOString() });
+    expect(cancelled.state.status).toBe("cancelled");
+    const resumed = await drive(both, { tools: { bad: ok, slow: ok } }, null, { kind: "start", input: {}, fork: { state: cancelled.state, executionId: 7, version: 5 } }, { ...identity, executionId: 9 });
+    expect({ status: resumed.state.status, output: resumed.state.output }).toEqual({ status: "completed", output: [true, true] });
+  });
+
+  it("a fork of a sub-workflow's run is a run of its own: no parent, no root", () => {
+    const d = def({ nodes: [{ id: "a", type: "tool", config: { tool: "f" } }] });
+    const child: ExecutionState = {
+      v: 1, ...identity, status: "running", context: { input: {} }, nodes: {}, edges: {}, ready: ["a"], pauseSeq: 0, startedAt: new Date(t0).toISOString(),
+      parent: { executionId: 3, nodeId: "sub", childKey: "1" }, rootExecutionId: 3,
+    };
+    const forked = forkState(child, { ...identity, executionId: 8 }, { executionId: 7, version: 1 }, new Date(t0).toISOString());
+    expect(forked.parent).toBeUndefined();
+    expect(forked.rootExecutionId).toBeUndefined();
+    expect(d.start).toBe("a");
+  });
+
   it("replaying the journal rebuilds the state, and only in-flight work is re-issued", async () => {
     const d = def({
       nodes: [

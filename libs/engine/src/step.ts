@@ -497,6 +497,17 @@ class Stepper {
     }
   }
 
+  /**
+   * Makes ready again the nodes whose incoming edges let them start: a fork's start from a run
+   * that ended, whose ready list the failure or cancel emptied.
+   */
+  resettle(): void {
+    for (const n of this.def.nodes) {
+      if ((this.s.nodes[n.id]?.status ?? "waiting") !== "waiting") continue;
+      if ((this.g.incoming.get(n.id) ?? []).some((e) => this.s.edges[this.edgeKey(e)] === "taken")) this.settle(n.id);
+    }
+  }
+
   skip(id: string): void {
     const n = this.node(id);
     const run = this.run(id);
@@ -1467,10 +1478,15 @@ export function forkState(source: ExecutionState, identity: NonNullable<StepInpu
   delete s.pause;
   delete s.timers;
   delete s.deadlineAt;
+  // A fork is a run of its own, not part of its source's tree.
   delete s.parent;
+  delete s.rootExecutionId;
+  // From a run that failed or was cancelled, every failed node runs again: the one that failed
+  // it and the ones stopped with it (a failed node of a run that went on is retrying, so running).
+  const ended = source.status === "failed" || source.status === "cancelled";
   const again: string[] = [];
   for (const [id, run] of Object.entries(s.nodes)) {
-    if (run.status === "running" || run.status === "paused" || (run.status === "failed" && source.status === "failed" && source.error?.nodeId === id)) {
+    if (run.status === "running" || run.status === "paused" || (run.status === "failed" && ended)) {
       run.status = "waiting";
       delete run.callId;
       delete run.timerId;
@@ -1495,6 +1511,7 @@ export async function step(input: StepInput): Promise<StepResult> {
     if (command.kind !== "start") throw new Error(`execution has no state; "${command.kind}" needs a prior start`);
     const base = command.fork ? forkState(command.fork.state, input.identity!, command.fork, now) : newState(input, command);
     const st = new Stepper(definition, base, now, blobs);
+    if (command.fork) st.resettle();
     st.emit({ kind: "execution.started" });
     const deadlineAt = command.deadline ?? (definition.limits?.deadlineMs ? addMs(now, definition.limits.deadlineMs) : undefined);
     if (deadlineAt) {

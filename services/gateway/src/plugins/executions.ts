@@ -224,6 +224,8 @@ export const executionsPlugin: FastifyPluginAsyncZod<ExecutionsPluginOptions> = 
         agentId: source.agentId,
         sessionId: source.sessionId,
         triggerEvent: "fork",
+        // A forEach body's run: the fork runs the same body, not the whole workflow.
+        definitionRef: source.definitionRef,
         forkedFromExecutionId: id,
         forkedFromVersion: version,
         // The state the fork starts from, as read now: Redis may prune or lose the source's
