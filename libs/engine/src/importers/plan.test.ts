@@ -14,6 +14,7 @@
 import { describe, expect, it } from "@jest/globals";
 import jsonata from "jsonata";
 import { importWorkflowPlan } from "./index.ts";
+import { validateWorkflow } from "../validate.ts";
 import { example1, example2, mockPlan } from "./fixtures/seeds.ts";
 
 describe("importWorkflowPlan", () => {
@@ -112,6 +113,20 @@ describe("importWorkflowPlan", () => {
     expect(r.definition.edges).toEqual([{ from: "count", to: "report_params" }, { from: "report_params", to: "report" }]);
     const value: unknown = await jsonata(nodes[1]!.config.expression!).evaluate({ input: { user: "ana" }, count: { total: 42 } });
     expect(value).toEqual({ p0: "Found 42 photos for ana", p1: "$.not-a-path" });
+  });
+
+  it("starts a plan whose only root has text templates at that root's parameters, and the result validates", () => {
+    const r = importWorkflowPlan({
+      steps: [
+        { name: "greet", tool_name: "echo", params: { msg: "hello {{input.who}}" }, dependencies: [] },
+        { name: "after", tool_name: "echo", params: { got: "{{greet.msg}}" }, dependencies: ["greet"] },
+      ],
+    });
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.definition.start).toBe("greet_params");
+    const v = validateWorkflow(r.definition);
+    expect(v.ok ? [] : v.errors).toEqual([]);
   });
 
   it("renames steps whose names are not node ids, and keeps references pointing at them", () => {

@@ -193,7 +193,8 @@ export function importWorkflowPlan(plan: unknown): ImportResult {
   const nodes: JsonObject[] = [];
   const edges: JsonObject[] = [];
   const roots = steps.filter((s) => s.deps.length === 0);
-  let start = roots[0]!.id;
+  // The entry of a step is its parameters' transform when it has text templates to fill.
+  let start = paramsNodeId.get(roots[0]!.name) ?? roots[0]!.id;
   if (roots.length > 1) {
     start = ids.fresh("_start");
     nodes.push({ id: start, type: "setVariable", config: { values: {} } });
