@@ -594,6 +594,29 @@ describe("durability across executor crashes and lost checkpoints", () => {
       rebuilt.push({ id, nodes: ["sub", "after"] });
     }, 30_000);
 
+    it("a forEach of child runs, one finished and the next running: the parent is rebuilt and takes both results", async () => {
+      const wf = await createDefinition(a, "lost-each-children", {
+        nodes: [{ id: "each", type: "forEach", config: { items: "$.input.xs", concurrency: 1, body: {
+          nodes: [{ id: "z", type: "tool", config: { tool: "rec.sleep" }, input: { ms: 700, v: "$.input.item" } }],
+          output: { v: "$.z.v" },
+        } } }],
+        output: { each: "$.each" },
+      });
+      const id = await startExecution(a, wf, { xs: [1, 2, 3] });
+      const kids = async () => (await a.call<{ items: { id: number; status: string }[] }>("GET", `/api/agent-workflow-executions/${id}/children`)).body.items;
+      await waitFor("the first child done and the second running", async () => {
+        const k = await kids();
+        return k.length === 2 && k.some((c) => c.status === "completed") && k.some((c) => c.status === "running") ? true : undefined;
+      }, 15_000);
+      expect(await redis.del(...checkpointKeys(id))).toBeGreaterThanOrEqual(1);
+      const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 20_000);
+      expect({ status: done.status, error: done.error, output: done.output }).toEqual({ status: "completed", error: null, output: { each: [{ v: 1 }, { v: 2 }, { v: 3 }] } });
+      // One child per item, each of whose calls ran once.
+      const all = await kids();
+      expect(all).toHaveLength(3);
+      for (const k of all) expect(await callsOf(k.id)).toEqual([`${k.id}.z.1`]);
+    }, 40_000);
+
     it("an any-join that already fired while a branch still runs: the join does not run again", async () => {
       const wf = await createDefinition(a, "lost-any-join", {
         start: "s",

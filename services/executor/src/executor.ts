@@ -14,6 +14,7 @@
  * unfinished outbox. When Redis lost a checkpoint, it is rebuilt from the journal in
  * Postgres (ADR 004).
  */
+import { randomUUID } from "node:crypto";
 import type { Checkpoint, CheckpointStore } from "@baton/checkpoints";
 import { encode, ToolCancelSchema, valueFromJson, valueToJson } from "@baton/contracts";
 import type { Command, Effect, ExecutionState, ForkStart, JsonObject, JsonValue, WorkflowDefinition } from "@baton/engine";
@@ -151,6 +152,15 @@ function forkStartOnRow(row: ExecutionRecord): ForkStart | undefined {
 
 /** How long an execution's records must have been idle before its outbox is dropped from Redis. */
 const OUTBOX_CLEAR_DELAY_MS = 250;
+
+/** Statuses of an execution row that has ended. */
+const TERMINAL: ReadonlySet<string> = new Set(["completed", "failed", "cancelled"]);
+
+/** The code and message of an execution row's error, written as `CODE: message` (records()). */
+function errorOfRow(error: string | null): { code: string; message: string } {
+  const m = /^([A-Z][A-Z0-9_]*): ([\s\S]*)$/.exec(error ?? "");
+  return m ? { code: m[1]!, message: m[2]! } : { code: "BATON_CHILD_FAILED", message: error ?? "the sub-workflow run failed" };
+}
 
 /** Internal: a command was ignored against the cached checkpoint; apply it again from Redis. */
 class StaleCheckpoint extends Error {}
@@ -376,12 +386,25 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         return;
       }
     }
-    const { row } = await store.executions.createChild({
+    const { row, created } = await store.executions.createChild({
       tenantId: state.tenantId, parentExecutionId: state.executionId, parentNodeId: e.nodeId, childKey: e.childKey,
       agentWorkflowId: workflowId, workflowVersion: version, input: e.input,
       ...(e.definitionRef ? { definitionRef: e.definitionRef } : {}),
       ...(state.deadlineAt ? { deadlineAt: new Date(state.deadlineAt) } : {}),
     });
+    if (!created && TERMINAL.has(row.status)) {
+      // Started before, and finished: this start is carried out again (a checkpoint rebuilt
+      // from the journal, which has no row per forEach item, or a crash's outbox), and the
+      // child's result may have reached a state that did not wait for it, or none. A finished
+      // child ignores a start, so its result is sent again from its row, under a message id of
+      // its own: the first one may still be in the duplicate window, and the parent drops a repeat.
+      await messaging.sendCommand("execution.child_result", {
+        executionId: state.executionId, tenantId: state.tenantId, nodeId: e.nodeId, childKey: e.childKey, childExecutionId: row.id, status: row.status,
+        ...(row.status === "completed" ? { output: valueFromJson(row.output ?? null) } : {}),
+        ...(row.status === "failed" ? { error: { ...errorOfRow(row.error), retryable: false } } : {}),
+      }, `child-result:${row.id}:again:${randomUUID()}`);
+      return;
+    }
     // The child's input may hold references to the parent's blobs: the child uses them too
     // (it may outlive the parent's row). Before its start, so no step of it reads one unrecorded.
     await large.adopt({ tenantId: state.tenantId, executionId: row.id }, e.input);
