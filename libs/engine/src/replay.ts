@@ -60,6 +60,16 @@ export async function replayJournal(input: ReplayInput): Promise<ReplayResult> {
   for (const entry of input.journal) {
     const type = types.get(entry.nodeId);
     if (!type || NODE_TYPES[type]?.inline) continue;
+    if (entry.status === "running") {
+      // A retry's attempt that started and has no outcome yet: its backoff is over, so fire the
+      // timer; the attempt is then outstanding and its call is sent again as a repeat.
+      const waiting = state.nodes[entry.nodeId];
+      if (waiting?.status === "running" && waiting.timerId?.startsWith("retry:") && waiting.attempt < entry.attempt) {
+        if (entry.startedAt) now = entry.startedAt;
+        state = await apply(state, { kind: "timer", timerId: waiting.timerId });
+      }
+      continue;
+    }
     if (entry.status !== "completed" && entry.status !== "failed") continue;
     if (entry.errorCode === "BATON_CANCELLED") continue;
     if (entry.completedAt) now = entry.completedAt;

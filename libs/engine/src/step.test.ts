@@ -744,6 +744,18 @@ describe("step: references, forks and replay", () => {
     expect(again.rearm.map((e) => e.kind)).toEqual(["review"]);
   });
 
+  it("replay puts a retry's attempt that started back in flight, not back in its backoff", async () => {
+    const d = def({ nodes: [{ id: "f", type: "tool", config: { tool: "f" }, retry: { maxAttempts: 3, initialDelayMs: 10, jitter: 0 } }] });
+    let n = 0;
+    const live = await drive(d, { tools: { f: () => (++n === 1 ? { ok: false, retryable: true, message: "flaky" } : "hang") } }, null, { kind: "start", input: {} });
+    expect(live.state.nodes.f).toMatchObject({ status: "running", attempt: 2, callId: "7.f.2" });
+    const rebuilt = await replayJournal({ definition: d, identity, start: { kind: "start", input: {} }, journal: live.journal, startedAt: new Date(t0).toISOString() });
+    expect(rebuilt.unplaced).toEqual([]);
+    expect(rebuilt.state.nodes.f).toMatchObject({ status: "running", attempt: 2, callId: "7.f.2" });
+    expect(rebuilt.state.nodes.f!.timerId).toBeUndefined();
+    expect(rebuilt.rearm.map((e) => (e.kind === "callTool" ? `call ${e.callId}` : e.kind))).toEqual(["call 7.f.2"]);
+  });
+
   it("replay places a finished fan-out node from its journal row and pauses where the run paused", async () => {
     const d = def({
       nodes: [
