@@ -9,7 +9,7 @@ export type NodeStatus = "waiting" | "running" | "paused" | "completed" | "faile
 
 /** One unit of outside work of a fan node (a forEach item or one call of a multi-call tool node). */
 export interface FanItem {
-  /** "pending" not started; "running" call or child outstanding. */
+  /** "pending" not started; "running" call or child outstanding, or (no key) waiting out a retry's backoff. */
   status: "pending" | "running" | "done";
   attempts: number;
   /** The outstanding call id (tools) or child key (workflows). */
@@ -75,8 +75,11 @@ export interface ToolCall {
 /** A durable timer the execution waits for. */
 export interface TimerState {
   dueAt: string;
-  kind: "retry" | "delay" | "timeout" | "deadline";
+  kind: "retry" | "retryItem" | "delay" | "timeout" | "deadline";
   nodeId?: string;
+  /** For a fan item's retry (`retryItem`): the item, and the attempts it had when it failed. */
+  index?: number;
+  attempts?: number;
   /** For node timeouts: the call the timer guards. */
   callId?: string;
 }

@@ -533,6 +533,28 @@ describe("step: forEach and sub-workflows", () => {
     expect(settledFanCall(round2, 7, "each", "7.each.1.r3.0")).toBe(false);
   });
 
+  it("an item that fails retryably waits out the node's backoff on a durable timer, holding its concurrency slot", async () => {
+    const d = def({ nodes: [{ id: "each", type: "forEach", config: { items: "$.input.xs", tool: "t", concurrency: 1 }, retry: { maxAttempts: 3, initialDelayMs: 5000, jitter: 0 } }] });
+    const sent: string[] = [];
+    let fails = 2;
+    const r = await drive(d, {
+      tools: {
+        t: (a, callId) => {
+          sent.push(callId);
+          return a.value === 1 && fails-- > 0 ? { ok: false, retryable: true, message: "busy" } : { ok: true, output: a.value as number };
+        },
+      },
+    }, null, { kind: "start", input: { xs: [{ value: 1 }, { value: 2 }] } });
+    expect({ status: r.state.status, output: r.state.output }).toEqual({ status: "completed", output: [1, 2] });
+    // Item 0 three times, then item 1: its slot was taken while item 0 waited.
+    expect(sent).toEqual(["7.each.1.0", "7.each.1.0-2", "7.each.1.0-3", "7.each.1.1"]);
+    const timers = r.effects.flatMap((e) => (e.kind === "setTimer" ? [e] : []));
+    expect(timers.map((t) => t.timerId)).toEqual(["retry:each:1:0:1", "retry:each:1:0:2"]);
+    // 5 s, then 10 s after the failures (exponential, no jitter).
+    const start = Date.parse(timers[0]!.dueAt);
+    expect(Date.parse(timers[1]!.dueAt) - start).toBeGreaterThanOrEqual(10_000);
+  });
+
   it("a fan from a checkpoint without its counts goes on as one with them: they are counted from the items", async () => {
     const d = def({ nodes: [{ id: "each", type: "forEach", config: { items: "$.input.xs", tool: "t", concurrency: 2, itemInput: { x: "$.item" } }, retry: { maxAttempts: 2, initialDelayMs: 0 } }] });
     // Item 1's first call fails (retryable): it goes back to pending below running items.

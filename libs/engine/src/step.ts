@@ -78,6 +78,7 @@ export function outstandingCalls(s: ExecutionState, atLeast = Number.POSITIVE_IN
 /**
  * How many of the calls (and child keys) {@link outstandingCalls} lists the state waits for,
  * counted up to `atMost`: a fan's running items from its counts (FanState), without a scan.
+ * Items waiting out a retry's backoff count as running, so this may be one more per such item.
  */
 export function outstandingCount(s: ExecutionState, atMost = Number.POSITIVE_INFINITY): number {
   if (isFinished(s)) return 0;
@@ -131,7 +132,8 @@ export function settledFanCall(run: NodeRun, executionId: number, nodeId: string
   const item = fan.items[index];
   // Only a call this state gave out (the same id) is judged: anything else may be ahead of it.
   if (!item || round !== fan.round || `${prefix}${fanSuffix(fan.round, index, attempts)}` !== callId) return false;
-  return attempts < item.attempts || (attempts === item.attempts && item.status !== "running");
+  // The item's latest attempt is settled unless it is out (an item waiting out a retry's backoff has no key).
+  return attempts < item.attempts || (attempts === item.attempts && (item.status !== "running" || item.key === undefined));
 }
 
 /** Wait before attempt `attempt + 1`: exponential, capped, with deterministic jitter from `seed`. */
@@ -1288,7 +1290,6 @@ class Stepper {
 
   /** Starts pending items, lowest index first, while fewer than the fan's concurrency run. */
   pump(n: NodeDefinition): void {
-    const run = this.run(n.id);
     const fan = this.fan(n);
     const ctx = this.ctx();
     for (let i = fan.next; i < fan.items.length && fan.running < fan.concurrency; i++) {
@@ -1299,33 +1300,40 @@ class Stepper {
       }
       if (i === fan.next) fan.next++;
       const item = this.item(fan, i);
-      item.attempts += 1;
       item.status = "running";
       fan.running++;
-      const suffix = fanSuffix(fan.round, i, item.attempts);
-      const callId = `${toolCallId(this.s.executionId, n.id, run.attempt)}.${suffix}`;
-      if (fan.calls) {
-        const call = fan.calls[i]!;
-        item.key = callId;
-        this.callTool({ nodeId: n.id, callId: item.key, tool: call.tool, args: call.args, attempt: run.attempt, idempotencyKey: `${this.idempotencyKey(n)}.${suffix}`, ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
-        continue;
-      }
-      const cfg = forEachConfigSchema.parse(n.config);
-      const list = readPath(ctx, cfg.items) as JsonValue[];
-      const value = list[i] ?? null;
-      const scope: JsonObject = { ...ctx, item: value, index: i };
-      if (cfg.tool) {
-        item.key = callId;
-        const args = cfg.itemInput !== undefined ? asArgs(resolveTemplate(cfg.itemInput, scope)) : asArgs(value);
-        this.callTool({ nodeId: n.id, callId: item.key, tool: cfg.tool, args, attempt: run.attempt, idempotencyKey: `${this.idempotencyKey(n)}.${i}`, ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
-      } else {
-        item.key = `${run.attempt}.${suffix}`;
-        const input = cfg.itemInput !== undefined ? asArgs(resolveTemplate(cfg.itemInput, scope)) : { item: value, index: i };
-        this.effects.push({
-          kind: "startChild", nodeId: n.id, childKey: item.key, input,
-          ...(cfg.workflow ? { workflow: cfg.workflow } : { definitionRef: this.bodyRef(n.id) }),
-        });
-      }
+      this.issueItem(n, fan, i, ctx);
+    }
+  }
+
+  /** Starts attempt `attempts + 1` of a fan's item (its status and the counts are the caller's). */
+  issueItem(n: NodeDefinition, fan: FanState, i: number, ctx: JsonObject): void {
+    const run = this.run(n.id);
+    const item = this.item(fan, i);
+    item.attempts += 1;
+    const suffix = fanSuffix(fan.round, i, item.attempts);
+    const callId = `${toolCallId(this.s.executionId, n.id, run.attempt)}.${suffix}`;
+    if (fan.calls) {
+      const call = fan.calls[i]!;
+      item.key = callId;
+      this.callTool({ nodeId: n.id, callId: item.key, tool: call.tool, args: call.args, attempt: run.attempt, idempotencyKey: `${this.idempotencyKey(n)}.${suffix}`, ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
+      return;
+    }
+    const cfg = forEachConfigSchema.parse(n.config);
+    const list = readPath(ctx, cfg.items) as JsonValue[];
+    const value = list[i] ?? null;
+    const scope: JsonObject = { ...ctx, item: value, index: i };
+    if (cfg.tool) {
+      item.key = callId;
+      const args = cfg.itemInput !== undefined ? asArgs(resolveTemplate(cfg.itemInput, scope)) : asArgs(value);
+      this.callTool({ nodeId: n.id, callId: item.key, tool: cfg.tool, args, attempt: run.attempt, idempotencyKey: `${this.idempotencyKey(n)}.${i}`, ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
+    } else {
+      item.key = `${run.attempt}.${suffix}`;
+      const input = cfg.itemInput !== undefined ? asArgs(resolveTemplate(cfg.itemInput, scope)) : { item: value, index: i };
+      this.effects.push({
+        kind: "startChild", nodeId: n.id, childKey: item.key, input,
+        ...(cfg.workflow ? { workflow: cfg.workflow } : { definitionRef: this.bodyRef(n.id) }),
+      });
     }
   }
 
@@ -1352,8 +1360,14 @@ class Stepper {
       item.result = output;
       fan.done++;
     } else if (f!.retryable && item.attempts < this.retryPolicy(n).maxAttempts) {
-      item.status = "pending";
-      fan.next = Math.min(fan.next, index);
+      // The item keeps its place among the running (its concurrency slot) while it waits out
+      // the node's backoff; then the timer starts its next attempt (timer "retryItem").
+      fan.running++;
+      delete item.key;
+      const delay = backoffDelay(this.retryPolicy(n), item.attempts, `${toolCallId(this.s.executionId, n.id, run.attempt)}.${fanSuffix(fan.round, index, item.attempts)}`);
+      if (delay === 0) this.issueItem(n, fan, index, this.ctx());
+      else this.setTimer(`retry:${n.id}:${run.attempt}:${index}:${item.attempts}`, { dueAt: addMs(this.now, delay), kind: "retryItem", nodeId: n.id, index, attempts: item.attempts });
+      return;
     } else if (cfg?.continueOnError || fan.continueOnError) {
       item.status = "done";
       item.result = { error: { code: f!.code, message: f!.message } };
@@ -1580,6 +1594,8 @@ export async function step(input: StepInput): Promise<StepResult> {
           if (!(err instanceof ExpressionFailed) && !(err instanceof NodeInputError)) throw err;
           st.failNode(n, { code: err instanceof ExpressionFailed ? "BATON_EXPRESSION_FAILED" : err.code, message: err.message, retryable: false });
         }
+      } else if (t.kind === "retryItem" && run.status === "running" && run.fan?.items[t.index!]?.status === "running" && !run.fan.items[t.index!]!.key && run.fan.items[t.index!]!.attempts === t.attempts) {
+        st.issueItem(n, st.fan(n), t.index!, st.ctx());
       } else if (t.kind === "delay" && run.timerId === command.timerId && run.status === "running") {
         await st.complete(n, { firedAt: now, dueAt: t.dueAt }, undefined);
       } else if (t.kind === "timeout" && run.callId === t.callId && run.status === "running") {
