@@ -136,21 +136,42 @@ export function eventNames(events: SseEvent[]): string[] {
 }
 
 /**
- * What an outside subscriber can rebuild from the events alone: every event names the
- * tenant and the execution; every node.started has exactly one node.completed or
- * node.failed with the same node and attempt after it; node.skipped needs no start.
+ * What an outside subscriber can rebuild from the events alone (docs/events.md, "The shape of a
+ * timeline"), for a run read to its end:
+ * - every event names the tenant and the execution, in increasing `seq`;
+ * - `execution.started` comes first (a run whose start failed has `execution.failed` alone);
+ * - exactly one end (`execution.completed`, `.failed` or `.cancelled`) comes last;
+ * - every node.started has exactly one node.completed or node.failed with the same node and
+ *   attempt after it; node.skipped needs no start;
+ * - a node.failed with `retrying: true` is followed by the node's next start, and an
+ *   execution.paused by an execution.resumed of its node, unless the run failed or was
+ *   cancelled first.
  * Returns the problems found (empty when the timeline is whole).
  */
 export function timelineProblems(events: SseEvent[], executionId: number, tenantId: string): string[] {
   const problems: string[] = [];
   const open = new Map<string, number>();
   const closed = new Map<string, number>();
+  const retrying = new Map<string, number>();
+  const paused = new Set<string>();
+  const ends = ["execution.completed", "execution.failed", "execution.cancelled"];
+  const end = events.findIndex((e) => ends.includes(e.event));
+  if (end < 0) problems.push("no execution.completed, execution.failed or execution.cancelled");
+  else if (end !== events.length - 1) problems.push(`#${end} ${events[end]!.event} is not the last event (${events.length - 1 - end} after it)`);
+  const failedStart = events.length === 1 && events[0]!.event === "execution.failed";
+  if (!failedStart && events[0]?.event !== "execution.started") problems.push(`#0 is ${events[0]?.event ?? "missing"}, not execution.started`);
+  let seq = -Infinity;
   for (const [i, e] of events.entries()) {
     const d = e.data.data;
+    if (!(e.data.seq > seq)) problems.push(`#${i} ${e.event}: seq ${e.data.seq} after ${seq}`);
+    seq = e.data.seq;
     // execution.* events carry the run as `id`; node.*, review.* and learning.* as `execution_id`.
     const exec = e.event.startsWith("execution.") ? d.id : d.execution_id;
     if (String(exec) !== String(executionId)) problems.push(`#${i} ${e.event}: execution ${String(exec)}, expected ${executionId}`);
     if (d.tenant_id !== tenantId) problems.push(`#${i} ${e.event}: tenant ${String(d.tenant_id)}, expected ${tenantId}`);
+    if (i > 0 && e.event === "execution.started") problems.push(`#${i} execution.started again`);
+    if (e.event === "execution.paused") paused.add(String(d.node_id));
+    if (e.event === "execution.resumed" && !paused.delete(String(d.node_id))) problems.push(`#${i} execution.resumed ${String(d.node_id)} without execution.paused`);
     if (!e.event.startsWith("node.")) continue;
     if (typeof d.node_id !== "string" || d.node_id === "") {
       problems.push(`#${i} ${e.event}: no node id`);
@@ -160,14 +181,22 @@ export function timelineProblems(events: SseEvent[], executionId: number, tenant
     if (e.event === "node.started") {
       if (open.has(key) || closed.has(key)) problems.push(`#${i} node.started ${key} twice`);
       open.set(key, i);
+      const promised = retrying.get(d.node_id);
+      if (promised !== undefined && Number(d.attempt) > promised) retrying.delete(d.node_id);
     } else if (e.event === "node.completed" || e.event === "node.failed") {
       if (!open.has(key)) problems.push(`#${i} ${e.event} ${key} without node.started`);
       if (closed.has(key)) problems.push(`#${i} ${e.event} ${key} closed twice`);
       open.delete(key);
       closed.set(key, i);
+      if (e.event === "node.failed" && d.retrying === true) retrying.set(d.node_id, Number(d.attempt));
     }
   }
   for (const key of open.keys()) problems.push(`node.started ${key} never completed or failed`);
+  const stopped = end >= 0 && events[end]!.event !== "execution.completed";
+  if (!stopped) {
+    for (const [node, attempt] of retrying) problems.push(`node.failed ${node}#${attempt} said retrying, and no later attempt started`);
+    for (const node of paused) problems.push(`execution.paused ${node} never resumed`);
+  }
   return problems;
 }
 
