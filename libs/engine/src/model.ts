@@ -16,6 +16,7 @@
  */
 import { z } from "zod";
 import type { JsonValue } from "./json.ts";
+import { looksLikePath } from "./path.ts";
 import { synthdevMaterialSchema, synthdevStateConfigSchema } from "./synthdev.ts";
 
 export const jsonValue: z.ZodType<JsonValue> = z.lazy(() =>
@@ -142,7 +143,9 @@ export const transformConfigSchema = z.object({ expression: z.string().min(1) })
 
 export const delayConfigSchema = z.union([
   z.object({ ms: z.union([z.number().int().min(0).max(366 * 86_400_000), z.string().startsWith("$")]) }).strict(),
-  z.object({ until: z.string().min(1) }).strict(),
+  z.object({
+    until: z.string().min(1).refine((u) => looksLikePath(u) || !Number.isNaN(Date.parse(u)), "until is an ISO time (2026-01-01T09:00:00Z) or a $.path"),
+  }).strict(),
 ], { error: "a delay needs config.ms (milliseconds or a $.path) or config.until (an ISO time or a $.path)" });
 
 export const emitConfigSchema = z.object({

@@ -138,6 +138,14 @@ describe("validateWorkflow: the complete model", () => {
   it("checks the input schema itself, and inputs against it", () => {
     const bad = validateWorkflow({ inputSchema: { type: "nonsense" }, nodes: [{ id: "a", ...sv }] });
     expect(codes(bad)).toEqual(["invalid_input_schema@inputSchema"]);
+    // An input is always an object: a schema of strings only could never be met.
+    expect(codes(validateWorkflow({ inputSchema: { type: "string" }, nodes: [{ id: "a", ...sv }] }))).toEqual(["invalid_input_schema@inputSchema.type"]);
+    expect(codes(validateWorkflow({ inputSchema: { type: ["object", "null"] }, nodes: [{ id: "a", ...sv }] }))).toEqual([]);
+    // A delay's fixed `until` must be a time; a $.path is read when the node runs.
+    const until = (u: string) => codes(validateWorkflow({ nodes: [{ id: "d", type: "delay", config: { until: u } }] }));
+    expect(until("next tuesday")).toEqual(["invalid_config@nodes[0].config.until"]);
+    expect(until("2026-12-01T09:00:00Z")).toEqual([]);
+    expect(until("$.input.when")).toEqual([]);
     const ok = validateWorkflow({ inputSchema: { type: "object", required: ["q"], properties: { q: { type: "string" }, n: { type: "integer" } } }, nodes: [{ id: "a", ...sv }] });
     expect(ok.ok).toBe(true);
     if (!ok.ok) return;

@@ -241,6 +241,12 @@ function validateGraph(input: unknown, opts: ValidateOptions, prefix: string, sc
   if (top.inputSchema !== undefined) {
     const err = schemaError(top.inputSchema);
     if (err) errors.push({ path: "inputSchema", code: "invalid_input_schema", message: err });
+    // An execution's input is always an object: a schema that names other types only could never be met.
+    const type = isRecord(top.inputSchema) ? top.inputSchema.type : undefined;
+    const types = typeof type === "string" ? [type] : Array.isArray(type) ? type : undefined;
+    if (!err && types && !types.includes("object")) {
+      errors.push({ path: "inputSchema.type", code: "invalid_input_schema", message: `an execution's input is an object; this schema allows only ${types.map((t) => JSON.stringify(t)).join(", ")}` });
+    }
   }
 
   if (errors.length > 0) return { ok: false, errors: errors.map((e) => ({ ...e, path: prefixed(prefix, e.path) })) };
