@@ -18,8 +18,13 @@ export interface ReviewServiceOptions {
 /** How a decision (`execution.resumed`) leaves its review; `cancelled`: a loop went round past it. */
 const DECISION_STATUS = { approve: "approved", edit: "edited", reject: "rejected", cancelled: "rejected" } as const;
 
-/** The ends of an execution: its reviews still pending are closed (decision `cancelled`). */
-const ENDS = ["execution.cancelled", "execution.failed", "execution.completed"] as const;
+/**
+ * The ends of an execution that can leave a review waiting: its reviews still pending are
+ * closed (decision `cancelled`). A run cannot complete while a review waits (the engine ends
+ * a pause with `execution.resumed` first), so `execution.completed` is not taken: most runs
+ * end that way, and each would cost a query here.
+ */
+const ENDS = ["execution.cancelled", "execution.failed"] as const;
 
 export function createReviewService(opts: ReviewServiceOptions): Service {
   const { messaging, store, logger } = opts;
@@ -51,9 +56,8 @@ export function createReviewService(opts: ReviewServiceOptions): Service {
           const status = DECISION_STATUS[m.decision as keyof typeof DECISION_STATUS] ?? "approved";
           const review = await store.reviews.resolve(m.tenantId, m.id, m.nodeId, { status, decision: { decision: m.decision } });
           if (review) await resolved(m.tenantId, m.id, m.nodeId, m.decision, review.id);
-        } else if (ev.type === "execution.cancelled" || ev.type === "execution.failed" || ev.type === "execution.completed") {
-          // The execution ended (cancelled, or failed or completed while a review still waited:
-          // a deadline, a failure elsewhere, an `any` join that did not wait for it).
+        } else if (ev.type === "execution.cancelled" || ev.type === "execution.failed") {
+          // The execution ended while a review still waited (a cancel, a deadline, a failure elsewhere).
           const m = ev.message;
           const reason = ev.type === "execution.cancelled" ? ev.message.reason : `the execution ${ev.type.slice("execution.".length)}`;
           const pending = await store.reviews.list(m.tenantId, { status: "pending", executionId: m.id });
@@ -62,6 +66,10 @@ export function createReviewService(opts: ReviewServiceOptions): Service {
             if (review) await resolved(m.tenantId, m.id, r.nodeId, "cancelled", review.id);
           }
         }
+      }, {
+        // One at a time, in the stream's order: an execution's pause, its decision and its end
+        // come in that order, and a decision handled before its pause was recorded would be lost.
+        concurrency: 1,
       });
     },
     async stop() {
