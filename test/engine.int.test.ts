@@ -501,6 +501,25 @@ describe("cancel reaches everything a run has out", () => {
     expect(timelineProblems(r.events, id, tenantId)).toEqual([]);
   });
 
+  it("cancel of a long loop of inline steps: the loop gives way to the cancel", async () => {
+    const wf = await createDefinition(a, `inline-loop-${uniq()}`, {
+      start: "init",
+      nodes: [
+        { id: "init", type: "setVariable", config: { values: { "$.vars.i": 0 } } },
+        { id: "loop", type: "whileLoop", config: { condition: "vars.i < 100000", maxIterations: 100_000 } },
+        { id: "inc", type: "transform", config: { expression: "vars.i + 1" }, output: "$.vars.i" },
+      ],
+      edges: [{ from: "init", to: "loop" }, { from: "loop", to: "inc", when: "body" }, { from: "inc", to: "loop" }],
+    });
+    const id = await startExecution(a, wf);
+    await waitFor("the loop going round", async () => ((await journal(a, id)).length > 20 ? true : undefined));
+    expect((await a.call("POST", `/api/agent-workflow-executions/${id}/cancel`, { reason: "enough" })).status).toBe(202);
+    const r = await finish(id, ["cancelled", "completed", "failed"]);
+    expect(r.execution.status).toBe("cancelled");
+    // Far from its 100,000 iterations: each iteration journals its two nodes.
+    expect(r.nodes.length).toBeLessThan(20_000);
+  }, 30_000);
+
   it("cancel while paused at a review: cancelled, the review row closed", async () => {
     const wf = await createDefinition(a, `cancel-paused-${uniq()}`, {
       nodes: [{ id: "a", type: "tool", config: { tool: "echo" } }, { id: "review", type: "humanReview", config: { reason: "ok?" } }, { id: "b", type: "tool", config: { tool: "echo" } }],

@@ -153,6 +153,9 @@ function forkStartOnRow(row: ExecutionRecord): ForkStart | undefined {
 /** How long an execution's records must have been idle before its outbox is dropped from Redis. */
 const OUTBOX_CLEAR_DELAY_MS = 250;
 
+/** Inline steps in a row after which an execution lets the commands queued behind it go first. */
+const INLINE_STEPS_PER_TURN = 256;
+
 /** Statuses of an execution row that has ended. */
 const TERMINAL: ReadonlySet<string> = new Set(["completed", "failed", "cancelled"]);
 
@@ -891,6 +894,31 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   /** Steps being applied now, across executions (see sendCalls). */
   let applying = 0;
 
+  /**
+   * Applies a command; when the cached checkpoint was behind another replica's writes (or
+   * Redis lost it), applies it again from what Redis holds now and says so (true).
+   */
+  async function applyFresh(executionId: number, tenantId: string, command: Command, more: readonly Command[], outcome: ApplyOutcome): Promise<boolean> {
+    try {
+      await apply(executionId, tenantId, command, more, outcome);
+      return false;
+    } catch (err) {
+      if (!(err instanceof StaleCheckpoint) && !(hasCode(err) && err.code === "BATON_CHECKPOINT_CONFLICT")) throw err;
+      latest.delete(executionId);
+      await apply(executionId, tenantId, command, more, outcome);
+      return true;
+    }
+  }
+
+  /** Applies `continue` once the commands queued behind the execution's lock now are applied. */
+  function continueLater(executionId: number, tenantId: string): void {
+    setImmediate(() => {
+      serially(executionId, async () => {
+        await applyFresh(executionId, tenantId, { kind: "continue" }, [], newOutcome());
+      }).catch((err: unknown) => logger.warn("an execution's inline steps could not go on; the recovery sweep will", { executionId, error: errorMessage(err) }));
+    });
+  }
+
   async function apply(executionId: number, tenantId: string, first: Command, more: readonly Command[] = [], outcome: ApplyOutcome = newOutcome()): Promise<void> {
     applying++;
     try {
@@ -1030,6 +1058,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       state = rest;
     }
     let command: Command = first;
+    let inlineSteps = 0;
     // Answers of calls this step found sent before (recordedAnswers), applied after it.
     const recorded: Command[] = [];
     const identity = { executionId, tenantId, workflowId: ident.workflowId, workflowVersion: ident.workflowVersion, ...(row?.agentId != null ? { agentId: row.agentId } : {}) };
@@ -1108,9 +1137,17 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       if (again.length > 0) recorded.push(...(await recordedAnswers({ tenantId, executionId }, again)));
       // As above: what this step made ready runs before a recorded answer is applied.
       if (r.more) {
+        if (++inlineSteps >= INLINE_STEPS_PER_TURN && recorded.length === 0) {
+          // A long run of inline steps (a loop of transforms) gives way to the commands queued
+          // behind it, a cancel or a deadline among them, and goes on after them from its
+          // checkpoint (whose ready nodes the recovery sweep also finds, after a crash).
+          continueLater(executionId, tenantId);
+          break;
+        }
         command = { kind: "continue" };
         continue;
       }
+      inlineSteps = 0;
       const answer = recorded.shift();
       if (!answer) break;
       command = answer;
@@ -1373,16 +1410,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     await serially(executionId, async () => {
       const more = joined?.() ?? [];
       try {
-        try {
-          await apply(executionId, tenantId, command, more, outcome);
-        } catch (err) {
-          // Another replica wrote since this process last did (or Redis lost the checkpoint):
-          // apply the command again from what Redis holds now.
-          if (!(err instanceof StaleCheckpoint) && !(hasCode(err) && err.code === "BATON_CHECKPOINT_CONFLICT")) throw err;
-          latest.delete(executionId);
-          await apply(executionId, tenantId, command, more, outcome);
-          await cancelOrphans(executionId, tenantId, outcome.unconfirmed);
-        }
+        if (await applyFresh(executionId, tenantId, command, more, outcome)) await cancelOrphans(executionId, tenantId, outcome.unconfirmed);
         written = recordsDone(executionId);
       } catch (err) {
         if (hasCode(err) && !err.retryable && cmd.name === "execution.start") {
