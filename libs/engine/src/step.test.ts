@@ -337,6 +337,28 @@ describe("step: loops", () => {
     expect(r.state.nodes.done!.status).toBe("completed");
   });
 
+  it("a loop's later passes give a node a new idempotency key; its retries keep the pass's", async () => {
+    const d = def({
+      ...loop(10),
+      nodes: loop(10).nodes.map((n) => (n.id === "work" ? { ...n, retry: { maxAttempts: 2, initialDelayMs: 0 } } : n.id === "inc" ? { ...n, config: { values: { "$.vars.i": "$.work.next" } } } : n)),
+    });
+    const failedOnce = new Set<number>();
+    const r = await drive(d, {
+      tools: {
+        echo: (a) => {
+          const i = a.i as number;
+          if (i === 1 && !failedOnce.has(i)) {
+            failedOnce.add(i);
+            return { ok: false, retryable: true, message: "again" };
+          }
+          return { ok: true, output: { next: i + 1 } };
+        },
+      },
+    }, null, { kind: "start", input: { n: 3 } });
+    expect(r.state.status).toBe("completed");
+    expect(calls(r).map((c) => c.idempotencyKey)).toEqual(["7.work", "7.work.v2", "7.work.v2", "7.work.v3"]);
+  });
+
   it("fails at maxIterations (or exits with onLimit: exit)", async () => {
     const forever = (onLimit: string) => def({
       ...loop(2, onLimit),

@@ -1232,7 +1232,11 @@ class Stepper {
   }
 
   idempotencyKey(n: NodeDefinition): string {
-    if (n.idempotencyKey === undefined) return `${this.s.executionId}.${n.id}`;
+    if (n.idempotencyKey === undefined) {
+      // The same on every attempt of a visit; a loop's later passes are new work, so they differ.
+      const visits = this.s.nodes[n.id]?.visits ?? 1;
+      return visits > 1 ? `${this.s.executionId}.${n.id}.v${visits}` : `${this.s.executionId}.${n.id}`;
+    }
     const v = looksLikePath(n.idempotencyKey) ? readPath(this.ctx(), n.idempotencyKey) : n.idempotencyKey;
     return typeof v === "string" ? v : JSON.stringify(v ?? null);
   }
