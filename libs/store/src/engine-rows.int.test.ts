@@ -19,7 +19,7 @@
  *   changes only the columns it carries (null clears, updatedAt moves), patches of one
  *   execution merge in order, and a patch or entry of another tenant's execution makes the
  *   whole batch write nothing;
- * - listForReplay orders by stepVersion (nulls last), then id;
+ * - listForReplay orders by stepVersion (nulls last), then completedAt (rows still running first), then id;
  * - blobs are stored once per tenant under the sha256 of their canonical JSON
  *   (key order does not matter), read back singly or in bulk, and are tenant-scoped;
  * - workflows.getBySlug finds a workflow of the tenant only;
@@ -327,6 +327,17 @@ describe("journal batches", () => {
       { ...base, nodeId: "early-too", stepVersion: 1 },
     ]);
     expect((await store.nodeExecutions.listForReplay(ex.id)).map((r) => r.nodeId)).toEqual(["early", "early-too", "late", "unversioned"]);
+  });
+
+  it("lists the rows of one step in the order they completed, rows still running first", async () => {
+    const ex = await newExecution();
+    const base = { tenantId: tenant, executionId: ex.id, nodeType: "t", attempt: 1, stepVersion: 4 };
+    await store.nodeExecutions.recordMany([
+      { ...base, nodeId: "a", status: "completed", completedAt: new Date("2026-01-01T00:00:00.002Z") },
+      { ...base, nodeId: "b", status: "completed", completedAt: new Date("2026-01-01T00:00:00.001Z") },
+      { ...base, nodeId: "c", status: "running" },
+    ]);
+    expect((await store.nodeExecutions.listForReplay(ex.id)).map((r) => r.nodeId)).toEqual(["c", "b", "a"]);
   });
 });
 

@@ -694,7 +694,9 @@ export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: P
       const rows = await guard({ entity: "execution", id: executionId }, () =>
         prisma.agentWorkflowNodeExecution.findMany({
           where: { executionId },
-          orderBy: [{ stepVersion: { sort: "asc", nulls: "last" } }, { id: "asc" }],
+          // Within a step, the order its commands were applied in (a batch of results stamps
+          // each after the one before): rows still running (no completedAt) first, by start.
+          orderBy: [{ stepVersion: { sort: "asc", nulls: "last" } }, { completedAt: { sort: "asc", nulls: "first" } }, { id: "asc" }],
         }),
       );
       return rows.map(toNodeExecution);

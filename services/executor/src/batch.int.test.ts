@@ -150,6 +150,33 @@ describe("tool results that queue up behind their execution's lock", () => {
     expect(cp.state.output).toEqual({ j: ["b"] });
   });
 
+  it("rebuilt from the journal after a batch, an any-join sees the same first arrival", async () => {
+    // x holds the lock while b, then a, queue up: j takes b's value. Redis then loses the
+    // checkpoint; the rebuild must apply b before a, as the live step did, though a started first.
+    const def = {
+      start: "s",
+      nodes: [
+        { id: "s", type: "setVariable", config: { values: { x: 1 } } },
+        ...["x", "a", "b"].map((id) => ({ id, type: "tool", config: { tool: "echo" }, input: { v: id } })),
+        { id: "j", type: "transform", config: { expression: "$exists(b) ? b.v : a.v" }, join: "any" },
+        { id: "after", type: "tool", config: { tool: "echo" }, input: { v: "$.j" } },
+      ],
+      edges: [{ from: "s", to: "x" }, { from: "s", to: "a" }, { from: "s", to: "b" }, { from: "a", to: "j" }, { from: "b", to: "j" }, { from: "j", to: "after" }],
+      output: { j: "$.j", after: "$.after.v" },
+    };
+    const wf = (await t.store.workflows.create(tenantId, { name: "any-join-replay", definition: def as unknown as JsonObject })).id;
+    const id = (await t.store.executions.create(tenantId, { workflowId: wf, workflowVersion: 1, input: {} })).id;
+    await executor.handle(command("execution.start", { executionId: id, tenantId, workflowId: wf, workflowVersion: 1 }));
+    await Promise.all(["x", "b", "a"].map((n) => executor.handle(result(id, n))));
+    const s = await completedSteps(id);
+    expect(s.a).toBe(s.b); // one batch
+    expect((await checkpoints.get(id))!.state.context.j).toBe("b");
+    await redis.del(`${prefix}:checkpoint:{${id}}`, `${prefix}:checkpoint:{${id}}:history`, `${prefix}:checkpoint:{${id}}:fwd`);
+    await executor.handle(command("tool.result", { callId: `${id}.after.1`, executionId: id, tenantId, nodeId: "after", attempt: 1, tool: "echo", ok: true, output: valueFromJson({ v: "b" }), durationMs: 1 }));
+    const cp = (await checkpoints.get(id))!;
+    expect({ status: cp.state.status, output: cp.state.output }).toEqual({ status: "completed", output: { j: "b", after: "b" } });
+  });
+
   it("handled one after another, each result is its own step", async () => {
     const id = await started();
     for (const n of ["a", "b", "c", "d"]) await executor.handle(result(id, n));

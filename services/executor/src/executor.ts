@@ -1063,11 +1063,16 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     const recorded: Command[] = [];
     const identity = { executionId, tenantId, workflowId: ident.workflowId, workflowVersion: ident.workflowVersion, ...(row?.agentId != null ? { agentId: row.agentId } : {}) };
     for (;;) {
-      let r = await stepLoaded({ definition, state, command, now: clock().toISOString(), identity }, blobs);
+      const now = clock();
+      let r = await stepLoaded({ definition, state, command, now: now.toISOString(), identity }, blobs);
       // The cached state may be behind another replica's writes, and a command it does not
       // know about (a result for a call started since) would be dropped: check with Redis.
       if (r.ignored !== undefined && command === first && fromCache && first.kind !== "continue") throw new StaleCheckpoint();
       if (command === first) {
+        // Each command of the batch is stamped after the one before, at least by a millisecond,
+        // so its journal rows' completedAt keep the order they were applied in, which a replay
+        // follows within one step (listForReplay): an any-join rebuilt sees the same arrival.
+        let stamped = now.getTime();
         for (const next of more) {
           let base = r.ignored === undefined ? r : { state, effects: [], more: false };
           // What a command made ready runs before the next command is applied, as had it come
@@ -1076,7 +1081,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
             const c = await stepLoaded({ definition, state: base.state, command: { kind: "continue" }, now: clock().toISOString(), identity }, blobs);
             base = r = { state: c.state, effects: [...base.effects, ...c.effects], more: c.more };
           }
-          const n = await stepLoaded({ definition, state: base.state, command: next, now: clock().toISOString(), identity }, blobs);
+          stamped = Math.max(clock().getTime(), stamped + 1);
+          const n = await stepLoaded({ definition, state: base.state, command: next, now: new Date(stamped).toISOString(), identity }, blobs);
           if (n.ignored !== undefined) {
             if (fromCache) throw new StaleCheckpoint();
             logger.debug("command ignored", { executionId, command: next.kind, why: n.ignored });
