@@ -20,7 +20,8 @@
  * - unversionedKeys (the executor's outbox) are read and written with the latest version
  *   only: past versions and the history never hold them, a put without them drops them, and
  *   dropUnversioned clears them in place at the version named and nowhere else;
- * - expire() puts a TTL on checkpoint and history, defaults to finishedTtlSeconds
+ * - expire() puts a TTL on checkpoint and history, defaults to finishedTtlSeconds, and can drop
+ *   the unversioned keys (a finished run's outbox) in the same round trip
  *   (7 days unless configured), and a later put makes the execution permanent again;
  * - options are checked when the store is built and reported by name;
  * - deleteKeysByPrefix removes a prefix's keys (and not a longer prefix's), and refuses an empty one;
@@ -107,6 +108,16 @@ describe("redisCheckpointStore", () => {
     await store.put(1, { done: false }, 1);
     expect(await redis.ttl(checkpointKey(1))).toBe(-1);
     expect(await redis.ttl(historyKey(1))).toBe(-1);
+  });
+
+  it("drops the unversioned keys in the same call as the expiry when asked, keeping version and TTL", async () => {
+    const store = redisCheckpointStore<Record<string, unknown>>(redis, { prefix, unversionedKeys: ["outbox"] });
+    await store.put(3, { done: true, outbox: [{ kind: "emit" }] }, 0);
+    await store.expire(3, 120, { dropUnversioned: true });
+    const cp = (await redisCheckpointStore<Record<string, unknown>>(redis, { prefix, unversionedKeys: ["outbox"] }).get(3))!;
+    expect(cp.version).toBe(1);
+    expect(cp.state).toEqual({ done: true });
+    expect(await redis.ttl(checkpointKey(3))).toBeGreaterThan(0);
   });
 
   it("expires after finishedTtlSeconds when expire() gets no seconds (7 days by default)", async () => {

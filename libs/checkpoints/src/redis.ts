@@ -146,10 +146,11 @@ export function compileRedisCheckpointOptions(opts: RedisCheckpointOptions): Com
 export interface RedisCheckpointStore<S = unknown> extends CheckpointStore<S> {
   /**
    * Lets the checkpoint and history of a finished execution expire after `seconds`.
-   * A later `put` makes them permanent again.
+   * A later `put` makes them permanent again. With `dropUnversioned`, what the checkpoint keeps
+   * beside the state (its unversioned keys) is dropped in the same round trip.
    * @param seconds @default the store's `finishedTtlSeconds`
    */
-  expire(executionId: number, seconds?: number): Promise<void>;
+  expire(executionId: number, seconds?: number, opts?: { dropUnversioned?: boolean }): Promise<void>;
   /**
    * Removes the `unversionedKeys` from the latest checkpoint when it is still version
    * `version`, in place: no new version, nothing in the history.
@@ -701,14 +702,16 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
       }
     },
 
-    async expire(executionId, seconds = finishedTtlSeconds) {
+    async expire(executionId, seconds = finishedTtlSeconds, opts = {}) {
       requireInteger("executionId", executionId, 0);
       const ttl = requireInteger("seconds", seconds, 1);
       const key = checkpointKey(executionId);
       cache.delete(executionId);
       let results: [Error | null, unknown][] | null;
       try {
-        results = await redis.multi().expire(key, ttl).expire(historyKey(executionId), ttl).expire(forwardKey(executionId), ttl).exec();
+        const multi = redis.multi();
+        if (opts.dropUnversioned) multi.hdel(key, "u");
+        results = await multi.expire(key, ttl).expire(historyKey(executionId), ttl).expire(forwardKey(executionId), ttl).exec();
       } catch (err) {
         throw wrapRedisError("expire", key, err);
       }

@@ -58,7 +58,7 @@ export const CHECKPOINT_STORE_OPTIONS = Object.freeze({ unversionedKeys: CHECKPO
 /** The checkpoint store as the executor uses it; `getVersion`, `expire` and `dropUnversioned` are optional extras of the Redis store. */
 export type ExecutorCheckpoints = CheckpointStore<CheckpointState> & {
   getVersion?(executionId: number, version: number): Promise<Checkpoint<CheckpointState> | null>;
-  expire?(executionId: number, seconds?: number): Promise<void>;
+  expire?(executionId: number, seconds?: number, opts?: { dropUnversioned?: boolean }): Promise<void>;
   /** Clears the outbox of `version` in place (a store with {@link CHECKPOINT_UNVERSIONED_KEYS} as its unversioned keys). */
   dropUnversioned?(executionId: number, version: number): Promise<boolean>;
 };
@@ -630,7 +630,11 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       }, `child-result:${state.executionId}`);
     }
     latest.delete(state.executionId);
-    await checkpoints.expire?.(state.executionId);
+    // The run's last effects are carried out: its checkpoint stays until it expires, without
+    // its outbox, so that a command still to come (a deadline timer, a result after a cancel)
+    // does not take it for a crash's leftovers and carry out the last step again. In the same
+    // round trip as the expiry, and in place: a new version would make the checkpoint permanent.
+    await checkpoints.expire?.(state.executionId, undefined, { dropUnversioned: true });
     if (!state.parent) await slotFreed(state.tenantId, state.executionId);
   }
 
@@ -1043,11 +1047,9 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       } catch (err) {
         throw EffectsFailed(executionId, errorMessage(err), { cause: err, retryDelayMs: 1_000 });
       }
-      if (isFinished(state) && checkpoints.dropUnversioned) {
-        // Carried out to the end (finished() set the checkpoint to expire): drop the effects in
-        // place, which keeps the expiry, where a new version would make the checkpoint permanent.
-        await checkpoints.dropUnversioned(executionId, version);
-      } else {
+      // Carried out to the end, a finished run's effects went with its expiry (finished()): a
+      // new version would make the checkpoint permanent.
+      if (!isFinished(state) || !checkpoints.expire) {
         const cleared = await writeCheckpoint(executionId, { ...state, outbox: [], carried: [] }, version);
         version = cleared.version;
       }
@@ -1298,22 +1300,12 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         const done = new Set(steps.map((s) => s.version));
         p.groups = p.groups.filter((g) => !done.has(g.version));
         if (p.groups.length > 0 || pipes.get(executionId) !== p) return;
-        const last = steps[steps.length - 1]!;
-        const notCleared = (err: unknown): void => logger.debug("outbox not cleared; the next step replaces it", { executionId, error: errorMessage(err) });
-        if (isFinished(last.state)) {
-          // The run's last effects are carried out (finished() has run). Its checkpoint stays
-          // until it expires; drop the outbox from it before the pipe goes, so that a command
-          // still to come (a deadline timer, a result after a cancel) does not take it for a
-          // crash's leftovers and carry out the final step again. In place: the expiry stays.
-          return (checkpoints.dropUnversioned?.(executionId, last.version) ?? Promise.resolve(false)).then(
-            () => undefined,
-            notCleared,
-          ).finally(() => {
-            if (pipes.get(executionId) === p) pipes.delete(executionId);
-          });
-        }
         pipes.delete(executionId);
+        const last = steps[steps.length - 1]!;
+        // A finished run's outbox went with its expiry (finished()).
+        if (isFinished(last.state)) return;
         // Nothing is in flight: drop the outbox from the checkpoint, unless a newer step wrote one.
+        const notCleared = (err: unknown): void => logger.debug("outbox not cleared; the next step replaces it", { executionId, error: errorMessage(err) });
         if (checkpoints.dropUnversioned) {
           // The cached state now says so at once (a step started from it before this saw the pipe
           // and carries nothing over). Redis is told a little later, in place (no new version;
