@@ -371,6 +371,9 @@ describe("durability across executor crashes and lost checkpoints", () => {
     expect(completedPerNode(await journal(a, id))).toEqual({ a: 1, b: 1, c: 1, review: 1, d: 1 });
     expect(await callsOf(id)).toEqual([`${id}.b.1`]);
     await rebuiltFromJournal(id);
+    // Rebuilt checkpoints are numbered past every version written before the loss.
+    const versions = (await a.call<{ items: { version: number }[] }>("GET", `/api/agent-workflow-executions/${id}/checkpoints`)).body.items.map((c) => c.version);
+    expect(Math.min(...versions)).toBeGreaterThan(1000);
     rebuilt.push({ id, nodes: ["a", "b", "c", "d"] });
   }, 60_000);
 

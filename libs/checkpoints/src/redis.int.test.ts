@@ -110,6 +110,23 @@ describe("redisCheckpointStore", () => {
     expect(await redis.ttl(historyKey(1))).toBe(-1);
   });
 
+  it("numbers a first write after firstVersionAfter, so a lost and rewritten checkpoint repeats no version", async () => {
+    const a = redisCheckpointStore<Record<string, unknown>>(redis, { prefix });
+    await a.put(4, { n: 1 }, 0);
+    await a.put(4, { n: 2 }, 1); // a caches version 2
+    await redis.del(checkpointKey(4), historyKey(4)); // Redis loses it
+    const b = redisCheckpointStore<Record<string, unknown>>(redis, { prefix });
+    const rebuilt = await b.put(4, { n: 2, rebuilt: true }, 0, { firstVersionAfter: 1000 });
+    expect(rebuilt.version).toBe(1001);
+    await b.put(4, { n: 3 }, 1001);
+    // a's cached version 2 is nowhere in Redis: its write is a conflict, not a write over b's state.
+    await expect(a.put(4, { n: 99 }, 2)).rejects.toMatchObject({ code: "BATON_CHECKPOINT_CONFLICT" });
+    expect((await b.get(4))!.state).toEqual({ n: 3 });
+    expect((await b.history(4)).map((c) => c.version)).toEqual([1002, 1001]);
+    // Ignored once a checkpoint exists.
+    expect((await b.put(4, { n: 4 }, 1002, { firstVersionAfter: 5000 })).version).toBe(1003);
+  });
+
   it("drops the unversioned keys in the same call as the expiry when asked, keeping version and TTL", async () => {
     const store = redisCheckpointStore<Record<string, unknown>>(redis, { prefix, unversionedKeys: ["outbox"] });
     await store.put(3, { done: true, outbox: [{ kind: "emit" }] }, 0);

@@ -231,8 +231,10 @@ async function runScript(redis: Redis, script: LuaScript, keys: string[], args: 
 // deltas were made against: 'n:<token>' (the stored token), or the sha1 of the stored state
 // (written before tokens), or '' for nothing; a different stored state (deleted and written
 // again since) answers {2} so the caller diffs again; [6] the unversioned keys' JSON object
-// (field 'u', never in the history), '' for none; [8] this write's token. The time comes
-// from Redis, so all executors share one clock.
+// (field 'u', never in the history), '' for none; [8] this write's token; [9] for a first
+// write (expected 0), the version to number after (so that a checkpoint written again after
+// Redis lost it does not repeat versions a replica may still hold). The time comes from
+// Redis, so all executors share one clock.
 const PUT = lua(`
 local current = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
 local expected = tonumber(ARGV[1])
@@ -267,6 +269,9 @@ end
 local now = redis.call('TIME')
 local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 local version = current + 1
+if current == 0 then
+  version = math.max(1, (tonumber(ARGV[9]) or 0) + 1)
+end
 if ARGV[2] == '' then
   redis.call('HSET', KEYS[1], 'v', version, 't', string.format('%d', ms), 'n', ARGV[8])
   redis.call('RPUSH', KEYS[3], ARGV[7])
@@ -571,9 +576,10 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
       return { executionId, version, state, updatedAt: new Date(ms).toISOString() };
     },
 
-    async put(executionId, state, expectedVersion) {
+    async put(executionId, state, expectedVersion, putOptions = {}) {
       requireInteger("executionId", executionId, 0);
       requireInteger("expectedVersion", expectedVersion, 0);
+      const after = requireInteger("firstVersionAfter", putOptions.firstVersionAfter ?? 0, 0);
       const { versioned, rest } = split(state);
       const key = checkpointKey(executionId);
       // The state as JSON, made at most once; a delta write of a large state needs none.
@@ -618,7 +624,7 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
         const token = newToken();
         let reply: unknown;
         try {
-          reply = await runScript(redis, PUT, keysOf(executionId), [expectedVersion, forward === "" ? whole() : "", historyLimit, payload, against, rest, forward, token]);
+          reply = await runScript(redis, PUT, keysOf(executionId), [expectedVersion, forward === "" ? whole() : "", historyLimit, payload, against, rest, forward, token, after]);
         } catch (err) {
           throw wrapRedisError("put", key, err);
         }

@@ -38,9 +38,13 @@ export interface CheckpointStore<S = unknown> {
    * `BATON_CHECKPOINT_CONFLICT` (status 409, retryable) with details
    * `{ expected, actual }` and stores nothing. Atomic. Also appends the new version to a
    * bounded history.
+   * @param opts.firstVersionAfter for a first write (`expectedVersion` 0): number it after this
+   *   version instead of 1, so that a checkpoint written again after it was lost does not
+   *   repeat versions a cache elsewhere may still hold (a store may ignore it: one in memory
+   *   loses nothing)
    * @returns the checkpoint just written
    */
-  put(executionId: number, state: S, expectedVersion: number): Promise<Checkpoint<S>>;
+  put(executionId: number, state: S, expectedVersion: number, opts?: { firstVersionAfter?: number }): Promise<Checkpoint<S>>;
   /** Past versions, newest first (the latest is included), at most the store's history limit. */
   history(executionId: number, opts?: HistoryOptions): Promise<Checkpoint<S>[]>;
   /**

@@ -293,9 +293,9 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     if (cp) remember(cp);
     return cp;
   }
-  async function writeCheckpoint(executionId: number, state: CheckpointState, expectedVersion: number): Promise<Checkpoint<CheckpointState>> {
+  async function writeCheckpoint(executionId: number, state: CheckpointState, expectedVersion: number, opts?: { firstVersionAfter?: number }): Promise<Checkpoint<CheckpointState>> {
     try {
-      const written = await checkpoints.put(executionId, state, expectedVersion);
+      const written = await checkpoints.put(executionId, state, expectedVersion, opts);
       remember({ executionId, version: written.version, state, updatedAt: written.updatedAt });
       return written;
     } catch (err) {
@@ -880,11 +880,21 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       }
     }
     // Journal step numbers already include earlier bases; leave room for steps that wrote no rows.
-    replay.state.versionBase = journal.reduce((m, j) => Math.max(m, j.stepVersion ?? 0), 0) + 1000;
+    const floor = journal.reduce((m, j) => Math.max(m, j.stepVersion ?? 0), 0) + 1000;
     if (replay.unplaced.length) logger.warn("journal rows the replay could not place", { executionId: row.id, rows: replay.unplaced.map((j) => `${j.nodeId}#${j.attempt}`) });
     // Large values the replay recomputed or resolved are referenced, as a step's would be.
-    const { state, effects: rearm } = await large.shrinkRebuilt({ state: replay.state, effects: replay.rearm, more: false }, definition);
-    const written = await writeCheckpoint(row.id, { ...state, outbox: rearm }, 0);
+    const shrunk = await large.shrinkRebuilt({ state: replay.state, effects: replay.rearm, more: false }, definition);
+    const rearm = shrunk.effects;
+    // Numbered past every version and step written before the loss: a replica that still holds
+    // one of them in its cache cannot find it in Redis again and write over this state (an
+    // ABA), and the journal's step numbers go on from there (records()).
+    let state: ExecutionState = { ...shrunk.state, versionBase: 0 };
+    let written = await writeCheckpoint(row.id, { ...state, outbox: rearm }, 0, { firstVersionAfter: floor });
+    if (written.version <= floor) {
+      // A store that numbers from 1 again: keep the step numbers apart with a base instead.
+      state = { ...state, versionBase: floor };
+      written = await writeCheckpoint(row.id, { ...state, outbox: rearm }, written.version);
+    }
     logger.warn("checkpoint rebuilt from the journal", { executionId: row.id, status: state.status, rearmed: rearm.length });
     await perform(state, state, rearm, written.version);
     const cleared = await writeCheckpoint(row.id, { ...state, outbox: [] }, written.version);
