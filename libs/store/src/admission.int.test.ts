@@ -4,7 +4,8 @@
  *   an ended row says `finished`, another tenant's row `missing`;
  * - with a cap, many admits racing on separate connections admit exactly the cap; rows
  *   `running` or `paused` of the tenant's top-level runs hold slots, children and other
- *   tenants' rows do not; a turned-away row stays queued (`busy`);
+ *   tenants' rows do not; a turned-away row stays queued (`busy`); older queued top-level rows
+ *   that could start hold their place, so a newer row does not take their slot;
  * - the `checkpoint` given is kept on the row also when it must wait, and never replaced;
  * - cancelQueued cancels a queued row only, and an admit after it finds it `finished`;
  *   an admitted row is not cancelled this way;
@@ -69,6 +70,25 @@ describe("executions.admit", () => {
     expect(outcomes.filter((o) => o.outcome === "admitted")).toHaveLength(3);
     expect(outcomes.filter((o) => o.outcome === "busy")).toHaveLength(9);
     for (const o of outcomes.filter((x) => x.outcome === "busy")) expect(o.row).toMatchObject({ status: "queued", startedAt: null });
+  });
+
+  it("with a cap, a newer row does not take the slot an older queued row waits for", async () => {
+    const tenant = await newTenant("E");
+    const older = await queued(tenant);
+    const newer = await queued(tenant);
+    // One slot free; the older run's start is still on its way (woken, or sent by the gateway).
+    expect((await admit(tenant, newer.id, 1)).outcome).toBe("busy");
+    expect((await admit(tenant, older.id, 1)).outcome).toBe("admitted");
+    await store.executions.update(older.id, { status: "completed" });
+    expect((await admit(tenant, newer.id, 1)).outcome).toBe("admitted");
+    // A fork that cannot start yet (its starting state not kept) holds no place.
+    const src = await queued(tenant);
+    await store.executions.update(src.id, { status: "completed" });
+    const fork = await queued(tenant, { forkedFromExecutionId: src.id, forkedFromVersion: 1 });
+    const after = await queued(tenant);
+    await store.executions.update(newer.id, { status: "completed" });
+    expect(fork.id).toBeLessThan(after.id);
+    expect((await admit(tenant, after.id, 1)).outcome).toBe("admitted");
   });
 
   it("keeps the checkpoint given, also when the row must wait, and never replaces it", async () => {

@@ -120,8 +120,13 @@ export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool)
   // per-tenant transaction-scoped advisory lock taken before it: the statement's snapshot is
   // taken after the lock, so it sees every admission committed before, on any replica.
   const slotsTaken = `SELECT count(*)::int AS n FROM ${runs} r WHERE r."status" IN (${SLOT_STATUSES}) AND r."tenantId" = $2 AND r."parentExecutionId" IS NULL`;
+  // Under a cap, the tenant's older queued top-level runs that could start hold their place too:
+  // a run is admitted only while the slots taken plus those waiting before it are under the
+  // cap, so a fresh start cannot take the slot a woken older run is about to (oldest first).
+  const waitingBefore = `SELECT count(*)::int FROM ${runs} q WHERE q."status" = 'queued' AND q."tenantId" = $2 AND q."parentExecutionId" IS NULL
+    AND q."id" < $1 AND (q."forkedFromExecutionId" IS NULL OR q."checkpoint" IS NOT NULL)`;
   const admitSql = (capped: boolean): string => `
-    WITH ${capped ? `slots AS (${slotsTaken}),` : ""}
+    WITH ${capped ? `slots AS (SELECT (${slotsTaken.replace("count(*)::int AS n", "count(*)::int")}) + (${waitingBefore}) AS n),` : ""}
     cur AS (SELECT * FROM ${runs} WHERE "id" = $1 AND "tenantId" = $2),
     upd AS (
       UPDATE ${runs} AS x SET
