@@ -96,6 +96,17 @@ describe("validateWorkflow: the complete model", () => {
     expect(codes(bodyless)).toEqual(["loop_without_body@nodes[0]"]);
   });
 
+  it("warns of fields that have no effect (typos), at the top, in nodes and in edges, and accepts the definition", () => {
+    const r = validateWorkflow({
+      nodes: [{ id: "a", ...sv, retries: 3 }, { id: "b", ...sv }],
+      edges: [{ from: "a", to: "b", condtion: "true" }],
+      outputs: {},
+    });
+    expect(r.ok).toBe(true);
+    expect(r.ok && r.warnings?.map((w) => `${w.code}@${w.path}`)).toEqual(["unknown_field@outputs", "unknown_field@nodes[0].retries", "unknown_field@edges[0].condtion"]);
+    expect(validateWorkflow({ nodes: [{ id: "a", ...sv }] })).not.toHaveProperty("warnings");
+  });
+
   it("refuses a cycle that goes back through a whileLoop by its exit edge: exiting counts no iteration", () => {
     const l = { id: "l", type: "whileLoop", config: { condition: "false", maxIterations: 3, onLimit: "exit" } };
     const throughExit = validateWorkflow({ start: "l", nodes: [l, { id: "a", ...sv }], edges: [{ from: "l", to: "a", when: "exit" }, { from: "a", to: "l" }] });

@@ -34,7 +34,22 @@ export interface ValidationIssue {
   message: string;
 }
 
-export type ValidationResult = { ok: true; workflow: WorkflowDefinition } | { ok: false; errors: ValidationIssue[] };
+/**
+ * `warnings`: what the definition holds that the model does not know and that has no effect
+ * (`unknown_field`, a typo such as `retries` for `retry`): at its top level and in its nodes
+ * and edges. Saved as given; the answer to a create or update lists them.
+ */
+export type ValidationResult = { ok: true; workflow: WorkflowDefinition; warnings?: ValidationIssue[] } | { ok: false; errors: ValidationIssue[] };
+
+/** Fields of `value` that `known` does not list, as `unknown_field` warnings at `at`. */
+function unknownFields(value: unknown, known: ReadonlySet<string>, at: string, out: ValidationIssue[]): void {
+  if (!isRecord(value)) return;
+  for (const key of Object.keys(value)) {
+    if (!known.has(key)) out.push({ path: at === "" ? key : `${at}.${key}`, code: "unknown_field", message: `"${key}" is not a field here and has no effect` });
+  }
+}
+const NODE_FIELDS: ReadonlySet<string> = new Set(Object.keys(nodeSchema.shape));
+const EDGE_FIELDS: ReadonlySet<string> = new Set(Object.keys(edgeSchema.shape));
 
 function zodPath(path: PropertyKey[]): string {
   let out = "";
@@ -251,9 +266,14 @@ function validateGraph(input: unknown, opts: ValidateOptions, prefix: string, sc
 
   if (errors.length > 0) return { ok: false, errors: errors.map((e) => ({ ...e, path: prefixed(prefix, e.path) })) };
   const def = schema.parse(input) as z.infer<typeof workflowDefinitionSchema>;
+  const warnings: ValidationIssue[] = [];
+  unknownFields(input, new Set(Object.keys(schema.shape)), "", warnings);
+  rawNodes.forEach((raw, i) => unknownFields(raw, NODE_FIELDS, `nodes[${i}]`, warnings));
+  rawEdges.forEach((raw, i) => unknownFields(raw, EDGE_FIELDS, `edges[${i}]`, warnings));
   return {
     ok: true,
     workflow: { ...def, start: start!, nodes: def.nodes.map((n) => ({ ...n, type: canonicalType(n.type) })) },
+    ...(warnings.length > 0 ? { warnings: warnings.map((w) => ({ ...w, path: prefixed(prefix, w.path) })) } : {}),
   };
 }
 

@@ -26,7 +26,7 @@ export interface DefinitionIssue {
   message: string;
 }
 
-type ValidationOutcome = { ok: true; workflow: unknown } | { ok: false; errors: DefinitionIssue[] };
+type ValidationOutcome = { ok: true; workflow: unknown; warnings?: DefinitionIssue[] } | { ok: false; errors: DefinitionIssue[] };
 /** Validates a definition; may be async (it asks the tool registry which tools exist). */
 export type ValidateWorkflow = (definition: unknown) => ValidationOutcome | Promise<ValidationOutcome>;
 

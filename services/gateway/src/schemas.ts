@@ -335,8 +335,15 @@ export const blobSchema = z
   })
   .meta({ id: "Blob" });
 
+export const writtenWorkflowSchema = workflowSchema
+  .extend({
+    warnings: z.array(z.string()).optional()
+      .describe("Fields of the definition that have no effect (`<path>: <why>`, e.g. a typo such as `retries` for `retry`); absent when there are none. The definition is stored as given."),
+  })
+  .meta({ id: "WrittenWorkflow" });
+
 export const importResultSchema = workflowSchema
-  .extend({ warnings: z.array(z.string()).describe("What the importer adapted or dropped") })
+  .extend({ warnings: z.array(z.string()).describe("What the importer adapted or dropped, then fields of the definition that have no effect") })
   .meta({ id: "ImportedWorkflow" });
 
 export const memorySchema = z

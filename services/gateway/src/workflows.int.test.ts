@@ -162,6 +162,19 @@ describe("tenant isolation", () => {
 });
 
 describe("bad input", () => {
+  test("fields that have no effect are stored as given and named in the answer's warnings", async () => {
+    const definition = { nodes: [{ id: "set", type: "setVariable", config: { values: { x: 1 } }, retries: 3 }] };
+    const res = await createWorkflow(gw.a.admin, { name: "Typo", definition });
+    expect(res.statusCode).toBe(201);
+    const body = res.json<{ id: number; warnings?: string[]; definition: { nodes: Record<string, unknown>[] } }>();
+    expect(body.warnings).toEqual(['body.definition.nodes[0].retries: "retries" is not a field here and has no effect']);
+    expect(body.definition.nodes[0]!.retries).toBe(3);
+    // An update without them answers without warnings.
+    const upd = await gw.app.inject({ method: "PUT", url: `/api/agent-workflows/${body.id}`, headers: bearer(gw.a.admin), payload: { definition: validDefinition(2) } });
+    expect(upd.statusCode).toBe(200);
+    expect(upd.json()).not.toHaveProperty("warnings");
+  });
+
   test("JSON nested deeper than MAX_JSON_DEPTH is 400 naming where, on every route, before any schema walks it", async () => {
     let deep: unknown = 1;
     for (let i = 0; i < 3000; i++) deep = [deep];

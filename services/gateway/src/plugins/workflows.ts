@@ -36,6 +36,7 @@ import {
   workflowSchema,
   workflowUpdateBody,
   workflowVersionSchema,
+  writtenWorkflowSchema,
 } from "../schemas.ts";
 import { apiErrors, defined, orNotFound, publishAfterWrite } from "./common.ts";
 
@@ -52,12 +53,14 @@ export function definitionIssues(issues: readonly DefinitionIssue[], at = "body.
   });
 }
 
-async function checkDefinition(deps: GatewayDeps, definition: unknown, at?: string): Promise<void> {
+/** Throws the definition's problems as a 400; returns its warnings (fields with no effect) as `path: message`. */
+async function checkDefinition(deps: GatewayDeps, definition: unknown, at?: string): Promise<string[]> {
   const result = await deps.validateWorkflow(definition);
   if (!result.ok) {
     const errors = definitionIssues(result.errors, at);
     throw WorkflowDefinitionInvalid(errors.length, { details: errors });
   }
+  return definitionIssues(result.warnings ?? [], at).map((w) => `${w.path}: ${w.message}`);
 }
 
 /** `validateInput` issue paths (`input.a[0]`) → request paths (`body.input.a[0]`). */
@@ -108,12 +111,14 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
   const getWorkflow = (tenantId: string, id: number) => orNotFound("workflow", id, () => store.workflows.get(tenantId, id));
 
   const createWorkflow = async (tenantId: string, body: z.infer<typeof workflowCreateBody>, log: FastifyBaseLogger) => {
-    await checkDefinition(deps, body.definition);
+    const warnings = await checkDefinition(deps, body.definition);
     const record = await store.workflows.create(tenantId, defined(body) as typeof body);
     const wf = toWorkflow(record);
     await publishAfterWrite(deps, log, "workflow.created", tenantId, wf.id, { id: wf.id, name: wf.name, slug: wf.slug });
-    return wf;
+    return { wf, warnings };
   };
+  /** A workflow as answered to a write: with `warnings` when its definition holds fields that have no effect. */
+  const withWarnings = <T extends object>(wf: T, warnings: readonly string[]): T & { warnings?: string[] } => (warnings.length > 0 ? { ...wf, warnings: [...warnings] } : wf);
 
   /** The API shape of an updated (or restored) workflow, announced as `workflow.updated`. */
   const updated = async (tenantId: string, record: Parameters<typeof toWorkflow>[0], log: FastifyBaseLogger) => {
@@ -129,11 +134,11 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
       description: "Validates the definition (every problem is reported at once) and stores version 1.",
       security: API_SECURITY,
       body: workflowCreateBody,
-      response: { 201: workflowSchema, ...apiErrors, 409: problemSchema },
+      response: { 201: writtenWorkflowSchema, ...apiErrors, 409: problemSchema },
     },
     handler: async (request, reply) => {
-      const wf = await createWorkflow(request.auth.tenantId, request.body, request.log);
-      return reply.code(201).header("location", `/api/agent-workflows/${wf.id}`).send(wf);
+      const { wf, warnings } = await createWorkflow(request.auth.tenantId, request.body, request.log);
+      return reply.code(201).header("location", `/api/agent-workflows/${wf.id}`).send(withWarnings(wf, warnings));
     },
   });
 
@@ -157,8 +162,8 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
           const details = definitionIssues(result.errors, "body.source").map((i) => (i.path === "body.source.format" ? { ...i, path: "body.format" } : i));
           throw ImportInvalid(format, details.length, { details });
         }
-        const wf = await createWorkflow(request.auth.tenantId, { name, definition: result.definition as JsonObject, ...defined({ slug, description }) }, request.log);
-        return reply.code(201).header("location", `/api/agent-workflows/${wf.id}`).send({ ...wf, warnings: result.warnings });
+        const { wf, warnings } = await createWorkflow(request.auth.tenantId, { name, definition: result.definition as JsonObject, ...defined({ slug, description }) }, request.log);
+        return reply.code(201).header("location", `/api/agent-workflows/${wf.id}`).send({ ...wf, warnings: [...result.warnings, ...warnings] });
       },
     });
   }
@@ -197,16 +202,16 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
       security: API_SECURITY,
       params: idParams,
       body: workflowUpdateBody,
-      response: { 200: workflowSchema, ...apiErrors, 409: problemSchema },
+      response: { 200: writtenWorkflowSchema, ...apiErrors, 409: problemSchema },
     },
     handler: async (request) => {
       const { tenantId } = request.auth;
       const { id } = request.params;
-      if (request.body.definition !== undefined) await checkDefinition(deps, request.body.definition);
+      const warnings = request.body.definition !== undefined ? await checkDefinition(deps, request.body.definition) : [];
       const record = await orNotFound("workflow", id, () =>
         store.workflows.update(tenantId, id, defined(request.body) as typeof request.body),
       );
-      return updated(tenantId, record, request.log);
+      return withWarnings(await updated(tenantId, record, request.log), warnings);
     },
   });
 
