@@ -105,6 +105,9 @@ describe("validateWorkflow: the complete model", () => {
     expect(r.ok).toBe(true);
     expect(r.ok && r.warnings?.map((w) => `${w.code}@${w.path}`)).toEqual(["unknown_field@outputs", "unknown_field@nodes[0].retries", "unknown_field@edges[0].condtion"]);
     expect(validateWorkflow({ nodes: [{ id: "a", ...sv }] })).not.toHaveProperty("warnings");
+    // And inside a forEach body, with the path into it.
+    const body = validateWorkflow({ nodes: [{ id: "each", type: "forEach", config: { items: "$.input.xs", body: { nodes: [{ id: "b", ...sv, timeout: 5 }] } } }] });
+    expect(body.ok && body.warnings?.map((w) => `${w.code}@${w.path}`)).toEqual(["unknown_field@nodes[0].config.body.nodes[0].timeout"]);
   });
 
   it("refuses a cycle that goes back through a whileLoop by its exit edge: exiting counts no iteration", () => {

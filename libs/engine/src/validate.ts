@@ -182,7 +182,9 @@ function validateGraph(input: unknown, opts: ValidateOptions, prefix: string, sc
     });
   });
 
-  for (const { index, node } of parsed) checkNode(node, `nodes[${index}]`, opts, errors);
+  // Fields with no effect: gathered here and from forEach bodies, reported only when the definition is valid.
+  const warnings: ValidationIssue[] = [];
+  for (const { index, node } of parsed) checkNode(node, `nodes[${index}]`, opts, errors, warnings);
 
   // Edges, each on its own.
   const edgesList = input.edges === undefined || Array.isArray(input.edges);
@@ -266,14 +268,15 @@ function validateGraph(input: unknown, opts: ValidateOptions, prefix: string, sc
 
   if (errors.length > 0) return { ok: false, errors: errors.map((e) => ({ ...e, path: prefixed(prefix, e.path) })) };
   const def = schema.parse(input) as z.infer<typeof workflowDefinitionSchema>;
-  const warnings: ValidationIssue[] = [];
+  // Paths relative to this graph, as its errors are (a body's come with `nodes[i].config.body`).
   unknownFields(input, new Set(Object.keys(schema.shape)), "", warnings);
   rawNodes.forEach((raw, i) => unknownFields(raw, NODE_FIELDS, `nodes[${i}]`, warnings));
   rawEdges.forEach((raw, i) => unknownFields(raw, EDGE_FIELDS, `edges[${i}]`, warnings));
+  const all = warnings.map((w) => ({ ...w, path: prefixed(prefix, w.path) }));
   return {
     ok: true,
     workflow: { ...def, start: start!, nodes: def.nodes.map((n) => ({ ...n, type: canonicalType(n.type) })) },
-    ...(warnings.length > 0 ? { warnings: warnings.map((w) => ({ ...w, path: prefixed(prefix, w.path) })) } : {}),
+    ...(all.length > 0 ? { warnings: all } : {}),
   };
 }
 
@@ -299,7 +302,7 @@ function checkWritePath(path: string, at: string, what: string, errors: Validati
 }
 
 /** The checks of one node that parsed: its type, config, paths and tools. */
-function checkNode(n: NodeDefinition, at: string, opts: ValidateOptions, errors: ValidationIssue[]): void {
+function checkNode(n: NodeDefinition, at: string, opts: ValidateOptions, errors: ValidationIssue[], warnings: ValidationIssue[]): void {
   const type = canonicalType(n.type);
   const spec = NODE_TYPES[type];
   if (!spec) {
@@ -319,6 +322,7 @@ function checkNode(n: NodeDefinition, at: string, opts: ValidateOptions, errors:
     if (type === "forEach" && isRecord(n.config.body)) {
       const body = validateGraph(n.config.body, opts, `${at}.config.body`, bodySchema);
       if (!body.ok) errors.push(...body.errors);
+      else if (body.warnings) warnings.push(...body.warnings);
     }
   }
   const strict = PATH_FIELDS[type] ?? [];
