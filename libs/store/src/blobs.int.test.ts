@@ -141,6 +141,7 @@ describe("prune", () => {
     const flow = await store.workflows.create(tenant, { name: "Doomed", definition: { nodes: [] } });
     const ex = await store.executions.create(tenant, { workflowId: flow.id, workflowVersion: 1, input: {} });
     const b = await store.blobs.put(tenant, ex.id, "doomed");
+    await store.executions.update(ex.id, { status: "completed" }); // a workflow with runs still active is not deleted
     await store.workflows.delete(tenant, flow.id);
     expect(await usesOf(tenant, b.hash)).toEqual([]);
     expect(await store.blobs.prune({ olderThan: future(), limit: 100 })).toMatchObject({ deleted: 1 });
@@ -156,6 +157,7 @@ describe("prune", () => {
     const stillUsed = await store.blobs.put(tenant, stays.id, "used by a run that stays");
     const theirs = await store.blobs.put(other, (await newExecution(other)).id, "the workflow's run's");
     await store.prisma.blob.updateMany({ data: { usedAt: past } });
+    await store.executions.update(run.id, { status: "failed" }); // a workflow with runs still active is not deleted
 
     expect(await store.workflows.delete(tenant, flow.id)).toBe(true);
     expect(await store.executions.delete(tenant, lone.id)).toBe(true);

@@ -25,6 +25,13 @@ export const SlugTaken = defineError(
   { status: 409 },
 );
 
+/** A workflow still has executions queued, running or paused: they must end (or be cancelled) before it is deleted. */
+export const WorkflowHasActiveRuns = defineError(
+  "BATON_STORE_WORKFLOW_ACTIVE",
+  (id: number, active: number) => `workflow ${id} has ${active} execution${active === 1 ? "" : "s"} queued, running or paused; cancel them (POST /api/agent-workflow-executions/:id/cancel) or let them end before deleting it`,
+  { status: 409 },
+);
+
 /** A write collided with a unique constraint other than a slug. */
 export const StoreConflict = defineError(
   "BATON_STORE_CONFLICT",

@@ -193,6 +193,14 @@ describe("cascades", () => {
     expect(await store.prisma.agentWorkflowNodeExecution.count({ where: { executionId: ex.id } })).toBe(0);
     expect(await store.prisma.review.count({ where: { executionId: ex.id } })).toBe(0);
 
+    // Not while one of its runs is still active: that run would lose its records and never end.
+    await expect(store.workflows.delete(tenant, flow.id)).rejects.toMatchObject({ code: "BATON_STORE_WORKFLOW_ACTIVE", status: 409 });
+    expect(await store.executions.get(tenant, ex2.id)).not.toBeNull();
+    for (const status of ["running", "paused"] as const) {
+      await store.executions.update(ex2.id, { status });
+      await expect(store.workflows.delete(tenant, flow.id)).rejects.toMatchObject({ code: "BATON_STORE_WORKFLOW_ACTIVE" });
+    }
+    await store.executions.update(ex2.id, { status: "completed" });
     expect(await store.workflows.delete(tenant, flow.id)).toBe(true);
     expect(await store.executions.get(tenant, ex2.id)).toBeNull();
   });

@@ -35,6 +35,7 @@ export {
   StoreQueryFailed,
   StoreTxConflict,
   StoreUnavailable,
+  WorkflowHasActiveRuns,
 } from "./errors.ts";
 export { Prisma } from "./generated/client.ts";
 export type { PrismaClient } from "./generated/client.ts";

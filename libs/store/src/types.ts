@@ -520,6 +520,9 @@ export interface WorkflowsRepo {
    * Deletes the workflow with its versions, executions, node executions, reviews, blob uses and
    * MCP definition; the blobs its executions used are marked used now, so they are pruned a
    * grace period after the deletion at the earliest. False when it is not the tenant's.
+   * Throws `BATON_STORE_WORKFLOW_ACTIVE` (409) and deletes nothing while any of its executions
+   * is queued, running or paused: deleting them would leave their work and their watchers
+   * without an end.
    */
   delete(tenantId: string, id: number): Promise<boolean>;
   /** Oldest first. Empty when the workflow does not exist for this tenant. */

@@ -1,7 +1,7 @@
 import type { Pool } from "pg";
 import type { AgentWorkflow, Prisma, PrismaClient } from "./generated/client.ts";
 import { guard, type ErrorContext } from "./db-errors.ts";
-import { SlugTaken, StoreInvalidInput, StoreNotFound } from "./errors.ts";
+import { SlugTaken, StoreInvalidInput, StoreNotFound, WorkflowHasActiveRuns } from "./errors.ts";
 import { toWorkflow, toWorkflowVersion } from "./records.ts";
 import { requireSlug, slugify } from "./slug.ts";
 import type { JsonObject, WorkflowInput, WorkflowPatch, WorkflowRecord, WorkflowsRepo } from "./types.ts";
@@ -65,6 +65,13 @@ export function workflowsRepo(prisma: PrismaClient, schema: string, pool: Pool):
   // executions used are marked used now in the same statement (locked in hash order, as puts and
   // uses lock them), so a blob's grace period counts from the deletion (ADR 008, "Events in the
   // stream"): references outside the rows — events still in the stream — stay readable for it.
+  // A workflow is deleted only without runs queued, running or paused. Its row is locked first:
+  // a run being created holds a key-share lock on it until it commits, and one created later
+  // waits for the deletion (and then fails its foreign key), so the count, taken in the next
+  // statement's snapshot, misses none.
+  const LOCK = namedStatement("workflow_lock", `SELECT 1 FROM ${q}."agent_workflows" w WHERE w."id" = $1 AND w."tenantId" = $2 FOR UPDATE`);
+  const ACTIVE = namedStatement("workflow_active_runs", `SELECT count(*)::int AS "active" FROM ${q}."agent_workflow_executions" e
+      WHERE e."agentWorkflowId" = $1 AND e."tenantId" = $2 AND e."status" IN ('queued', 'running', 'paused')`);
   const DELETE = namedStatement("workflow_delete", `WITH held AS (
       SELECT b."id" FROM ${q}."blobs" b
        WHERE b."tenantId" = $2 AND b."hash" IN (
@@ -127,8 +134,26 @@ export function workflowsRepo(prisma: PrismaClient, schema: string, pool: Pool):
     async delete(tenantId, id) {
       requireTenantId(tenantId);
       if (!isDbId(id)) return false;
-      const res = await guard({ entity: "workflow", id }, () => pool.query<{ deleted: number }>({ ...DELETE, values: [id, tenantId] }));
-      return res.rows[0]!.deleted > 0;
+      return guard({ entity: "workflow", id }, async () => {
+        const client = await pool.connect();
+        try {
+          await client.query("BEGIN");
+          if ((await client.query({ ...LOCK, values: [id, tenantId] })).rowCount === 0) {
+            await client.query("ROLLBACK");
+            return false;
+          }
+          const { active } = (await client.query<{ active: number }>({ ...ACTIVE, values: [id, tenantId] })).rows[0]!;
+          if (active > 0) throw WorkflowHasActiveRuns(id, active);
+          const res = await client.query<{ deleted: number }>({ ...DELETE, values: [id, tenantId] });
+          await client.query("COMMIT");
+          return res.rows[0]!.deleted > 0;
+        } catch (err) {
+          await client.query("ROLLBACK").catch(() => undefined);
+          throw err;
+        } finally {
+          client.release();
+        }
+      });
     },
 
     async getBySlug(tenantId, slug) {

@@ -68,6 +68,18 @@ describe("authentication and roles", () => {
 });
 
 describe("workflow lifecycle", () => {
+  test("a workflow with a run still queued, running or paused is not deleted: 409, and nothing goes", async () => {
+    const wf = (await createWorkflow(gw.a.admin, { name: "Busy", definition: validDefinition(1) })).json<{ id: number }>();
+    const run = await gw.store.executions.create(gw.a.tenantId, { workflowId: wf.id, workflowVersion: 1, input: {} });
+    const del = () => gw.app.inject({ method: "DELETE", url: `/api/agent-workflows/${wf.id}`, headers: bearer(gw.a.admin) });
+    const p = expectProblem(await del(), 409, "BATON_STORE_WORKFLOW_ACTIVE");
+    expect(p.detail).toContain("cancel");
+    expect(await gw.store.executions.get(gw.a.tenantId, run.id)).not.toBeNull();
+    await gw.store.executions.update(run.id, { status: "cancelled" });
+    expect((await del()).statusCode).toBe(204);
+    expect(await gw.store.executions.get(gw.a.tenantId, run.id)).toBeNull();
+  });
+
   test("create → get → list → update → versions → restore → delete", async () => {
     const created = await createWorkflow(gw.a.admin, {
       name: "Triage",

@@ -219,10 +219,12 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
     schema: {
       tags,
       summary: "Delete an agent workflow",
-      description: "Deletes the workflow with its versions and executions.",
+      description:
+        "Deletes the workflow with its versions and executions. While any of its executions is queued, running or paused " +
+        "the answer is 409 `BATON_STORE_WORKFLOW_ACTIVE` and nothing is deleted: cancel them, or let them end, first.",
       security: API_SECURITY,
       params: idParams,
-      response: { 204: z.null().describe("Deleted"), ...apiErrors },
+      response: { 204: z.null().describe("Deleted"), ...apiErrors, 409: problemSchema },
     },
     handler: async (request, reply) => {
       const { tenantId } = request.auth;
