@@ -520,6 +520,29 @@ describe("cancel reaches everything a run has out", () => {
     expect(r.nodes.length).toBeLessThan(20_000);
   }, 30_000);
 
+  it("two reviews waiting at once: resume names the one it decides", async () => {
+    const wf = await createDefinition(a, `two-reviews-${uniq()}`, {
+      nodes: [
+        { id: "a", type: "tool", config: { tool: "echo" } },
+        { id: "r1", type: "humanReview", config: { reason: "first" } },
+        { id: "r2", type: "humanReview", config: { reason: "second" } },
+      ],
+      edges: [{ from: "a", to: "r1" }, { from: "a", to: "r2" }],
+    });
+    const id = await startExecution(a, wf);
+    await waitFor("both reviews waiting", async () => ((await journal(a, id)).filter((n) => n.status === "paused").length === 2 ? true : undefined));
+    const resume = (body: Record<string, unknown>) => a.call<{ code?: string }>("POST", `/api/agent-workflow-executions/${id}/resume`, body);
+    // A node that waits for nothing is refused, whatever the execution's pause point.
+    const wrong = await resume({ action: "approve", nodeId: "a" });
+    expect({ status: wrong.status, code: wrong.body.code }).toEqual({ status: 409, code: "BATON_GATEWAY_EXECUTION_NOT_PAUSED" });
+    expect((await resume({ action: "reject", nodeId: "r1", comment: "no" })).status).toBe(202);
+    await waitFor("r1 decided", async () => ((await journal(a, id)).find((n) => n.nodeId === "r1")?.status === "failed" ? true : undefined));
+    const r = await finish(id, ["cancelled", "completed", "failed"]);
+    // r1 had no rejection path: the run failed on it, and r2 was closed with it.
+    expect(r.execution.error).toContain("BATON_REVIEW_REJECTED");
+    expect(rows(r.nodes)).toEqual(expect.arrayContaining(["r1:failed", "r2:failed"]));
+  });
+
   it("cancel while paused at a review: cancelled, the review row closed", async () => {
     const wf = await createDefinition(a, `cancel-paused-${uniq()}`, {
       nodes: [{ id: "a", type: "tool", config: { tool: "echo" } }, { id: "review", type: "humanReview", config: { reason: "ok?" } }, { id: "b", type: "tool", config: { tool: "echo" } }],

@@ -162,6 +162,8 @@ export const resumeBody = z
     data: jsonObject.optional().describe("Required for edit: the modified data replacing the node's proposal. Above BATON_LARGE_RESULT_BYTES of JSON it is stored as a blob of the execution and the next nodes read it through its `$ref`"),
     comment: z.string().max(10_000).optional(),
     reviewer: z.string().max(200).optional().describe("Who decided (user id or name)"),
+    nodeId: z.string().min(1).max(500).optional()
+      .describe("The review node this decision is for (`nodeId` of a pending review in GET /api/reviews). Default: the node the execution is paused at (`currentState`). Needed to choose when several reviews wait at once."),
   })
   .superRefine((b, ctx) => {
     if (b.action === "edit" && b.data === undefined) {

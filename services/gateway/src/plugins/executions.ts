@@ -257,7 +257,7 @@ export const executionsPlugin: FastifyPluginAsyncZod<ExecutionsPluginOptions> = 
     schema: {
       tags,
       summary: "Resume a paused execution (human-in-the-loop decision)",
-      description: "approve continues as proposed, edit continues with `data`, reject takes the node's rejection path.",
+      description: "approve continues as proposed, edit continues with `data`, reject takes the node's rejection path. `nodeId` chooses the review when several wait; a node with no pending review is 409.",
       security: API_SECURITY,
       params: idParams,
       body: resumeBody,
@@ -268,8 +268,14 @@ export const executionsPlugin: FastifyPluginAsyncZod<ExecutionsPluginOptions> = 
       const { id } = request.params;
       const execution = toExecution(await getExecution(tenantId, id));
       if (execution.status !== "paused") throw ExecutionNotPaused(id, execution.status);
-      let nodeId = execution.currentState;
-      if (!nodeId) {
+      let nodeId = request.body.nodeId ?? execution.currentState;
+      if (request.body.nodeId !== undefined) {
+        // A review chosen by the client: its node's latest journal row must be paused (written
+        // with the execution's status, so no later than the client could see it paused).
+        const rows = await store.nodeExecutions.listById(id);
+        const latest = rows.filter((r) => r.nodeId === nodeId).at(-1);
+        if (latest?.status !== "paused") throw ExecutionNotPaused(id, `paused, but not waiting for a decision at "${nodeId}"`);
+      } else if (!nodeId) {
         const pending = await store.reviews.list(tenantId, { executionId: id, status: "pending" });
         nodeId = pending[0]?.nodeId ?? null;
       }
