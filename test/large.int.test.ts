@@ -39,7 +39,8 @@ import type { ToolSpec, Worker } from "@baton/sdk";
 import { z } from "zod";
 import { startBaton } from "../bin/start.ts";
 import type { BatonHandle } from "../bin/start.ts";
-import { api, isolatedConfig, removeIsolated, waitFor } from "./helpers.ts";
+import pg from "pg";
+import { api, DATABASE_URL, isolatedConfig, removeIsolated, waitFor } from "./helpers.ts";
 import type { Api } from "./helpers.ts";
 import { collectEvents, createDefinition, forkAtPause, journal, startExecution, testTools, waitForExecution } from "./workflows.ts";
 
@@ -281,6 +282,33 @@ describe("large values", () => {
     const review = (await journal(a, id)).find((n) => n.nodeId === "review")!;
     expect((review.output as { data: { $ref: string } }).data.$ref).toMatch(/^blob:[0-9a-f]{64}$/);
     expect(await checkpointBytes(id)).toBeLessThan(4096);
+  }, 60_000);
+
+  it("a large value written elsewhere in the context (a setVariable's $.path, an agent's conversation) is kept by reference too", async () => {
+    const wf = await createDefinition(a, "large-context-writes", {
+      nodes: [
+        { id: "b", type: "tool", config: { tool: "big" }, input: { kb: 100 } },
+        { id: "s", type: "setVariable", config: { values: { "$.copy": "$.b.data" } } },
+        { id: "m", type: "transform", config: { expression: "[{ 'role': 'user', 'content': b.data }]" }, output: "$.messages" },
+        { id: "p", type: "agent.prompt", config: { template: "and then?", role: "user" } },
+        { id: "len", type: "transform", config: { expression: "{ 'copy': $length(copy), 'turns': $count(messages), 'first': $length(messages[0].content) }" } },
+      ],
+      edges: [{ from: "b", to: "s" }, { from: "s", to: "m" }, { from: "m", to: "p" }, { from: "p", to: "len" }],
+      output: { len: "$.len" },
+    });
+    const id = await startExecution(a, wf);
+    const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 30_000);
+    expect({ status: done.status, error: done.error, output: done.output }).toEqual({ status: "completed", error: null, output: { len: { copy: 102_400, turns: 2, first: 102_400 } } });
+    // Every state of the run stayed small, and so did the execution row's context.
+    expect(await checkpointBytes(id)).toBeLessThan(4096);
+    const db = new pg.Client({ connectionString: DATABASE_URL });
+    await db.connect();
+    try {
+      const r = await db.query<{ n: number }>(`SELECT length("context"::text) AS n FROM "${config.databaseSchema}"."agent_workflow_executions" WHERE "id" = $1`, [id]);
+      expect(r.rows[0]!.n).toBeLessThan(4096);
+    } finally {
+      await db.end();
+    }
   }, 60_000);
 
   it("the built-in worker started from the configuration follows BATON_LARGE_RESULT_BYTES and BATON_TOOL_MAX_RESULT_BYTES", async () => {

@@ -739,7 +739,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   async function stepLoaded(args: Parameters<typeof step>[0], blobs: Map<string, JsonValue>): Promise<Awaited<ReturnType<typeof step>>> {
     for (;;) {
       try {
-        return await large.shrinkStep(await step({ ...args, blobs }), args.definition);
+        return await large.shrinkStep(await step({ ...args, blobs }), args.definition, args.state?.context);
       } catch (err) {
         if (!(err instanceof BlobsNeeded)) throw err;
         const tenantId = args.state?.tenantId ?? args.identity!.tenantId;

@@ -101,9 +101,12 @@ export interface LargeValues {
   /**
    * A step's result with large node outputs, journal inputs, the final output, event payloads,
    * running nodes' inputs, a multi-call node's calls' arguments and the arguments of the calls
-   * it sends referenced. The values replaced in the calls are kept for {@link callArgs}.
+   * it sends referenced. The values replaced in the calls are kept for {@link callArgs}. So is
+   * every other part of the context the step changed (compared with `before`, the context it
+   * stepped from): a setVariable's `$.path`, an agent's conversation, which the engine writes
+   * from values it read through their references. The input is the row's, and left as it is.
    */
-  shrinkStep(result: StepResult, definition: WorkflowDefinition): Promise<StepResult>;
+  shrinkStep(result: StepResult, definition: WorkflowDefinition, before?: JsonObject): Promise<StepResult>;
   /**
    * The same for a state rebuilt from the journal and the effects it carries out again
    * (`replayJournal`): the replay recomputed inline nodes' outputs and resolved the running
@@ -249,15 +252,15 @@ export function createLargeValues(opts: LargeValuesOptions): LargeValues {
     return copy;
   }
 
-  function shrinkStep(r: StepResult, definition: WorkflowDefinition): Promise<StepResult> {
-    return shrinkResult(r, definition, false);
+  function shrinkStep(r: StepResult, definition: WorkflowDefinition, before?: JsonObject): Promise<StepResult> {
+    return shrinkResult(r, definition, false, before);
   }
 
   function shrinkRebuilt(r: StepResult, definition: WorkflowDefinition): Promise<StepResult> {
-    return shrinkResult(r, definition, true);
+    return shrinkResult(r, definition, true, {});
   }
 
-  async function shrinkResult(r: StepResult, definition: WorkflowDefinition, rebuilt: boolean): Promise<StepResult> {
+  async function shrinkResult(r: StepResult, definition: WorkflowDefinition, rebuilt: boolean, before?: JsonObject): Promise<StepResult> {
     if (r.effects.length === 0 && !rebuilt) return r;
     const owner: Owner = { tenantId: r.state.tenantId, executionId: r.state.executionId };
     const done = new Map<JsonValue, JsonValue>();
@@ -317,10 +320,23 @@ export function createLargeValues(opts: LargeValuesOptions): LargeValues {
       if (next !== e) changed = true;
       effects.push(next);
     }
-    if (!changed && !rebuilt) return r;
+    // Each part of the context this step replaced (the engine copies what it changes and
+    // shares the rest, so an unchanged part is the same object): a node's output was measured
+    // above (the same object, found in `done` or `small`); anything else is measured here.
+    let context = r.state.context;
+    if (before !== undefined && context !== before) {
+      for (const key of Object.keys(context)) {
+        if (key === "input") continue;
+        const v = context[key];
+        if (v === before[key]) continue;
+        const out = await shrink(v);
+        if (out !== v && out !== undefined) context = { ...context, [key]: out };
+      }
+    }
+    if (!changed && !rebuilt && context === r.state.context) return r;
     // The state holds what the events say: each completed node's output where the engine
     // wrote it, and the execution's output.
-    let state = r.state;
+    let state = context === r.state.context ? r.state : { ...r.state, context };
     for (const e of r.effects) {
       if (e.kind !== "emit") continue;
       const ev = e.event;
