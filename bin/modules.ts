@@ -135,7 +135,7 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
         commands: {
           startExecution: (c) => messaging.sendCommand("execution.start", c, `start:${c.executionId}`),
           resumeExecution: (c) =>
-            messaging.sendCommand("execution.resume", { tenantId: c.tenantId, executionId: c.executionId, nodeId: c.nodeId, action: c.action, ...(c.data ? { data: c.data as never } : {}), comment: c.comment ?? "", reviewer: c.reviewer ?? "" }, `resume:${c.executionId}:${c.nodeId}:${Date.now()}`),
+            messaging.sendCommand("execution.resume", { tenantId: c.tenantId, executionId: c.executionId, nodeId: c.nodeId, attempt: c.attempt, action: c.action, ...(c.data ? { data: c.data as never } : {}), comment: c.comment ?? "", reviewer: c.reviewer ?? "" }, `resume:${c.executionId}:${c.nodeId}:${c.attempt}`),
           cancelExecution: (c) => messaging.sendCommand("execution.cancel", { tenantId: c.tenantId, executionId: c.executionId, reason: c.reason ?? "" }, `cancel:${c.executionId}`),
         },
         events: {

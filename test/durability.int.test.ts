@@ -418,6 +418,33 @@ describe("durability across executor crashes and lost checkpoints", () => {
     expect(await callsOf(id)).toEqual([]);
   }, 90_000);
 
+  it("two decisions for one pause sent at once (no executor takes either yet): one is accepted, the other is 409, and the run follows the accepted one", async () => {
+    const wf = await createDefinition(a, "decide-twice", {
+      nodes: [{ id: "a", type: "tool", config: { tool: "echo" }, input: { x: 1 } }, { id: "review", type: "humanReview", config: { reason: "ok?" } }, { id: "b", type: "transform", config: { expression: "review.decision" } }],
+      edges: [{ from: "a", to: "review" }, { from: "review", to: "b" }],
+    });
+    const id = await startExecution(a, wf);
+    expect((await waitForExecution(a, id, ["paused", "failed", "completed", "cancelled"])).status).toBe("paused");
+    // With no executor, both requests find the run paused at the review: only the commands
+    // stream can tell them apart.
+    await killExecutor("SIGKILL");
+    const resume = (action: string) => a.call<{ code?: string }>("POST", `/api/agent-workflow-executions/${id}/resume`, { action, ...(action === "reject" ? { comment: "no" } : {}) });
+    const answers = await Promise.all([resume("approve"), resume("reject")]);
+    expect(answers.map((r) => r.status).sort()).toEqual([202, 409]);
+    const taken = answers[0].status === 202 ? "approve" : "reject";
+    expect(answers.find((r) => r.status === 409)!.body.code).toBe("BATON_GATEWAY_REVIEW_ALREADY_DECIDED");
+    // A third, later, is refused the same way while the run still waits.
+    const third = await resume("approve");
+    expect({ status: third.status, code: third.body.code }).toEqual({ status: 409, code: "BATON_GATEWAY_REVIEW_ALREADY_DECIDED" });
+
+    await startExecutor();
+    const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 30_000);
+    if (taken === "approve") expect({ status: done.status, output: done.output }).toEqual({ status: "completed", output: "approve" });
+    else expect({ status: done.status, error: done.error }).toEqual({ status: "failed", error: expect.stringContaining("BATON_REVIEW_REJECTED") });
+    const review = (await journal(a, id)).find((n) => n.nodeId === "review" && n.status !== "paused");
+    expect(review?.output).toMatchObject({ decision: taken });
+  }, 90_000);
+
   it("a sub-workflow run two levels down whose checkpoint is lost is rebuilt with its root; resume completes the whole chain", async () => {
     const leafSlug = `leaf-${Date.now().toString(36)}`;
     const midSlug = `mid-${Date.now().toString(36)}`;

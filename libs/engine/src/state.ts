@@ -193,7 +193,8 @@ export type Command =
   }
   | { kind: "toolResult"; nodeId: string; callId: string; ok: true; output: JsonValue; durationMs: number }
   | { kind: "toolResult"; nodeId: string; callId: string; ok: false; error: { code: string; message: string; retryable: boolean }; durationMs: number }
-  | { kind: "resume"; nodeId: string; action: "approve" | "edit" | "reject"; data?: JsonObject; comment?: string; reviewer?: string }
+  /** `attempt`: the pause it decides (the node's attempt when it paused); absent: whichever pause the node is in. */
+  | { kind: "resume"; nodeId: string; action: "approve" | "edit" | "reject"; data?: JsonObject; comment?: string; reviewer?: string; attempt?: number }
   | { kind: "cancel"; reason: string }
   | { kind: "timer"; timerId: string }
   /** Replay only: the journal's outcome of a whole node attempt (fan-out nodes, whose items are not journaled one by one). */

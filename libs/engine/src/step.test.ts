@@ -177,6 +177,17 @@ describe("step: sequence, branches, reviews (the quickstart)", () => {
     const done = (await drive(d, { tools }, paused, { kind: "resume", nodeId: "review", action: "approve" })).state;
     expect((await step({ definition: d, state: done, command: { kind: "cancel", reason: "x" }, now })).ignored).toMatch(/completed/);
   });
+
+  it("a decision naming the pause it is for decides only that pause", async () => {
+    const paused = (await drive(d, { tools }, null, { kind: "start", input: qsInput })).state;
+    expect(paused.nodes.review).toMatchObject({ status: "paused", attempt: 1 });
+    const now = new Date(t0).toISOString();
+    const stale = await step({ definition: d, state: paused, command: { kind: "resume", nodeId: "review", action: "reject", attempt: 2 }, now });
+    expect(stale.ignored).toMatch(/attempt 2 .* paused at attempt 1/);
+    expect(stale.state).toEqual(paused);
+    const approved = await drive(d, { tools }, paused, { kind: "resume", nodeId: "review", action: "approve", attempt: 1 });
+    expect(approved.state.status).toBe("completed");
+  });
 });
 
 describe("step: parallel fan-out and joins", () => {

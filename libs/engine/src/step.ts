@@ -1613,6 +1613,7 @@ export async function step(input: StepInput): Promise<StepResult> {
     case "resume": {
       const run = st.s.nodes[command.nodeId];
       if (!run || run.status !== "paused") return unchanged(state, `execution is not paused at "${command.nodeId}"`);
+      if (command.attempt !== undefined && command.attempt !== run.attempt) return unchanged(state, `the decision is for attempt ${command.attempt} of "${command.nodeId}", which is paused at attempt ${run.attempt}`);
       const n = st.node(command.nodeId);
       const cfg = reviewConfigSchema.parse(n.config);
       const subject = resolveTemplate(cfg.subject ?? null, st.ctx()) ?? null;

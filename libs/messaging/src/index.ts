@@ -50,8 +50,11 @@ export interface Messaging {
   readonly subjects: Subjects;
   /** Publishes an event on `{p}.{type}.{tenant}.{scope}`. */
   publishEvent<T extends EventType>(type: T, init: EventInit<T>, idempotencyKey?: string): Promise<void>;
-  /** Sends a command on `{p}.cmd.{name}`; the key de-duplicates resends. */
-  sendCommand<N extends CommandName>(name: N, init: CommandInit<N>, idempotencyKey: string): Promise<void>;
+  /**
+   * Sends a command on `{p}.cmd.{name}`; the key de-duplicates resends. `duplicate`: the
+   * commands stream already had this key (within its duplicate window), so this send added nothing.
+   */
+  sendCommand<N extends CommandName>(name: N, init: CommandInit<N>, idempotencyKey: string): Promise<{ duplicate: boolean }>;
   /**
    * Puts a tool call on the tool's work queue; the call id is its idempotency key.
    * `duplicate`: the queue already had this call id (within the stream's duplicate window),
@@ -99,12 +102,13 @@ export function createMessaging(bus: Bus): Messaging {
     },
     async sendCommand(name, init, idempotencyKey) {
       const schema = COMMANDS[name];
-      await bus.publish(s.command(name), encode(schema, init as never), {
+      const { duplicate } = await bus.publish(s.command(name), encode(schema, init as never), {
         tenantId: (init as { tenantId?: string }).tenantId ?? "",
         type: name,
         schema: schema.typeName,
         idempotencyKey,
       });
+      return { duplicate };
     },
     async callTool(init) {
       const { duplicate } = await bus.publish(s.toolCall(init.tool), encode(ToolCallSchema, init), {

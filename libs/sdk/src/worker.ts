@@ -443,7 +443,7 @@ export function createWorker(options: WorkerOptions): Worker {
   }
 
   /** Sends a call's result to the executor as the `tool.result` command. */
-  function answer(tool: string, call: ToolCall, result: RecordedResult): Promise<void> {
+  function answer(tool: string, call: ToolCall, result: RecordedResult): Promise<unknown> {
     return messaging!.sendCommand(
       "tool.result",
       {

@@ -663,7 +663,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         return {
           executionId: m.executionId,
           tenantId: m.tenantId,
-          command: { kind: "resume", nodeId: m.nodeId, action, ...(m.data ? { data: m.data } : {}), ...(m.comment ? { comment: m.comment } : {}), ...(m.reviewer ? { reviewer: m.reviewer } : {}) },
+          command: { kind: "resume", nodeId: m.nodeId, action, ...(m.data ? { data: m.data } : {}), ...(m.comment ? { comment: m.comment } : {}), ...(m.reviewer ? { reviewer: m.reviewer } : {}), ...(m.attempt ? { attempt: m.attempt } : {}) },
         };
       }
       case "execution.cancel":

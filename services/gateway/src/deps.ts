@@ -61,6 +61,8 @@ export interface ResumeExecutionCommand {
   tenantId: string;
   executionId: number;
   nodeId: string;
+  /** Which pause of the node it decides: the attempt of the node's paused journal row. */
+  attempt: number;
   action: ReviewAction;
   data?: Record<string, unknown>;
   comment?: string;
@@ -74,9 +76,13 @@ export interface CancelExecutionCommand {
 }
 
 export interface GatewayCommands {
-  startExecution(c: StartExecutionCommand): Promise<void>;
-  resumeExecution(c: ResumeExecutionCommand): Promise<void>;
-  cancelExecution(c: CancelExecutionCommand): Promise<void>;
+  startExecution(c: StartExecutionCommand): Promise<unknown>;
+  /**
+   * Sends a decision. Decisions for one pause (execution, node, attempt) share a key, so only
+   * the first is taken: `duplicate` says another decision for that pause was sent first.
+   */
+  resumeExecution(c: ResumeExecutionCommand): Promise<{ duplicate: boolean }>;
+  cancelExecution(c: CancelExecutionCommand): Promise<unknown>;
 }
 
 export interface GatewayEvents {

@@ -78,6 +78,13 @@ export const ExecutionNotPaused = defineError(
   { status: 409 },
 );
 
+/** A second decision for one pause: the first one sent is the one the engine takes. */
+export const ReviewAlreadyDecided = defineError(
+  "BATON_GATEWAY_REVIEW_ALREADY_DECIDED",
+  (id: number, nodeId: string) => `a decision for "${nodeId}" of execution ${id} was already sent; only the first decision of a pause is taken`,
+  { status: 409 },
+);
+
 /** Cancelling an execution that already ended. */
 export const ExecutionFinished = defineError(
   "BATON_GATEWAY_EXECUTION_FINISHED",

@@ -9,7 +9,8 @@
  *   every problem under `definition`, and no row or start command is written;
  * - execution detail: status, currentState, output, error, tokenUsage, timestamps, per-node
  *   history, and the pending review while paused; the node list; list filters;
- * - resume: 409 unless paused; a paused run gets 202 and a resume command for its current node;
+ * - resume: 409 unless paused; a paused run gets 202 and a resume command for its current node's
+ *   latest pause (its attempt);
  *   `edit` needs `data`; cancel: 409 once ended, 202 otherwise;
  * - another tenant's executions, memory entries and reviews are 404 / absent from lists;
  * - memory: create (memory.created), list with filters, delete (memory.deleted, then 404);
@@ -220,6 +221,10 @@ describe("execution detail, nodes and lists", () => {
 });
 
 describe("resume and cancel", () => {
+  /** The journal row a review node writes when it pauses (the engine writes it with the run's status). */
+  const pausedAt = (ex: { id: number }, nodeId: string, attempt = 1) =>
+    gw.store.nodeExecutions.record({ tenantId: gw.a.tenantId, executionId: ex.id, nodeId, nodeType: "humanReview", attempt, status: "paused", startedAt: new Date() });
+
   test("resume on a run that is not paused is 409 and sends nothing", async () => {
     const ex = await gw.store.executions.create(gw.a.tenantId, { workflowId, workflowVersion: 2, input: {} });
     await gw.store.executions.update(ex.id, { status: "running", currentState: "set" });
@@ -232,6 +237,9 @@ describe("resume and cancel", () => {
   test("resume on a paused run is 202 and sends the decision for its current node", async () => {
     const ex = await gw.store.executions.create(gw.a.tenantId, { workflowId, workflowVersion: 2, input: {} });
     await gw.store.executions.update(ex.id, { status: "paused", currentState: "review_1" });
+    // An earlier pause of the node (a loop's last pass) ended; the decision is for the latest.
+    await gw.store.nodeExecutions.record({ tenantId: gw.a.tenantId, executionId: ex.id, nodeId: "review_1", nodeType: "humanReview", attempt: 1, status: "failed", errorCode: "BATON_CANCELLED", startedAt: new Date() });
+    await pausedAt(ex, "review_1", 2);
     const res = await gw.app.inject({
       method: "POST",
       url: `/api/agent-workflow-executions/${ex.id}/resume`,
@@ -244,6 +252,7 @@ describe("resume and cancel", () => {
       tenantId: gw.a.tenantId,
       executionId: ex.id,
       nodeId: "review_1",
+      attempt: 2,
       action: "edit",
       data: { amount: 30 },
       comment: "lower it",
@@ -298,6 +307,7 @@ describe("resume and cancel", () => {
   test("when the bus is down, resume and cancel answer 503", async () => {
     const ex = await gw.store.executions.create(gw.a.tenantId, { workflowId, workflowVersion: 2, input: {} });
     await gw.store.executions.update(ex.id, { status: "paused", currentState: "r" });
+    await pausedAt(ex, "r");
     gw.bus.failWith = new Error("timeout");
     try {
       problemOf(

@@ -86,6 +86,7 @@ export function createRecordingBus(): RecordingBus {
       async resumeExecution(c) {
         if (bus.failWith) throw bus.failWith;
         bus.resumed.push(c);
+        return { duplicate: false };
       },
       async cancelExecution(c) {
         if (bus.failWith) throw bus.failWith;

@@ -16,7 +16,7 @@ import { forkStartOf, forkStartRecord, parsePath } from "@baton/engine";
 import type { ExecutionState } from "@baton/engine";
 import type { JsonObject } from "@baton/store";
 import type { GatewayDeps } from "../deps.ts";
-import { CheckpointsUnavailable, CommandUnavailable, ExecutionFinished, ExecutionNotPaused, NotFound, RequestInvalid, WorkflowDisabled } from "../errors.ts";
+import { CheckpointsUnavailable, CommandUnavailable, ExecutionFinished, ExecutionNotPaused, NotFound, RequestInvalid, ReviewAlreadyDecided, WorkflowDisabled } from "../errors.ts";
 import type { Issue } from "../problem.ts";
 import { problemSchema } from "../problem.ts";
 import {
@@ -257,7 +257,7 @@ export const executionsPlugin: FastifyPluginAsyncZod<ExecutionsPluginOptions> = 
     schema: {
       tags,
       summary: "Resume a paused execution (human-in-the-loop decision)",
-      description: "approve continues as proposed, edit continues with `data`, reject takes the node's rejection path. `nodeId` chooses the review when several wait; a node with no pending review is 409.",
+      description: "approve continues as proposed, edit continues with `data`, reject takes the node's rejection path. `nodeId` chooses the review when several wait; a node with no pending review is 409. A pause takes one decision: a second decision for the same pause, even sent at the same moment, is 409 `BATON_GATEWAY_REVIEW_ALREADY_DECIDED`.",
       security: API_SECURITY,
       params: idParams,
       body: resumeBody,
@@ -269,25 +269,26 @@ export const executionsPlugin: FastifyPluginAsyncZod<ExecutionsPluginOptions> = 
       const execution = toExecution(await getExecution(tenantId, id));
       if (execution.status !== "paused") throw ExecutionNotPaused(id, execution.status);
       let nodeId = request.body.nodeId ?? execution.currentState;
-      if (request.body.nodeId !== undefined) {
-        // A review chosen by the client: its node's latest journal row must be paused (written
-        // with the execution's status, so no later than the client could see it paused).
-        const rows = await store.nodeExecutions.listById(id);
-        const latest = rows.filter((r) => r.nodeId === nodeId).at(-1);
-        if (latest?.status !== "paused") throw ExecutionNotPaused(id, `paused, but not waiting for a decision at "${nodeId}"`);
-      } else if (!nodeId) {
+      if (!nodeId) {
         const pending = await store.reviews.list(tenantId, { executionId: id, status: "pending" });
         nodeId = pending[0]?.nodeId ?? null;
       }
       if (!nodeId) throw ExecutionNotPaused(id, "paused with no node awaiting a decision");
+      // The node's latest journal row must be paused (it is written with the execution's status,
+      // so no later than the client could see the run paused); its attempt names the pause.
+      const rows = await store.nodeExecutions.listById(id);
+      const pause = rows.filter((r) => r.nodeId === nodeId).at(-1);
+      if (pause?.status !== "paused") throw ExecutionNotPaused(id, `paused, but not waiting for a decision at "${nodeId}"`);
       const { action, comment, reviewer } = request.body;
       const data = request.body.data === undefined ? undefined : await inlineOrBlob(tenantId, id, request.body.data);
+      let sent: { duplicate: boolean };
       try {
-        await deps.commands.resumeExecution({ tenantId, executionId: id, nodeId, action, ...defined({ data, comment, reviewer }) });
+        sent = await deps.commands.resumeExecution({ tenantId, executionId: id, nodeId, attempt: pause.attempt, action, ...defined({ data, comment, reviewer }) });
       } catch (err) {
         request.log.error({ err, executionId: id }, "resume command could not be sent");
         throw CommandUnavailable("resume", id, { cause: err });
       }
+      if (sent.duplicate) throw ReviewAlreadyDecided(id, nodeId);
       const links = executionLinksFor(id);
       return reply.code(202).header("location", links.self).send({ id, status: execution.status, links });
     },
