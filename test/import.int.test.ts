@@ -7,9 +7,9 @@
  * - `$NAME` text that is not a step (`"$HOME"`, `"$5"`) stays text: the import is accepted and
  *   the tool receives it verbatim when the workflow runs;
  * - the docs plan example runs to the result docs/importers.md implies;
- * - a source the importer refuses is 400 BATON_GATEWAY_IMPORT_INVALID with paths into
- *   body.source; an imported definition the validator refuses (a tool no worker serves) is
- *   400 BATON_GATEWAY_WORKFLOW_INVALID; nothing is stored either way.
+ * - a source the importer refuses, and an imported definition the validator refuses (a tool no
+ *   worker serves), are 400 BATON_GATEWAY_IMPORT_INVALID with paths into body.source (the
+ *   latter at the step the node came from); nothing is stored either way.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { readFileSync } from "node:fs";
@@ -143,15 +143,15 @@ describe("refused imports", () => {
     expect(await workflowNames()).not.toContain("refused source");
   });
 
-  it("an imported definition naming a tool no worker serves is 400 like a created one; nothing is stored", async () => {
+  it("an imported definition naming a tool no worker serves is 400 at the step's tool_name; nothing is stored", async () => {
     const res = await a.call<Problem>("POST", "/api/agent-workflows/import", {
       format: "plan",
       name: "refused tool",
       source: { steps: [{ name: "a", tool_name: "no.such.tool", params: { dir: "$HOME" }, dependencies: [] }] },
     });
     expect(res.status).toBe(400);
-    expect(res.body.code).toBe("BATON_GATEWAY_WORKFLOW_INVALID");
-    expect(res.body.errors.map((e) => `${e.code}@${e.path}`)).toEqual(["unknown_tool@body.definition.nodes[0].config.tool"]);
+    expect(res.body.code).toBe("BATON_GATEWAY_IMPORT_INVALID");
+    expect(res.body.errors.map((e) => `${e.code}@${e.path}`)).toEqual(["unknown_tool@body.source.steps[0].tool_name"]);
     expect(await workflowNames()).not.toContain("refused tool");
   });
 });

@@ -28,4 +28,4 @@ export type { ReplayInput, ReplayResult } from "./replay.ts";
 export { importSynthDev, perspective, scriptFunctions, synthdevWorkflowSchema, synthdevRoleSchema } from "./synthdev.ts";
 export type { SynthdevImportResult, SynthdevSource, SynthdevWorkflow } from "./synthdev.ts";
 export { DEFAULT_MAX_VISITS, guardToJsonata, IMPORT_FORMATS, importStateMachine, importToolSequence, importWorkflow, importWorkflowPlan } from "./importers/index.ts";
-export type { ImportFormat, ImportIssue, ImportResult } from "./importers/index.ts";
+export type { ImportFormat, ImportIssue, ImportResult, ImportSourceMap, SourceOrigin } from "./importers/index.ts";

@@ -6,7 +6,8 @@
  * other's messages with roles mapped; pre/post/transition handlers run in order and
  * their changes to common_data and contexts persist; loops end through the
  * transition handler; the final state's output is the execution's output;
- * error_handler "retry" re-runs a state; `this.last_response` has the chat-completion shape.
+ * error_handler "retry" re-runs a state; `this.last_response` has the chat-completion shape;
+ * the source map names each node's state and each edge's next_state / transition_handler.
  */
 import { describe, expect, it } from "@jest/globals";
 import { importSynthDev, perspective, replayJournal, scriptFunctions, step, validateWorkflow } from "./index.ts";
@@ -102,6 +103,14 @@ describe("SynthDev import", () => {
     expect(d.edges.filter((e) => e.from === "start")).toEqual([{ from: "start", to: "review", condition: '$output.next = "review"' }]);
     expect(d.edges.filter((e) => e.from === "review").map((e) => e.to)).toEqual(["start", "review", "stop"]);
     expect(d.inputSchema).toEqual({ type: "object", properties: { task: { type: "string" } }, required: ["task"] });
+  });
+
+  it("maps each node to its state and each edge to the field that makes the transition", () => {
+    const r = importSynthDev({ workflow, script, roles });
+    if (!r.ok) throw new Error(JSON.stringify(r.errors));
+    expect(r.sourceMap.nodes.review).toEqual({ path: "workflow.states[1]", fields: { name: "workflow.states[1].name", "config.state": "workflow.states[1].name" } });
+    expect(r.sourceMap.edges.map((e) => e.path)).toEqual(["workflow.states[0].next_state", ...Array<string>(3).fill("workflow.states[1].transition_handler")]);
+    expect(r.sourceMap.fields).toMatchObject({ "synthdev.workflow": "workflow", "synthdev.script": "script", "synthdev.roles": "roles", inputSchema: "workflow.input" });
   });
 
   it("refuses a workflow with missing handlers, states, contexts, agents and roles, listing every one", () => {

@@ -14,7 +14,7 @@
 import { z } from "zod";
 import type { JsonObject, JsonValue } from "./json.ts";
 import { isJsonObject } from "./json.ts";
-import type { ImportIssue, ImportResult } from "./importers/common.ts";
+import type { ImportIssue, ImportResult, SourceOrigin } from "./importers/common.ts";
 
 export const synthdevMessageSchema = z.object({ role: z.string(), content: z.string() }).passthrough();
 
@@ -240,11 +240,16 @@ export function importSynthDev(source: SynthdevSource): SynthdevImportResult {
   const ids = new Map(wf.states.map((s) => [s.name, nodeId(s.name, used)]));
   const startState = wf.states.find((s) => s.name === "start") ?? wf.states[0]!;
   const edges: JsonObject[] = [];
-  for (const s of wf.states) {
+  const edgeOrigins: SourceOrigin[] = [];
+  wf.states.forEach((s, i) => {
     const dynamic = s.transition_handler !== undefined || s.error_handler !== undefined;
     const targets = dynamic ? wf.states.map((x) => x.name) : s.next_state !== undefined && stateNames.has(s.next_state) ? [s.next_state] : [];
-    for (const t of targets) edges.push({ from: ids.get(s.name)!, to: ids.get(t)!, condition: `$output.next = ${JSON.stringify(t)}` });
-  }
+    const origin = `workflow.states[${i}].${s.transition_handler !== undefined ? "transition_handler" : s.error_handler !== undefined ? "error_handler" : "next_state"}`;
+    for (const t of targets) {
+      edges.push({ from: ids.get(s.name)!, to: ids.get(t)!, condition: `$output.next = ${JSON.stringify(t)}` });
+      edgeOrigins.push({ path: origin });
+    }
+  });
   // Drop states no transition reaches (the validator refuses unreachable nodes).
   const reach = new Set([ids.get(startState.name)!]);
   for (let grew = true; grew;) {
@@ -256,6 +261,7 @@ export function importSynthDev(source: SynthdevSource): SynthdevImportResult {
       }
     }
   }
+  const stateIndex = new Map(wf.states.map((s, i) => [s.name, i]));
   const states = wf.states.filter((s) => {
     const keep = reach.has(ids.get(s.name)!);
     if (!keep) warnings.push(`state "${s.name}" is never reached from "${startState.name}"; left out`);
@@ -272,5 +278,21 @@ export function importSynthDev(source: SynthdevSource): SynthdevImportResult {
     edges: edges.filter((e) => reach.has(e.from as string) && reach.has(e.to as string)),
     synthdev: { workflow: source.workflow as JsonValue, script, roles: (source.roles ?? {}) as JsonValue },
   };
-  return { ok: true, definition, warnings };
+  const nodes: Record<string, SourceOrigin> = {};
+  for (const s of states) {
+    const path = `workflow.states[${stateIndex.get(s.name)!}]`;
+    nodes[ids.get(s.name)!] = { path, fields: { name: `${path}.name`, "config.state": `${path}.name` } };
+  }
+  const sourceMap = {
+    fields: {
+      "synthdev.workflow": "workflow",
+      "synthdev.script": "script",
+      "synthdev.roles": "roles",
+      ...(inputSchema ? { inputSchema: "workflow.input" } : {}),
+      ...(source.agentConfig ? { agentConfig: "agentConfig" } : {}),
+    },
+    nodes,
+    edges: edgeOrigins.filter((_, k) => reach.has(edges[k]!.from as string) && reach.has(edges[k]!.to as string)),
+  };
+  return { ok: true, definition, warnings, sourceMap };
 }

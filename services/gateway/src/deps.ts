@@ -5,6 +5,7 @@
  * interfaces. Tests pass the real store and small recording commands/events.
  */
 import type { CheckpointStore } from "@baton/checkpoints";
+import type { ImportSourceMap } from "@baton/engine";
 import type { ToolSourceStore } from "@baton/sdk";
 import type { Store } from "@baton/store";
 
@@ -49,11 +50,15 @@ export interface StartExecutionCommand {
   deadline?: string;
 }
 
-/** What an importer returns (the engine's `importWorkflow`). */
+/**
+ * What an importer returns (the engine's `importWorkflow`). `sourceMap` says where in the
+ * source each generated node and edge came from; the import route uses it to point problems
+ * of the generated definition into `body.source`.
+ */
 export type ImportWorkflow = (
   format: "plan" | "toolSequence" | "stateMachine" | "synthdev",
   source: unknown,
-) => { ok: true; definition: Record<string, unknown>; warnings: string[] } | { ok: false; errors: DefinitionIssue[] };
+) => { ok: true; definition: Record<string, unknown>; warnings: string[]; sourceMap?: ImportSourceMap } | { ok: false; errors: DefinitionIssue[] };
 
 export type ReviewAction = "approve" | "edit" | "reject";
 

@@ -19,13 +19,38 @@ export interface ImportIssue {
 }
 
 /**
+ * Where one generated node or edge came from: `path` is the source entry (`steps[2]`,
+ * `states.review.on.next`); `fields` maps fields of the generated element (`config.tool`,
+ * `input`) to where in the source that field's value came from, for the fields taken
+ * from one place. Paths are written like {@link ImportIssue} paths.
+ */
+export interface SourceOrigin {
+  path: string;
+  fields?: Record<string, string>;
+}
+
+/**
+ * Where the parts of an imported definition came from, so that a problem found in the
+ * definition later (by validation) can be shown where the user can fix it: in the source.
+ */
+export interface ImportSourceMap {
+  /** Top-level fields of the definition taken from the source: definition path → source path (`output` → `output`). */
+  fields: Record<string, string>;
+  /** Node id → its origin. Every node has one; a node the importer adds (`_start`, a `*_params` transform) points at the entry it was added for. */
+  nodes: Record<string, SourceOrigin>;
+  /** Origin of each entry of `definition.edges`, at the same index. */
+  edges: SourceOrigin[];
+}
+
+/**
  * What every importer returns. On success `definition` is a canonical Baton
  * workflow definition (docs/importers.md, /work/notes/model.md) as plain JSON,
- * and `warnings` lists what was adapted or dropped on the way. On failure every
- * problem of the source is listed, each with a path into the source.
+ * `warnings` lists what was adapted or dropped on the way, and `sourceMap` says
+ * where each node and edge came from. On failure every problem of the source is
+ * listed, each with a path into the source.
  */
 export type ImportResult =
-  | { ok: true; definition: JsonObject; warnings: string[] }
+  | { ok: true; definition: JsonObject; warnings: string[]; sourceMap: ImportSourceMap }
   | { ok: false; errors: ImportIssue[] };
 
 /** Source formats understood by {@link importWorkflow}. */

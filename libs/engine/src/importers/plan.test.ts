@@ -7,7 +7,11 @@
  *   are computed by a `transform` node whose JSONata really produces the string;
  * - several roots hang off a `_start` node; a single root is the start; the output maps sinks;
  * - a bad plan lists every problem (missing tool, unknown dependency, cycle, duplicate, bad
- *   reference) with a path into the plan.
+ *   reference) with a path into the plan;
+ * - the source map names, for every node and edge, the step (or its field) it came from: a
+ *   step's node its `steps[i]` with tool/params/reason fields, a `*_params` transform and an
+ *   implied dependency the step's params, a declared dependency its `dependencies[j]`, the
+ *   `_start` node the steps list and each of its edges the root step it leads to.
  * The seed's examples are pseudo-code (`rank_images(quality_scores)`); the fixtures (fixtures/seeds.ts) are
  * those examples written as the seed's own `WorkflowPlan` / `WorkflowStepPlan` JSON.
  */
@@ -37,6 +41,15 @@ describe("importWorkflowPlan", () => {
           { from: "rank_images", to: "select_top_images" },
         ],
         output: { select_top_images: "$.select_top_images" },
+      },
+      sourceMap: {
+        fields: {},
+        nodes: {
+          assess_quality_batch: { path: "steps[0]", fields: { "config.tool": "steps[0].tool_name", input: "steps[0].params", description: "steps[0].reason" } },
+          rank_images: { path: "steps[1]", fields: { "config.tool": "steps[1].tool_name", input: "steps[1].params", description: "steps[1].reason" } },
+          select_top_images: { path: "steps[2]", fields: { "config.tool": "steps[2].tool_name", input: "steps[2].params", description: "steps[2].reason" } },
+        },
+        edges: [{ path: "steps[1].dependencies[0]" }, { path: "steps[2].dependencies[0]" }],
       },
     });
   });
@@ -71,6 +84,10 @@ describe("importWorkflowPlan", () => {
       ],
       output: { clip_tag_images: "$.clip_tag_images", select_best_from_group: "$.select_best_from_group" },
     });
+    expect(r.sourceMap.nodes._start).toEqual({ path: "steps" });
+    expect(r.sourceMap.edges.map((e) => e.path)).toEqual([
+      "steps[0]", "steps[1]", "steps[3]", "steps[2].dependencies[0]", "steps[4].dependencies[0]", "steps[4].dependencies[1]",
+    ]);
   });
 
   it("starts a one-step plan (the mock LLM's plan) at that step, literals kept", () => {
@@ -84,6 +101,7 @@ describe("importWorkflowPlan", () => {
         edges: [],
         output: { assess_quality_batch: "$.assess_quality_batch" },
       },
+      sourceMap: { fields: {}, nodes: { assess_quality_batch: { path: "steps[0]", fields: { "config.tool": "steps[0].tool_name", input: "steps[0].params" } } }, edges: [] },
     });
   });
 
@@ -96,6 +114,14 @@ describe("importWorkflowPlan", () => {
     });
     expect(r.ok && r.definition.edges).toEqual([{ from: "fetch", to: "summarize" }]);
     expect(r.ok && r.warnings).toEqual(['step "summarize" uses the result of "fetch" without listing it in dependencies; it was added']);
+    expect(r.ok && r.sourceMap).toEqual({
+      fields: {},
+      nodes: {
+        fetch: { path: "steps[0]", fields: { "config.tool": "steps[0].tool", input: "steps[0].parameters" } },
+        summarize: { path: "steps[1]", fields: { "config.tool": "steps[1].tool", input: "steps[1].parameters" } },
+      },
+      edges: [{ path: "steps[1].parameters" }],
+    });
   });
 
   it("computes references inside text with a transform node whose JSONata yields the string", async () => {
@@ -111,6 +137,8 @@ describe("importWorkflowPlan", () => {
     expect(nodes.map((n) => n.id)).toEqual(["count", "report_params", "report"]);
     expect(nodes[2]!.input).toEqual({ text: "$.report_params.p0", raw: "$.report_params.p1" });
     expect(r.definition.edges).toEqual([{ from: "count", to: "report_params" }, { from: "report_params", to: "report" }]);
+    expect(r.sourceMap.nodes.report_params).toEqual({ path: "steps[1].params" });
+    expect(r.sourceMap.edges).toEqual([{ path: "steps[1].dependencies[0]" }, { path: "steps[1].params" }]);
     const value: unknown = await jsonata(nodes[1]!.config.expression!).evaluate({ input: { user: "ana" }, count: { total: 42 } });
     expect(value).toEqual({ p0: "Found 42 photos for ana", p1: "$.not-a-path" });
   });

@@ -32,7 +32,7 @@
  */
 import type { JsonObject } from "../json.ts";
 import { isJsonObject } from "../json.ts";
-import type { ImportIssue, ImportResult, TemplateOptions } from "./common.ts";
+import type { ImportIssue, ImportResult, SourceOrigin, TemplateOptions } from "./common.ts";
 import {
   IdAllocator, TOOL_NAME, at, asJson, computedExpression, fail, inputSchemaFor, pick, renderPath, translateParams,
 } from "./common.ts";
@@ -43,6 +43,10 @@ interface PlanStep {
   name: string;
   id: string;
   tool: string;
+  /** `steps[i]`, and where its tool name and reason are. */
+  path: string;
+  toolPath: string;
+  reasonPath?: string;
   params: JsonObject;
   paramsPath: string;
   depsPath: string;
@@ -125,11 +129,13 @@ export function importWorkflowPlan(plan: unknown): ImportResult {
     }
     const step: PlanStep = {
       index, name, id, tool, params,
+      path: p,
+      toolPath: at(p, toolField?.key ?? "tool_name"),
       paramsPath: at(p, paramsField?.key ?? "params"),
       depsPath: at(p, depsField?.key ?? "dependencies"),
       deps,
       declared,
-      ...(typeof reasonField?.value === "string" ? { reason: reasonField.value } : {}),
+      ...(typeof reasonField?.value === "string" ? { reason: reasonField.value, reasonPath: at(p, reasonField.key) } : {}),
     };
     steps.push(step);
     byName.set(name, step);
@@ -192,31 +198,47 @@ export function importWorkflowPlan(plan: unknown): ImportResult {
 
   const nodes: JsonObject[] = [];
   const edges: JsonObject[] = [];
+  const nodeOrigins: Record<string, SourceOrigin> = {};
+  const edgeOrigins: SourceOrigin[] = [];
+  const edge = (from: string, to: string, origin: string): void => {
+    edges.push({ from, to });
+    edgeOrigins.push({ path: origin });
+  };
   const roots = steps.filter((s) => s.deps.length === 0);
   // The entry of a step is its parameters' transform when it has text templates to fill.
   let start = paramsNodeId.get(roots[0]!.name) ?? roots[0]!.id;
   if (roots.length > 1) {
     start = ids.fresh("_start");
     nodes.push({ id: start, type: "setVariable", config: { values: {} } });
-    for (const r of roots) edges.push({ from: start, to: paramsNodeId.get(r.name) ?? r.id });
+    nodeOrigins[start] = { path: "steps" };
+    for (const r of roots) edge(start, paramsNodeId.get(r.name) ?? r.id, r.path);
   }
   for (const s of steps) {
     const t = translated.get(s.name)!;
     const entry = paramsNodeId.get(s.name) ?? s.id;
-    for (const d of s.deps) edges.push({ from: byName.get(d)!.id, to: entry });
+    for (const d of s.deps) {
+      // A dependency the step lists, else one added because a parameter reads that step's result.
+      const j = s.declared.find(([name]) => name === d)?.[1];
+      edge(byName.get(d)!.id, entry, j === undefined ? s.paramsPath : at(s.depsPath, j));
+    }
     if (paramsNodeId.has(s.name)) {
       nodes.push({
         id: entry, type: "transform",
         description: `computes the templated parameters of "${s.id}"`,
         config: { expression: computedExpression(t.computed) },
       });
-      edges.push({ from: entry, to: s.id });
+      nodeOrigins[entry] = { path: s.paramsPath };
+      edge(entry, s.id, s.paramsPath);
     }
     const node: JsonObject = { id: s.id, type: "tool" };
     if (s.reason !== undefined) node.description = s.reason;
     node.config = { tool: s.tool };
     node.input = t.input;
     nodes.push(node);
+    nodeOrigins[s.id] = {
+      path: s.path,
+      fields: { "config.tool": s.toolPath, input: s.paramsPath, ...(s.reasonPath !== undefined ? { description: s.reasonPath } : {}) },
+    };
   }
   const dependedOn = new Set(steps.flatMap((s) => s.deps));
   const output: JsonObject = {};
@@ -228,5 +250,5 @@ export function importWorkflowPlan(plan: unknown): ImportResult {
   definition.nodes = nodes;
   definition.edges = edges;
   definition.output = output;
-  return { ok: true, definition, warnings };
+  return { ok: true, definition, warnings, sourceMap: { fields: {}, nodes: nodeOrigins, edges: edgeOrigins } };
 }

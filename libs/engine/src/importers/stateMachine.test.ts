@@ -9,7 +9,11 @@
  *   become `when` labels; several entries → `join: "any"`;
  * - states on a cycle get `maxVisits` (own limit, else maxToolIterations, else 25), except
  *   cycles through a whileLoop; a re-entered initial state or initial `context` gets `_start`;
- * - a bad definition lists every problem with a path.
+ * - a bad definition lists every problem with a path;
+ * - the source map names the state each node came from, with the invoke fields its type,
+ *   config, input (each tool argument from config or input) and maxVisits came from; each edge
+ *   its transition, with its target, guard and branch label (the `when`, or the event name);
+ *   `_start` the context (or the initial state) it was added for.
  * Seed 004 gives no JSON for a definition; the fixtures (fixtures/seeds.ts) are its §5 flows ("Standard Flow
  * (Tool-Calling Agent)" and "Human-in-the-Loop Flow") written in the accepted shape.
  */
@@ -44,6 +48,25 @@ describe("importStateMachine", () => {
         ],
         output: { answer: "$.llm.text" },
       },
+      sourceMap: {
+        fields: { start: "initial", output: "output" },
+        nodes: {
+          prompt: { path: "states.prompt", fields: { type: "states.prompt.invoke.type", config: "states.prompt.invoke.config" } },
+          recall: { path: "states.recall", fields: { type: "states.recall.invoke.type", input: "states.recall.invoke.input" } },
+          llm: { path: "states.llm", fields: { type: "states.llm.invoke.src", config: "states.llm.invoke.config", maxVisits: "maxToolIterations" } },
+          tools: { path: "states.tools", fields: { type: "states.tools.invoke.type", input: "states.tools.invoke.input", maxVisits: "maxToolIterations" } },
+          remember: { path: "states.remember", fields: { type: "states.remember.invoke.type" } },
+          done: { path: "states.done" },
+        },
+        edges: [
+          { path: "states.prompt.on.DONE", fields: { to: "states.prompt.on.DONE" } },
+          { path: "states.recall.on.DONE", fields: { to: "states.recall.on.DONE" } },
+          { path: "states.llm.transitions[0]", fields: { to: "states.llm.transitions[0].target", condition: "states.llm.transitions[0].guard" } },
+          { path: "states.llm.transitions[1]", fields: { to: "states.llm.transitions[1].target" } },
+          { path: "states.tools.always", fields: { to: "states.tools.always" } },
+          { path: "states.remember.on.DONE", fields: { to: "states.remember.on.DONE" } },
+        ],
+      },
     });
   });
 
@@ -75,7 +98,28 @@ describe("importStateMachine", () => {
           { from: "discard", to: "done" },
         ],
       },
+      sourceMap: expect.objectContaining({
+        fields: {},
+        nodes: expect.objectContaining({
+          _start: { path: "context" },
+          send: {
+            path: "states.send",
+            fields: {
+              type: "states.send.invoke.type",
+              "config.tool": "states.send.invoke.type",
+              "input.template": "states.send.invoke.config.template",
+              "input.body": "states.send.invoke.input.body",
+            },
+          },
+        }),
+      }),
     });
+    const r = importStateMachine(reviewedReply);
+    expect(r.ok && r.sourceMap.edges.slice(0, 1).concat(r.sourceMap.edges.slice(5, 7))).toEqual([
+      { path: "initial" },
+      { path: "states.review.on.REJECT[0]", fields: { to: "states.review.on.REJECT[0].target", when: "states.review.on.REJECT", condition: "states.review.on.REJECT[0].cond" } },
+      { path: "states.review.on.REJECT[1]", fields: { to: "states.review.on.REJECT[1].target", when: "states.review.on.REJECT" } },
+    ]);
   });
 
   it("leaves cycles through a whileLoop unbounded by maxVisits and honours a state's own limit", () => {
@@ -109,6 +153,11 @@ describe("importStateMachine", () => {
     });
     expect(own.ok && (own.definition.nodes as Array<{ id: string; maxVisits?: number }>).map((n) => [n.id, n.maxVisits])).toEqual([
       ["_start", undefined], ["a", 7], ["b", 3], ["end", undefined],
+    ]);
+    expect(own.ok && [own.sourceMap.nodes._start, own.sourceMap.nodes.a, own.sourceMap.nodes.b]).toEqual([
+      { path: "definition.initial" },
+      { path: "definition.states.a", fields: { type: "definition.states.a.invoke", "config.tool": "definition.states.a.invoke", maxVisits: "maxToolIterations" } },
+      { path: "definition.states.b", fields: { type: "definition.states.b.invoke", "config.tool": "definition.states.b.invoke", maxVisits: "definition.states.b.maxVisits" } },
     ]);
   });
 

@@ -47,7 +47,7 @@
 import type { JsonObject, JsonValue } from "../json.ts";
 import { isJsonObject } from "../json.ts";
 import { parsePath } from "../path.ts";
-import type { ImportIssue, ImportResult } from "./common.ts";
+import type { ImportIssue, ImportResult, SourceOrigin } from "./common.ts";
 import { IdAllocator, TOOL_NAME, at, asJson, fail, jsonataLiteral, jsonataPath, jsonataSyntaxError, pick } from "./common.ts";
 import { unboundedCycles } from "../graph.ts";
 
@@ -73,6 +73,8 @@ interface Transition {
   guard?: JsonValue;
   guardPath?: string;
   when?: string;
+  /** Where the branch label came from: the transition's `when`, or the event name it is under. */
+  whenPath?: string;
 }
 
 /** A JSONata operand: a `$.path` string becomes a path, anything else a literal. */
@@ -136,12 +138,20 @@ function readTransitions(spec: JsonValue, path: string, event: string | undefine
     t.guard = g.value;
     t.guardPath = at(path, g.key);
   }
-  if (typeof spec.when === "string") t.when = spec.when;
+  if (typeof spec.when === "string") {
+    t.when = spec.when;
+    t.whenPath = at(path, "when");
+  }
   out.push(t);
 }
 
-/** The node of one state's invoke; undefined (with errors recorded) when the invoke is unusable. */
-function nodeForInvoke(id: string, invoke: JsonValue | undefined, ip: string, errors: ImportIssue[], warnings: string[]): JsonObject | undefined {
+/**
+ * The node of one state's invoke; undefined (with errors recorded) when the invoke is unusable.
+ * `fields` gets where in the source each field of the node came from.
+ */
+function nodeForInvoke(
+  id: string, invoke: JsonValue | undefined, ip: string, errors: ImportIssue[], warnings: string[], fields: Record<string, string>,
+): JsonObject | undefined {
   if (invoke === undefined || invoke === null) return { id, type: "setVariable", config: { values: {} } };
   const inv: JsonObject = typeof invoke === "string" ? { type: invoke } : isJsonObject(invoke) ? invoke : {};
   const typeField = pick(inv, ["type", "src"]);
@@ -154,6 +164,7 @@ function nodeForInvoke(id: string, invoke: JsonValue | undefined, ip: string, er
     return undefined;
   }
   const type = typeField.value.startsWith("core.") ? typeField.value.slice(5) : typeField.value;
+  const typePath = typeof invoke === "string" ? ip : at(ip, typeField.key);
   let config: JsonObject = {};
   if (inv.config !== undefined && inv.config !== null) {
     if (isJsonObject(inv.config)) config = inv.config;
@@ -165,21 +176,40 @@ function nodeForInvoke(id: string, invoke: JsonValue | undefined, ip: string, er
     else errors.push({ path: at(ip, "input"), code: "invalid_input", message: "input must be an object template" });
   }
   let node: JsonObject;
+  fields.type = typePath;
   if (KEPT_TYPES.has(type) || type.startsWith("agent.")) {
     node = { id, type, config };
-    if (input !== undefined) node.input = input;
+    if (isJsonObject(inv.config)) fields.config = at(ip, "config");
+    if (input !== undefined) {
+      node.input = input;
+      fields.input = at(ip, "input");
+    }
   } else {
     if (!TOOL_NAME.test(type)) {
-      errors.push({ path: at(ip, typeField.key), code: "invalid_tool_name", message: `"${type}" is neither a known node type nor a tool name (dot-separated words)` });
+      errors.push({ path: typePath, code: "invalid_tool_name", message: `"${type}" is neither a known node type nor a tool name (dot-separated words)` });
       return undefined;
     }
     const args = { ...config, ...(input ?? {}) };
     node = { id, type: "tool", config: { tool: type } };
+    fields["config.tool"] = typePath;
     if (Object.keys(args).length > 0) node.input = args;
+    // The tool's arguments merge config and input (input wins): each argument points where it came from.
+    if (input === undefined && isJsonObject(inv.config)) fields.input = at(ip, "config");
+    else if (input !== undefined && Object.keys(config).length === 0) fields.input = at(ip, "input");
+    for (const k of Object.keys(args)) fields[`input.${k}`] = at(at(ip, input !== undefined && k in input ? "input" : "config"), k);
   }
-  if (typeof inv.output === "string") node.output = inv.output;
-  if (isJsonObject(inv.retry)) node.retry = inv.retry;
-  if (typeof inv.timeoutMs === "number") node.timeoutMs = inv.timeoutMs;
+  if (typeof inv.output === "string") {
+    node.output = inv.output;
+    fields.output = at(ip, "output");
+  }
+  if (isJsonObject(inv.retry)) {
+    node.retry = inv.retry;
+    fields.retry = at(ip, "retry");
+  }
+  if (typeof inv.timeoutMs === "number") {
+    node.timeoutMs = inv.timeoutMs;
+    fields.timeoutMs = at(ip, "timeoutMs");
+  }
   if (inv.onError !== undefined) warnings.push(`${at(ip, "onError")}: error transitions are not imported; a failing node fails the execution (use retry)`);
   return node;
 }
@@ -209,11 +239,16 @@ export function importStateMachine(def: unknown): ImportResult {
     errors.push({ path, code: "invalid_limit", message: "a visit limit is a whole number of at least 1" });
     return undefined;
   };
-  const defaultLimit =
-    limitOf(source.maxVisits, at(base, "maxVisits")) ??
-    limitOf(source.maxToolIterations, at(base, "maxToolIterations")) ??
-    limitOf(outerLimit, "maxToolIterations") ??
-    DEFAULT_MAX_VISITS;
+  let defaultLimit = DEFAULT_MAX_VISITS;
+  let defaultLimitPath: string | undefined;
+  for (const [v, path] of [[source.maxVisits, at(base, "maxVisits")], [source.maxToolIterations, at(base, "maxToolIterations")], [outerLimit, "maxToolIterations"]] as const) {
+    const limit = limitOf(v, path);
+    if (limit !== undefined) {
+      defaultLimit = limit;
+      defaultLimitPath = path;
+      break;
+    }
+  }
 
   let initial = source.initial;
   if (initial === undefined) {
@@ -236,6 +271,7 @@ export function importStateMachine(def: unknown): ImportResult {
   }
 
   const nodes = new Map<string, JsonObject>();
+  const nodeFields = new Map<string, Record<string, string>>();
   const transitions = new Map<string, Transition[]>();
   const ownLimit = new Map<string, number>();
   const finals = new Set<string>();
@@ -250,10 +286,19 @@ export function importStateMachine(def: unknown): ImportResult {
     const id = idOf.get(name)!;
     // A state whose invoke is unusable still gets a stand-in node, so its transitions are checked too.
     const invoke = state.invoke;
-    const node: JsonObject = nodeForInvoke(id, invoke, at(sp, "invoke"), errors, warnings) ?? { id, type: "setVariable", config: { values: {} } };
-    if (typeof state.description === "string") node.description = state.description;
+    const fields: Record<string, string> = {};
+    const node: JsonObject = nodeForInvoke(id, invoke, at(sp, "invoke"), errors, warnings, fields) ?? { id, type: "setVariable", config: { values: {} } };
+    if (typeof state.description === "string") {
+      node.description = state.description;
+      fields.description = at(sp, "description");
+    }
     const limit = limitOf(state.maxVisits, at(sp, "maxVisits"));
-    if (limit !== undefined) ownLimit.set(name, limit);
+    if (limit !== undefined) {
+      ownLimit.set(name, limit);
+      fields.maxVisits = at(sp, "maxVisits");
+    } else if (defaultLimitPath !== undefined) {
+      fields.maxVisits = defaultLimitPath;
+    }
     if (state.onError !== undefined) warnings.push(`${at(sp, "onError")}: error transitions are not imported; a failing node fails the execution (use retry)`);
 
     const ts: Transition[] = [];
@@ -283,6 +328,7 @@ export function importStateMachine(def: unknown): ImportResult {
         if (label !== undefined && !Object.values(branches).includes(label)) {
           errors.push({ path: at(t.path, "when"), code: "invalid_branch", message: `transitions out of "${name}" (${nodeType}) are labelled ${[...new Set(Object.values(branches))].join(" or ")}` });
         } else if (label !== undefined) {
+          if (t.when === undefined) t.whenPath = at(at(sp, "on"), t.event!);
           t.when = label;
         } else if (nodeType === "condition" || nodeType === "whileLoop") {
           errors.push({ path: t.path, code: "missing_branch", message: `transitions out of the ${nodeType} state "${name}" need a branch: an event named ${[...new Set(Object.values(branches))].join(" / ")} or "when"` });
@@ -296,6 +342,7 @@ export function importStateMachine(def: unknown): ImportResult {
       }
     }
     nodes.set(name, node);
+    nodeFields.set(name, fields);
     transitions.set(name, ts);
   }
 
@@ -345,13 +392,21 @@ export function importStateMachine(def: unknown): ImportResult {
 
   const outNodes: JsonObject[] = [];
   const edges: JsonObject[] = [];
+  const nodeOrigins: Record<string, SourceOrigin> = {};
+  const edgeOrigins: SourceOrigin[] = [];
+  const topFields: Record<string, string> = {};
   const init = initial as string;
+  const initialPath = source.initial !== undefined ? at(base, "initial") : at(at(base, "states"), init);
   let start = idOf.get(init)!;
   const needsStart = incoming.has(init) || (contextValues !== undefined && Object.keys(contextValues).length > 0);
   if (needsStart) {
     start = ids.fresh("_start");
     outNodes.push({ id: start, type: "setVariable", config: { values: contextValues ?? {} } });
+    nodeOrigins[start] = { path: contextValues !== undefined && Object.keys(contextValues).length > 0 ? at(base, "context") : initialPath };
     edges.push({ from: start, to: idOf.get(init)! });
+    edgeOrigins.push({ path: initialPath });
+  } else if (source.initial !== undefined) {
+    topFields.start = initialPath;
   }
   for (const name of names) {
     const node = nodes.get(name)!;
@@ -359,23 +414,40 @@ export function importStateMachine(def: unknown): ImportResult {
     const seen = new Set<string>();
     for (const t of transitions.get(name)!) {
       const edge: JsonObject = { from: idOf.get(name)!, to: idOf.get(t.target)! };
-      if (t.when !== undefined) edge.when = t.when;
-      if (t.guard !== undefined) edge.condition = (guardToJsonata(t.guard) as { expression: string }).expression;
+      const fields: Record<string, string> = { to: t.targetPath };
+      if (t.when !== undefined) {
+        edge.when = t.when;
+        if (t.whenPath !== undefined) fields.when = t.whenPath;
+      }
+      if (t.guard !== undefined) {
+        edge.condition = (guardToJsonata(t.guard) as { expression: string }).expression;
+        fields.condition = t.guardPath!;
+      }
       const key = JSON.stringify(edge);
       if (seen.has(key)) continue;
       seen.add(key);
       out.push(edge);
+      edgeOrigins.push({ path: t.path, fields });
     }
     if (out.length > 1) node.branching = "first";
     if ((incoming.get(name)?.size ?? 0) + (needsStart && name === init ? 1 : 0) > 1) node.join = "any";
     const limit = ownLimit.get(name) ?? (cyclic.has(name) ? defaultLimit : undefined);
+    const fields = nodeFields.get(name)!;
     if (limit !== undefined) node.maxVisits = limit;
+    else delete fields.maxVisits;
     outNodes.push(node);
+    nodeOrigins[node.id as string] = { path: at(at(base, "states"), name), ...(Object.keys(fields).length > 0 ? { fields } : {}) };
     edges.push(...out);
   }
 
   const definition: JsonObject = { schemaVersion: 1, start, nodes: outNodes, edges };
-  if (isJsonObject(source.inputSchema)) definition.inputSchema = source.inputSchema;
-  if (isJsonObject(source.output)) definition.output = source.output;
-  return { ok: true, definition, warnings };
+  if (isJsonObject(source.inputSchema)) {
+    definition.inputSchema = source.inputSchema;
+    topFields.inputSchema = at(base, "inputSchema");
+  }
+  if (isJsonObject(source.output)) {
+    definition.output = source.output;
+    topFields.output = at(base, "output");
+  }
+  return { ok: true, definition, warnings, sourceMap: { fields: topFields, nodes: nodeOrigins, edges: edgeOrigins } };
 }

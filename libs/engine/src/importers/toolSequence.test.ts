@@ -6,7 +6,9 @@
  * - steps run in `order` when given; templates `{{input.x}}` / `{{x}}` read `$.input.x` (and
  *   make `x` a required input), `{{stepN.path}}` reads an earlier result; templates inside text
  *   are computed by a `transform` node whose JSONata really yields the string;
- * - `required: false` is reported as a warning; bad sources list every problem with a path.
+ * - `required: false` is reported as a warning; bad sources list every problem with a path;
+ * - the source map names the step each node came from (where it is in the source, whatever the
+ *   order it runs in), its toolName and parameters, and for each edge the step it leads to.
  */
 import { describe, expect, it } from "@jest/globals";
 import jsonata from "jsonata";
@@ -27,19 +29,28 @@ const codeReviewDefinition = {
   ],
 };
 
+/** The source map of the code-review chain whose step1..step3 are at `paths` in the source. */
+function chainMap(...paths: string[]) {
+  return {
+    fields: {},
+    nodes: Object.fromEntries(paths.map((p, i) => [`step${i + 1}`, { path: p, fields: { "config.tool": `${p}.toolName`, input: `${p}.parameters` } }])),
+    edges: paths.slice(1).map((p) => ({ path: p })),
+  };
+}
+
 describe("importToolSequence", () => {
   it("imports the seed's stored steps as a chain", () => {
-    expect(importToolSequence(codeReviewSteps)).toEqual({ ok: true, warnings: [], definition: codeReviewDefinition });
+    expect(importToolSequence(codeReviewSteps)).toEqual({ ok: true, warnings: [], definition: codeReviewDefinition, sourceMap: chainMap("[0]", "[1]", "[2]") });
   });
 
   it("reads the same steps from the procedural-memory record, a UserWorkflow and ToolExecutionData", () => {
-    expect(importToolSequence(codeReviewRecord)).toEqual({ ok: true, warnings: [], definition: codeReviewDefinition });
+    expect(importToolSequence(codeReviewRecord)).toEqual({ ok: true, warnings: [], definition: codeReviewDefinition, sourceMap: chainMap("action[0]", "action[1]", "action[2]") });
     // Seed 000 `UserWorkflow` { name, description, steps, triggerKeywords }, steps listed out of order.
     const userWorkflow = { name: "code-review", description: "Code review workflow", steps: [codeReviewSteps[2], codeReviewSteps[0], codeReviewSteps[1]], triggerKeywords: ["review"] };
-    expect(importToolSequence(userWorkflow)).toEqual({ ok: true, warnings: [], definition: codeReviewDefinition });
+    expect(importToolSequence(userWorkflow)).toEqual({ ok: true, warnings: [], definition: codeReviewDefinition, sourceMap: chainMap("steps[1]", "steps[2]", "steps[0]") });
     // Seed 000 `ToolExecutionData.toolSequence` entries: { toolName, parameters, duration, success }.
     const learned = { userId: "u1", agentId: "a1", success: true, context: "review", toolSequence: codeReviewSteps.map(({ toolName, parameters }) => ({ toolName, parameters, duration: 120, success: true })) };
-    expect(importToolSequence(learned)).toEqual({ ok: true, warnings: [], definition: codeReviewDefinition });
+    expect(importToolSequence(learned)).toEqual({ ok: true, warnings: [], definition: codeReviewDefinition, sourceMap: chainMap("toolSequence[0]", "toolSequence[1]", "toolSequence[2]") });
   });
 
   it("turns parameter templates into input paths and earlier results, and computes templates inside text", async () => {

@@ -26,7 +26,7 @@
  */
 import type { JsonObject, JsonValue } from "../json.ts";
 import { isJsonObject } from "../json.ts";
-import type { ImportIssue, ImportResult } from "./common.ts";
+import type { ImportIssue, ImportResult, SourceOrigin } from "./common.ts";
 import { IdAllocator, TOOL_NAME, at, asJson, computedExpression, fail, inputSchemaFor, pick, renderPath, translateParams } from "./common.ts";
 
 interface SeqStep {
@@ -108,6 +108,8 @@ export function importToolSequence(seq: unknown): ImportResult {
   const inputKeys = new Set<string>();
   const nodes: JsonObject[] = [];
   const edges: JsonObject[] = [];
+  const nodeOrigins: Record<string, SourceOrigin> = {};
+  const edgeOrigins: SourceOrigin[] = [];
   let prev: string | undefined;
 
   steps.forEach((s, i) => {
@@ -128,7 +130,8 @@ export function importToolSequence(seq: unknown): ImportResult {
       else errors.push({ path: at(s.path, paramsField.key), code: "invalid_params", message: "parameters must be an object of parameter names to values" });
     }
     let paramsId: string | undefined;
-    const t = translateParams(params, at(s.path, paramsField?.key ?? "parameters"), {
+    const paramsPath = at(s.path, paramsField?.key ?? "parameters");
+    const t = translateParams(params, paramsPath, {
       bareRefs: false,
       resolve: (segments) => {
         const [head, ...rest] = segments;
@@ -152,16 +155,27 @@ export function importToolSequence(seq: unknown): ImportResult {
     }
 
     const entry = paramsId ?? id;
-    if (prev !== undefined) edges.push({ from: prev, to: entry });
+    // The edge into a step exists because of where the step is in the sequence.
+    if (prev !== undefined) {
+      edges.push({ from: prev, to: entry });
+      edgeOrigins.push({ path: s.path });
+    }
     if (paramsId !== undefined) {
       nodes.push({ id: paramsId, type: "transform", description: `computes the templated parameters of "${id}"`, config: { expression: computedExpression(t.computed) } });
+      nodeOrigins[paramsId] = { path: paramsPath };
       edges.push({ from: paramsId, to: id });
+      edgeOrigins.push({ path: paramsPath });
     }
     const node: JsonObject = { id, type: "tool" };
-    if (typeof s.source.description === "string") node.description = s.source.description;
+    const fields: Record<string, string> = { "config.tool": at(s.path, toolField?.key ?? "toolName"), input: paramsPath };
+    if (typeof s.source.description === "string") {
+      node.description = s.source.description;
+      fields.description = at(s.path, "description");
+    }
     node.config = { tool };
     node.input = t.input;
     nodes.push(node);
+    nodeOrigins[id] = { path: s.path, fields };
     prev = id;
   });
   if (errors.length > 0) return fail(errors);
@@ -171,5 +185,5 @@ export function importToolSequence(seq: unknown): ImportResult {
   if (schema) definition.inputSchema = schema;
   definition.nodes = nodes;
   definition.edges = edges;
-  return { ok: true, definition, warnings };
+  return { ok: true, definition, warnings, sourceMap: { fields: {}, nodes: nodeOrigins, edges: edgeOrigins } };
 }

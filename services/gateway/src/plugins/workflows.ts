@@ -1,8 +1,9 @@
 /**
  * `/api/agent-workflows`: definitions, their versions, and starting executions.
  *
- * Every definition that enters (create, update, restore) is checked by the engine's
- * validator first and refused with every problem listed; nothing is written then.
+ * Every definition that enters (create, update, restore, import) is checked by the engine's
+ * validator first and refused with every problem listed; nothing is written then. An imported
+ * definition's problems are reported where they came from in the imported source.
  * Execute checks the stored definition again, with the same tool and model lookups.
  * Execute pins the run to the workflow's current version and never leaves a queued
  * row behind when the start command cannot be handed over.
@@ -13,6 +14,7 @@ import { errorMessage } from "@baton/errors";
 import { validateInput } from "@baton/engine";
 import type { FastifyBaseLogger } from "fastify";
 import type { JsonObject } from "@baton/store";
+import type { ImportSourceMap } from "@baton/engine";
 import type { DefinitionIssue, GatewayDeps, StartExecutionCommand } from "../deps.ts";
 import { ExecutionInputInvalid, ExecutionStartFailed, ImportInvalid, NotFound, WorkflowDefinitionInvalid, WorkflowDisabled } from "../errors.ts";
 import type { Issue } from "../problem.ts";
@@ -47,20 +49,88 @@ export interface WorkflowsPluginOptions {
 /** Engine issue paths (`nodes[2].type`) → request paths (`body.definition.nodes[2].type`). */
 export function definitionIssues(issues: readonly DefinitionIssue[], at = "body.definition"): Issue[] {
   return issues.map((i) => {
-    const p = i.path === "" || i.path === "(definition)" ? "" : i.path;
+    const p = i.path === "" || i.path === "(definition)" || i.path === "(source)" ? "" : i.path;
     const path = p === "" ? at : p.startsWith("[") ? `${at}${p}` : `${at}.${p}`;
     return { path, code: i.code, message: i.message };
   });
 }
 
-/** Throws the definition's problems as a 400; returns its warnings (fields with no effect) as `path: message`. */
-async function checkDefinition(deps: GatewayDeps, definition: unknown, at?: string): Promise<string[]> {
-  const result = await deps.validateWorkflow(definition);
-  if (!result.ok) {
-    const errors = definitionIssues(result.errors, at);
-    throw WorkflowDefinitionInvalid(errors.length, { details: errors });
+
+/** `base` + `rest` (`.x` / `[0]` / ""), where `base` "" is the whole source. */
+function joinPath(base: string, rest: string): string {
+  return base === "" ? rest.replace(/^\./, "") : `${base}${rest}`;
+}
+
+/** `rest` (`.config.tool[0]`) through the longest field of `fields` it lies in (`config.tool` → `steps[2].tool_name`), the remainder kept. */
+function throughFields(rest: string, fields: Readonly<Record<string, string>> | undefined): string | undefined {
+  let best: string | undefined;
+  for (const key of Object.keys(fields ?? {})) {
+    const k = `.${key}`;
+    if ((rest === k || rest.startsWith(`${k}.`) || rest.startsWith(`${k}[`)) && (best === undefined || key.length > best.length)) best = key;
   }
-  return definitionIssues(result.warnings ?? [], at).map((w) => `${w.path}: ${w.message}`);
+  return best === undefined ? undefined : joinPath(fields![best]!, rest.slice(best.length + 1));
+}
+
+/**
+ * Where a path into a generated definition (`nodes[3].config.tool`) is in the source it was
+ * imported from: `exact` when the whole path maps (`steps[2].tool_name`), else the source entry
+ * the node or edge came from; undefined when nothing maps.
+ */
+function sourcePathOf(path: string, definition: Record<string, unknown>, map: ImportSourceMap): { path: string; exact: boolean } | undefined {
+  const m = /^(nodes|edges)\[(\d+)\](.*)$/.exec(path);
+  if (!m) {
+    const top = throughFields(path === "" ? "" : `.${path}`, map.fields);
+    return top === undefined ? undefined : { path: top, exact: true };
+  }
+  const index = Number(m[2]);
+  const rest = m[3]!;
+  let origin: ImportSourceMap["edges"][number] | undefined;
+  if (m[1] === "edges") origin = map.edges[index];
+  else {
+    const node = Array.isArray(definition.nodes) ? (definition.nodes as unknown[])[index] : undefined;
+    const id = typeof node === "object" && node !== null ? (node as { id?: unknown }).id : undefined;
+    origin = typeof id === "string" && Object.hasOwn(map.nodes, id) ? map.nodes[id] : undefined;
+  }
+  if (!origin) return undefined;
+  if (rest === "") return { path: origin.path, exact: true };
+  const field = throughFields(rest, origin.fields);
+  return field === undefined ? { path: origin.path, exact: false } : { path: field, exact: true };
+}
+
+/**
+ * Issues of an imported definition → issues of the import request: each path points into
+ * `body.source`, at the element the node or edge came from (with the rest of the path when the
+ * field came from the source too). What does not map exactly points at the nearest element that
+ * does (else at `body.source`), and its message says where in the generated definition it is.
+ */
+function importedDefinitionIssues(issues: readonly DefinitionIssue[], definition: Record<string, unknown>, map: ImportSourceMap | undefined): Issue[] {
+  return definitionIssues(
+    issues.map((i) => {
+      const p = i.path === "(definition)" ? "" : i.path;
+      const found = map === undefined ? undefined : sourcePathOf(p, definition, map);
+      if (found?.exact) return { ...i, path: found.path };
+      return { path: found?.path ?? "", code: i.code, message: `${i.message} (in the generated definition at ${p === "" ? "its top level" : p})` };
+    }),
+    "body.source",
+  );
+}
+
+/** How a definition's problems are reported: their request paths, and the 400 that carries them. */
+interface IssueReport {
+  paths: (issues: readonly DefinitionIssue[]) => Issue[];
+  refuse: (details: Issue[]) => Error;
+}
+
+/** Problems of a definition the request holds at `at`, refused as `BATON_GATEWAY_WORKFLOW_INVALID`. */
+function definitionAt(at = "body.definition"): IssueReport {
+  return { paths: (issues) => definitionIssues(issues, at), refuse: (details) => WorkflowDefinitionInvalid(details.length, { details }) };
+}
+
+/** Throws the definition's problems as a 400; returns its warnings (fields with no effect) as `path: message`. */
+async function checkDefinition(deps: GatewayDeps, definition: unknown, report: IssueReport = definitionAt()): Promise<string[]> {
+  const result = await deps.validateWorkflow(definition);
+  if (!result.ok) throw report.refuse(report.paths(result.errors));
+  return report.paths(result.warnings ?? []).map((w) => `${w.path}: ${w.message}`);
 }
 
 /** `validateInput` issue paths (`input.a[0]`) → request paths (`body.input.a[0]`). */
@@ -110,8 +180,8 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
   const tags = [TAGS.workflows];
   const getWorkflow = (tenantId: string, id: number) => orNotFound("workflow", id, () => store.workflows.get(tenantId, id));
 
-  const createWorkflow = async (tenantId: string, body: z.infer<typeof workflowCreateBody>, log: FastifyBaseLogger) => {
-    const warnings = await checkDefinition(deps, body.definition);
+  const createWorkflow = async (tenantId: string, body: z.infer<typeof workflowCreateBody>, log: FastifyBaseLogger, report?: IssueReport) => {
+    const warnings = await checkDefinition(deps, body.definition, report);
     const record = await store.workflows.create(tenantId, defined(body) as typeof body);
     const wf = toWorkflow(record);
     await publishAfterWrite(deps, log, "workflow.created", tenantId, wf.id, { id: wf.id, name: wf.name, slug: wf.slug });
@@ -150,7 +220,11 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
         summary: "Import a workflow from a plan, a tool sequence or a state machine",
         description:
           "Converts `source` to a workflow definition, then creates the workflow exactly like `POST /api/agent-workflows` (same validation). " +
-          "An unusable source is a 400 `BATON_GATEWAY_IMPORT_INVALID` listing every problem with a path into `body.source`; `warnings` says what was adapted.",
+          "An unusable source, or a converted definition the validation refuses, is a 400 `BATON_GATEWAY_IMPORT_INVALID` listing every problem " +
+          "with a path into `body.source` (an unknown format: `body.format`); nothing is stored. A problem of the converted definition points at " +
+          "the source element its node or edge came from (`body.source.steps[2].tool_name`, `body.source.states.review.on.next`); " +
+          "when only the element is known, not the field, the message ends with where it is in the generated definition " +
+          "(`(in the generated definition at nodes[3].maxVisits)`). `warnings` says what was adapted, then fields with no effect, with paths the same way.",
         security: API_SECURITY,
         body: importBody,
         response: { 201: importResultSchema, ...apiErrors, 409: problemSchema },
@@ -162,7 +236,12 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
           const details = definitionIssues(result.errors, "body.source").map((i) => (i.path === "body.source.format" ? { ...i, path: "body.format" } : i));
           throw ImportInvalid(format, details.length, { details });
         }
-        const { wf, warnings } = await createWorkflow(request.auth.tenantId, { name, definition: result.definition as JsonObject, ...defined({ slug, description }) }, request.log);
+        const { definition, sourceMap } = result;
+        const report: IssueReport = {
+          paths: (issues) => importedDefinitionIssues(issues, definition, sourceMap),
+          refuse: (details) => ImportInvalid(format, details.length, { details }),
+        };
+        const { wf, warnings } = await createWorkflow(request.auth.tenantId, { name, definition: definition as JsonObject, ...defined({ slug, description }) }, request.log, report);
         return reply.code(201).header("location", `/api/agent-workflows/${wf.id}`).send({ ...wf, warnings: [...result.warnings, ...warnings] });
       },
     });
@@ -292,7 +371,7 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
       const old = (await store.workflows.listVersions(tenantId, id)).find((v) => v.id === versionId);
       if (!old) throw NotFound("workflow version", versionId);
       // A definition valid when it was saved may not be valid for this engine any more.
-      await checkDefinition(deps, old.definition, "version.definition");
+      await checkDefinition(deps, old.definition, definitionAt("version.definition"));
       const record = await orNotFound("workflow version", versionId, () => store.workflows.restoreVersion(tenantId, id, versionId));
       return updated(tenantId, record, request.log);
     },
@@ -319,7 +398,7 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
       const wf = toWorkflow(await getWorkflow(tenantId, id));
       if (!wf.enabled) throw WorkflowDisabled(id);
       // Valid when saved is not valid now: a tool may have gone, or this engine checks more.
-      await checkDefinition(deps, wf.definition, "definition");
+      await checkDefinition(deps, wf.definition, definitionAt("definition"));
       const input = body.input ?? {};
       checkInput(wf.definition, input);
       const deadlineAt = body.deadlineMs === undefined ? undefined : new Date(Date.now() + body.deadlineMs);

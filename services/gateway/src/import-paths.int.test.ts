@@ -1,0 +1,175 @@
+/**
+ * Where `POST /api/agent-workflows/import` says a problem is, when the source converts but the
+ * definition it converts to fails validation (gateway on a real Postgres store, the engine's real
+ * importers, the engine's validator with a fixed set of registered tools). Rules checked:
+ * - such a source is a 400 `BATON_GATEWAY_IMPORT_INVALID` (not the create route's code), and
+ *   nothing is written or announced;
+ * - each problem's path points into `body.source`, at the element its node or edge came from,
+ *   with the rest of the path kept when that field came from the source too (plan step fields
+ *   under their own aliases, a state's invoke, a forEach body inside an invoke's config, a
+ *   bare array of tool steps);
+ * - a problem of a field the importer made up points at the element it was made for (else at
+ *   `body.source`) and its message says where in the generated definition it is;
+ * - the validation warnings of a created import point into `body.source` the same way;
+ * - an importer that gives no source map still answers with `body.source` paths.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import { importSynthDev, importWorkflow, validateWorkflowWithTools } from "@baton/engine";
+import type { SynthdevSource } from "@baton/engine";
+import type { ImportWorkflow, ValidateWorkflow } from "./deps.ts";
+import type { TestGateway } from "./test-support.ts";
+import { bearer, openTestGateway } from "./test-support.ts";
+
+/** The importer as bin/modules.ts wires it. */
+const importer: ImportWorkflow = (format, source) => (format === "synthdev" ? importSynthDev((source ?? {}) as SynthdevSource) : importWorkflow(format, source));
+const registered = new Set(["echo", "http.get"]);
+const withTools: ValidateWorkflow = (d) => validateWorkflowWithTools(d, (name) => Promise.resolve(registered.has(name)));
+
+let gw: TestGateway;
+
+beforeAll(async () => {
+  gw = await openTestGateway({}, { importWorkflow: importer });
+  gw.setValidator(withTools);
+});
+afterAll(async () => {
+  await gw.close();
+});
+
+interface Problem {
+  code: string;
+  detail: string;
+  errors: { path: string; code: string; message: string }[];
+}
+
+const importDoc = (format: string, source: unknown, name: string) =>
+  gw.app.inject({ method: "POST", url: "/api/agent-workflows/import", headers: bearer(gw.a.operator), payload: { format, source, name } });
+
+/** Imports `source`, expects a refusal, and checks that nothing was written or announced. */
+async function refused(format: string, source: unknown): Promise<Problem> {
+  const before = { rows: (await gw.store.workflows.list(gw.a.tenantId, { limit: 1000 })).length, events: gw.bus.published.length };
+  const res = await importDoc(format, source, `refused ${format}`);
+  expect({ status: res.statusCode, type: String(res.headers["content-type"]).split(";")[0] }).toEqual({ status: 400, type: "application/problem+json" });
+  const p = res.json<Problem>();
+  expect(p.code).toBe("BATON_GATEWAY_IMPORT_INVALID");
+  expect(p.detail).toContain(`${format} document`);
+  expect({ rows: (await gw.store.workflows.list(gw.a.tenantId, { limit: 1000 })).length, events: gw.bus.published.length }).toEqual(before);
+  return p;
+}
+
+const at = (p: Problem) => p.errors.map((e) => `${e.code}@${e.path}`);
+
+describe("a source that converts to a definition the validation refuses", () => {
+  test("plan: each step naming a tool no worker serves is reported at that step's tool field", async () => {
+    const p = await refused("plan", {
+      steps: [
+        { name: "fetch", tool: "web.fetch", params: { url: "{{input.url}}" } },
+        { name: "notify", tool_name: "no.such.tool", params: { text: "got {{fetch.body}}" }, dependencies: ["fetch"] },
+      ],
+    });
+    expect(at(p)).toEqual(["unknown_tool@body.source.steps[0].tool", "unknown_tool@body.source.steps[1].tool_name"]);
+    expect(p.errors[1]!.message).toBe('tool "no.such.tool" is not registered (no worker serves it, or this tenant may not call it)');
+  });
+
+  test("stateMachine: a config the validator refuses, an API node no worker serves and a forEach body's tool point into the states", async () => {
+    const p = await refused("stateMachine", {
+      initial: "wait",
+      states: {
+        wait: { invoke: { type: "delay", config: { ms: "soon" } }, on: { DONE: "lookup" } },
+        lookup: { invoke: { type: "crm.lookup", input: { id: "$.input.id" } }, on: { DONE: "each" } },
+        each: {
+          invoke: { type: "forEach", config: { items: "$.input.ids", body: { nodes: [{ id: "one", type: "tool", config: { tool: "no.such.tool" } }] } } },
+          on: { DONE: "done" },
+        },
+        done: { type: "final" },
+      },
+    });
+    expect(at(p)).toEqual([
+      "invalid_config@body.source.states.wait.invoke.config.ms",
+      "unknown_tool@body.source.states.lookup.invoke.type",
+      "unknown_tool@body.source.states.each.invoke.config.body.nodes[0].config.tool",
+    ]);
+  });
+
+  test("toolSequence as a bare array: the step's toolName", async () => {
+    const p = await refused("toolSequence", [{ toolName: "echo", parameters: { text: "hi" } }, { toolName: "no.such.tool" }]);
+    expect(at(p)).toEqual(["unknown_tool@body.source[1].toolName"]);
+  });
+
+  test("a problem in what the importer made up points at the element it came from, and says where in the generated definition", async () => {
+    const source = {
+      initial: "ask",
+      states: {
+        ask: { invoke: { type: "http.get", input: { url: "$.input.url" } }, transitions: [{ target: "ask", guard: "$.ask.retry" }, { target: "done" }] },
+        done: { type: "final" },
+      },
+    };
+    // The engine's validator accepts this definition: stand in for one that would not.
+    const issues = [
+      { path: "edges[1].condition", code: "invalid_expression", message: "bad guard" },
+      { path: "nodes[1].input.url", code: "invalid_path", message: "bad path" },
+      { path: "nodes[1].maxVisits", code: "invalid_shape", message: "too many visits" },
+      { path: "nodes[0]", code: "unreachable_node", message: "unreachable" },
+      { path: "edges", code: "unbounded_cycle", message: "endless" },
+      { path: "(definition)", code: "invalid_shape", message: "not a workflow" },
+    ];
+    gw.setValidator(() => ({ ok: false, errors: issues }));
+    try {
+      const p = await refused("stateMachine", source);
+      expect(p.errors).toEqual([
+        { path: "body.source.states.ask.transitions[0].guard", code: "invalid_expression", message: "bad guard" },
+        { path: "body.source.states.ask.invoke.input.url", code: "invalid_path", message: "bad path" },
+        // maxVisits was the importer's default (no state or definition sets one).
+        { path: "body.source.states.ask", code: "invalid_shape", message: "too many visits (in the generated definition at nodes[1].maxVisits)" },
+        // _start exists because the initial state is re-entered.
+        { path: "body.source.initial", code: "unreachable_node", message: "unreachable" },
+        { path: "body.source", code: "unbounded_cycle", message: "endless (in the generated definition at edges)" },
+        { path: "body.source", code: "invalid_shape", message: "not a workflow (in the generated definition at its top level)" },
+      ]);
+    } finally {
+      gw.setValidator(withTools);
+    }
+  });
+
+  test("an importer without a source map still answers with paths into body.source", async () => {
+    const bare: ImportWorkflow = (format, source) => {
+      const r = importer(format, source);
+      return r.ok ? { ok: true, definition: r.definition, warnings: r.warnings } : r;
+    };
+    const other = await openTestGateway({}, { importWorkflow: bare });
+    other.setValidator(withTools);
+    try {
+      const res = await other.app.inject({
+        method: "POST", url: "/api/agent-workflows/import", headers: bearer(other.a.operator),
+        payload: { format: "plan", name: "no map", source: { steps: [{ name: "a", tool_name: "no.such.tool" }] } },
+      });
+      expect(res.statusCode).toBe(400);
+      expect(res.json<Problem>().errors).toEqual([{
+        path: "body.source",
+        code: "unknown_tool",
+        message: 'tool "no.such.tool" is not registered (no worker serves it, or this tenant may not call it) (in the generated definition at nodes[0].config.tool)',
+      }]);
+      expect(await other.store.workflows.list(other.a.tenantId)).toEqual([]);
+    } finally {
+      await other.close();
+    }
+  });
+});
+
+describe("warnings of an imported definition", () => {
+  test("point into body.source, after the importer's own", async () => {
+    const res = await importDoc("stateMachine", {
+      states: {
+        each: {
+          invoke: { type: "forEach", config: { items: "$.input.ids", body: { nodes: [{ id: "one", type: "tool", config: { tool: "echo" }, retries: 3 }] } } },
+          on: { DONE: "done" },
+        },
+        done: { type: "final" },
+      },
+    }, "warned import");
+    expect(res.statusCode).toBe(201);
+    expect(res.json<{ warnings: string[] }>().warnings).toEqual([
+      'no initial state given; starting at the first state, "each"',
+      'body.source.states.each.invoke.config.body.nodes[0].retries: "retries" is not a field here and has no effect',
+    ]);
+  });
+});
