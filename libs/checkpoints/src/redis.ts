@@ -368,8 +368,14 @@ function wrapRedisError(operation: string, key: string, err: unknown): unknown {
 
 const sha1 = (text: string): string => hash("sha1", text);
 
-/** A token for one write: what a later delta names as its base (field `n`). */
-const newToken = (): string => randomBytes(12).toString("base64url");
+/**
+ * A token for one write: what a later delta names as its base (field `n`). Unique across
+ * processes and restarts: a random prefix drawn once per process, then a counter. Drawing 12
+ * random bytes per write cost about 2% of the executor's CPU in the sequential benchmark.
+ */
+const TOKEN_PREFIX = randomBytes(12).toString("base64url");
+let tokenCount = 0;
+const newToken = (): string => `${TOKEN_PREFIX}${(++tokenCount).toString(36)}`;
 
 /**
  * The latest state of an execution as this store last wrote or read it. Its value is kept
