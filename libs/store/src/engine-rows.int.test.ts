@@ -145,6 +145,21 @@ describe("journal batches", () => {
     expect(await store.nodeExecutions.recordMany([])).toBe(0);
   });
 
+  it("latest: the row of a node's highest attempt, or null", async () => {
+    const ex = await newExecution();
+    const base = { tenantId: tenant, executionId: ex.id, nodeType: "humanReview" };
+    // Written out of order: the latest is the highest attempt, not the last written.
+    await store.nodeExecutions.recordMany([
+      { ...base, nodeId: "r", attempt: 2, status: "paused", stepVersion: 5 },
+      { ...base, nodeId: "r", attempt: 1, status: "failed", errorCode: "BATON_CANCELLED", stepVersion: 3 },
+      { ...base, nodeId: "s", attempt: 3, status: "completed", stepVersion: 6 },
+    ]);
+    expect(await store.nodeExecutions.latest(ex.id, "r")).toMatchObject({ nodeId: "r", attempt: 2, status: "paused" });
+    expect(await store.nodeExecutions.latest(ex.id, "s")).toMatchObject({ nodeId: "s", attempt: 3 });
+    expect(await store.nodeExecutions.latest(ex.id, "none")).toBeNull();
+    expect(await store.nodeExecutions.latest(-1, "r")).toBeNull();
+  });
+
   it("writes nothing of a batch holding an entry of another tenant's execution", async () => {
     const ex = await newExecution();
     const theirs = await store.executions.create(other, { workflowId: theirWf.id, workflowVersion: 1, input: {} });

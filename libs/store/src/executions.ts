@@ -694,6 +694,14 @@ export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: P
       return rows.map(toNodeExecution);
     },
 
+    async latest(executionId, nodeId) {
+      if (!isDbId(executionId)) return null;
+      const row = await guard({ entity: "execution", id: executionId }, () =>
+        prisma.agentWorkflowNodeExecution.findFirst({ where: { executionId, nodeId }, orderBy: { attempt: "desc" } }),
+      );
+      return row ? toNodeExecution(row) : null;
+    },
+
     async listForReplay(executionId) {
       if (!isDbId(executionId)) return [];
       const rows = await guard({ entity: "execution", id: executionId }, () =>

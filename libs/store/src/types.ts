@@ -623,6 +623,8 @@ export interface NodeExecutionsRepo {
   list(tenantId: string, executionId: number): Promise<NodeExecutionRecord[]>;
   /** Internal (executor): not tenant-scoped. Ordered by startedAt, id. */
   listById(executionId: number): Promise<NodeExecutionRecord[]>;
+  /** Internal: the row of a node's latest attempt, or null; one key lookup, however long the journal. Not tenant-scoped. */
+  latest(executionId: number, nodeId: string): Promise<NodeExecutionRecord | null>;
   /**
    * Internal (executor): upserts a batch of journal writes in one SQL statement (one
    * round trip), with the semantics of {@link record} for each entry. Entries for the

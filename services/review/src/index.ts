@@ -39,8 +39,7 @@ export function createReviewService(opts: ReviewServiceOptions): Service {
       sub = await messaging.consumeEvents("review", ["execution.paused", "execution.resumed", ...ENDS], async (ev, msg) => {
         if (ev.type === "execution.paused") {
           const m = ev.message;
-          const nodes = await store.nodeExecutions.listById(m.id);
-          const node = nodes.filter((n) => n.nodeId === m.nodeId).at(-1);
+          const node = await store.nodeExecutions.latest(m.id, m.nodeId);
           const { review, created } = await store.reviews.createPending({
             tenantId: m.tenantId,
             executionId: m.id,

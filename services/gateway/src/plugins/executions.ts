@@ -276,8 +276,7 @@ export const executionsPlugin: FastifyPluginAsyncZod<ExecutionsPluginOptions> = 
       if (!nodeId) throw ExecutionNotPaused(id, "paused with no node awaiting a decision");
       // The node's latest journal row must be paused (it is written with the execution's status,
       // so no later than the client could see the run paused); its attempt names the pause.
-      const rows = await store.nodeExecutions.listById(id);
-      const pause = rows.filter((r) => r.nodeId === nodeId).at(-1);
+      const pause = await store.nodeExecutions.latest(id, nodeId);
       if (pause?.status !== "paused") throw ExecutionNotPaused(id, `paused, but not waiting for a decision at "${nodeId}"`);
       const { action, comment, reviewer } = request.body;
       const data = request.body.data === undefined ? undefined : await inlineOrBlob(tenantId, id, request.body.data);
