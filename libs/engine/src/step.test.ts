@@ -697,6 +697,18 @@ describe("step: retries, timeouts, delays, deadlines, cancel", () => {
     expect(r.effects).toContainEqual(expect.objectContaining({ kind: "cancelTools", callIds: ["7.a.1"] }));
   });
 
+  it("the earlier of the start's deadline (a caller's, or a parent's) and the definition's own limit applies", async () => {
+    const d = def({ limits: { deadlineMs: 5000 }, nodes: [{ id: "a", type: "tool", config: { tool: "f" } }] });
+    const now = new Date(t0).toISOString();
+    const at = (ms: number) => new Date(t0 + ms).toISOString();
+    const deadlineOf = async (deadline?: string) => (await step({ definition: d, state: null, command: { kind: "start", input: {}, ...(deadline ? { deadline } : {}) }, now, identity })).state.deadlineAt;
+    expect(await deadlineOf()).toBe(at(5000));
+    expect(await deadlineOf(at(60_000))).toBe(at(5000));
+    expect(await deadlineOf(at(2000))).toBe(at(2000));
+    const open = def({ nodes: [{ id: "a", type: "tool", config: { tool: "f" } }] });
+    expect((await step({ definition: open, state: null, command: { kind: "start", input: {}, deadline: at(60_000) }, now, identity })).state.deadlineAt).toBe(at(60_000));
+  });
+
   it("cancel stops running calls and children and leaves a consistent record", async () => {
     const d = def({ nodes: [{ id: "a", type: "tool", config: { tool: "f" } }] });
     const running = await drive(d, { tools: { f: () => "hang" } }, null, { kind: "start", input: {} });

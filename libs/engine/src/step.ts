@@ -1531,7 +1531,10 @@ export async function step(input: StepInput): Promise<StepResult> {
     const st = new Stepper(definition, base, now, blobs);
     if (command.fork) st.resettle();
     st.emit({ kind: "execution.started" });
-    const deadlineAt = command.deadline ?? (definition.limits?.deadlineMs ? addMs(now, definition.limits.deadlineMs) : undefined);
+    // Both bound the run: the start's deadline (the caller's, or a parent's, which a child
+    // inherits) and the definition's own limit, whichever comes first.
+    const own = definition.limits?.deadlineMs ? addMs(now, definition.limits.deadlineMs) : undefined;
+    const deadlineAt = command.deadline === undefined || (own !== undefined && Date.parse(own) < Date.parse(command.deadline)) ? own : command.deadline;
     if (deadlineAt) {
       st.s.deadlineAt = deadlineAt;
       st.setTimer("deadline", { dueAt: deadlineAt, kind: "deadline" });
