@@ -14,6 +14,8 @@
  *   step's; a step that changes the row (here the last) waits for every row before it; when
  *   an earlier step's rows fail, no later step's events go out, and the redelivered command
  *   redoes both steps' records in order;
+ * - effects carried out while Redis still holds their outbox (its drop is delayed) are not
+ *   carried out again when an ignored command makes the executor read the checkpoint there;
  * - calls go out while their checkpoint is written. When it is not written (a crash), the
  *   answer that comes meanwhile is delivered again (BATON_EXECUTOR_RESULT_BEFORE_CALL) and
  *   dropped on its last delivery; the redelivered command sends the call again, finds it
@@ -239,6 +241,35 @@ describe("effects whose records were written while the next command was read", (
     expect((await checkpoints.get(row.id))?.state.status).toBe("completed");
     expect(sends.size).toBe(60);
     expect([...sends].filter(([, n]) => n > 1)).toEqual([]);
+  });
+});
+
+describe("effects carried out while their outbox waits to be dropped from Redis", () => {
+  it("are not carried out again when an ignored command makes the executor read Redis", async () => {
+    const sends = new Map<string, number>();
+    const base = createMessaging(bus);
+    const messaging: Messaging = {
+      ...base,
+      callTool: async (init) => {
+        sends.set(init.callId, (sends.get(init.callId) ?? 0) + 1);
+        return base.callTool(init);
+      },
+    };
+    const x = createExecutor({ messaging, store: t.store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0 });
+    const row = await t.store.executions.create(tenantId, { workflowId, workflowVersion: 1, input: {} });
+    const id = row.id;
+    await x.handle(command("execution.start", { executionId: id, tenantId, workflowId, workflowVersion: 1 }));
+    // The step's records are written: its effects are done, and the cached state says so; Redis
+    // still holds the outbox until the delayed drop.
+    expect(await redis.hget(`${prefix}:checkpoint:{${id}}`, "u")).not.toBeNull();
+    // A late answer of a call the run no longer waits for (here of s, which ran inline) is
+    // ignored against the cached state, so the executor checks with Redis.
+    await x.handle(command("tool.result", { callId: `${id}.s.1`, executionId: id, tenantId, nodeId: "s", attempt: 1, tool: "echo", ok: true, output: valueFromJson({}), durationMs: 1 })).catch(() => undefined);
+    expect([...sends.keys()].sort()).toEqual(["a", "b", "c", "d"].map((n) => `${id}.${n}.1`));
+    expect([...sends].filter(([, n]) => n > 1)).toEqual([]);
+    for (const n of ["a", "b", "c", "d"]) await x.handle(result(id, n));
+    expect((await checkpoints.get(id))!.state.output).toEqual({ j: ["a", "b", "c", "d"] });
+    await x.stop?.();
   });
 });
 

@@ -1040,8 +1040,9 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     }
 
     // Effects this process is still writing (pipelined), or finished writing since the read,
-    // are in flight or done, not lost; anything else in the checkpoint's outbox was left by a
-    // crash and is carried out again. Commands of one execution are applied one at a time
+    // or finished before it while Redis has not been told yet (carriedOut), are in flight or
+    // done, not lost; anything else in the checkpoint's outbox was left by a crash and is
+    // carried out again. Commands of one execution are applied one at a time
     // (serially), so no other pipe can have started since the read.
     let pipe = pipeAtRead;
     if (pipe?.failed) {
@@ -1049,7 +1050,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       pipes.delete(executionId);
       pipe = undefined;
     }
-    const inFlight = pipe !== undefined && pipe.versions.has(version);
+    const inFlight = (pipe !== undefined && pipe.versions.has(version)) || carriedOut.get(executionId) === version;
     if (state && !inFlight && (state.outbox?.length || state.carried?.length)) {
       try {
         for (const g of state.carried ?? []) await perform(null, state, g.effects, g.version);
@@ -1249,6 +1250,12 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     clearing.delete(executionId);
     return c;
   }
+  /**
+   * Per execution, the checkpoint version whose outbox this process carried out to the end
+   * while Redis may still hold it (until the delayed drop lands, or for good when the drop
+   * failed): a read of that version from Redis finds effects that are done, not a crash's.
+   */
+  const carriedOut = new Map<number, number>();
 
   function pipeOf(executionId: number): Pipe {
     let p = pipes.get(executionId);
@@ -1273,6 +1280,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     // This step's checkpoint replaced the outbox a clear was waiting to drop.
     const pending = takeClearing(executionId);
     if (pending) clearTimeout(pending.timer);
+    carriedOut.delete(executionId);
     const p = pipeOf(executionId);
     p.groups.push({ version, effects });
     p.versions.add(version);
@@ -1324,8 +1332,11 @@ export function createExecutor(opts: ExecutorOptions): Executor {
           const cached = latest.get(executionId);
           if (cached?.version === last.version) remember({ ...cached, state: { ...cached.state, outbox: [], carried: [] } });
           const drop = checkpoints.dropUnversioned.bind(checkpoints);
+          carriedOut.set(executionId, last.version);
           clearing.set(executionId, {
-            run: () => drop(executionId, last.version).then(() => undefined, notCleared),
+            run: () => drop(executionId, last.version).then(() => {
+              if (carriedOut.get(executionId) === last.version) carriedOut.delete(executionId);
+            }, notCleared),
             timer: setTimeout(() => void takeClearing(executionId)?.run(), OUTBOX_CLEAR_DELAY_MS).unref(),
           });
           return;
