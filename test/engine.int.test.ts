@@ -411,6 +411,46 @@ describe("failure modes through the real services", () => {
   });
 });
 
+describe("retries of runs inside a run", () => {
+  it("a subworkflow node's retry starts a new child when the child failed retryably; one that failed for good is not retried", async () => {
+    const tag = uniq();
+    const flakySlug = `flaky-child-${tag}`;
+    const key = `sub-${tag}`;
+    await createDefinition(a, flakySlug, { nodes: [{ id: "f", type: "tool", config: { tool: "flaky" }, input: { key, failures: 1 } }], output: { calls: "$.f.calls" } }, { slug: flakySlug });
+    const wf = await createDefinition(a, `retry-sub-${tag}`, {
+      nodes: [{ id: "sub", type: "subworkflow", config: { workflow: { slug: flakySlug } }, retry: { maxAttempts: 3, initialDelayMs: 50, jitter: 0 } }],
+      output: { sub: "$.sub" },
+    });
+    const r = await finish(await startExecution(a, wf));
+    expect({ status: r.execution.status, output: r.execution.output }).toEqual({ status: "completed", output: { sub: { calls: 2 } } });
+    expect((await children(a, r.id)).map((c) => `${c.childKey}:${c.status}`).sort()).toEqual(["1:failed", "2:completed"]);
+    expect(r.nodes.filter((n) => n.nodeId === "sub").map((n) => `${n.attempt}:${n.status}`)).toEqual(["1:failed", "2:completed"]);
+
+    // A child that fails with a failure no attempt can fix (a rejected review) is not run again.
+    const rejectSlug = `reject-child-${tag}`;
+    await createDefinition(a, rejectSlug, { nodes: [{ id: "r", type: "transform", config: { expression: "$error('no')" } }] }, { slug: rejectSlug });
+    const wf2 = await createDefinition(a, `retry-sub-final-${tag}`, {
+      nodes: [{ id: "sub", type: "subworkflow", config: { workflow: { slug: rejectSlug } }, retry: { maxAttempts: 3, initialDelayMs: 50, jitter: 0 } }],
+    });
+    const r2 = await finish(await startExecution(a, wf2));
+    expect(r2.execution.status).toBe("failed");
+    expect(await children(a, r2.id)).toHaveLength(1);
+  });
+
+  it("a forEach over child runs retries an item whose child failed retryably", async () => {
+    const key = `each-${uniq()}`;
+    const r = await run({
+      nodes: [{
+        id: "each", type: "forEach", retry: { maxAttempts: 3, initialDelayMs: 50, jitter: 0 },
+        config: { items: "$.input.xs", body: { nodes: [{ id: "f", type: "tool", config: { tool: "flaky" }, input: { key, failures: 1 } }], output: { calls: "$.f.calls" } } },
+      }],
+      output: { each: "$.each" },
+    }, { xs: [1] });
+    expect({ status: r.execution.status, output: r.execution.output }).toEqual({ status: "completed", output: { each: [{ calls: 2 }] } });
+    expect((await children(a, r.id)).map((c) => c.status).sort()).toEqual(["completed", "failed"]);
+  });
+});
+
 describe("timeouts, retries, deadlines and idempotency keys together", () => {
   it("a timed-out attempt is aborted and retried; the retry's answer completes the node", async () => {
     const key = `slow-${uniq()}`;

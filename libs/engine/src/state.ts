@@ -88,6 +88,11 @@ export interface ExecutionError {
   code: string;
   message: string;
   nodeId?: string;
+  /**
+   * The node failure that ended the run was retryable: running it again may succeed. A parent
+   * retries a sub-workflow run (a subworkflow node's, or a forEach item's) only then.
+   */
+  retryable?: boolean;
 }
 
 export interface ExecutionState {
@@ -200,6 +205,6 @@ export type Command =
   /** Replay only: the journal's outcome of a whole node attempt (fan-out nodes, whose items are not journaled one by one). */
   | { kind: "recorded"; nodeId: string; attempt: number; ok: true; output: JsonValue }
   | { kind: "recorded"; nodeId: string; attempt: number; ok: false; error: { code: string; message: string; retryable: boolean } }
-  | { kind: "childResult"; nodeId: string; childKey: string; status: "completed" | "failed" | "cancelled"; output?: JsonValue; error?: { code: string; message: string } }
+  | { kind: "childResult"; nodeId: string; childKey: string; status: "completed" | "failed" | "cancelled"; output?: JsonValue; error?: { code: string; message: string; retryable?: boolean } }
   /** Runs the next ready inline node, if any. */
   | { kind: "continue" };

@@ -334,7 +334,7 @@ class Stepper {
       run.timerId = timerId;
       this.setTimer(timerId, { dueAt: addMs(this.now, delay), kind: "retry", nodeId: n.id });
     } else {
-      this.failExecution(f.code, `node "${n.id}" failed after ${run.attempt - (run.visitStartAttempt ?? 0)} attempt(s): ${f.message}`, n.id);
+      this.failExecution(f.code, `node "${n.id}" failed after ${run.attempt - (run.visitStartAttempt ?? 0)} attempt(s): ${f.message}`, n.id, f.retryable);
     }
   }
 
@@ -518,10 +518,10 @@ class Stepper {
     for (const e of this.g.outgoing.get(id) ?? []) this.kill(e);
   }
 
-  failExecution(code: string, message: string, nodeId?: string): void {
+  failExecution(code: string, message: string, nodeId?: string, retryable?: boolean): void {
     this.cancelOutstanding(message);
     this.s.status = "failed";
-    this.s.error = { code, message, ...(nodeId ? { nodeId } : {}) };
+    this.s.error = { code, message, ...(nodeId ? { nodeId } : {}), ...(retryable ? { retryable } : {}) };
     this.s.finishedAt = this.now;
     this.s.ready = [];
     delete this.s.pause;
@@ -1572,7 +1572,7 @@ export async function step(input: StepInput): Promise<StepResult> {
       const run = st.s.nodes[command.nodeId];
       if (!run || run.status !== "running") return unchanged(state, `no outstanding child ${command.childKey}`);
       const n = st.node(command.nodeId);
-      const failure: Failure = { code: command.error?.code || (command.status === "cancelled" ? "BATON_CHILD_CANCELLED" : "BATON_CHILD_FAILED"), message: command.error?.message || `child run ${command.status}`, retryable: false };
+      const failure: Failure = { code: command.error?.code || (command.status === "cancelled" ? "BATON_CHILD_CANCELLED" : "BATON_CHILD_FAILED"), message: command.error?.message || `child run ${command.status}`, retryable: command.status === "failed" && command.error?.retryable === true };
       if (run.childKey === command.childKey) {
         if (command.status === "completed") await st.finishCall(n, command.output ?? null);
         else st.failNode(n, failure);

@@ -69,7 +69,7 @@ async function publishAs(m: Messaging, s: ExecutionState, e: EngineEvent, key: s
         tokenUsage: { inputTokens: n(s.tokenUsage?.inputTokens), outputTokens: n(s.tokenUsage?.outputTokens), totalTokens: n(s.tokenUsage?.totalTokens) },
       }, key);
     case "execution.failed":
-      return m.publishEvent("execution.failed", { ...exec, error: { code: e.error.code, message: e.error.message, retryable: false }, nodeId: e.error.nodeId ?? "" }, key);
+      return m.publishEvent("execution.failed", { ...exec, error: { code: e.error.code, message: e.error.message, retryable: e.error.retryable === true }, nodeId: e.error.nodeId ?? "" }, key);
     case "execution.cancelled":
       return m.publishEvent("execution.cancelled", { ...exec, reason: e.reason }, key);
     case "node.started":

@@ -626,7 +626,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         executionId: state.parent.executionId, tenantId: state.tenantId, nodeId: state.parent.nodeId, childKey: state.parent.childKey,
         childExecutionId: state.executionId, status: state.status,
         ...(state.status === "completed" ? { output: valueFromJson(state.output ?? null) } : {}),
-        ...(state.error ? { error: { code: state.error.code, message: state.error.message, retryable: false } } : {}),
+        ...(state.error ? { error: { code: state.error.code, message: state.error.message, retryable: state.error.retryable === true } } : {}),
       }, `child-result:${state.executionId}`);
     }
     latest.delete(state.executionId);
@@ -683,7 +683,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
           command: {
             kind: "childResult", nodeId: m.nodeId, childKey: m.childKey, status,
             ...(status === "completed" ? { output: await childOutput({ tenantId: m.tenantId, executionId: m.executionId }, valueToJson(m.output) ?? null) } : {}),
-            ...(m.error ? { error: { code: m.error.code, message: m.error.message } } : {}),
+            ...(m.error ? { error: { code: m.error.code, message: m.error.message, ...(m.error.retryable ? { retryable: true } : {}) } } : {}),
           },
         };
       }
