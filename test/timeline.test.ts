@@ -22,6 +22,7 @@ describe("timelineProblems", () => {
     ];
     expect(timelineProblems(events, 5, T)).toEqual([]);
     expect(timelineProblems([ev("execution.failed")], 5, T)).toEqual([]);
+    expect(timelineProblems([ev("execution.cancelled")], 5, T)).toEqual([]);
   });
 
   it("finds a missing start or end, events after the end and out of order", () => {

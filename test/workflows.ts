@@ -158,8 +158,9 @@ export function timelineProblems(events: SseEvent[], executionId: number, tenant
   const end = events.findIndex((e) => ends.includes(e.event));
   if (end < 0) problems.push("no execution.completed, execution.failed or execution.cancelled");
   else if (end !== events.length - 1) problems.push(`#${end} ${events[end]!.event} is not the last event (${events.length - 1 - end} after it)`);
-  const failedStart = events.length === 1 && events[0]!.event === "execution.failed";
-  if (!failedStart && events[0]?.event !== "execution.started") problems.push(`#0 is ${events[0]?.event ?? "missing"}, not execution.started`);
+  // A run that never started: its start failed, or it was cancelled while it waited queued.
+  const neverStarted = events.length === 1 && (events[0]!.event === "execution.failed" || events[0]!.event === "execution.cancelled");
+  if (!neverStarted && events[0]?.event !== "execution.started") problems.push(`#0 is ${events[0]?.event ?? "missing"}, not execution.started`);
   let seq = -Infinity;
   for (const [i, e] of events.entries()) {
     const d = e.data.data;
