@@ -108,6 +108,9 @@ describe("validateWorkflow: the complete model", () => {
     // And inside a forEach body, with the path into it.
     const body = validateWorkflow({ nodes: [{ id: "each", type: "forEach", config: { items: "$.input.xs", body: { nodes: [{ id: "b", ...sv, timeout: 5 }] } } }] });
     expect(body.ok && body.warnings?.map((w) => `${w.code}@${w.path}`)).toEqual(["unknown_field@nodes[0].config.body.nodes[0].timeout"]);
+    // A known field that does nothing on this node type.
+    const sub = validateWorkflow({ nodes: [{ id: "s", type: "subworkflow", config: { workflow: { slug: "child" } }, timeoutMs: 300 }] });
+    expect(sub.ok && sub.warnings?.map((w) => `${w.code}@${w.path}`)).toEqual(["no_effect@nodes[0].timeoutMs"]);
   });
 
   it("refuses a cycle that goes back through a whileLoop by its exit edge: exiting counts no iteration", () => {

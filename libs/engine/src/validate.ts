@@ -272,6 +272,12 @@ function validateGraph(input: unknown, opts: ValidateOptions, prefix: string, sc
   unknownFields(input, new Set(Object.keys(schema.shape)), "", warnings);
   rawNodes.forEach((raw, i) => unknownFields(raw, NODE_FIELDS, `nodes[${i}]`, warnings));
   rawEdges.forEach((raw, i) => unknownFields(raw, EDGE_FIELDS, `edges[${i}]`, warnings));
+  def.nodes.forEach((n, i) => {
+    // A child run is bounded by its deadline (its own limits.deadlineMs, or its parent's), not by a call's timeout.
+    if (canonicalType(n.type) === "subworkflow" && n.timeoutMs !== undefined) {
+      warnings.push({ path: `nodes[${i}].timeoutMs`, code: "no_effect", message: "timeoutMs does not bound a sub-workflow run and has no effect; give the child workflow limits.deadlineMs" });
+    }
+  });
   const all = warnings.map((w) => ({ ...w, path: prefixed(prefix, w.path) }));
   return {
     ok: true,
