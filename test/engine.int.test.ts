@@ -13,7 +13,8 @@
  *   children are cancelled) and of one child; deadlines from the request and from
  *   limits.deadlineMs, also while paused or delayed, inherited by children;
  * - tool handlers get the node's idempotency key (same on every attempt) and a call id per
- *   attempt; subworkflow versions pin; limits.maxConcurrency and forEach concurrency cap
+ *   attempt; subworkflow versions pin (without a version, to the one current when the
+ *   top-level run began, also for its forks); limits.maxConcurrency and forEach concurrency cap
  *   the calls in flight;
  * - each validation error answers 400 problem+json on create; several errors are all listed;
  * - from its events alone an outside subscriber can rebuild each run's timeline: every
@@ -789,6 +790,41 @@ describe("more shapes", () => {
     const missing = await run({ nodes: [{ id: "sub", type: "subworkflow", config: { workflow: { slug: `nope-${uniq()}` } } }] });
     expect(missing.execution.status).toBe("failed");
     expect(missing.execution.error).toContain("BATON_EXECUTOR_CHILD_WORKFLOW_MISSING");
+  });
+
+  it("a child by slug runs the version current when its top-level run began, though the workflow is updated mid-run; a fork keeps its source's", async () => {
+    const slug = `mid-${uniq()}`;
+    const child = await createDefinition(a, `child-${slug}`, { nodes: [{ id: "c", type: "transform", config: { expression: "'v1'" } }] }, { slug });
+    const wf = await createDefinition(a, `parent-${slug}`, {
+      start: "first",
+      nodes: [
+        { id: "first", type: "subworkflow", config: { workflow: { slug } } },
+        { id: "wait", type: "humanReview", config: { reason: "update the child now" } },
+        { id: "each", type: "forEach", config: { items: "$.input.items", workflow: { slug }, concurrency: 1 } },
+      ],
+      edges: [{ from: "first", to: "wait" }, { from: "wait", to: "each" }],
+      output: { first: "$.first", each: "$.each" },
+    });
+    const id = await startExecution(a, wf, { items: [1, 2] });
+    await waitForExecution(a, id, ["paused"]);
+    const put = await a.call("PUT", `/api/agent-workflows/${child}`, { definition: { nodes: [{ id: "c", type: "transform", config: { expression: "'v2'" } }] } });
+    expect(put.status).toBe(200);
+    // A fork of the paused run, taken after the update, runs what its source would.
+    const cps = (await a.call<{ items: { version: number; status: string }[] }>("GET", `/api/agent-workflow-executions/${id}/checkpoints`)).body.items;
+    const forked = await a.call<{ id: number }>("POST", `/api/agent-workflow-executions/${id}/fork`, { version: cps.find((c) => c.status === "paused")!.version });
+    expect(forked.status).toBe(202);
+    for (const run of [id, forked.body.id]) {
+      await waitForExecution(a, run, ["paused"]);
+      expect((await a.call("POST", `/api/agent-workflow-executions/${run}/resume`, { action: "approve" })).status).toBe(202);
+      const r = await finish(run);
+      expect(r.execution.status).toBe("completed");
+      expect(r.execution.output).toEqual({ first: "v1", each: ["v1", "v1"] });
+    }
+    // A run begun after the update runs the new version.
+    const later = await startExecution(a, wf, { items: [1] });
+    await waitForExecution(a, later, ["paused"]);
+    expect((await a.call("POST", `/api/agent-workflow-executions/${later}/resume`, { action: "approve" })).status).toBe(202);
+    expect((await finish(later)).execution.output).toEqual({ first: "v2", each: ["v2"] });
   });
 
   it("a sub-workflow that starts itself stops at the nesting limit: the deepest run's node fails with BATON_EXECUTOR_NESTING_TOO_DEEP, and so does every run above it", async () => {

@@ -156,7 +156,7 @@ export const emitConfigSchema = z.object({
 export const workflowRefSchema = z.object({
   id: z.number().int().positive().optional(),
   slug: z.string().min(1).optional(),
-  /** @default the workflow's current version when the child starts */
+  /** @default the version that was current when the top-level run began (docs/workflows.md, "Sub-workflows") */
   version: z.number().int().positive().optional(),
 }).refine((r) => r.id !== undefined || r.slug !== undefined, { message: "a workflow reference needs id or slug" });
 

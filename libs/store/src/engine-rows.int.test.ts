@@ -23,6 +23,8 @@
  * - blobs are stored once per tenant under the sha256 of their canonical JSON
  *   (key order does not matter), read back singly or in bulk, and are tenant-scoped;
  * - workflows.getBySlug finds a workflow of the tenant only;
+ * - workflows.versionAt gives the version current when a run's tree began: the first run up
+ *   its parents and fork sources; null for a workflow created later or another tenant's run;
  * - learning.recordFromJournal records an execution's completed tool nodes in journal order
  *   (tool from the first tool call, "unknown" without one, params = input) with its agent
  *   and session, once per execution; another tenant's execution is not found and nothing
@@ -388,6 +390,42 @@ describe("workflows.getBySlug", () => {
     expect((await store.workflows.getBySlug(tenant, wf.slug))?.id).toBe(wf.id);
     expect((await store.workflows.getBySlug(other, wf.slug))?.id).toBe(theirWf.id);
     expect(await store.workflows.getBySlug(tenant, "no-such-slug")).toBeNull();
+  });
+});
+
+describe("workflows.versionAt", () => {
+  // Timestamps have millisecond precision: a pause between the writes keeps them apart.
+  const tick = () => new Promise((r) => setTimeout(r, 15));
+  it("is the version current when the top-level run (or the run it was forked from) was created", async () => {
+    const child = await store.workflows.create(tenant, { name: `pinned-${Date.now()}`, definition: { nodes: [] } });
+    await tick();
+    const top = await newExecution();
+    await tick();
+    expect((await store.workflows.update(tenant, child.id, { definition: { nodes: [], v: 2 } })).version).toBe(2);
+    const { row: kid } = await store.executions.createChild({
+      tenantId: tenant, parentExecutionId: top.id, parentNodeId: "sub", childKey: "1", agentWorkflowId: child.id, workflowVersion: 1, input: {},
+    });
+    const { row: grandchild } = await store.executions.createChild({
+      tenantId: tenant, parentExecutionId: kid.id, parentNodeId: "sub", childKey: "1", agentWorkflowId: child.id, workflowVersion: 1, input: {},
+    });
+    const fork = await store.executions.create(tenant, { workflowId: wf.id, workflowVersion: 1, input: {}, forkedFromExecutionId: kid.id, forkedFromVersion: 1 });
+    for (const run of [top, kid, grandchild, fork]) expect(await store.workflows.versionAt(tenant, child.id, run.id)).toBe(1);
+    // A run begun after the update sees it; so does a restore, which is a new version.
+    await tick();
+    const later = await newExecution();
+    expect(await store.workflows.versionAt(tenant, child.id, later.id)).toBe(2);
+    const v1 = (await store.workflows.listVersions(tenant, child.id))[0]!;
+    await tick();
+    await store.workflows.restoreVersion(tenant, child.id, v1.id);
+    expect(await store.workflows.versionAt(tenant, child.id, later.id)).toBe(2);
+    await tick();
+    expect(await store.workflows.versionAt(tenant, child.id, (await newExecution()).id)).toBe(3);
+    // A workflow created after the run began had no version then.
+    const newer = await store.workflows.create(tenant, { name: `newer-${Date.now()}`, definition: { nodes: [] } });
+    expect(await store.workflows.versionAt(tenant, newer.id, top.id)).toBeNull();
+    // Another tenant's run, or workflow, is not found.
+    expect(await store.workflows.versionAt(other, child.id, top.id)).toBeNull();
+    expect(await store.workflows.versionAt(tenant, theirWf.id, top.id)).toBeNull();
   });
 });
 

@@ -100,6 +100,8 @@ function expectedDefault(f: ScalarField): string | null {
   if (f.default === undefined) return null;
   if (f.default === "autoincrement()") return "nextval(";
   if (f.default === "now()") return "CURRENT_TIMESTAMP";
+  const generated = f.default.match(/^dbgenerated\("(.*)"\)$/);
+  if (generated) return generated[1]!;
   if (f.default.startsWith('"')) return `'${f.default.slice(1, -1)}'`;
   return f.default;
 }

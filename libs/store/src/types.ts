@@ -530,6 +530,15 @@ export interface WorkflowsRepo {
   /** By version number. */
   getVersion(tenantId: string, id: number, version: number): Promise<WorkflowVersionRecord | null>;
   getBySlug(tenantId: string, slug: string): Promise<WorkflowRecord | null>;
+  /**
+   * The version of workflow `id` that was current when the run `executionId` belongs to began:
+   * the newest version created at or before the creation of the first run up its chain of
+   * parents and fork sources (the top-level run a fork was taken from, for a fork). Null when
+   * the workflow had no version then (it was created later), or the run is not the tenant's.
+   * Versions and runs are stamped by the database's clock, so the comparison does not depend
+   * on the clocks of the processes that wrote them.
+   */
+  versionAt(tenantId: string, id: number, executionId: number): Promise<number | null>;
   /** Makes a new version whose definition is the one of versions row `versionId` (a row id, see {@link WorkflowVersionRecord.id}). */
   restoreVersion(tenantId: string, id: number, versionId: number): Promise<WorkflowRecord>;
 }

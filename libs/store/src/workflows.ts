@@ -82,6 +82,19 @@ export function workflowsRepo(prisma: PrismaClient, schema: string, pool: Pool):
     touched AS (UPDATE ${q}."blobs" b SET "usedAt" = CURRENT_TIMESTAMP FROM held WHERE b."id" = held."id"),
     gone AS (DELETE FROM ${q}."agent_workflows" w WHERE w."id" = $1 AND w."tenantId" = $2 RETURNING w."id")
     SELECT count(*)::int AS "deleted" FROM gone`);
+  // A run's tree shares one moment for the versions of the workflows it starts by reference
+  // (docs/workflows.md, "Sub-workflows"): the creation of the first run up its parents and fork
+  // sources. The walk is bounded (runs nest 32 deep; forks of forks are rare and short).
+  const runs = `${q}."agent_workflow_executions"`;
+  const VERSION_AT = namedStatement("workflow_version_at", `WITH RECURSIVE up AS (
+      SELECT e."createdAt", COALESCE(e."parentExecutionId", e."forkedFromExecutionId") AS "next", 0 AS "depth"
+        FROM ${runs} e WHERE e."id" = $3 AND e."tenantId" = $2
+      UNION ALL
+      SELECT p."createdAt", COALESCE(p."parentExecutionId", p."forkedFromExecutionId"), up."depth" + 1
+        FROM up JOIN ${runs} p ON p."id" = up."next" AND p."tenantId" = $2 WHERE up."depth" < 256
+    )
+    SELECT max(v."version")::int AS "version" FROM ${q}."agent_workflow_versions" v
+     WHERE v."agentWorkflowId" = $1 AND v."tenantId" = $2 AND v."createdAt" <= (SELECT min(up."createdAt") FROM up)`);
   return {
     async create(tenantId, input) {
       requireTenantId(tenantId);
@@ -161,6 +174,13 @@ export function workflowsRepo(prisma: PrismaClient, schema: string, pool: Pool):
       if (typeof slug !== "string" || slug.length === 0 || slug.length > 100) return null;
       const row = await guard({ entity: "workflow", id: slug }, () => prisma.agentWorkflow.findFirst({ where: { tenantId, slug } }));
       return row ? toWorkflow(row) : null;
+    },
+
+    async versionAt(tenantId, id, executionId) {
+      requireTenantId(tenantId);
+      if (!isDbId(id) || !isDbId(executionId)) return null;
+      const res = await guard({ entity: "workflow", id }, () => pool.query<{ version: number | null }>({ ...VERSION_AT, values: [id, tenantId, executionId] }));
+      return res.rows[0]?.version ?? null;
     },
 
     async listVersions(tenantId, id) {

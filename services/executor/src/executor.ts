@@ -363,7 +363,11 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         return;
       }
       workflowId = w.id;
-      version = e.workflow.version ?? w.version;
+      // Without a version, the one current when this run's tree began (its top-level run, or
+      // the run it was forked from): updating a workflow does not change runs already running,
+      // so a forEach's children all run one version. A workflow created since has no such
+      // version, and runs its current one.
+      version = e.workflow.version ?? (await store.workflows.versionAt(state.tenantId, w.id, state.executionId)) ?? w.version;
     }
     // The child's input must match its workflow's inputSchema, as a run started through the
     // gateway must: otherwise the parent's node fails (its retries and branches see the code)
