@@ -14,7 +14,9 @@
  *   after review decisions (reject branch, edit data) and blob-sized results, after each
  *   kind of finished outside work (forEach, multi-call, subworkflow, retries, loops): the
  *   executor rebuilds it from the journal, the run completes with the right output, no
- *   node runs again, and the events of the rebuilt runs are whole;
+ *   node runs again, and the events of the rebuilt runs are whole; a forEach item whose
+ *   child failed retryably is still retried when the rebuilt run has that child's result
+ *   sent again from its row (its retry timer, set anew, is not dropped as a repeat);
  * - a paused fork loses its checkpoint and the source's history: it is rebuilt from the
  *   starting state its row keeps (not from the workflow's start), and completes with its edits;
  * - a paused run survives stopping every Baton process and starting them again;
@@ -645,6 +647,28 @@ describe("durability across executor crashes and lost checkpoints", () => {
       const all = await kids();
       expect(all).toHaveLength(3);
       for (const k of all) expect(await callsOf(k.id)).toEqual([`${k.id}.z.1`]);
+    }, 40_000);
+
+    it("a forEach item whose child failed retryably, lost during the retry's backoff: the child's result sent again from its row is still retried", async () => {
+      const key = `k-each-retry-${Date.now()}`;
+      const wf = await createDefinition(a, "lost-each-retry", {
+        nodes: [{ id: "each", type: "forEach", retry: { maxAttempts: 2, initialDelayMs: 1500, jitter: 0 }, config: { items: "$.input.xs", body: {
+          nodes: [{ id: "f", type: "tool", config: { tool: "flaky" }, input: { key, failures: 1 } }],
+          output: { calls: "$.f.calls" },
+        } } }],
+        output: { each: "$.each" },
+      });
+      const id = await startExecution(a, wf, { xs: [1] });
+      const kids = async () => (await a.call<{ items: { id: number; status: string }[] }>("GET", `/api/agent-workflow-executions/${id}/children`)).body.items;
+      await waitFor("the first child to fail", async () => ((await kids()).some((c) => c.status === "failed") ? true : undefined), 15_000);
+      // The parent took the failure and waits out the backoff; its checkpoint is lost. Rebuilt
+      // from the journal (no row per item), it starts the item's first child again, finds it
+      // failed, and has its result sent again from the child's row.
+      await new Promise((r) => setTimeout(r, 200));
+      expect(await redis.del(...checkpointKeys(id))).toBeGreaterThanOrEqual(1);
+      const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 20_000);
+      expect({ status: done.status, error: done.error, output: done.output }).toEqual({ status: "completed", error: null, output: { each: [{ calls: 2 }] } });
+      expect((await kids()).map((c) => c.status).sort()).toEqual(["completed", "failed"]);
     }, 40_000);
 
     it("an any-join that already fired while a branch still runs: the join does not run again", async () => {

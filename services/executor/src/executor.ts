@@ -405,10 +405,13 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       // child's result may have reached a state that did not wait for it, or none. A finished
       // child ignores a start, so its result is sent again from its row, under a message id of
       // its own: the first one may still be in the duplicate window, and the parent drops a repeat.
+      // The row keeps the error as text; whether it was retryable is in the child's last
+      // checkpoint (kept for the checkpoint TTL after the end). Without it, it counts as final.
+      const retryable = row.status === "failed" && (await readCheckpoint(row.id))?.state.error?.retryable === true;
       await messaging.sendCommand("execution.child_result", {
         executionId: state.executionId, tenantId: state.tenantId, nodeId: e.nodeId, childKey: e.childKey, childExecutionId: row.id, status: row.status,
         ...(row.status === "completed" ? { output: valueFromJson(row.output ?? null) } : {}),
-        ...(row.status === "failed" ? { error: { ...errorOfRow(row.error), retryable: false } } : {}),
+        ...(row.status === "failed" ? { error: { ...errorOfRow(row.error), retryable } } : {}),
       }, `child-result:${row.id}:again:${randomUUID()}`);
       return;
     }
@@ -458,7 +461,11 @@ export function createExecutor(opts: ExecutorOptions): Executor {
           outward.push(cancelCalls(state.tenantId, e.callIds, e.reason));
           break;
         case "setTimer":
-          outward.push(messaging.sendCommand("execution.timer", { executionId: state.executionId, tenantId: state.tenantId, timerId: e.timerId, dueAt: e.dueAt }, `timer:${state.executionId}:${e.timerId}`));
+          // Keyed by the due time too: an outbox carried out again sends the same timer, which
+          // the stream drops, but a state rebuilt from the journal may set a timer of the same
+          // id anew (a forEach item's retry counts its attempts again), after the first one
+          // fired; with the id alone, the stream would drop it as a repeat and the run would wait forever.
+          outward.push(messaging.sendCommand("execution.timer", { executionId: state.executionId, tenantId: state.tenantId, timerId: e.timerId, dueAt: e.dueAt }, `timer:${state.executionId}:${e.timerId}:${e.dueAt}`));
           break;
         case "startChild":
           outward.push(startChild(state, e));
