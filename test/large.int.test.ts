@@ -17,6 +17,9 @@
  *   bucket; the handler runs once and the worker deletes the object once it has answered;
  * - an input (1.5 MiB) and a fork's context patch (1.2 MiB) over max_payload start: the start
  *   command names the row and the executor reads them from it, for a sub-workflow's child too;
+ *   the fork keeps the large edit by reference;
+ * - a write under a large value's reference (a setVariable's path, a fork's edit) changes the
+ *   value, which is kept by reference again;
  * - a review's edited data over max_payload is stored as the execution's blob by the gateway
  *   and the resume carries its reference;
  * - the built-in worker started from the configuration follows BATON_LARGE_RESULT_BYTES and
@@ -257,11 +260,37 @@ describe("large values", () => {
       output: { len: "$.len", sub: "$.sub", extra: "$.extra" },
     });
     const { src, id } = await forkAtPause(a, wf, { data }, { "$.patched": "p".repeat(1_200_000) });
+    // The edit is kept by reference in the fork's checkpoint, as any large value is (the run's
+    // input is kept whole, in both).
+    expect((await checkpointBytes(id)) - (await checkpointBytes(src))).toBeLessThan(4096);
     for (const run of [src, id]) expect((await a.call("POST", `/api/agent-workflow-executions/${run}/resume`, { action: "approve" })).status).toBe(202);
     const source = await waitForExecution(a, src, ["completed", "failed", "cancelled"], 30_000);
     expect({ status: source.status, error: source.error, output: source.output }).toEqual({ status: "completed", error: null, output: { len: 1_500_000, sub: { c: 1_500_000 }, extra: 0 } });
     const fork = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 30_000);
     expect({ status: fork.status, error: fork.error, output: fork.output }).toEqual({ status: "completed", error: null, output: { len: 1_500_000, sub: { c: 1_500_000 }, extra: 1_200_000 } });
+  }, 60_000);
+
+  it("a write under a large value's reference (setVariable, a fork's edit) changes the value, which stays by reference", async () => {
+    const wf = await createDefinition(a, "large-write-under", {
+      nodes: [
+        { id: "b", type: "tool", config: { tool: "big" }, input: { kb: 100 } },
+        { id: "set", type: "setVariable", config: { values: { "$.b.n": 9 } } },
+        { id: "review", type: "humanReview", config: { reason: "go on?" } },
+        { id: "t", type: "transform", config: { expression: "{ 'n': b.n, 'len': $length(b.data), 'extra': $exists(b.extra) ? b.extra : 0 }" } },
+      ],
+      edges: [{ from: "b", to: "set" }, { from: "set", to: "review" }, { from: "review", to: "t" }],
+      output: { t: "$.t" },
+    });
+    const { src, id } = await forkAtPause(a, wf, {}, { "$.b.extra": 1 });
+    for (const run of [src, id]) {
+      expect(await checkpointBytes(run)).toBeLessThan(4096);
+      expect((await a.call("POST", `/api/agent-workflow-executions/${run}/resume`, { action: "approve" })).status).toBe(202);
+    }
+    const source = await waitForExecution(a, src, ["completed", "failed", "cancelled"], 30_000);
+    expect({ status: source.status, error: source.error, output: source.output }).toEqual({ status: "completed", error: null, output: { t: { n: 9, len: 102_400, extra: 0 } } });
+    const fork = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 30_000);
+    expect({ status: fork.status, error: fork.error, output: fork.output }).toEqual({ status: "completed", error: null, output: { t: { n: 9, len: 102_400, extra: 1 } } });
+    for (const run of [src, id]) expect(await checkpointBytes(run)).toBeLessThan(4096);
   }, 60_000);
 
   it("a review's edited data larger than a message may be is stored once and read through its reference", async () => {

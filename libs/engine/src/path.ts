@@ -69,13 +69,19 @@ export function readPath(root: JsonValue | undefined, path: string | ParsedPath)
   return cur;
 }
 
-/** Returns a copy of `root` with `value` written at `path` (structural sharing elsewhere). */
-export function writePath(root: JsonObject, path: string | ParsedPath, value: JsonValue): JsonObject {
+/**
+ * Returns a copy of `root` with `value` written at `path` (structural sharing elsewhere).
+ * `through` gives the value to write into for each value the path passes through (not the one
+ * it replaces): the engine passes one that resolves a large value's reference, so a write
+ * under it changes the value, not the reference.
+ */
+export function writePath(root: JsonObject, path: string | ParsedPath, value: JsonValue, through?: (v: JsonValue) => JsonValue): JsonObject {
   const p = typeof path === "string" ? mustParse(path) : path;
   if (p.segments.length === 0) {
     return isJsonObject(value) ? value : { value };
   }
-  const write = (node: JsonValue | undefined, i: number): JsonValue => {
+  const write = (at: JsonValue | undefined, i: number): JsonValue => {
+    const node = through && at !== undefined && i > 0 ? through(at) : at;
     const seg = p.segments[i]!;
     const last = i === p.segments.length - 1;
     if (typeof seg === "number") {

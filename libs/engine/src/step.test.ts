@@ -732,11 +732,46 @@ describe("step: references, forks and replay", () => {
     expect(s3.state.context.a).toEqual({ $ref: "blob:abc", size: 99999 });
   });
 
+  it("writes under a large value's reference change the value: setVariable, a node's output path and a fork's edit", async () => {
+    const big = { n: 5, rows: [1, 2, 3] };
+    const blobs = new Map([["blob:abc", big]]);
+    const d = def({
+      nodes: [
+        { id: "a", type: "tool", config: { tool: "big" } },
+        { id: "set", type: "setVariable", config: { values: { "$.a.n": 9, "$.a.extra": 1 } } },
+        { id: "c", type: "transform", config: { expression: "7" }, output: "$.a.rows[3]" },
+        { id: "r", type: "transform", config: { expression: "{ 'n': a.n, 'extra': a.extra, 'rows': a.rows }" } },
+      ],
+      edges: [{ from: "a", to: "set" }, { from: "set", to: "c" }, { from: "c", to: "r" }],
+    });
+    const now = new Date(t0).toISOString();
+    const s1 = await step({ definition: d, state: null, command: { kind: "start", input: {} }, now, identity });
+    const result = { kind: "toolResult", nodeId: "a", callId: "7.a.1", ok: true, output: { $ref: "blob:abc", size: 99999 }, durationMs: 1 } as const;
+    const s2 = await step({ definition: d, state: s1.state, command: result, now });
+    expect(s2.more).toBe(true);
+    // Without the blob, the write asks for it, as a read does.
+    await expect(step({ definition: d, state: s2.state, command: { kind: "continue" }, now })).rejects.toMatchObject({ name: "BlobsNeeded", refs: ["blob:abc"] });
+    let r = s2;
+    while (r.more) r = await step({ definition: d, state: r.state, command: { kind: "continue" }, now, blobs });
+    expect(r.state.output).toEqual({ n: 9, extra: 1, rows: [1, 2, 3, 7] });
+    expect(r.state.context.a).toEqual({ n: 9, extra: 1, rows: [1, 2, 3, 7] });
+    expect(big).toEqual({ n: 5, rows: [1, 2, 3] });
+
+    // A fork whose edit goes under a reference.
+    const d2 = def({ nodes: [{ id: "a", type: "tool", config: { tool: "big" } }, { id: "r", type: "transform", config: { expression: "a.n" } }], edges: [{ from: "a", to: "r" }] });
+    const source = { ...s1.state, context: { ...s1.state.context, a: { $ref: "blob:abc", size: 99999 } }, nodes: { a: { status: "completed" as const, attempt: 1 } }, ready: ["r"] };
+    const fork = { kind: "start", input: {}, fork: { state: source, executionId: 7, version: 3, contextPatch: { "$.a.n": 7 } } } as const;
+    await expect(step({ definition: d2, state: null, command: fork, now, identity: { ...identity, executionId: 8 } })).rejects.toMatchObject({ name: "BlobsNeeded" });
+    let f = await step({ definition: d2, state: null, command: fork, now, identity: { ...identity, executionId: 8 }, blobs });
+    while (f.more) f = await step({ definition: d2, state: f.state, command: { kind: "continue" }, now, blobs });
+    expect(f.state.output).toBe(7);
+  });
+
   it("a fork starts from a checkpoint with edited context and re-runs what was in flight", async () => {
     const d = def({ nodes: [{ id: "a", type: "tool", config: { tool: "f" } }, { id: "b", type: "tool", config: { tool: "g" }, input: { x: "$.vars.x" } }], edges: [{ from: "a", to: "b" }] });
     const mid = await drive(d, { tools: { f: echo, g: () => "hang" } }, null, { kind: "start", input: {} });
     expect(mid.state.nodes.b!.status).toBe("running");
-    const forked = forkState(mid.state, { ...identity, executionId: 8 }, { executionId: 7, version: 3, contextPatch: { "$.vars.x": 42 } }, new Date(t0).toISOString());
+    const forked = forkState(mid.state, { ...identity, executionId: 8 }, { executionId: 7, version: 3 }, new Date(t0).toISOString());
     expect(forked.ready).toEqual(["b"]);
     const r = await drive(d, { tools: { f: echo, g: echo } }, null, { kind: "start", input: {}, fork: { state: mid.state, executionId: 7, version: 3, contextPatch: { "$.vars.x": 42 } } }, { ...identity, executionId: 8 });
     expect(r.state.status).toBe("completed");

@@ -27,7 +27,7 @@ import { evaluateCondition } from "./condition.ts";
 import { evaluateExpression, ExpressionFailed, truthy } from "./expr.ts";
 import { edgeKeySource, graphOf, loopRegion } from "./graph.ts";
 import type { GraphInfo } from "./graph.ts";
-import { resolveRefs } from "./refs.ts";
+import { isBlobRef, resolveRefs } from "./refs.ts";
 import type { Command, Effect, ExecutionState, FanItem, FanState, JournalEntry, NodeRun, TimerState } from "./state.ts";
 
 export interface StepInput {
@@ -234,8 +234,13 @@ class Stepper {
     return this.view;
   }
 
+  /**
+   * Writes a value into the context. A large value's reference on the way is replaced by the
+   * value it stands for, changed (the executor stores it by reference again if it is still
+   * large): writing into the reference itself would be lost, since reads see through it.
+   */
   write(path: string, value: JsonValue): void {
-    this.s.context = writePath(this.s.context, path, value);
+    this.s.context = writePath(this.s.context, path, value, (v) => (isBlobRef(v) ? resolveRefs(v, this.blobs) : v));
     this.view = undefined;
   }
 
@@ -1480,10 +1485,10 @@ function newState(input: StepInput, cmd: Command & { kind: "start" }): Execution
 }
 
 /**
- * The state a fork starts from: the source checkpoint with this run's identity,
- * the context patch applied, and every node that was in flight made ready again.
+ * The state a fork starts from: the source checkpoint with this run's identity, and every
+ * node that was in flight made ready again. The step applies the context patch (`Stepper.write`).
  */
-export function forkState(source: ExecutionState, identity: NonNullable<StepInput["identity"]>, fork: { executionId: number; version: number; contextPatch?: JsonObject }, now: string): ExecutionState {
+export function forkState(source: ExecutionState, identity: NonNullable<StepInput["identity"]>, fork: { executionId: number; version: number }, now: string): ExecutionState {
   const s = clonePlain(source);
   delete s.agentId; // the fork's own row says who started it
   Object.assign(s, identity);
@@ -1515,7 +1520,6 @@ export function forkState(source: ExecutionState, identity: NonNullable<StepInpu
     }
   }
   s.ready = [...again, ...s.ready.filter((r) => !again.includes(r))];
-  for (const [path, value] of Object.entries(fork.contextPatch ?? {})) s.context = writePath(s.context, path, value);
   return s;
 }
 
@@ -1529,6 +1533,7 @@ export async function step(input: StepInput): Promise<StepResult> {
     if (command.kind !== "start") throw new Error(`execution has no state; "${command.kind}" needs a prior start`);
     const base = command.fork ? forkState(command.fork.state, input.identity!, command.fork, now) : newState(input, command);
     const st = new Stepper(definition, base, now, blobs);
+    for (const [path, value] of Object.entries(command.fork?.contextPatch ?? {})) st.write(path, value);
     if (command.fork) st.resettle();
     st.emit({ kind: "execution.started" });
     // Both bound the run: the start's deadline (the caller's, or a parent's, which a child

@@ -323,12 +323,14 @@ export function createLargeValues(opts: LargeValuesOptions): LargeValues {
     // Each part of the context this step replaced (the engine copies what it changes and
     // shares the rest, so an unchanged part is the same object): a node's output was measured
     // above (the same object, found in `done` or `small`); anything else is measured here.
+    // A start step has no context before it: a fork's is its source's, whose values were measured
+    // then (references and small values pass at once), with the caller's edits, measured here.
     let context = r.state.context;
-    if (before !== undefined && context !== before) {
+    if (context !== before) {
       for (const key of Object.keys(context)) {
         if (key === "input") continue;
         const v = context[key];
-        if (v === before[key]) continue;
+        if (before !== undefined && v === before[key]) continue;
         const out = await shrink(v);
         if (out !== v && out !== undefined) context = { ...context, [key]: out };
       }
