@@ -315,6 +315,19 @@ describe("step: guards, transform, setVariable, emit", () => {
     expect(r.state.status).toBe("failed");
     expect(r.state.error).toMatchObject({ code: "BATON_EXPRESSION_FAILED", nodeId: "x" });
   });
+
+  it("an edge guard that cannot be evaluated fails its node (a tool's or an inline one's), once, and the run", async () => {
+    for (const source of [{ id: "a", type: "tool", config: { tool: "f" } }, { id: "a", type: "transform", config: { expression: "1" } }]) {
+      const d = def({ nodes: [source, { id: "b", type: "transform", config: { expression: "2" } }], edges: [{ from: "a", to: "b", condition: "$error('bad guard')" }] });
+      const r = await drive(d, { tools: { f: echo } }, null, { kind: "start", input: {} });
+      expect(r.state.status).toBe("failed");
+      expect(r.state.error).toMatchObject({ code: "BATON_EXPRESSION_FAILED", nodeId: "a" });
+      expect(r.state.error!.message).toContain("an edge guard of node \"a\" failed");
+      expect(r.journal.filter((j) => j.nodeId === "a").map((j) => `${j.attempt}:${j.status}`)).toEqual(["1:running", "1:failed"]);
+      expect(r.state.context.a).toBeUndefined();
+      expect(r.journal.some((j) => j.nodeId === "b")).toBe(false);
+    }
+  });
 });
 
 describe("step: loops", () => {

@@ -296,6 +296,21 @@ class Stepper {
   /** Completes a node, stores its output, decides its outgoing edges. */
   async complete(n: NodeDefinition, output: JsonValue, branch: string | undefined): Promise<void> {
     const run = this.run(n.id);
+    // The edges' guards see the node's output in the context. One that cannot be evaluated
+    // fails the node (not retried: the same output would fail it again), before anything
+    // says it completed.
+    const before = this.s.context;
+    this.write(this.outputPath(n), output);
+    let edges: EdgeDecision[];
+    try {
+      edges = await this.decideEdges(n, branch, output);
+    } catch (err) {
+      if (!(err instanceof ExpressionFailed)) throw err;
+      this.s.context = before;
+      this.view = undefined;
+      this.failNode(n, { code: "BATON_EXPRESSION_FAILED", message: `an edge guard of node "${n.id}" failed: ${err.message}`, retryable: false }, output);
+      return;
+    }
     run.status = "completed";
     run.completedAt = this.now;
     delete run.callId;
@@ -304,14 +319,17 @@ class Stepper {
     delete run.fan;
     this.clearNodeTimers(n.id);
     const durationMs = this.duration(run);
-    this.write(this.outputPath(n), output);
     this.s.lastNode = n.id;
     this.completedOne = true;
     this.emit({ kind: "node.completed", nodeId: n.id, nodeType: n.type, attempt: run.attempt, durationMs, output });
     this.journal({ nodeId: n.id, nodeType: n.type, attempt: run.attempt, status: "completed", input: run.input, output, durationMs, startedAt: run.startedAt, completedAt: this.now, ...(run.tokenUsage ? { tokenUsage: run.tokenUsage } : {}) });
     delete run.input;
     delete run.tokenUsage;
-    await this.decideEdges(n, branch, output);
+    for (const [how, e] of edges) {
+      if (how === "take") this.take(e);
+      else if (how === "kill") this.kill(e);
+      else this.defer(this.edgeKey(e));
+    }
   }
 
   /** A node's attempt failed: retry it after its backoff, or fail the execution. */
@@ -343,9 +361,11 @@ class Stepper {
     }
   }
 
-  async decideEdges(n: NodeDefinition, branch: string | undefined, output: JsonValue): Promise<void> {
+  /** What becomes of each outgoing edge of a node that completed; throws `ExpressionFailed` for a guard that cannot be evaluated. */
+  async decideEdges(n: NodeDefinition, branch: string | undefined, output: JsonValue): Promise<EdgeDecision[]> {
     const out = this.g.outgoing.get(n.id) ?? [];
     const first = n.branching === "first";
+    const decisions: EdgeDecision[] = [];
     let took = false;
     for (const e of out) {
       const label = e.when ?? (n.type === "agent.humanReview" ? "approved" : undefined);
@@ -354,20 +374,17 @@ class Stepper {
       // when the body leaves the cycle another way and never comes back, they die once the
       // rest of the graph is quiet.
       if (n.type === "whileLoop" && branch === "body" && label === "exit") {
-        this.defer(this.edgeKey(e));
+        decisions.push(["defer", e]);
         continue;
       }
       if (take && e.condition !== undefined) {
         take = truthy(await evaluateExpression(e.condition, this.ctx(), this.now, { output: resolveRefs(output, this.blobs) }));
       }
       if (take && first && took) take = false;
-      if (take) {
-        took = true;
-        this.take(e);
-      } else {
-        this.kill(e);
-      }
+      if (take) took = true;
+      decisions.push([take ? "take" : "kill", e]);
     }
+    return decisions;
   }
 
   edgeKey(e: EdgeDefinition): string {
@@ -1483,6 +1500,9 @@ function newState(input: StepInput, cmd: Command & { kind: "start" }): Execution
     ...(cmd.definitionRef ? { definitionRef: cmd.definitionRef } : {}),
   };
 }
+
+/** What becomes of an outgoing edge of a completed node (see `Stepper.decideEdges`). */
+type EdgeDecision = ["take" | "kill" | "defer", EdgeDefinition];
 
 /**
  * The state a fork starts from: the source checkpoint with this run's identity, and every
