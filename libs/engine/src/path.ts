@@ -43,6 +43,8 @@ export function parsePath(source: string): ParsedPath | { error: string } {
       return { error: `path "${source}": unexpected "${rest[0] ?? ""}"` };
     }
   }
+  // `__proto__` is no key a write can make: assigning it replaces an object's prototype.
+  if (segments.includes("__proto__")) return { error: `path "${source}": "__proto__" cannot be a name in a path` };
   return { source, segments };
 }
 

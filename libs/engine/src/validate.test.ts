@@ -69,6 +69,8 @@ describe("$.path", () => {
   it("parses, reads and writes", () => {
     expect(parsePath('$.a[0]["b c"].d')).toEqual({ source: '$.a[0]["b c"].d', segments: ["a", 0, "b c", "d"] });
     expect("error" in parsePath("a.b")).toBe(true);
+    // __proto__ names no key: writing it would replace an object's prototype.
+    for (const p of ["$.__proto__", "$.a.__proto__.b", '$["__proto__"]']) expect(parsePath(p)).toEqual({ error: expect.stringContaining('"__proto__" cannot be a name') });
     expect(readPath({ a: [{ "b c": { d: 5 } }] }, '$.a[0]["b c"].d')).toBe(5);
     expect(readPath({ a: 1 }, "$.a.b.c")).toBeUndefined();
     const base = { x: { y: 1 } };

@@ -143,7 +143,7 @@ export const forkBody = z.strictObject({
   context: z
     .record(z.string(), z.unknown())
     .optional()
-    .describe("Values written into the run's context before it continues, keyed by `$.path` (e.g. `{\"$.plan.steps[0]\": \"…\"}`); `$.input` is read-only"),
+    .describe("Values written into the run's context before it continues, keyed by `$.path` (e.g. `{\"$.plan.steps[0]\": \"…\"}`); `$.input` is read-only; no `__proto__`, no array index above 10000"),
 });
 
 export const EXECUTION_STATUSES = ["queued", "running", "paused", "completed", "failed", "cancelled"] as const;

@@ -167,12 +167,12 @@ describe("fork", () => {
     expect((await gw.store.executions.list(gw.a.tenantId, { limit: 200 })).length).toBe(before);
   });
 
-  test("refuses context keys that are not $.paths, the root, or under $.input — every one listed", async () => {
+  test("refuses context keys that are not $.paths (__proto__ is none), the root, under $.input or past index 10000 — every one listed", async () => {
     const source = await executionWithCheckpoints(1);
     const started = gw.bus.started.length;
     const res = await post(`/api/agent-workflow-executions/${source.id}/fork`, {
       version: 1,
-      context: { "step1.out": 1, $: {}, "$.input.q": "changed", "$.input": {}, "$.ok": 1, "$.a[x]": 2 },
+      context: { "step1.out": 1, $: {}, "$.input.q": "changed", "$.input": {}, "$.ok": 1, "$.a[x]": 2, "$.__proto__": { polluted: 1 }, "$.arr[10000]": 1, "$.arr[1000000]": 1 },
     });
     const body = problemOf(res, 400, "BATON_GATEWAY_REQUEST_INVALID");
     expect(body.errors!.map((e) => [e.path, e.code])).toEqual([
@@ -181,6 +181,8 @@ describe("fork", () => {
       ['body.context["$.input.q"]', "read_only_path"],
       ['body.context["$.input"]', "read_only_path"],
       ['body.context["$.a[x]"]', "invalid_path"],
+      ['body.context["$.__proto__"]', "invalid_path"],
+      ['body.context["$.arr[1000000]"]', "invalid_path"],
     ]);
     expect(gw.bus.started.length).toBe(started);
   });

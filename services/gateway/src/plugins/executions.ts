@@ -56,7 +56,14 @@ export interface ExecutionsPluginOptions {
   heartbeatMs?: number;
 }
 
-/** Checks fork context keys: each a valid `$.path`, none the whole context or under `$.input`. */
+/**
+ * The largest array index a fork's edit may write: a write past an array's end fills the gap
+ * with nulls, so a path of a few bytes could make a state of megabytes. A longer array is
+ * edited by replacing it whole.
+ */
+const FORK_EDIT_MAX_INDEX = 10_000;
+
+/** Checks fork context keys: each a valid `$.path`, none the whole context or under `$.input`, no index past {@link FORK_EDIT_MAX_INDEX}. */
 function contextPatchIssues(context: Record<string, unknown>): Issue[] {
   const issues: Issue[] = [];
   for (const key of Object.keys(context)) {
@@ -65,6 +72,9 @@ function contextPatchIssues(context: Record<string, unknown>): Issue[] {
     if ("error" in parsed) issues.push({ path, code: "invalid_path", message: parsed.error });
     else if (parsed.segments.length === 0) issues.push({ path, code: "invalid_path", message: "the whole context ($) cannot be replaced; name a path below it" });
     else if (parsed.segments[0] === "input") issues.push({ path, code: "read_only_path", message: `"${key}" is under $.input, the run's input, which a fork keeps unchanged` });
+    else if (parsed.segments.some((seg) => typeof seg === "number" && seg > FORK_EDIT_MAX_INDEX)) {
+      issues.push({ path, code: "invalid_path", message: `"${key}": an index above ${FORK_EDIT_MAX_INDEX} cannot be edited; replace the array whole instead` });
+    }
   }
   return issues;
 }
