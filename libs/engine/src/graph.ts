@@ -76,10 +76,34 @@ export function graphOf(def: Pick<WorkflowDefinition, "nodes" | "edges">): Graph
   return info;
 }
 
-/** Nodes re-run when the back edge `from → head` is taken: the head and everything between it and `from`. */
+const regions = new WeakMap<GraphInfo, Map<string, Set<string>>>();
+
+/**
+ * Nodes re-run when the back edge `from → head` is taken: the head and every node reachable
+ * from it that reaches `from` without passing through the head (the loop's natural region).
+ * A path back to `from` only through the head again leaves a node out: an enclosing loop's
+ * head, reached through this loop's exit, is not part of this loop, so an inner loop's
+ * iteration does not restart (and reset the count of) the loop around it.
+ */
 export function loopRegion(g: GraphInfo, head: string, from: string): Set<string> {
+  let cached = regions.get(g);
+  if (!cached) regions.set(g, (cached = new Map<string, Set<string>>()));
+  const key = `${from}->${head}`;
+  const hit = cached.get(key);
+  if (hit) return hit;
+  const fromHead = g.reach.get(head) ?? new Set<string>();
   const region = new Set<string>([head, from]);
-  for (const v of g.reach.get(head) ?? []) if (v === from || g.reach.get(v)?.has(from)) region.add(v);
+  const stack = [from];
+  while (stack.length) {
+    const v = stack.pop()!;
+    for (const e of g.incoming.get(v) ?? []) {
+      const u = e.from;
+      if (u === head || region.has(u) || !fromHead.has(u)) continue;
+      region.add(u);
+      stack.push(u);
+    }
+  }
+  cached.set(key, region);
   return region;
 }
 

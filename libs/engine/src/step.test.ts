@@ -383,6 +383,51 @@ describe("step: loops", () => {
     expect(calls(r).map((c) => c.idempotencyKey)).toEqual(["7.work", "7.work.v2", "7.work.v2", "7.work.v3"]);
   });
 
+  it("a body node with an edge from outside the loop runs on it in the first pass only, and is skipped once the loop exits", async () => {
+    const d = def({
+      start: "init",
+      nodes: [
+        { id: "init", type: "setVariable", config: { values: { "$.vars.n": 0 } } },
+        { id: "loop", type: "whileLoop", config: { condition: "vars.n < 2", maxIterations: 5 } },
+        { id: "x", type: "transform", config: { expression: "vars.n + 1" }, output: "$.vars.n" },
+        { id: "done", type: "transform", config: { expression: "vars.n" } },
+      ],
+      edges: [{ from: "init", to: "loop" }, { from: "init", to: "x" }, { from: "loop", to: "x", when: "body" }, { from: "x", to: "loop" }, { from: "loop", to: "done", when: "exit" }],
+    });
+    const r = await drive(d, {}, null, { kind: "start", input: {} });
+    expect({ status: r.state.status, output: r.state.output }).toEqual({ status: "completed", output: 2 });
+    expect(r.journal.filter((j) => j.nodeId === "x" && j.status === "completed")).toHaveLength(2);
+    expect(r.journal.filter((j) => j.nodeId === "loop" && j.status === "completed")).toHaveLength(3);
+  });
+
+  it("nested loops keep their own counts: the inner's restarts with each outer pass, the outer's limit holds", async () => {
+    const nested = (innerWhile: string, outerWhile: string, outerMax: number) => def({
+      start: "i",
+      nodes: [
+        { id: "i", type: "setVariable", config: { values: { "$.vars.o": 0, "$.vars.total": 0 } } },
+        { id: "outer", type: "whileLoop", config: { condition: outerWhile, maxIterations: outerMax } },
+        { id: "ri", type: "setVariable", config: { values: { "$.vars.i": 0 } } },
+        { id: "inner", type: "whileLoop", config: { condition: innerWhile, maxIterations: 5 } },
+        { id: "inc", type: "transform", config: { expression: "{ 'i': vars.i + 1, 'o': vars.o, 'total': vars.total + 1 }" }, output: "$.vars" },
+        { id: "onext", type: "transform", config: { expression: "{ 'i': vars.i, 'o': vars.o + 1, 'total': vars.total }" }, output: "$.vars" },
+        { id: "done", type: "transform", config: { expression: "vars" } },
+      ],
+      edges: [
+        { from: "i", to: "outer" }, { from: "outer", to: "ri", when: "body" }, { from: "ri", to: "inner" },
+        { from: "inner", to: "inc", when: "body" }, { from: "inc", to: "inner" }, { from: "inner", to: "onext", when: "exit" },
+        { from: "onext", to: "outer" }, { from: "outer", to: "done", when: "exit" },
+      ],
+    });
+    // Two outer passes of three inner iterations each: 6 in all, none over the inner's limit of 5.
+    const ok = await drive(nested("vars.i < 3", "vars.o < 2", 10), {}, null, { kind: "start", input: {} });
+    expect({ status: ok.state.status, output: ok.state.output }).toEqual({ status: "completed", output: { i: 3, o: 2, total: 6 } });
+    // An outer loop that never ends stops at its own limit, whatever the inner one does.
+    const endless = await drive(nested("vars.i < 1", "true", 3), {}, null, { kind: "start", input: {} });
+    expect(endless.state.status).toBe("failed");
+    expect(endless.state.error).toMatchObject({ code: "BATON_LOOP_LIMIT", nodeId: "outer" });
+    expect(endless.journal.filter((j) => j.nodeId === "inc" && j.status === "completed")).toHaveLength(3);
+  });
+
   it("fails at maxIterations (or exits with onLimit: exit)", async () => {
     const forever = (onLimit: string) => def({
       ...loop(2, onLimit),

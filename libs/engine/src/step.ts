@@ -441,6 +441,17 @@ class Stepper {
     for (const key of Object.keys(this.s.edges)) {
       if (region.has(edgeKeySource(key))) delete this.s.edges[key];
     }
+    // An edge from outside the loop into its body counts for the pass its source ran in: the
+    // source does not run again, so later passes enter the body through the loop alone, and a
+    // body node whose edge from the loop dies (the loop exits) is skipped, not run on the
+    // old edge (which would start the loop over without end).
+    for (const id of region) {
+      if (id === head) continue;
+      for (const e of this.g.incoming.get(id) ?? []) {
+        const key = this.edgeKey(e);
+        if (!region.has(e.from) && this.s.edges[key] === "taken") this.s.edges[key] = "dead";
+      }
+    }
     if (this.s.deferred) this.s.deferred = this.s.deferred.filter((k) => !region.has(edgeKeySource(k)));
   }
 
