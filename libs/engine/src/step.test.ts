@@ -400,6 +400,23 @@ describe("step: loops", () => {
     expect(r.journal.filter((j) => j.nodeId === "loop" && j.status === "completed")).toHaveLength(3);
   });
 
+  it("joins that wait on each other fail the run, naming them, instead of completing without them", async () => {
+    // Refused on create (join_never_fires); a definition stored before that check runs like this.
+    const d = {
+      start: "s",
+      nodes: [
+        { id: "s", type: "setVariable", config: { values: { "$.vars.x": 1 } } },
+        { id: "x", type: "setVariable", config: { values: { "$.vars.y": 1 } }, join: "all", maxVisits: 3 },
+        { id: "y", type: "setVariable", config: { values: { "$.vars.z": 1 } }, join: "all", maxVisits: 3 },
+      ],
+      edges: [{ from: "s", to: "x" }, { from: "s", to: "y" }, { from: "x", to: "y" }, { from: "y", to: "x" }],
+    } as unknown as WorkflowDefinition;
+    const r = await drive(d, {}, null, { kind: "start", input: {} });
+    expect(r.state.status).toBe("failed");
+    expect(r.state.error).toMatchObject({ code: "BATON_JOIN_NEVER_FIRED", nodeId: "x" });
+    expect(r.state.error!.message).toContain('"x", "y"');
+  });
+
   it("nested loops keep their own counts: the inner's restarts with each outer pass, the outer's limit holds", async () => {
     const nested = (innerWhile: string, outerWhile: string, outerMax: number) => def({
       start: "i",

@@ -599,11 +599,32 @@ class Stepper {
       }
       if (this.s.ready.length > 0) return;
     }
+    // Nothing is left to run or decide, yet a node was reached (an edge into it was taken) and
+    // its join still waits for edges that nothing will decide: nodes whose joins wait on each
+    // other. The run cannot complete as the definition says; it fails naming them.
+    const blocked = this.def.nodes.filter((n) => (this.s.nodes[n.id]?.status ?? "waiting") === "waiting" && this.waitsForever(n.id));
+    if (blocked.length > 0) {
+      const ids = blocked.map((n) => `"${n.id}"`).join(", ");
+      this.failExecution("BATON_JOIN_NEVER_FIRED", `node(s) ${ids} were reached but their joins wait for edges from nodes that never run (they wait on each other)`, blocked[0]!.id);
+      return;
+    }
     this.s.output = this.outputValue();
     this.s.status = "completed";
     this.s.finishedAt = this.now;
     delete this.s.timers;
     this.emit({ kind: "execution.completed", output: this.s.output });
+  }
+
+  /** A waiting node with an incoming edge taken and one still undecided (see maybeFinish). */
+  waitsForever(id: string): boolean {
+    let taken = false;
+    let undecided = false;
+    for (const e of this.g.incoming.get(id) ?? []) {
+      const d = this.s.edges[this.edgeKey(e)];
+      if (d === "taken") taken = true;
+      else if (d === undefined) undecided = true;
+    }
+    return taken && undecided;
   }
 
   inFlight(): number {

@@ -154,6 +154,25 @@ describe("validateWorkflow: the complete model", () => {
     expect(codes(join)).toEqual(["join_never_fires@nodes[1].join"]);
   });
 
+  it("joins that wait on each other in a cycle no node of which comes first never fire", () => {
+    const mutual = (join: unknown) => validateWorkflow({
+      start: "s",
+      nodes: [{ id: "s", ...sv }, { id: "x", ...sv, join, maxVisits: 3 }, { id: "y", ...sv, join, maxVisits: 3 }],
+      edges: [{ from: "s", to: "x" }, { from: "s", to: "y" }, { from: "x", to: "y" }, { from: "y", to: "x" }],
+    });
+    const all = mutual("all");
+    expect(codes(all)).toEqual(["join_never_fires@nodes[1].join", "join_never_fires@nodes[2].join"]);
+    expect(!all.ok && all.errors[0]!.message).toContain('its join waits for edges from "y"');
+    expect(codes(mutual({ n: 2 }))).toEqual(["join_never_fires@nodes[1].join", "join_never_fires@nodes[2].join"]);
+    // One side that runs on any edge breaks the wait.
+    const oneAny = validateWorkflow({
+      start: "s",
+      nodes: [{ id: "s", ...sv }, { id: "x", ...sv, join: "all", maxVisits: 3 }, { id: "y", ...sv, join: "any", maxVisits: 3 }],
+      edges: [{ from: "s", to: "x" }, { from: "s", to: "y" }, { from: "x", to: "y" }, { from: "y", to: "x" }],
+    });
+    expect(codes(oneAny)).toEqual([]);
+  });
+
   it("checks the input schema itself, and inputs against it", () => {
     const bad = validateWorkflow({ inputSchema: { type: "nonsense" }, nodes: [{ id: "a", ...sv }] });
     expect(codes(bad)).toEqual(["invalid_input_schema@inputSchema"]);

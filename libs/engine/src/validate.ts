@@ -397,6 +397,7 @@ function graphChecks(nodes: GraphNode[], edges: GraphEdge[], start: string | und
     if (!r) reachCache.set(from, (r = reachableFrom(plain, from)));
     return r.has(to);
   };
+  const reported = new Set<string>();
   for (const j of joins) {
     const join = j.node!.join!;
     if (join === "any") continue;
@@ -406,6 +407,7 @@ function graphChecks(nodes: GraphNode[], edges: GraphEdge[], start: string | und
     const lateNote = late.length === 0 ? "" : ` (the edge from "${late[0]!.from}" closes a loop back to "${j.id}", so it is decided only after "${j.id}" ran)`;
     if (join === "all") {
       if (late.length > 0) {
+        reported.add(j.id);
         errors.push({
           path: `nodes[${j.index}].join`,
           code: "join_never_fires",
@@ -417,6 +419,7 @@ function graphChecks(nodes: GraphNode[], edges: GraphEdge[], start: string | und
     const early = into.filter((e) => !late.includes(e));
     const bound = exclusiveBound(early, nodes, outgoing, dom, cyclic, reaches);
     if (join.n > bound.possible) {
+      reported.add(j.id);
       const why = bound.controller === undefined ? "" : ` (they come from branches of "${bound.controller}" that exclude each other)`;
       errors.push({
         path: `nodes[${j.index}].join`,
@@ -424,6 +427,35 @@ function graphChecks(nodes: GraphNode[], edges: GraphEdge[], start: string | und
         message: `node "${j.id}" waits for ${join.n} incoming branches but at most ${bound.possible} can arrive${late.length > 0 ? " before its first run" : ""}${why}${lateNote}`,
       });
     }
+  }
+  // Joins that wait on each other: in a cycle none of whose nodes comes before the others
+  // (s → x, s → y, x ⇄ y), explicit joins can each wait for an edge from the other, which no
+  // dominator shows. A node can run a first time once its join can be met by nodes that can
+  // run before it; every condition is taken as possibly true, and a node without an explicit
+  // join as running on any edge, so what is found here can never run.
+  const runnable = new Set<string>([start]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const n of nodes) {
+      if (runnable.has(n.id) || !reach.has(n.id)) continue;
+      const from = (incoming.get(n.id) ?? []).filter((e) => reach.has(e.from));
+      const met = from.filter((e) => runnable.has(e.from)).length;
+      const join = n.node?.join;
+      const can = join === "all" ? met > 0 && met === from.length : typeof join === "object" ? met >= join.n : met > 0;
+      if (can) {
+        runnable.add(n.id);
+        grew = true;
+      }
+    }
+  }
+  for (const j of joins) {
+    if (runnable.has(j.id) || reported.has(j.id)) continue;
+    const waits = (incoming.get(j.id) ?? []).filter((e) => reach.has(e.from) && !runnable.has(e.from)).map((e) => `"${e.from}"`);
+    errors.push({
+      path: `nodes[${j.index}].join`,
+      code: "join_never_fires",
+      message: `node "${j.id}" never runs: its join waits for edges from ${waits.join(", ")}, which wait, in turn, for it (joins that wait on each other); leave join out or use "any" on one of them`,
+    });
   }
 }
 
