@@ -258,6 +258,25 @@ describe("control flow through the real services", () => {
     }
   });
 
+  it("a forEach body's fields beyond nodes, edges, start and output are warned of on create and have no effect", async () => {
+    const definition = {
+      nodes: [{
+        id: "each", type: "forEach",
+        config: { items: "$.input.xs", body: {
+          schemaVersion: 2, inputSchema: { type: "object", required: ["nope"] }, limits: { deadlineMs: 1 },
+          nodes: [{ id: "slow", type: "tool", config: { tool: "rec.sleep" }, input: { ms: 50, v: "$.input.item" } }], output: { v: "$.slow.v" },
+        } },
+      }],
+    };
+    const created = await a.call<{ id: number; warnings?: string[] }>("POST", "/api/agent-workflows", { name: `body-fields-${uniq()}`, definition });
+    expect(created.status).toBe(201);
+    expect((created.body.warnings ?? []).map((w) => w.slice(0, w.indexOf(":"))).sort()).toEqual(
+      ["body.definition.nodes[0].config.body.inputSchema", "body.definition.nodes[0].config.body.limits", "body.definition.nodes[0].config.body.schemaVersion"],
+    );
+    const r = await finish(await startExecution(a, created.body.id, { xs: [1, 2] }));
+    expect({ status: r.execution.status, error: r.execution.error, output: r.execution.output }).toEqual({ status: "completed", error: null, output: [{ v: 1 }, { v: 2 }] });
+  });
+
   it("subworkflow by slug: the child runs as its own execution and its output is the node's", async () => {
     const slug = `shout-${uniq()}`;
     await createDefinition(a, `child-${slug}`, { nodes: [{ id: "c", type: "transform", config: { expression: "input.q & '!'" } }] }, { slug });

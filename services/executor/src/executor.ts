@@ -320,7 +320,10 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         const n = def.nodes.find((x) => x.id === id);
         const body = n?.config.body;
         if (!body) throw DefinitionInvalid(workflowId, version, `node "${id}" of ${ref} has no body`);
-        const v = validateWorkflow(body);
+        // A body is `{ start?, nodes, edges?, output? }` (bodySchema): anything else in it has no
+        // effect, as validation warns when the definition is stored.
+        const { start, nodes, edges, output } = body as Record<string, unknown>;
+        const v = validateWorkflow({ nodes, ...(start !== undefined ? { start } : {}), ...(edges !== undefined ? { edges } : {}), ...(output !== undefined ? { output } : {}) });
         if (!v.ok) throw DefinitionInvalid(workflowId, version, v.errors.map((e) => `${ref}: ${e.path}: ${e.message}`).join("; "));
         def = v.workflow;
       }
