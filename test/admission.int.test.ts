@@ -12,7 +12,8 @@
  *   with BATON_EXECUTOR_CHILD_INPUT_INVALID listing the violations (its journal row carries
  *   the code, for the parent's retries and branches), and no child row is made;
  * - a fork from a paused checkpoint with an edited context runs through the executor to the
- *   edited result and records the execution and version it came from;
+ *   edited result and records the execution and version it came from; a fork taken
+ *   mid-forEach runs only the items not done at that version;
  * - an execution started on version 1 keeps running version 1 when the workflow is updated
  *   while it is paused.
  */
@@ -196,6 +197,26 @@ describe("child input, forks and versions through the executor", () => {
     await a.call("POST", `/api/agent-workflow-executions/${src}/resume`, { action: "approve" });
     expect((await waitForExecution(a, src, ["completed", "failed"])).output).toEqual({ c: 21 });
   }, 60_000);
+
+  it("a fork taken mid-forEach keeps the items done at that version and runs only the others", async () => {
+    const wf = await createDefinition(a, `fork-each-${uniq()}`, {
+      nodes: [{ id: "each", type: "forEach", config: { items: "$.input.xs", tool: "rec.sleep", concurrency: 1, itemInput: { ms: "$.item.ms", v: "$.item.v" } } }],
+      output: { vs: "$.each" },
+    });
+    const xs = [{ ms: 10, v: 1 }, { ms: 10, v: 2 }, { ms: 3000, v: 3 }, { ms: 10, v: 4 }];
+    const src = await startExecution(a, wf, { xs });
+    await waitFor("the third item to start", async () => ((await rec.calls()).filter((c) => c.startsWith(`${src}.`)).length === 3 ? true : undefined));
+    const cps = (await a.call<{ items: { version: number }[] }>("GET", `/api/agent-workflow-executions/${src}/checkpoints`)).body.items;
+    const at = Math.max(...cps.map((c) => c.version));
+    expect((await a.call("POST", `/api/agent-workflow-executions/${src}/cancel`, {})).status).toBe(202);
+    const forked = await a.call<{ id: number }>("POST", `/api/agent-workflow-executions/${src}/fork`, { version: at });
+    expect(forked.status).toBe(202);
+    const done = await waitForExecution(a, forked.body.id, ["completed", "failed", "cancelled"], 90_000);
+    expect({ status: done.status, error: done.error }).toEqual({ status: "completed", error: null });
+    expect((done.output as { vs: { v: number }[] }).vs.map((r) => r.v)).toEqual([1, 2, 3, 4]);
+    // Items 0 and 1 were done at that version: only items 2 and 3 ran in the fork.
+    expect((await rec.calls()).filter((c) => c.startsWith(`${forked.body.id}.`)).map((c) => c.split(".").at(-1)).sort()).toEqual(["2", "3"]);
+  }, 120_000);
 
   it("an execution started on version 1 keeps running version 1 after the workflow is updated while it is paused", async () => {
     const wf = await createDefinition(a, `pinned-${uniq()}`, reviewed(1));

@@ -855,6 +855,21 @@ describe("step: references, forks and replay", () => {
     expect(calls(r).map((c) => c.tool)).toEqual(["g"]);
   });
 
+  it("a fork taken mid-forEach keeps the items done then and runs the others", async () => {
+    const d = def({ nodes: [{ id: "each", type: "forEach", config: { items: "$.input.xs", tool: "f", concurrency: 1 } }], output: { each: "$.each" } });
+    // The source answers the first two items and leaves the third out.
+    const v = (a: JsonObject) => a.value as number;
+    const mid = await drive(d, { tools: { f: (a) => (v(a) < 3 ? { ok: true, output: v(a) * 10 } : "hang") } }, null, { kind: "start", input: { xs: [1, 2, 3, 4] } });
+    expect(mid.state.nodes.each!.fan!.items.map((i) => i.status)).toEqual(["done", "done", "running", "pending"]);
+    const r = await drive(d, { tools: { f: (a) => ({ ok: true, output: v(a) * 100 }) } }, null, { kind: "start", input: { xs: [1, 2, 3, 4] }, fork: { state: mid.state, executionId: 7, version: 3 } }, { ...identity, executionId: 8 });
+    expect(r.state.status).toBe("completed");
+    expect(r.state.output).toEqual({ each: [10, 20, 300, 400] });
+    expect(calls(r).map((c) => c.args)).toEqual([{ value: 3 }, { value: 4 }]);
+    // A fork that edits the list to another length runs it whole.
+    const edited = await drive(d, { tools: { f: (a) => ({ ok: true, output: v(a) * 100 }) } }, null, { kind: "start", input: { xs: [1, 2, 3, 4] }, fork: { state: { ...mid.state, context: { ...mid.state.context, input: { xs: [5, 6] } } }, executionId: 7, version: 3 } }, { ...identity, executionId: 8 });
+    expect(edited.state.output).toEqual({ each: [500, 600] });
+  });
+
   it("a fork of a run that failed or was cancelled runs again what failed, what was stopped with it, and what was ready", async () => {
     // s → {bad, slow} → j; with maxConcurrency 1, `slow` is still only ready when `bad` fails.
     const d = def({

@@ -767,9 +767,18 @@ class Stepper {
         const cfg = forEachConfigSchema.parse(n.config);
         const items = readPath(ctx, cfg.items);
         if (!Array.isArray(items)) throw new NodeInputError("BATON_FOREACH_NOT_A_LIST", `forEach "${n.id}": ${cfg.items} is ${items === undefined ? "missing" : `not a list (${typeof items})`}`);
+        // A fork started mid-forEach carries the items done then (forkState): only the others run,
+        // unless the list it reads is no longer as long (the fork edited it).
+        const carried = this.run(n.id).fan;
+        delete this.run(n.id).fan;
         this.begin(n, "running", { items: items.length });
         if (items.length === 0) {
           await this.complete(n, await this.reduce(cfg, [], []), undefined);
+          return;
+        }
+        if (carried && carried.items.length === items.length && carried.items.some((it) => it.status !== "done")) {
+          this.run(n.id).fan = { ...carried, concurrency: cfg.concurrency };
+          this.pump(n);
           return;
         }
         this.startFan(n, items.length, cfg.concurrency);
@@ -1562,12 +1571,25 @@ export function forkState(source: ExecutionState, identity: NonNullable<StepInpu
   const again: string[] = [];
   for (const [id, run] of Object.entries(s.nodes)) {
     if (run.status === "running" || run.status === "paused" || (run.status === "failed" && ended)) {
+      // A forEach's items done at that version are kept (its start in the fork takes them up,
+      // see startWork); the ones in flight or waiting out a backoff start over. Other fans
+      // (a node's several calls, an agent's round of tools) are one step of their node and start over whole.
+      const fan = run.status === "running" && run.fan && !run.fan.calls ? run.fan : undefined;
       run.status = "waiting";
       delete run.callId;
       delete run.timerId;
       delete run.childKey;
       delete run.fan;
       delete run.error;
+      if (fan) {
+        run.fan = {
+          ...fan,
+          items: fan.items.map((it): FanItem => (it.status === "done" ? it : { status: "pending", attempts: 0 })),
+        };
+        delete run.fan.done;
+        delete run.fan.running;
+        delete run.fan.next;
+      }
       again.push(id);
     }
   }
