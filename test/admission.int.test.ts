@@ -14,6 +14,8 @@
  * - a fork from a paused checkpoint with an edited context runs through the executor to the
  *   edited result and records the execution and version it came from; a fork taken
  *   mid-forEach runs only the items not done at that version;
+ * - a queued run whose deadline passes while it waits for a slot fails as it is admitted,
+ *   and none of its nodes runs;
  * - an execution started on version 1 keeps running version 1 when the workflow is updated
  *   while it is paused.
  */
@@ -133,6 +135,19 @@ describe(`BATON_TENANT_MAX_RUNNING=${CAP}`, () => {
     for (const r of running) expect((await waitForExecution(a, r, ["completed", "failed", "cancelled"])).status).toBe("completed");
     await new Promise((r) => setTimeout(r, 500));
     expect((await getExecution(a, id)).status).toBe("cancelled");
+    expect(await journal(a, id)).toEqual([]);
+    expect((await rec.calls()).filter((c) => c.startsWith(`${id}.`))).toEqual([]);
+  }, 60_000);
+
+  it("a queued run whose deadline passes while it waits fails as it is admitted: none of its nodes runs", async () => {
+    const wf = await sleeper("late", 1_500);
+    const running = await Promise.all([1, 2].map((i) => startExecution(a, wf, { i })));
+    await waitFor("both slots taken", async () => ((await rec.gauge("late")).length === 2 ? true : undefined));
+    const id = await startExecution(a, wf, { i: 3 }, { deadlineMs: 300 });
+    for (const r of running) expect((await waitForExecution(a, r, ["completed", "failed", "cancelled"])).status).toBe("completed");
+    const done = await waitForExecution(a, id, ["cancelled", "completed", "failed"], 10_000);
+    expect({ status: done.status, error: done.error }).toEqual({ status: "failed", error: expect.stringContaining("BATON_DEADLINE_EXCEEDED") });
+    expect(eventNames(await collectEvents(a, config.apiKey!, id, undefined, 5_000))).toEqual(["execution.started", "execution.failed"]);
     expect(await journal(a, id)).toEqual([]);
     expect((await rec.calls()).filter((c) => c.startsWith(`${id}.`))).toEqual([]);
   }, 60_000);

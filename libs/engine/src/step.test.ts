@@ -784,6 +784,15 @@ describe("step: retries, timeouts, delays, deadlines, cancel", () => {
     expect((await step({ definition: open, state: null, command: { kind: "start", input: {}, deadline: at(60_000) }, now, identity })).state.deadlineAt).toBe(at(60_000));
   });
 
+  it("a start whose deadline passed already (a run that waited queued) fails at once, and no node runs", async () => {
+    const d = def({ nodes: [{ id: "a", type: "tool", config: { tool: "f" } }] });
+    const now = new Date(t0).toISOString();
+    const r = await step({ definition: d, state: null, command: { kind: "start", input: {}, deadline: new Date(t0 - 1).toISOString() }, now, identity });
+    expect(r.state.status).toBe("failed");
+    expect(r.state.error).toMatchObject({ code: "BATON_DEADLINE_EXCEEDED" });
+    expect(r.effects.map((e) => (e.kind === "emit" ? e.event.kind : e.kind))).toEqual(["execution.started", "execution.failed"]);
+  });
+
   it("cancel stops running calls and children and leaves a consistent record", async () => {
     const d = def({ nodes: [{ id: "a", type: "tool", config: { tool: "f" } }] });
     const running = await drive(d, { tools: { f: () => "hang" } }, null, { kind: "start", input: {} });

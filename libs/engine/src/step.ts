@@ -1616,6 +1616,11 @@ export async function step(input: StepInput): Promise<StepResult> {
     const deadlineAt = command.deadline === undefined || (own !== undefined && Date.parse(own) < Date.parse(command.deadline)) ? own : command.deadline;
     if (deadlineAt) {
       st.s.deadlineAt = deadlineAt;
+      // A run that waited queued (a tenant's cap) past its deadline ends as it starts: no node runs.
+      if (Date.parse(deadlineAt) <= Date.parse(now)) {
+        st.failExecution("BATON_DEADLINE_EXCEEDED", `the execution's deadline (${deadlineAt}) passed before it started`);
+        return { state: st.s, effects: st.effects, more: false };
+      }
       st.setTimer("deadline", { dueAt: deadlineAt, kind: "deadline" });
     }
     await st.advance();
