@@ -193,7 +193,11 @@ export function unboundedCycles<E extends PlainGraph["edges"][number]>(
 /** Nodes reachable from `start` (itself included). */
 export function reachableFrom(g: PlainGraph, start: string): Set<string> {
   const out = new Map<string, string[]>();
-  for (const e of g.edges) out.set(e.from, [...(out.get(e.from) ?? []), e.to]);
+  for (const e of g.edges) {
+    let o = out.get(e.from);
+    if (!o) out.set(e.from, (o = []));
+    o.push(e.to);
+  }
   const seen = new Set<string>([start]);
   const todo = [start];
   while (todo.length > 0) {
@@ -207,33 +211,104 @@ export function reachableFrom(g: PlainGraph, start: string): Set<string> {
   return seen;
 }
 
+/** Who dominates whom among the nodes reachable from a start (see {@link dominators}). */
+export interface Dominance {
+  /** Whether `v` is reachable from the start. */
+  has(v: string): boolean;
+  /** The dominators of `v`, as a set to ask `has(d)`: whether every path from the start to `v` passes through `d`. Undefined for an unreachable `v`. */
+  get(v: string): { has(d: string): boolean } | undefined;
+}
+
 /**
- * Dominators of every node reachable from `start`: `d ∈ dom(v)` when every path from the
- * start to `v` passes through `d` (each node dominates itself). Unreachable nodes are absent.
+ * Dominators of every node reachable from `start`: `d` dominates `v` when every path from the
+ * start to `v` passes through `d` (each node dominates itself). The immediate dominators come
+ * from the iterative algorithm of Cooper, Harvey and Kennedy over a reverse postorder, and a
+ * walk of the dominator tree numbers it so that each question is answered in constant time:
+ * memory and time grow with the graph, not its square (a chain of 20,000 nodes is quick).
  */
-export function dominators(g: PlainGraph, start: string): Map<string, Set<string>> {
-  const reach = reachableFrom(g, start);
-  const nodes = g.nodes.filter((n) => reach.has(n));
-  const preds = new Map<string, string[]>(nodes.map((n) => [n, []]));
-  for (const e of g.edges) if (reach.has(e.from) && reach.has(e.to)) preds.get(e.to)!.push(e.from);
-  const dom = new Map<string, Set<string>>();
-  for (const n of nodes) dom.set(n, n === start ? new Set([start]) : new Set(nodes));
-  for (let changed = true; changed;) {
+export function dominators(g: PlainGraph, start: string): Dominance {
+  const succ = new Map<string, string[]>();
+  const pred = new Map<string, string[]>();
+  for (const e of g.edges) {
+    let s = succ.get(e.from);
+    if (!s) succ.set(e.from, (s = []));
+    s.push(e.to);
+    let p = pred.get(e.to);
+    if (!p) pred.set(e.to, (p = []));
+    p.push(e.from);
+  }
+  // Postorder numbers by an iterative depth-first walk.
+  const post = new Map<string, number>();
+  const order: string[] = [];
+  const seen = new Set<string>([start]);
+  const stack: { v: string; i: number }[] = [{ v: start, i: 0 }];
+  while (stack.length) {
+    const top = stack[stack.length - 1]!;
+    const next = (succ.get(top.v) ?? [])[top.i++];
+    if (next === undefined) {
+      post.set(top.v, order.length);
+      order.push(top.v);
+      stack.pop();
+    } else if (!seen.has(next)) {
+      seen.add(next);
+      stack.push({ v: next, i: 0 });
+    }
+  }
+  const idom = new Map<string, string>([[start, start]]);
+  const intersect = (a: string, b: string): string => {
+    while (a !== b) {
+      while (post.get(a)! < post.get(b)!) a = idom.get(a)!;
+      while (post.get(b)! < post.get(a)!) b = idom.get(b)!;
+    }
+    return a;
+  };
+  for (let changed = true; changed; ) {
     changed = false;
-    for (const n of nodes) {
-      if (n === start) continue;
-      let meet: Set<string> | undefined;
-      for (const p of preds.get(n)!) {
-        const dp = dom.get(p)!;
-        meet = meet === undefined ? new Set(dp) : new Set([...meet].filter((x) => dp.has(x)));
+    for (let k = order.length - 1; k >= 0; k--) {
+      const v = order[k]!;
+      if (v === start) continue;
+      let d: string | undefined;
+      for (const p of pred.get(v) ?? []) {
+        if (!idom.has(p)) continue;
+        d = d === undefined ? p : intersect(p, d);
       }
-      const next = meet ?? new Set<string>();
-      next.add(n);
-      if (next.size !== dom.get(n)!.size) {
-        dom.set(n, next);
+      if (d !== undefined && idom.get(v) !== d) {
+        idom.set(v, d);
         changed = true;
       }
     }
   }
-  return dom;
+  // Entry and exit numbers of a walk of the dominator tree: d dominates v when v's interval lies in d's.
+  const children = new Map<string, string[]>();
+  for (const [v, d] of idom) {
+    if (v === start) continue;
+    let c = children.get(d);
+    if (!c) children.set(d, (c = []));
+    c.push(v);
+  }
+  const tin = new Map<string, number>();
+  const tout = new Map<string, number>();
+  let clock = 0;
+  const walk: { v: string; i: number }[] = [{ v: start, i: 0 }];
+  tin.set(start, clock++);
+  while (walk.length) {
+    const top = walk[walk.length - 1]!;
+    const c = (children.get(top.v) ?? [])[top.i++];
+    if (c === undefined) {
+      tout.set(top.v, clock++);
+      walk.pop();
+    } else {
+      tin.set(c, clock++);
+      walk.push({ v: c, i: 0 });
+    }
+  }
+  return {
+    has: (v) => tin.has(v),
+    get: (v) => {
+      const vin = tin.get(v);
+      if (vin === undefined) return undefined;
+      const vout = tout.get(v)!;
+      return { has: (d) => { const din = tin.get(d); return din !== undefined && din <= vin && vout <= tout.get(d)!; } };
+    },
+  };
 }

@@ -15,6 +15,7 @@ import {
 } from "./model.ts";
 import { expressionError } from "./expr.ts";
 import { cyclicComponents, dominators, reachableFrom, unboundedCycles } from "./graph.ts";
+import type { Dominance } from "./graph.ts";
 import type { JsonValue } from "./json.ts";
 
 /** What validation may check beyond the definition itself. */
@@ -388,8 +389,12 @@ function graphChecks(nodes: GraphNode[], edges: GraphEdge[], start: string | und
   const incoming = new Map<string, GraphEdge[]>();
   const outgoing = new Map<string, GraphEdge[]>();
   for (const e of edges) {
-    incoming.set(e.to, [...(incoming.get(e.to) ?? []), e]);
-    outgoing.set(e.from, [...(outgoing.get(e.from) ?? []), e]);
+    let i = incoming.get(e.to);
+    if (!i) incoming.set(e.to, (i = []));
+    i.push(e);
+    let o = outgoing.get(e.from);
+    if (!o) outgoing.set(e.from, (o = []));
+    o.push(e);
   }
   const reachCache = new Map<string, Set<string>>();
   const reaches = (from: string, to: string): boolean => {
@@ -433,18 +438,26 @@ function graphChecks(nodes: GraphNode[], edges: GraphEdge[], start: string | und
   // dominator shows. A node can run a first time once its join can be met by nodes that can
   // run before it; every condition is taken as possibly true, and a node without an explicit
   // join as running on any edge, so what is found here can never run.
+  // A worklist: each node counts its incoming edges from nodes found runnable so far.
+  const needs = new Map<string, number>();
+  for (const n of nodes) {
+    if (!reach.has(n.id)) continue;
+    const from = (incoming.get(n.id) ?? []).filter((e) => reach.has(e.from)).length;
+    const join = n.node?.join;
+    needs.set(n.id, join === "all" ? Math.max(from, 1) : typeof join === "object" ? join.n : 1);
+  }
+  const met = new Map<string, number>();
   const runnable = new Set<string>([start]);
-  for (let grew = true; grew; ) {
-    grew = false;
-    for (const n of nodes) {
-      if (runnable.has(n.id) || !reach.has(n.id)) continue;
-      const from = (incoming.get(n.id) ?? []).filter((e) => reach.has(e.from));
-      const met = from.filter((e) => runnable.has(e.from)).length;
-      const join = n.node?.join;
-      const can = join === "all" ? met > 0 && met === from.length : typeof join === "object" ? met >= join.n : met > 0;
-      if (can) {
-        runnable.add(n.id);
-        grew = true;
+  const work = [start];
+  while (work.length) {
+    const u = work.pop()!;
+    for (const e of outgoing.get(u) ?? []) {
+      if (runnable.has(e.to) || !needs.has(e.to)) continue;
+      const m = (met.get(e.to) ?? 0) + 1;
+      met.set(e.to, m);
+      if (m >= needs.get(e.to)!) {
+        runnable.add(e.to);
+        work.push(e.to);
       }
     }
   }
@@ -470,7 +483,7 @@ function exclusiveBound(
   edges: GraphEdge[],
   nodes: GraphNode[],
   outgoing: Map<string, GraphEdge[]>,
-  dom: Map<string, Set<string>>,
+  dom: Dominance,
   cyclic: Set<string>,
   reaches: (from: string, to: string) => boolean,
 ): { possible: number; controller?: string } {

@@ -1,0 +1,70 @@
+/**
+ * Rules of the graph helpers validation and the engine rely on:
+ * - dominators: d dominates v exactly when v cannot be reached from the start without d
+ *   (checked against that definition on random graphs, cycles and unreachable nodes included);
+ *   unreachable nodes are absent; a long chain is answered without building a set per node;
+ * - loopRegion: the back edge's natural region — nested loops do not take in the loop around
+ *   them (reached only through the inner loop's exit).
+ */
+import { describe, expect, it } from "@jest/globals";
+import { dominators, graphOf, loopRegion, reachableFrom } from "./graph.ts";
+import type { PlainGraph } from "./graph.ts";
+import type { WorkflowDefinition } from "./model.ts";
+
+/** A small deterministic generator, so a failure can be replayed. */
+function random(seed: number): () => number {
+  let x = seed;
+  return () => {
+    x = (x * 1103515245 + 12345) % 2 ** 31;
+    return x / 2 ** 31;
+  };
+}
+
+describe("dominators", () => {
+  it("agree with the definition (v unreachable without d) on random graphs", () => {
+    for (let seed = 1; seed <= 200; seed++) {
+      const r = random(seed);
+      const n = 2 + Math.floor(r() * 9);
+      const nodes = Array.from({ length: n }, (_, i) => `v${i}`);
+      const edges = Array.from({ length: Math.floor(r() * n * 2) }, () => ({ from: nodes[Math.floor(r() * n)]!, to: nodes[Math.floor(r() * n)]! }));
+      const g: PlainGraph = { nodes, edges };
+      const dom = dominators(g, "v0");
+      const reach = reachableFrom(g, "v0");
+      for (const v of nodes) {
+        expect(dom.has(v)).toBe(reach.has(v));
+        if (!reach.has(v)) {
+          expect(dom.get(v)).toBeUndefined();
+          continue;
+        }
+        for (const d of nodes) {
+          const without = d === "v0" ? new Set<string>() : reachableFrom({ nodes, edges: edges.filter((e) => e.from !== d && e.to !== d) }, "v0");
+          const expected = d === v || (reach.has(d) && !without.has(v));
+          expect({ seed, v, d, dominates: dom.get(v)!.has(d) }).toEqual({ seed, v, d, dominates: expected });
+        }
+      }
+    }
+  });
+
+  it("a chain of 20,000 nodes", () => {
+    const nodes = Array.from({ length: 20_000 }, (_, i) => `n${i}`);
+    const edges = nodes.slice(1).map((to, i) => ({ from: nodes[i]!, to }));
+    const dom = dominators({ nodes, edges }, "n0");
+    expect(dom.get("n19999")!.has("n12345")).toBe(true);
+    expect(dom.get("n12345")!.has("n19999")).toBe(false);
+  });
+});
+
+describe("loopRegion", () => {
+  it("is the back edge's natural region: an inner loop's does not take in the loop around it", () => {
+    const def = {
+      nodes: ["i", "outer", "ri", "inner", "inc", "onext", "done"].map((id) => ({ id })),
+      edges: [
+        { from: "i", to: "outer" }, { from: "outer", to: "ri" }, { from: "ri", to: "inner" }, { from: "inner", to: "inc" },
+        { from: "inc", to: "inner" }, { from: "inner", to: "onext" }, { from: "onext", to: "outer" }, { from: "outer", to: "done" },
+      ],
+    } as unknown as WorkflowDefinition;
+    const g = graphOf(def);
+    expect([...loopRegion(g, "inner", "inc")].sort()).toEqual(["inc", "inner"]);
+    expect([...loopRegion(g, "outer", "onext")].sort()).toEqual(["inc", "inner", "onext", "outer", "ri"]);
+  });
+});
