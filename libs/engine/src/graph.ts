@@ -217,6 +217,8 @@ export interface Dominance {
   has(v: string): boolean;
   /** The dominators of `v`, as a set to ask `has(d)`: whether every path from the start to `v` passes through `d`. Undefined for an unreachable `v`. */
   get(v: string): { has(d: string): boolean } | undefined;
+  /** The immediate dominator of `v` (the start's is itself); undefined for an unreachable `v`. */
+  idom(v: string): string | undefined;
 }
 
 /**
@@ -304,6 +306,7 @@ export function dominators(g: PlainGraph, start: string): Dominance {
   }
   return {
     has: (v) => tin.has(v),
+    idom: (v) => idom.get(v),
     get: (v) => {
       const vin = tin.get(v);
       if (vin === undefined) return undefined;

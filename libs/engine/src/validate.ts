@@ -350,6 +350,11 @@ function checkNode(n: NodeDefinition, at: string, opts: ValidateOptions, errors:
   if (n.idempotencyKey !== undefined && looksLikePath(n.idempotencyKey)) checkPath(n.idempotencyKey, `${at}.idempotencyKey`, errors);
 }
 
+/** Nodes the searches of the n-of join bound may visit in all (see graphChecks). */
+const BETWEEN_BUDGET = 4_000_000;
+/** How far up the dominator tree from a join's sources the n-of bound looks for a branching node. */
+const CONTROLLER_DEPTH = 16;
+
 /**
  * Checks that need the graph: cycles without a loop bound, loops without a body, unreachable
  * nodes and joins that never fire. `complete` is false when some node has no id or some edge
@@ -396,11 +401,33 @@ function graphChecks(nodes: GraphNode[], edges: GraphEdge[], start: string | und
     if (!o) outgoing.set(e.from, (o = []));
     o.push(e);
   }
-  const reachCache = new Map<string, Set<string>>();
-  const reaches = (from: string, to: string): boolean => {
-    let r = reachCache.get(from);
-    if (!r) reachCache.set(from, (r = reachableFrom(plain, from)));
-    return r.has(to);
+  // For the bound of n-of joins: the nodes on the ways from an acyclic branching node `c` to a
+  // node `t` it dominates. Every node on such a way is dominated by `c` (a way around `c` to one
+  // of them would go on to `t` without `c`), so a backward search from `t` that stays among the
+  // nodes `c` dominates finds them, visiting only what lies between the two. Each search is
+  // kept; past a budget of nodes visited in all, an unanswered question counts every branch,
+  // which can only make the bound larger: a join that can never fire may then go unreported
+  // (at run time it is skipped), but none is refused wrongly.
+  const betweenCache = new Map<string, Set<string>>();
+  let budget = BETWEEN_BUDGET;
+  const between = (c: string, t: string): Set<string> | undefined => {
+    const key = `${c}\u0000${t}`;
+    let r = betweenCache.get(key);
+    if (r) return r;
+    if (budget <= 0) return undefined;
+    r = new Set<string>([t]);
+    const todo = [t];
+    while (todo.length > 0) {
+      for (const e of incoming.get(todo.pop()!) ?? []) {
+        const u = e.from;
+        if (u === c || r.has(u) || dom.get(u)?.has(c) !== true) continue;
+        r.add(u);
+        todo.push(u);
+      }
+    }
+    budget -= r.size;
+    betweenCache.set(key, r);
+    return r;
   };
   const reported = new Set<string>();
   for (const j of joins) {
@@ -422,7 +449,22 @@ function graphChecks(nodes: GraphNode[], edges: GraphEdge[], start: string | und
       continue;
     }
     const early = into.filter((e) => !late.includes(e));
-    const bound = exclusiveBound(early, nodes, outgoing, dom, cyclic, reaches);
+    // The branching nodes that can make these edges exclude each other dominate their sources
+    // (or are one): the sources and their nearest dominators, up to CONTROLLER_DEPTH up the
+    // tree, in definition order. A controller further up is not looked at: the bound can only
+    // be larger for it (the check may miss a join, never refuse one wrongly), and a definition
+    // of thousands of branches and joins is checked in time linear in its size.
+    const candidates = new Set<GraphNode>();
+    for (const e of early) {
+      let v: string | undefined = e.from;
+      for (let k = 0; v !== undefined && k < CONTROLLER_DEPTH; k++) {
+        const c = byId.get(v);
+        if (c) candidates.add(c);
+        const up = dom.idom(v);
+        v = up === v ? undefined : up;
+      }
+    }
+    const bound = exclusiveBound(early, [...candidates].sort((x, y) => x.index - y.index), outgoing, dom, cyclic, between);
     if (join.n > bound.possible) {
       reported.add(j.id);
       const why = bound.controller === undefined ? "" : ` (they come from branches of "${bound.controller}" that exclude each other)`;
@@ -485,7 +527,7 @@ function exclusiveBound(
   outgoing: Map<string, GraphEdge[]>,
   dom: Dominance,
   cyclic: Set<string>,
-  reaches: (from: string, to: string) => boolean,
+  between: (c: string, t: string) => Set<string> | undefined,
 ): { possible: number; controller?: string } {
   let possible = edges.length;
   let controller: string | undefined;
@@ -506,9 +548,10 @@ function exclusiveBound(
         const b = branchOf(e);
         if (b !== undefined) branches = new Set([b]);
       } else if (!cyclic.has(c.id) && dom.get(e.from)?.has(c.id)) {
+        const ways = between(c.id, e.from);
         branches = new Set();
         for (const x of out) {
-          if (x.to !== e.from && !reaches(x.to, e.from)) continue;
+          if (ways !== undefined && !ways.has(x.to)) continue;
           const b = branchOf(x);
           if (b === undefined) {
             branches = undefined;
