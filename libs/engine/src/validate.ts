@@ -367,8 +367,14 @@ function graphChecks(nodes: GraphNode[], edges: GraphEdge[], start: string | und
   // A whileLoop counts the passes along its body edges (and unlabelled ones, taken on every
   // pass too); leaving by `exit` counts nothing, so a cycle back through it that way has no bound.
   const counted = (e: GraphEdge): boolean => byId.get(e.from)?.type === "whileLoop" && e.when !== "exit";
+  const out = new Map<string, GraphEdge[]>();
+  for (const e of edges) {
+    let o = out.get(e.from);
+    if (!o) out.set(e.from, (o = []));
+    o.push(e);
+  }
   for (const comp of unboundedCycles(plain, (id) => byId.get(id)!.bounded, counted)) {
-    const cycle = shortestCycle(comp, edges);
+    const cycle = shortestCycle(comp, out);
     const more = comp.length > cycle.length ? ` (and more cycles among ${comp.map((id) => `"${id}"`).join(", ")})` : "";
     errors.push({
       path: "edges",
@@ -573,19 +579,19 @@ function exclusiveBound(
 }
 
 /** A shortest cycle through the first node of a cyclic component, as the nodes on it. */
-function shortestCycle(comp: string[], edges: GraphEdge[]): string[] {
+function shortestCycle(comp: string[], out: ReadonlyMap<string, readonly GraphEdge[]>): string[] {
   const inComp = new Set(comp);
   const head = comp[0]!;
   const prev = new Map<string, string>();
   const queue = [head];
   for (let i = 0; i < queue.length; i++) {
     const v = queue[i]!;
-    for (const e of edges) {
-      if (e.from !== v || !inComp.has(e.to)) continue;
+    for (const e of out.get(v) ?? []) {
+      if (!inComp.has(e.to)) continue;
       if (e.to === head) {
         const path = [v];
-        while (path[0] !== head) path.unshift(prev.get(path[0]!)!);
-        return path;
+        while (path[path.length - 1] !== head) path.push(prev.get(path[path.length - 1]!)!);
+        return path.reverse();
       }
       if (!prev.has(e.to)) {
         prev.set(e.to, v);
