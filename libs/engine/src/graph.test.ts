@@ -3,6 +3,8 @@
  * - dominators: d dominates v exactly when v cannot be reached from the start without d
  *   (checked against that definition on random graphs, cycles and unreachable nodes included);
  *   unreachable nodes are absent; a long chain is answered without building a set per node;
+ * - graphOf: nodes share a component exactly when each reaches the other; only nodes on a
+ *   cycle are cyclic; a chain of 20,000 nodes is taken without a set per node;
  * - loopRegion: the back edge's natural region — nested loops do not take in the loop around
  *   them (reached only through the inner loop's exit).
  */
@@ -51,6 +53,35 @@ describe("dominators", () => {
     const dom = dominators({ nodes, edges }, "n0");
     expect(dom.get("n19999")!.has("n12345")).toBe(true);
     expect(dom.get("n12345")!.has("n19999")).toBe(false);
+  });
+});
+
+describe("graphOf", () => {
+  it("components: shared exactly by nodes that reach each other; cyclic only on a cycle", () => {
+    for (let seed = 1; seed <= 100; seed++) {
+      const r = random(seed);
+      const n = 2 + Math.floor(r() * 9);
+      const nodes = Array.from({ length: n }, (_, i) => `v${i}`);
+      const edges = Array.from({ length: Math.floor(r() * n * 2) }, () => ({ from: nodes[Math.floor(r() * n)]!, to: nodes[Math.floor(r() * n)]! }));
+      const g = graphOf({ nodes: nodes.map((id) => ({ id })), edges } as unknown as WorkflowDefinition);
+      // reachableFrom counts a node as reaching itself; a cycle needs an edge back to it.
+      const reaches = (a: string, b: string) => (a === b ? edges.some((e) => e.from === a && reachableFrom({ nodes, edges }, e.to).has(a)) : reachableFrom({ nodes, edges }, a).has(b));
+      for (const a of nodes) {
+        expect({ seed, a, cyclic: g.cyclic.has(a) }).toEqual({ seed, a, cyclic: reaches(a, a) });
+        for (const b of nodes) {
+          if (a === b) continue;
+          expect({ seed, a, b, same: g.scc.get(a) === g.scc.get(b) }).toEqual({ seed, a, b, same: reaches(a, b) && reaches(b, a) });
+        }
+      }
+    }
+  });
+
+  it("a chain of 20,000 nodes closed into a cycle", () => {
+    const ids = Array.from({ length: 20_000 }, (_, i) => `n${i}`);
+    const edges = [...ids.slice(1).map((to, i) => ({ from: ids[i]!, to })), { from: "n19999", to: "n0" }];
+    const g = graphOf({ nodes: ids.map((id) => ({ id })), edges } as unknown as WorkflowDefinition);
+    expect(g.cyclic.size).toBe(20_000);
+    expect(g.scc.get("n0")).toBe(g.scc.get("n12345"));
   });
 });
 

@@ -395,7 +395,7 @@ class Stepper {
     const { from, to } = e;
     const target = this.run(to);
     // Taking an edge into a node that already ran in this pass closes a loop: run the region again.
-    if (target.status !== "waiting" && this.g.reach.get(to)?.has(from)) this.resetRegion(to, from);
+    if (target.status !== "waiting" && this.g.cyclic.has(to) && this.g.scc.get(to) === this.g.scc.get(from)) this.resetRegion(to, from);
     this.s.edges[this.edgeKey(e)] = "taken";
     this.settle(to);
   }
