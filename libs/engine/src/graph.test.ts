@@ -22,13 +22,19 @@ function random(seed: number): () => number {
   };
 }
 
+/** 2 to 10 nodes v0, v1, … and up to twice as many edges, self-loops and repeats included. */
+function randomGraph(seed: number): { nodes: string[]; edges: { from: string; to: string }[] } {
+  const r = random(seed);
+  const n = 2 + Math.floor(r() * 9);
+  const nodes = Array.from({ length: n }, (_, i) => `v${i}`);
+  const edges = Array.from({ length: Math.floor(r() * n * 2) }, () => ({ from: nodes[Math.floor(r() * n)]!, to: nodes[Math.floor(r() * n)]! }));
+  return { nodes, edges };
+}
+
 describe("dominators", () => {
   it("agree with the definition (v unreachable without d) on random graphs", () => {
     for (let seed = 1; seed <= 200; seed++) {
-      const r = random(seed);
-      const n = 2 + Math.floor(r() * 9);
-      const nodes = Array.from({ length: n }, (_, i) => `v${i}`);
-      const edges = Array.from({ length: Math.floor(r() * n * 2) }, () => ({ from: nodes[Math.floor(r() * n)]!, to: nodes[Math.floor(r() * n)]! }));
+      const { nodes, edges } = randomGraph(seed);
       const g: PlainGraph = { nodes, edges };
       const dom = dominators(g, "v0");
       const reach = reachableFrom(g, "v0");
@@ -59,10 +65,7 @@ describe("dominators", () => {
 describe("graphOf", () => {
   it("components: shared exactly by nodes that reach each other; cyclic only on a cycle", () => {
     for (let seed = 1; seed <= 100; seed++) {
-      const r = random(seed);
-      const n = 2 + Math.floor(r() * 9);
-      const nodes = Array.from({ length: n }, (_, i) => `v${i}`);
-      const edges = Array.from({ length: Math.floor(r() * n * 2) }, () => ({ from: nodes[Math.floor(r() * n)]!, to: nodes[Math.floor(r() * n)]! }));
+      const { nodes, edges } = randomGraph(seed);
       const g = graphOf({ nodes: nodes.map((id) => ({ id })), edges } as unknown as WorkflowDefinition);
       // reachableFrom counts a node as reaching itself; a cycle needs an edge back to it.
       const reaches = (a: string, b: string) => (a === b ? edges.some((e) => e.from === a && reachableFrom({ nodes, edges }, e.to).has(a)) : reachableFrom({ nodes, edges }, a).has(b));
