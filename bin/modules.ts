@@ -140,9 +140,9 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
         },
         events: {
           publish: (type, tenantId, _scopeId, data) => messaging.publishEvent(type as EventType, { ...data, tenantId }),
-          streamExecution: (tenantId, executionId, signal, onEvent) =>
+          streamExecution: (tenantId, executionId, signal, onEvent, fromSeq) =>
             // One ordered consumer over the execution's subjects keeps its events in order.
-            bus.replay(messaging.subjects.executionEventsFilter(tenantId, executionId), { signal }, (msg) => {
+            bus.replay(messaging.subjects.executionEventsFilter(tenantId, executionId), { signal, ...(fromSeq !== undefined ? { fromSeq } : {}) }, (msg) => {
               const parsed = messaging.subjects.parseEvent(msg.subject);
               if (!parsed || !EXECUTION_ENTITIES.has(parsed.type.slice(0, parsed.type.indexOf(".")))) return;
               onEvent({ type: parsed.type, seq: msg.seq, time: msg.timestamp.toISOString(), data: JSON.parse(utf8.decode(msg.data)) as unknown });

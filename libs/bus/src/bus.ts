@@ -390,6 +390,13 @@ class NatsBus implements Bus {
       signal?.removeEventListener("abort", close);
       this.#replays.delete(local);
       await messages.close();
+      // Closing only stops the client's subscription: the server would keep the ordered
+      // consumer until its inactivity threshold (5 minutes in nats.js, not configurable for
+      // an ordered pull consumer), one per replay (an SSE client reconnecting every 3 s keeps
+      // adding them). Deleted here, unless the connection is going away anyway.
+      if (this.#draining === undefined && !this.#nc.isClosed()) {
+        await consumer.delete().catch((err: unknown) => this.#logger.debug("deleting a replay's consumer failed", { err }));
+      }
     }
   }
 

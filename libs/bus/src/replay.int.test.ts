@@ -9,7 +9,9 @@
  * - a filter outside the events stream is refused with BATON_BUS_INVALID_OPTIONS (the
  *   server would refuse it, and an ordered consumer would retry for ever);
  * - an already aborted signal resolves at once; an error thrown by onMessage rejects the
- *   replay; drain() ends running replays.
+ *   replay; drain() ends running replays;
+ * - a replay that ended leaves no consumer on the server (an ordered consumer would otherwise
+ *   stay until its 5-minute inactivity threshold).
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { Bus, BusMessage } from "@baton/bus";
@@ -42,6 +44,23 @@ afterAll(async () => {
 });
 
 describe("replay", () => {
+  it("deletes its consumer when it ends, whether aborted or ended by an error of the reader", async () => {
+    const consumers = async () => (await admin.jsm.streams.info(bus.streams.events)).state.consumer_count;
+    const before = await consumers();
+    for (let i = 0; i < 5; i++) {
+      const ac = new AbortController();
+      let n = 0;
+      const done = bus.replay(`${prefix}.evt.*.*.t_1.1`, { signal: ac.signal }, () => void n++);
+      await waitFor(() => n > 0);
+      ac.abort();
+      await done;
+    }
+    await expect(bus.replay(`${prefix}.evt.*.*.t_1.1`, {}, () => {
+      throw new Error("reader failed");
+    })).rejects.toThrow("reader failed");
+    expect(await consumers()).toBe(before);
+  });
+
   it("delivers history to a late reader, then follows live events until aborted", async () => {
     const got: BusMessage[] = [];
     const ac = new AbortController();

@@ -98,14 +98,16 @@ export interface GatewayEvents {
    */
   publish(type: string, tenantId: string, scopeId: number, data: Record<string, unknown>): Promise<void>;
   /**
-   * Replays every event of one execution from the beginning, then follows live ones
-   * until `signal` aborts. Resolves once it stopped.
+   * Replays every event of one execution from the beginning (or from the event of stream
+   * sequence `fromSeq`, when given), then follows live ones until `signal` aborts. Resolves
+   * once it stopped.
    */
   streamExecution(
     tenantId: string,
     executionId: number,
     signal: AbortSignal,
     onEvent: (e: ExecutionEventEnvelope) => void,
+    fromSeq?: number,
   ): Promise<void>;
   /**
    * Follows the LLM tokens streamed for an execution (its own and its sub-workflows') until

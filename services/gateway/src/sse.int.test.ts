@@ -6,7 +6,8 @@
  * - a client that connects late gets every earlier event replayed from the start, then the
  *   live ones; the server ends the response after a terminal event
  *   (execution.completed|failed|cancelled);
- * - `Last-Event-ID` resumes after that event;
+ * - `Last-Event-ID` resumes after that event, replaying from that event on (not from the run's
+ *   first); a client that had the terminal event gets an empty stream that ends;
  * - heartbeat comments keep an idle stream open;
  * - a client disconnect aborts the event source, and closing the app ends open streams;
  *   afterwards no stream is left following the execution;
@@ -157,6 +158,11 @@ describe("execution events over SSE", () => {
     for (const t of ["execution.started", "node.started", "node.completed", "execution.cancelled"]) gw.bus.emit(gw.a.tenantId, id, t, {});
     const s = await openStream(`/api/agent-workflow-executions/${id}/events`, { ...auth(), "last-event-id": "2" });
     expect(parseSse(await s.ended).map((e) => e.id)).toEqual(["3", "4"]);
+    // The replay starts at that event, not at the run's first (a reconnect does not read the whole run again).
+    expect(gw.bus.streams.filter((x) => x.executionId === id).map((x) => x.fromSeq)).toEqual([2]);
+    // A client that had the terminal event already gets none, and its stream ends.
+    const again = await openStream(`/api/agent-workflow-executions/${id}/events`, { ...auth(), "last-event-id": "4" });
+    expect(parseSse(await again.ended)).toEqual([]);
   });
 
   test("a client that disconnects stops the event source", async () => {

@@ -107,7 +107,10 @@ export function streamExecutionEvents(request: FastifyRequest, reply: FastifyRep
   o.events.streamTokens?.(o.tenantId, o.executionId, abort.signal, (t) => {
     if (!ended) res.write(`event: token\ndata: ${JSON.stringify(t)}\n\n`);
   }).catch((err: unknown) => request.log.debug({ err, executionId: o.executionId }, "token stream ended"));
-  o.events.streamExecution(o.tenantId, o.executionId, abort.signal, onEvent).then(
+  // A client resuming after event `after` is replayed from that event on, not from the run's
+  // first: that event itself comes again (and is not written), so a client that had the
+  // terminal event already sees the stream end.
+  o.events.streamExecution(o.tenantId, o.executionId, abort.signal, onEvent, after > 0 ? after : undefined).then(
     () => finish(),
     (err: unknown) => {
       if (!ended && !abort.signal.aborted) {

@@ -46,6 +46,8 @@ export interface RecordingBus {
   resumed: ResumeExecutionCommand[];
   cancelled: CancelExecutionCommand[];
   published: PublishedEvent[];
+  /** Each event stream asked for: the execution and where it starts (`fromSeq`, or undefined for the beginning). */
+  streams: { executionId: number; fromSeq: number | undefined }[];
   /** When set, `startExecution` (and resume/cancel) reject with it. */
   failWith: Error | null;
   /** Appends an event to an execution's log and delivers it to live streams. */
@@ -77,6 +79,7 @@ export function createRecordingBus(): RecordingBus {
     resumed: [],
     cancelled: [],
     published: [],
+    streams: [],
     failWith: null,
     commands: {
       async startExecution(c) {
@@ -97,10 +100,11 @@ export function createRecordingBus(): RecordingBus {
       async publish(type, tenantId, scopeId, data) {
         bus.published.push({ type, tenantId, scopeId, data });
       },
-      async streamExecution(tenantId, executionId, signal, onEvent) {
+      async streamExecution(tenantId, executionId, signal, onEvent, fromSeq) {
+        bus.streams.push({ executionId, fromSeq });
         if (signal.aborted) return;
         const k = key(tenantId, executionId);
-        for (const e of logs.get(k) ?? []) onEvent(e);
+        for (const e of logs.get(k) ?? []) if (fromSeq === undefined || e.seq >= fromSeq) onEvent(e);
         if (signal.aborted) return;
         const listener: Listener = { key: k, onEvent };
         listeners.add(listener);
