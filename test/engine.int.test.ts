@@ -603,6 +603,28 @@ describe("cancel reaches everything a run has out", () => {
     expect(rows(r.nodes)).toEqual(expect.arrayContaining(["r1:failed", "r2:failed"]));
   });
 
+  it("a review's record keeps who decided, the comment and an edit's data", async () => {
+    const wf = await createDefinition(a, `review-record-${uniq()}`, {
+      nodes: [{ id: "a", type: "tool", config: { tool: "echo" } }, { id: "rev", type: "humanReview", config: { reason: "ok?" } }],
+      edges: [{ from: "a", to: "rev" }],
+    });
+    const decide = async (body: Record<string, unknown>) => {
+      const id = await startExecution(a, wf);
+      await waitForExecution(a, id, ["paused"]);
+      expect((await a.call("POST", `/api/agent-workflow-executions/${id}/resume`, body)).status).toBe(202);
+      return waitFor("the review decided", async () => {
+        const r = await a.call<{ items: { status: string; reviewer: string | null; decision: unknown }[] }>("GET", `/api/reviews?executionId=${id}`);
+        const item = r.body.items[0];
+        return item && item.status !== "pending" ? item : undefined;
+      });
+    };
+    expect(await decide({ action: "edit", reviewer: "alice", comment: "fixed the amount", data: { x: 42 } }))
+      .toMatchObject({ status: "edited", reviewer: "alice", decision: { decision: "edit", comment: "fixed the amount", data: { x: 42 } } });
+    expect(await decide({ action: "reject", reviewer: "bob", comment: "no" })).toMatchObject({ status: "rejected", reviewer: "bob", decision: { decision: "reject", comment: "no" } });
+    const approved = await decide({ action: "approve" });
+    expect(approved).toMatchObject({ status: "approved", reviewer: null, decision: { decision: "approve" } });
+  });
+
   it("cancel while paused at a review: cancelled, the review row closed", async () => {
     const wf = await createDefinition(a, `cancel-paused-${uniq()}`, {
       nodes: [{ id: "a", type: "tool", config: { tool: "echo" } }, { id: "review", type: "humanReview", config: { reason: "ok?" } }, { id: "b", type: "tool", config: { tool: "echo" } }],

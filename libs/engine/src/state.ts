@@ -149,7 +149,7 @@ export type EngineEvent =
   | { kind: "node.failed"; nodeId: string; nodeType: string; attempt: number; code: string; error: string; retrying: boolean }
   | { kind: "execution.started" }
   | { kind: "execution.paused"; nodeId: string; reason: string }
-  | { kind: "execution.resumed"; nodeId: string; decision: string }
+  | { kind: "execution.resumed"; nodeId: string; decision: string; reviewer?: string; comment?: string; data?: JsonValue }
   | { kind: "execution.completed"; output: JsonValue }
   | { kind: "execution.failed"; error: ExecutionError }
   | { kind: "execution.cancelled"; reason: string };

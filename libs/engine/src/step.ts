@@ -1705,7 +1705,11 @@ export async function step(input: StepInput): Promise<StepResult> {
       const cfg = reviewConfigSchema.parse(n.config);
       const subject = resolveTemplate(cfg.subject ?? null, st.ctx()) ?? null;
       st.pauseAtNext(n.id);
-      st.emit({ kind: "execution.resumed", nodeId: n.id, decision: command.action });
+      st.emit({
+        kind: "execution.resumed", nodeId: n.id, decision: command.action,
+        ...(command.reviewer ? { reviewer: command.reviewer } : {}), ...(command.comment ? { comment: command.comment } : {}),
+        ...(command.action === "edit" ? { data: command.data ?? {} } : {}),
+      });
       const output: JsonObject = {
         decision: command.action,
         data: command.action === "edit" ? (command.data ?? {}) : subject,

@@ -61,7 +61,10 @@ async function publishAs(m: Messaging, s: ExecutionState, e: EngineEvent, key: s
     case "execution.paused":
       return m.publishEvent("execution.paused", { ...exec, nodeId: e.nodeId, reason: e.reason }, key);
     case "execution.resumed":
-      return m.publishEvent("execution.resumed", { ...exec, nodeId: e.nodeId, decision: e.decision }, key);
+      return m.publishEvent("execution.resumed", {
+        ...exec, nodeId: e.nodeId, decision: e.decision, reviewer: e.reviewer ?? "", comment: e.comment ?? "",
+        ...(e.data !== undefined ? { data: valueFromJson(e.data) } : {}),
+      }, key);
     case "execution.completed":
       return m.publishEvent("execution.completed", {
         ...exec, status: "success", output: valueFromJson(e.output),

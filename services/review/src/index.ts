@@ -4,6 +4,7 @@
  * `cancelled`, when the execution ends otherwise), and announces both as `review.*` events.
  */
 import type { Subscription } from "@baton/bus";
+import { valueToJson } from "@baton/contracts";
 import type { Messaging } from "@baton/messaging";
 import type { Service } from "@baton/runtime";
 import type { Store } from "@baton/store";
@@ -53,7 +54,11 @@ export function createReviewService(opts: ReviewServiceOptions): Service {
         } else if (ev.type === "execution.resumed") {
           const m = ev.message;
           const status = DECISION_STATUS[m.decision as keyof typeof DECISION_STATUS] ?? "approved";
-          const review = await store.reviews.resolve(m.tenantId, m.id, m.nodeId, { status, decision: { decision: m.decision } });
+          // The decision as the reviewer gave it: the comment, and an edit's data (a blob
+          // reference when large), with who decided on the review itself.
+          const data = valueToJson(m.data);
+          const decision = { decision: m.decision, ...(m.comment ? { comment: m.comment } : {}), ...(data !== undefined ? { data } : {}) };
+          const review = await store.reviews.resolve(m.tenantId, m.id, m.nodeId, { status, decision, ...(m.reviewer ? { reviewer: m.reviewer } : {}) });
           if (review) await resolved(m.tenantId, m.id, m.nodeId, m.decision, review.id);
         } else if (ev.type === "execution.cancelled" || ev.type === "execution.failed") {
           // The execution ended while a review still waited (a cancel, a deadline, a failure elsewhere).
