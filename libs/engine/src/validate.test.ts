@@ -190,6 +190,28 @@ describe("validateWorkflow: the complete model", () => {
     expect(codes(oneAny)).toEqual([]);
   });
 
+  it("an input schema's $id belongs to it alone: another schema can neither $ref it nor is refused for using it too", () => {
+    const withId = (schema: object) => validateWorkflow({ inputSchema: schema, nodes: [{ id: "a", ...sv }] });
+    const id = `urn:baton-test:${Date.now()}`;
+    expect(codes(withId({ $id: id, type: "object", required: ["secretField"], properties: { secretField: { type: "string" } } }))).toEqual([]);
+    // Another definition (another tenant's, say) cannot reach it through its $id …
+    const refs = withId({ type: "object", properties: { x: { $ref: id } } });
+    expect(codes(refs)).toEqual(["invalid_input_schema@inputSchema"]);
+    expect(!refs.ok && refs.errors[0]!.message).toContain("resolve reference");
+    // … and may use the same $id for a schema of its own.
+    expect(codes(withId({ $id: id, type: "object", properties: { other: { type: "number" } } }))).toEqual([]);
+    const mine = validateWorkflow({ inputSchema: { $id: id, type: "object", properties: { other: { type: "number" } } }, nodes: [{ id: "a", ...sv }] });
+    expect(mine.ok && validateInput(mine.workflow, { other: 1 })).toEqual([]);
+  });
+
+  it("refuses an input schema pattern that repeats a repeating group (exponential backtracking)", () => {
+    const pattern = (p: string) => codes(validateWorkflow({ inputSchema: { type: "object", properties: { s: { type: "string", pattern: p } } }, nodes: [{ id: "a", ...sv }] }));
+    for (const p of ["^(a+)+$", "(\\w+\\s?)*x", "^(a+|b)+$", "((ab)+)+"]) expect({ p, codes: pattern(p) }).toEqual({ p, codes: ["invalid_input_schema@inputSchema"] });
+    for (const p of ["^([a-z0-9-]+\\.)+[a-z]{2,}$", "^[A-Z][a-z]*( [A-Z][a-z]*)*$", "^(\\d+,)*\\d+$", "^(ab)+$", "(a|b)*"]) expect({ p, codes: pattern(p) }).toEqual({ p, codes: [] });
+    const props = codes(validateWorkflow({ inputSchema: { type: "object", patternProperties: { "^(x+)+$": { type: "string" } } }, nodes: [{ id: "a", ...sv }] }));
+    expect(props).toEqual(["invalid_input_schema@inputSchema"]);
+  });
+
   it("checks the input schema itself, and inputs against it", () => {
     const bad = validateWorkflow({ inputSchema: { type: "nonsense" }, nodes: [{ id: "a", ...sv }] });
     expect(codes(bad)).toEqual(["invalid_input_schema@inputSchema"]);

@@ -637,16 +637,73 @@ function checkNodeConfig(type: string, config: Record<string, JsonValue>, at: st
   }
 }
 
-// Draft-07 (and 06) by default; a schema that names 2019-09 or 2020-12 in `$schema` gets its own dialect.
-const ajvOptions = { allErrors: true, strict: false };
+/**
+ * Whether a regular expression repeats, without bound, a group that can match one piece of
+ * input in many ways: the group repeats something without bound and has no part that must
+ * match exactly once (`(a+)+`, `(\w+\s?)*`, `(a+|b)+`). Backtracking over such a pattern grows
+ * exponentially with the input, which a schema's `pattern` would let one request spend the
+ * gateway's event loop on (`^(a+)+$` against 28 a's and a "!": 2.3 s). A group with a part
+ * that must match once, such as the dot of `([a-z]+\.)+`, is left alone. A heuristic: it does
+ * not see every backtracking trap (overlapping alternatives such as `(a|aa)+`), but the classic ones.
+ */
+export function nestedQuantifier(pattern: string): boolean {
+  const unbounded = (i: number): boolean => pattern[i] === "*" || pattern[i] === "+" || (pattern[i] === "{" && /^\{\d*,\}/.test(pattern.slice(i)));
+  const quantified = (i: number): boolean => unbounded(i) || pattern[i] === "?" || (pattern[i] === "{" && /^\{\d+(,\d*)?\}/.test(pattern.slice(i)));
+  // Per open group: whether it repeats something without bound, whether it has a part that
+  // must match exactly once, and whether it has alternatives.
+  const groups: { repeats: boolean; once: boolean; alt: boolean }[] = [{ repeats: false, once: false, alt: false }];
+  const atom = (next: number, inner?: { repeats: boolean; once: boolean; alt: boolean }): boolean => {
+    const g = groups[groups.length - 1]!;
+    const risky = inner !== undefined && inner.repeats && (!inner.once || inner.alt);
+    if (risky && unbounded(next)) return true;
+    if (unbounded(next) || (inner?.repeats ?? false)) g.repeats = true;
+    if (!quantified(next) && (inner === undefined || (inner.once && !inner.alt))) g.once = true;
+    return false;
+  };
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i];
+    if (c === "\\") {
+      i++;
+      if (atom(i + 1)) return true;
+    } else if (c === "[") {
+      for (i++; i < pattern.length && pattern[i] !== "]"; i++) if (pattern[i] === "\\") i++;
+      if (atom(i + 1)) return true;
+    } else if (c === "(") {
+      groups.push({ repeats: false, once: false, alt: false });
+      if (pattern[i + 1] === "?") i += pattern[i + 2] === "<" && pattern[i + 3] !== "=" && pattern[i + 3] !== "!" ? pattern.indexOf(">", i) - i : 2;
+    } else if (c === ")") {
+      const inner = groups.length > 1 ? groups.pop()! : { repeats: false, once: false, alt: false };
+      if (atom(i + 1, inner)) return true;
+    } else if (c === "|") {
+      groups[groups.length - 1]!.alt = true;
+    } else if (quantified(i)) {
+      // The quantifier of the atom before, seen when that atom was read; skip its braces.
+      if (pattern[i] === "{") i = pattern.indexOf("}", i);
+    } else if (c !== "^" && c !== "$") {
+      if (atom(i + 1)) return true;
+    }
+  }
+  return false;
+}
+
+/** The regular expressions of schemas (`pattern`, `patternProperties`): refused when {@link nestedQuantifier}. */
+function safeRegExp(pattern: string, flags?: string): RegExp {
+  if (nestedQuantifier(pattern)) throw new Error(`pattern "${pattern}" repeats a group that repeats (such as (a+)+): it can take time exponential in the input; rewrite it without the nested repetition`);
+  return new RegExp(pattern, flags);
+}
+safeRegExp.code = "new RegExp";
+
+// Draft-07 (and 06) by default; a schema that names 2019-09 or 2020-12 in `$schema` gets its own
+// dialect. Every schema is compiled by an instance of its own: an instance keeps each `$id` it
+// compiled, so one tenant's schema could otherwise be `$ref`ed by another's (and its `$id`
+// refused to everyone else).
+const ajvOptions = { allErrors: true, strict: false, code: { regExp: safeRegExp } };
 const ajv = new Ajv(ajvOptions);
-const ajv2019 = new Ajv2019(ajvOptions);
-const ajv2020 = new Ajv2020(ajvOptions);
 function ajvFor(schema: unknown): Ajv {
   const named = typeof schema === "object" && schema !== null ? (schema as { $schema?: unknown }).$schema : undefined;
-  if (typeof named === "string" && named.includes("2020-12")) return ajv2020;
-  if (typeof named === "string" && named.includes("2019-09")) return ajv2019;
-  return ajv;
+  if (typeof named === "string" && named.includes("2020-12")) return new Ajv2020(ajvOptions);
+  if (typeof named === "string" && named.includes("2019-09")) return new Ajv2019(ajvOptions);
+  return new Ajv(ajvOptions);
 }
 const compiledSchemas = new Map<string, ValidateFunction>();
 
