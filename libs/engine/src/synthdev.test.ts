@@ -129,6 +129,13 @@ describe("SynthDev import", () => {
       "missing_agent@workflow.states[0].agent", "missing_handler@workflow.states[0].pre_handler", "missing_state@workflow.states[0].next_state",
     ]);
   });
+
+  it("refuses a script that is not text, naming it", () => {
+    for (const bad of [5, {}, ["x"]]) {
+      const r = importSynthDev({ workflow, script: bad as unknown as string, roles });
+      expect(!r.ok && r.errors.map((e) => `${e.code}@${e.path}`)).toEqual(["invalid_shape@script"]);
+    }
+  });
 });
 
 describe("SynthDev execution", () => {

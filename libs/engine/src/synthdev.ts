@@ -205,7 +205,11 @@ export function importSynthDev(source: SynthdevSource): SynthdevImportResult {
     return { ok: false, errors: parsed.error.issues.map((i) => ({ path: `workflow${i.path.map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("")}`, code: "invalid_shape", message: i.message })) };
   }
   const wf = parsed.data;
-  const script = source.script ?? "";
+  const rawScript: unknown = source.script;
+  if (rawScript !== undefined && typeof rawScript !== "string") {
+    return { ok: false, errors: [{ path: "script", code: "invalid_shape", message: "script must be a string (the source of the script's functions)" }] };
+  }
+  const script = rawScript ?? "";
   const rolesParsed = z.record(z.string(), synthdevRoleSchema).safeParse(source.roles ?? {});
   if (!rolesParsed.success) {
     for (const i of rolesParsed.error.issues) errors.push({ path: `roles${i.path.map((p) => `.${String(p)}`).join("")}`, code: "invalid_shape", message: i.message });
