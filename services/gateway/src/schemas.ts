@@ -32,14 +32,23 @@ export const API_SECURITY: { [scheme: string]: string[] }[] = [{ bearerAuth: [] 
 
 // ---------------------------------------------------------------- inputs
 
+/**
+ * A whole number written in decimal digits, from the path or the query, between `min` and
+ * `max`. Not `z.coerce.number()`, which reads what `Number()` does: `0x10`, `1e2`, `+1`, ` 1`
+ * and `1.0` would all be taken for numbers.
+ */
+function decimal(min: number, max: number) {
+  return z.string().regex(/^[0-9]{1,10}$/, "must be a whole number in decimal digits").transform(Number).pipe(z.number().int().min(min).max(max));
+}
+
 /** A serial row id taken from the path or query (int32, like the database column). */
-export const rowId = z.coerce.number().int().min(1).max(INT32_MAX);
+export const rowId = decimal(1, INT32_MAX);
 
 export const idParams = z.object({ id: rowId.describe("Row id") });
 
 export const pageQuery = {
-  limit: z.coerce.number().int().min(1).max(200).default(50).describe("Page size (1-200)"),
-  offset: z.coerce.number().int().min(0).max(INT32_MAX).default(0).describe("Rows to skip"),
+  limit: decimal(1, 200).default(50).describe("Page size (1-200, default 50)"),
+  offset: decimal(0, INT32_MAX).default(0).describe("Rows to skip (default 0)"),
 };
 
 /**
@@ -135,7 +144,7 @@ export const blobParams = z.object({
 });
 
 export const checkpointListQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(1000).optional().describe("At most this many versions, newest first (default: every kept version)"),
+  limit: decimal(1, 1000).optional().describe("At most this many versions, newest first (default: every kept version)"),
 });
 
 export const forkBody = z.strictObject({

@@ -290,6 +290,15 @@ describe("bad input", () => {
     expect(p2.errors!.map((e) => e.path)).toEqual(["params.id"]);
     const p3 = expectProblem(await gw.app.inject({ method: "GET", url: "/api/agent-workflows?limit=0&offset=-1", headers: bearer(gw.a.admin) }), 400, "BATON_GATEWAY_REQUEST_INVALID");
     expect(p3.errors!.map((e) => e.path).sort()).toEqual(["query.limit", "query.offset"]);
+    // Numbers are decimal digits: what Number() would also read (hex, exponents, signs, spaces, decimals) is refused.
+    const wf = (await createWorkflow(gw.a.admin, { name: "Decimal ids", definition: validDefinition() })).json<{ id: number }>();
+    expect((await gw.app.inject({ method: "GET", url: `/api/agent-workflows/${wf.id}`, headers: bearer(gw.a.admin) })).statusCode).toBe(200);
+    for (const id of [`0x${wf.id.toString(16)}`, `${wf.id}e0`, `+${wf.id}`, `${wf.id}.0`, `%20${wf.id}`, `0b${wf.id.toString(2)}`]) {
+      const p = expectProblem(await gw.app.inject({ method: "GET", url: `/api/agent-workflows/${id}`, headers: bearer(gw.a.admin) }), 400, "BATON_GATEWAY_REQUEST_INVALID");
+      expect({ id, paths: p.errors!.map((e) => e.path) }).toEqual({ id, paths: ["params.id"] });
+    }
+    const p4 = expectProblem(await gw.app.inject({ method: "GET", url: "/api/agent-workflows?limit=0x10&offset=1e2", headers: bearer(gw.a.admin) }), 400, "BATON_GATEWAY_REQUEST_INVALID");
+    expect(p4.errors!.map((e) => e.path).sort()).toEqual(["query.limit", "query.offset"]);
   });
 
   test("malformed JSON is a 400 problem, not a 500", async () => {
