@@ -25,8 +25,8 @@ const jsonSchemaObject = z.record(z.string(), z.json());
 export const httpToolDeclarationSchema = z
   .object({
     /** Dot-separated words, e.g. `weather.current`. */
-    name: z.string().regex(TOOL_NAME, "tool names are dot-separated words (letters, digits, _ and -)"),
-    description: z.string().min(1, "a description is required"),
+    name: z.string().max(200).regex(TOOL_NAME, "tool names are dot-separated words (letters, digits, _ and -)"),
+    description: z.string().min(1, "a description is required").max(10_000),
     method: z.preprocess((v) => (typeof v === "string" ? v.toUpperCase() : v), z.enum(METHODS)),
     /** Absolute http(s) URL; `{param}` placeholders (path and query only) are filled from the input, URL-encoded. */
     url: z.string().min(1),

@@ -27,7 +27,7 @@ const TOOL_NAME = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
 export const mcpServerConfigSchema = z
   .object({
     /** Prefix of the Baton tool names: `${name}.${mcpToolName}`. Dot-separated words. */
-    name: z.string().regex(TOOL_NAME, "server names are dot-separated words (letters, digits, _ and -)"),
+    name: z.string().max(200).regex(TOOL_NAME, "server names are dot-separated words (letters, digits, _ and -)"),
     transport: z.discriminatedUnion("type", [
       z
         .object({

@@ -34,6 +34,9 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
     logger: opts.logger ?? false,
     // Bodies carry workflow definitions; 1 MiB is the default, raise it for big graphs.
     bodyLimit: 4 * 1024 * 1024,
+    // Path parameters such as a tool source's name (up to 200 characters) reach the route's
+    // own checks, which answer a problem naming them; fastify's default cuts at 100 with a 414.
+    maxParamLength: 1024,
   });
   // An empty JSON body counts as no body, so `POST …/execute` with only a content type
   // works; anything else goes to fastify's parser (which guards against prototype poisoning).

@@ -108,6 +108,20 @@ describe("/api/tool-sources", () => {
     expect(mcp.json<{ errors: { path: string }[] }>().errors.map((e) => e.path)).toContain("body.transport.type");
   });
 
+  it("refuses oversized declarations with a 400 naming them, and serves names up to 200 characters", async () => {
+    const post = (payload: unknown) => app.inject({ method: "POST", url: "/api/tool-sources/http", headers: bearer(gw.a.operator), payload: payload as object });
+    const paths = (res: Awaited<ReturnType<typeof post>>) => ({ status: res.statusCode, paths: res.json<{ errors?: { path: string }[] }>().errors?.map((e) => e.path) });
+    expect(paths(await post({ ...weather, name: "big.one", description: "d".repeat(2_000_000) }))).toEqual({ status: 400, paths: ["body.description", "body"] });
+    expect(paths(await post({ ...weather, name: `n${"x".repeat(70_000)}` }))).toEqual({ status: 400, paths: ["body.name"] });
+    expect(paths(await post({ ...weather, name: `n${"x".repeat(200)}` }))).toEqual({ status: 400, paths: ["body.name"] });
+    // A name of 150 characters is stored, read and deleted by its path.
+    const long = `long.${"y".repeat(145)}`;
+    expect((await post({ ...weather, name: long })).statusCode).toBe(201);
+    expect((await app.inject({ method: "GET", url: `/api/tool-sources/http/${long}`, headers: bearer(gw.a.operator) })).statusCode).toBe(200);
+    expect((await app.inject({ method: "DELETE", url: `/api/tool-sources/http/${long}`, headers: bearer(gw.a.operator) })).statusCode).toBe(204);
+    expect((await store.list()).map((x) => x.name)).not.toContain("big.one");
+  });
+
   it("lets only admins register stdio MCP servers; operators may register HTTP ones; viewers nothing", async () => {
     const op = await app.inject({ method: "POST", url: "/api/tool-sources/mcp", headers: bearer(gw.a.operator), payload: stdioServer });
     expect(op.statusCode).toBe(403);

@@ -87,10 +87,18 @@ function redact(values: unknown): unknown {
   return Object.fromEntries(Object.keys(values).map((k) => [k, REDACTED]));
 }
 
+/**
+ * The largest declaration (its JSON) a source may have: it is kept as one record on the bus,
+ * whose messages are at most 1 MiB by default, and a declaration is a description, not data.
+ */
+const SOURCE_MAX_BYTES = 256 * 1024;
+
 /** Parses a body with one of `@baton/tools`' schemas; every problem becomes one issue. */
 function parseBody<T>(schema: z.ZodType<T>, body: unknown, tenantId: string): T {
   const r = schema.safeParse(body);
   const found = r.success ? [] : zodIssuesToProblems("body", r.error.issues);
+  const bytes = Buffer.byteLength(JSON.stringify(body ?? null));
+  if (bytes > SOURCE_MAX_BYTES) found.push({ path: "body", code: "too_big", message: `the declaration is ${bytes} bytes of JSON; at most ${SOURCE_MAX_BYTES}` });
   const tenants = (body as { tenants?: unknown } | null)?.tenants;
   if (tenants !== undefined && !(Array.isArray(tenants) && tenants.length === 1 && tenants[0] === tenantId)) {
     found.push({ path: "body.tenants", code: "custom", message: "a source's tools belong to the caller's tenant; leave tenants out" });
