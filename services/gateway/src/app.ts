@@ -28,6 +28,25 @@ import { SseRegistry } from "./sse.ts";
 /** fastify's default JSON parser, which is callback-style. */
 type JsonParser = (request: FastifyRequest, body: string, done: (err: Error | null, body?: unknown) => void) => void;
 
+/** The path (`.a[0]["b c"]`, or "" for the value itself) of the first string or key holding a NUL character. */
+function nulAt(value: unknown): string | undefined {
+  const seg = (k: string | number): string => (typeof k === "number" ? `[${k}]` : /^[A-Za-z_][A-Za-z0-9_]*$/.test(k) ? `.${k}` : `[${JSON.stringify(k)}]`);
+  const stack: { v: unknown; path: string }[] = [{ v: value, path: "" }];
+  while (stack.length > 0) {
+    const { v, path } = stack.pop()!;
+    if (typeof v === "string") {
+      if (v.includes("\0")) return path;
+    } else if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], path: path + seg(i) });
+    } else if (typeof v === "object" && v !== null) {
+      const keys = Object.keys(v);
+      for (const k of keys) if (k.includes("\0")) return path + seg(k);
+      for (let i = keys.length - 1; i >= 0; i--) stack.push({ v: (v as Record<string, unknown>)[keys[i]!], path: path + seg(keys[i]!) });
+    }
+  }
+  return undefined;
+}
+
 /** Builds the gateway app (not listening). Close it with `app.close()`; open SSE streams are ended then. */
 export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
@@ -54,6 +73,14 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
       const deep = tooDeepAt(parsed);
       if (deep !== undefined) {
         const issue = { path: `body${deep.slice(1)}`, code: "too_deep", message: `the JSON nests more than ${MAX_JSON_DEPTH} levels deep here` };
+        return done(RequestInvalid("body", 1, { details: [issue] }));
+      }
+      // Postgres stores no NUL character in text or JSON: refused here, naming where, rather
+      // than by the store after the request's own checks passed. Only JSON's \u0000 escape can
+      // put one in a string, so the text tells whether to look.
+      const nul = text.includes("\\u0000") ? nulAt(parsed) : undefined;
+      if (nul !== undefined) {
+        const issue = { path: `body${nul}`, code: "invalid_string", message: "contains a NUL character (\\u0000), which cannot be stored" };
         return done(RequestInvalid("body", 1, { details: [issue] }));
       }
       done(null, parsed);

@@ -383,6 +383,13 @@ describe("memory", () => {
       "BATON_GATEWAY_REQUEST_INVALID",
     );
     expect(p.errors!.map((e) => e.path).sort()).toEqual(["body.agentId", "body.content", "body.key"]);
+    // Content of spaces only is blank too: named here, not refused later by the store under its own code.
+    const blank = problemOf(
+      await gw.app.inject({ method: "POST", url: "/api/agent-memory", headers: bearer(gw.a.admin), payload: { agentId: 1, key: "k", content: "   " } }),
+      400,
+      "BATON_GATEWAY_REQUEST_INVALID",
+    );
+    expect(blank.errors!.map((e) => e.path)).toEqual(["body.content"]);
   });
 });
 

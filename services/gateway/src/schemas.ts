@@ -192,7 +192,7 @@ export const memoryCreateBody = z.strictObject({
   agentId: z.number().int().min(1).max(INT32_MAX),
   userId: z.number().int().min(1).max(INT32_MAX).nullish(),
   key: z.string().trim().min(1).max(255),
-  content: z.string().min(1).max(100_000),
+  content: z.string().min(1).max(100_000).refine((c) => c.trim().length > 0, "must not be blank"),
   metadata: jsonObject.optional(),
 });
 

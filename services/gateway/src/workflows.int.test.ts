@@ -301,6 +301,20 @@ describe("bad input", () => {
     expect(p4.errors!.map((e) => e.path).sort()).toEqual(["query.limit", "query.offset"]);
   });
 
+  test("a NUL character anywhere in a body is a 400 naming where, and nothing is stored", async () => {
+    const before = (await gw.app.inject({ method: "GET", url: "/api/agent-workflows?limit=200", headers: bearer(gw.a.admin) })).json<{ items: unknown[] }>().items.length;
+    for (const [payload, path] of [
+      [{ name: "a\u0000b", definition: validDefinition() }, "body.name"],
+      [{ name: "ok", description: "x\u0000", definition: validDefinition() }, "body.description"],
+      [{ name: "ok", definition: { ...validDefinition(), nodes: [{ id: "a", type: "setVariable", config: { values: { "$.v": "x\u0000" } } }] } }, 'body.definition.nodes[0].config.values["$.v"]'],
+      [{ name: "ok", definition: validDefinition(), agentConfig: { "k\u0000": 1 } }, 'body.agentConfig["k\\u0000"]'],
+    ] as const) {
+      const p = expectProblem(await gw.app.inject({ method: "POST", url: "/api/agent-workflows", headers: { ...bearer(gw.a.admin), "content-type": "application/json" }, payload: JSON.stringify(payload) }), 400, "BATON_GATEWAY_REQUEST_INVALID");
+      expect(p.errors!.map((e) => [e.path, e.code])).toEqual([[path, "invalid_string"]]);
+    }
+    expect((await gw.app.inject({ method: "GET", url: "/api/agent-workflows?limit=200", headers: bearer(gw.a.admin) })).json<{ items: unknown[] }>().items).toHaveLength(before);
+  });
+
   test("malformed JSON is a 400 problem, not a 500", async () => {
     const res = await gw.app.inject({
       method: "POST",
