@@ -122,6 +122,23 @@ describe("OpenAPI document", () => {
     expect(JSON.stringify(doc)).not.toContain("#/$defs/");
     expect(doc.components.schemas["Problem"]).toMatchObject({ properties: { code: expect.any(Object), errors: expect.any(Object) } });
   });
+
+  test("errors are documented as they are sent, application/problem+json; a route with a body also answers 413 and 415", async () => {
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        for (const [status, r] of Object.entries(op.responses)) {
+          if (Number(status) >= 400 && r.content) expect({ route: `${method} ${path} ${status}`, types: Object.keys(r.content) }).toEqual({ route: `${method} ${path} ${status}`, types: ["application/problem+json"] });
+        }
+        if (op.requestBody) expect({ route: `${method} ${path}`, has: [op.responses["413"] !== undefined, op.responses["415"] !== undefined] }).toEqual({ route: `${method} ${path}`, has: [true, true] });
+      }
+    }
+    // And so they are sent.
+    const auth = { authorization: `Bearer ${gw.a.admin}` };
+    const unsupported = await gw.app.inject({ method: "POST", url: "/api/agent-workflows", headers: { ...auth, "content-type": "application/xml" }, payload: "<x/>" });
+    expect([unsupported.statusCode, unsupported.headers["content-type"]]).toEqual([415, expect.stringContaining("application/problem+json")]);
+    const large = await gw.app.inject({ method: "POST", url: "/api/agent-workflows", headers: { ...auth, "content-type": "application/json" }, payload: JSON.stringify({ name: "x".repeat(5 * 1024 * 1024) }) });
+    expect([large.statusCode, large.headers["content-type"]]).toEqual([413, expect.stringContaining("application/problem+json")]);
+  });
 });
 
 describe("docs and health without a key", () => {

@@ -40,6 +40,33 @@ export function embedJsonSchema(components: Record<string, unknown>, name: strin
 }
 
 /**
+ * Error answers as they are sent: as `application/problem+json` (the zod transform documents
+ * every response as `application/json`), and 413 and 415 on every route that takes a body.
+ */
+export function problemResponses(doc: { paths?: unknown }): void {
+  type Response = { description?: string; content?: Record<string, unknown> };
+  type Operation = { requestBody?: unknown; responses?: Record<string, Response> };
+  const problem = (description: string): Response => ({ description, content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } } });
+  for (const item of Object.values((doc.paths ?? {}) as Record<string, Record<string, Operation>>)) {
+    for (const op of Object.values(item)) {
+      const responses = op.responses;
+      if (!responses) continue;
+      // Errors are sent as application/problem+json (problem.ts), whatever the route's own
+      // content type (the event stream's, for one) or fastify's default says.
+      for (const [status, r] of Object.entries(responses)) {
+        const first = Object.values(r.content ?? {})[0];
+        if (Number(status) >= 400 && first !== undefined) r.content = { "application/problem+json": first };
+      }
+      // A route that takes a body also answers these, before its own checks run.
+      if (op.requestBody !== undefined) {
+        responses["413"] ??= problem("The body is larger than 4 MiB");
+        responses["415"] ??= problem("The body's content type is not JSON (nor text)");
+      }
+    }
+  }
+}
+
+/**
  * Drops component schemas nothing refers to: the zod transform emits every
  * registered schema in both its input and output form, most of them unused.
  */
@@ -96,6 +123,7 @@ async function docsPluginImpl(app: FastifyInstance, opts: DocsPluginOptions): Pr
         embedJsonSchema(schemas, "WorkflowDefinition", definitionSchema);
         schemas.WorkflowDefinitionInput = { $ref: "#/components/schemas/WorkflowDefinition" };
       }
+      problemResponses(doc);
       pruneUnusedSchemas(doc);
       return doc as ReturnType<typeof jsonSchemaTransformObject>;
     },
