@@ -13,7 +13,8 @@ import { readPath, textOf } from "./template.ts";
 
 const TOOL_NAME = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
 const PLACEHOLDER = /\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)\}/g;
-const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const;
+/** The methods an HTTP tool may use. */
+export const HTTP_TOOL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const;
 
 function placeholders(text: string): string[] {
   return [...text.matchAll(PLACEHOLDER)].map((m) => m[1]!);
@@ -27,7 +28,7 @@ export const httpToolDeclarationSchema = z
     /** Dot-separated words, e.g. `weather.current`. */
     name: z.string().max(200).regex(TOOL_NAME, "tool names are dot-separated words (letters, digits, _ and -)"),
     description: z.string().min(1, "a description is required").max(10_000),
-    method: z.preprocess((v) => (typeof v === "string" ? v.toUpperCase() : v), z.enum(METHODS)),
+    method: z.preprocess((v) => (typeof v === "string" ? v.toUpperCase() : v), z.enum(HTTP_TOOL_METHODS)),
     /** Absolute http(s) URL; `{param}` placeholders (path and query only) are filled from the input, URL-encoded. */
     url: z.string().min(1),
     /** Header values may hold `{param}` placeholders. */

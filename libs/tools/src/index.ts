@@ -11,7 +11,7 @@ export { builtinTools, evaluateJsonata, httpRequestInput, httpResponseSchema } f
 export type { BuiltinToolsOptions, HttpResponseOutput } from "./builtin.ts";
 export { createHttpClient } from "./http-client.ts";
 export type { GuardedHttpClient, GuardedRequest, GuardedResponse } from "./http-client.ts";
-export { httpTool, httpToolDeclarationSchema, parseHttpToolDeclaration } from "./http-tool.ts";
+export { HTTP_TOOL_METHODS, httpTool, httpToolDeclarationSchema, parseHttpToolDeclaration } from "./http-tool.ts";
 export type { HttpToolDeclaration } from "./http-tool.ts";
 export { connectMcpTools, mcpServerConfigSchema, parseMcpServerConfig, sanitizeToolName } from "./mcp.ts";
 export type { ConnectMcpOptions, McpServerConfig, McpTools } from "./mcp.ts";

@@ -22,7 +22,7 @@ import { reviewsPlugin } from "./plugins/reviews.ts";
 import { toolSourcesPlugin } from "./plugins/tool-sources.ts";
 import { toolsPlugin } from "./plugins/tools.ts";
 import { workflowsPlugin } from "./plugins/workflows.ts";
-import { errorHandler, notFoundHandler, validatorCompiler } from "./problem.ts";
+import { MAX_PARAM_LENGTH, errorHandler, frameworkError, notFoundHandler, validatorCompiler } from "./problem.ts";
 import { SseRegistry } from "./sse.ts";
 
 /** fastify's default JSON parser, which is callback-style. */
@@ -55,7 +55,10 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
     bodyLimit: 4 * 1024 * 1024,
     // Path parameters such as a tool source's name (up to 200 characters) reach the route's
     // own checks, which answer a problem naming them; fastify's default cuts at 100 with a 414.
-    maxParamLength: 1024,
+    maxParamLength: MAX_PARAM_LENGTH,
+    // A path that does not decode, or a parameter past that length, is refused by the router
+    // before any route: answered as problem+json like every other error.
+    frameworkErrors: frameworkError,
   });
   // An empty JSON body counts as no body, so `POST …/execute` with only a content type
   // works; anything else goes to fastify's parser (which guards against prototype poisoning).

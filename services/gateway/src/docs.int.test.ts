@@ -62,7 +62,7 @@ interface Operation {
   tags?: string[];
   security?: unknown[];
   responses: Record<string, { content?: Record<string, { schema?: unknown }> }>;
-  requestBody?: { content: Record<string, { schema: unknown }> };
+  requestBody?: { required?: boolean; content: Record<string, { schema: unknown }> };
 }
 type Doc = {
   openapi: string;
@@ -138,6 +138,52 @@ describe("OpenAPI document", () => {
     expect([unsupported.statusCode, unsupported.headers["content-type"]]).toEqual([415, expect.stringContaining("application/problem+json")]);
     const large = await gw.app.inject({ method: "POST", url: "/api/agent-workflows", headers: { ...auth, "content-type": "application/json" }, payload: JSON.stringify({ name: "x".repeat(5 * 1024 * 1024) }) });
     expect([large.statusCode, large.headers["content-type"]]).toEqual([413, expect.stringContaining("application/problem+json")]);
+    // The router's own refusals too, before any route: a parameter past 1024 characters, a path that does not decode.
+    const long = await gw.app.inject({ method: "GET", url: `/api/tools/${"a".repeat(1100)}`, headers: auth });
+    expect([long.statusCode, long.headers["content-type"], long.json()]).toEqual([
+      414,
+      expect.stringContaining("application/problem+json"),
+      expect.objectContaining({ status: 414, code: "FST_ERR_MAX_PARAM_LENGTH", detail: "a path parameter is longer than 1024 characters" }),
+    ]);
+    const undecodable = await gw.app.inject({ method: "GET", url: "/api/tools/%zz", headers: auth });
+    expect([undecodable.statusCode, undecodable.headers["content-type"], undecodable.json<{ code: string }>().code]).toEqual([400, expect.stringContaining("application/problem+json"), "FST_ERR_BAD_URL"]);
+  });
+  test("each route documents the errors it can give, and an optional body as optional", async () => {
+    const statuses = (method: string, path: string): string[] => Object.keys(doc.paths[path]![method]!.responses).filter((s) => Number(s) >= 400).sort();
+    // No input: only the key can be wrong. A list: no 404. A read: no 403.
+    expect(statuses("get", "/api/tools")).toEqual(["401", "503"]);
+    expect(statuses("get", "/api/agent-workflows")).toEqual(["400", "401"]);
+    expect(statuses("get", "/api/agent-workflows/{id}")).toEqual(["400", "401", "404"]);
+    expect(statuses("post", "/api/agent-workflows")).toEqual(["400", "401", "403", "409", "413", "415"]);
+    expect(statuses("delete", "/api/agent-memory/{id}")).toEqual(["400", "401", "403", "404"]);
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        const s = Object.keys(op.responses);
+        if (method === "get") expect({ route: `${method} ${path}`, has403: s.includes("403") }).toEqual({ route: `${method} ${path}`, has403: false });
+        if (!path.includes("{")) expect({ route: `${method} ${path}`, has404: s.includes("404") }).toEqual({ route: `${method} ${path}`, has404: false });
+      }
+    }
+    // And so they are answered: a read-only key reads, and is refused a write; a list has no 404.
+    const viewer = { authorization: `Bearer ${gw.a.viewer}` };
+    expect((await gw.app.inject({ method: "GET", url: "/api/agent-workflows", headers: viewer })).statusCode).toBe(200);
+    expect((await gw.app.inject({ method: "POST", url: "/api/agent-workflows", headers: viewer, payload: { name: "x", definition: { nodes: [] } } })).statusCode).toBe(403);
+    // execute and cancel take no body at all, so their bodies are documented as optional.
+    for (const path of ["/api/agent-workflows/{id}/execute", "/api/agent-workflow-executions/{id}/cancel"]) expect(doc.paths[path]!.post!.requestBody!.required).toBe(false);
+    expect(doc.paths["/api/agent-workflows"]!.post!.requestBody!.required).toBe(true);
+  });
+
+  test("tool-source bodies are documented as strictly as they are checked", () => {
+    const http = doc.components.schemas["HttpToolDeclarationInput"] as { additionalProperties?: unknown; properties: Record<string, Record<string, unknown>>; required: string[] };
+    expect(http.additionalProperties).toBe(false);
+    expect(http.required).toEqual(expect.arrayContaining(["name", "description", "method", "url", "inputSchema"]));
+    expect(http.properties["method"]).toMatchObject({ enum: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] });
+    expect(http.properties["timeoutMs"]).toMatchObject({ minimum: 1, maximum: 120_000 });
+    expect(http.properties["name"]).toMatchObject({ maxLength: 200, pattern: expect.any(String) });
+    expect(http.properties["retry"]).toMatchObject({ additionalProperties: false });
+    const mcp = doc.components.schemas["McpServerConfigInput"] as { additionalProperties?: unknown; properties: Record<string, Record<string, unknown>> };
+    expect(mcp.additionalProperties).toBe(false);
+    expect(mcp.properties["timeoutMs"]).toMatchObject({ minimum: 1, maximum: 1_800_000 });
+    expect(JSON.stringify(mcp.properties["transport"])).toContain('"stdio"');
   });
 });
 

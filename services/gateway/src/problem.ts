@@ -135,6 +135,18 @@ export function errorHandler(err: unknown, request: FastifyRequest, reply: Fasti
   return sendProblem(reply, p, retryAfterMs);
 }
 
+/** The longest path parameter the router hands to a route (fastify's `maxParamLength`). */
+export const MAX_PARAM_LENGTH = 1024;
+
+/**
+ * The router's own refusals (fastify's `frameworkErrors`): a path that does not decode, or a
+ * parameter past MAX_PARAM_LENGTH, as problem+json, with a detail that does not echo the path.
+ */
+export function frameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  if (err.code === "FST_ERR_MAX_PARAM_LENGTH") sendProblem(reply, problem(414, err.code, `a path parameter is longer than ${MAX_PARAM_LENGTH} characters`));
+  else errorHandler(err, request, reply);
+}
+
 export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const e = RouteNotFound(request.method, request.url.split("?")[0] ?? request.url);
   return sendProblem(reply, problem(e.status, e.code, e.message));

@@ -28,7 +28,8 @@ declare module "fastify" {
 }
 
 const WRITE_ROLES: ReadonlySet<string> = new Set(["operator", "admin"]);
-const READ_METHODS: ReadonlySet<string> = new Set(["GET", "HEAD"]);
+/** Methods every role may use; the others need a role in WRITE_ROLES (403 otherwise). */
+export const READ_METHODS: ReadonlySet<string> = new Set(["GET", "HEAD"]);
 const MAX_CACHE_ENTRIES = 10_000;
 
 export interface AuthPluginOptions {

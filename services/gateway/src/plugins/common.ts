@@ -44,7 +44,7 @@ export function defined<T extends Record<string, unknown>>(o: T): Partial<T> {
   return out;
 }
 
-/** Error answers every `/api/*` route may give, for the OpenAPI document. */
+/** Error answers an `/api/*` route may give, for the OpenAPI document, which keeps those the route can give (docs.ts, `problemResponses`). */
 export const apiErrors = {
   400: problemSchema,
   401: problemSchema,

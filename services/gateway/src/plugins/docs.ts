@@ -11,6 +11,7 @@ import type { FastifyInstance, FastifyPluginAsync } from "fastify";
 import { jsonSchemaTransform, jsonSchemaTransformObject } from "fastify-type-provider-zod";
 import type { GatewayDeps } from "../deps.ts";
 import { TAGS } from "../schemas.ts";
+import { READ_METHODS } from "./auth.ts";
 
 export interface DocsPluginOptions {
   deps: GatewayDeps;
@@ -40,27 +41,38 @@ export function embedJsonSchema(components: Record<string, unknown>, name: strin
 }
 
 /**
- * Error answers as they are sent: as `application/problem+json` (the zod transform documents
- * every response as `application/json`), and 413 and 415 on every route that takes a body.
+ * Error answers as they are sent, fixed up in the document the zod transform made:
+ * - as `application/problem+json` (the transform documents every response as `application/json`);
+ * - the shared error set of the `/api` routes (`apiErrors`) cut to what each route can answer:
+ *   400 only with parameters or a body to be wrong, 403 only for a method the read-only role may
+ *   not use (auth.ts), 404 only with a path parameter naming something;
+ * - 413 and 415 on every route that takes a body, which answers them before its own checks;
+ * - a body the route's schema lets be absent (it accepts `null`: the validator sees no body as
+ *   `undefined`) as not required; @fastify/swagger marks every body required.
  */
 export function problemResponses(doc: { paths?: unknown }): void {
   type Response = { description?: string; content?: Record<string, unknown> };
-  type Operation = { requestBody?: unknown; responses?: Record<string, Response> };
+  type Body = { required?: boolean; content?: Record<string, { schema?: { anyOf?: unknown[] } }> };
+  type Operation = { parameters?: { in?: string }[]; requestBody?: Body; responses?: Record<string, Response> };
   const problem = (description: string): Response => ({ description, content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } } });
   for (const item of Object.values((doc.paths ?? {}) as Record<string, Record<string, Operation>>)) {
-    for (const op of Object.values(item)) {
+    for (const [method, op] of Object.entries(item)) {
       const responses = op.responses;
       if (!responses) continue;
-      // Errors are sent as application/problem+json (problem.ts), whatever the route's own
-      // content type (the event stream's, for one) or fastify's default says.
       for (const [status, r] of Object.entries(responses)) {
         const first = Object.values(r.content ?? {})[0];
         if (Number(status) >= 400 && first !== undefined) r.content = { "application/problem+json": first };
       }
-      // A route that takes a body also answers these, before its own checks run.
-      if (op.requestBody !== undefined) {
+      const params = op.parameters ?? [];
+      const body = op.requestBody;
+      if (params.length === 0 && body === undefined) delete responses["400"];
+      if (READ_METHODS.has(method.toUpperCase())) delete responses["403"];
+      if (!params.some((p) => p.in === "path")) delete responses["404"];
+      if (body !== undefined) {
         responses["413"] ??= problem("The body is larger than 4 MiB");
         responses["415"] ??= problem("The body's content type is not JSON (nor text)");
+        const schemas = Object.values(body.content ?? {}).map((c) => c.schema);
+        if (schemas.length > 0 && schemas.every((sc) => sc?.anyOf?.some((b) => (b as { type?: unknown }).type === "null") === true)) body.required = false;
       }
     }
   }

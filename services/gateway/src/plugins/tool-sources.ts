@@ -14,7 +14,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { JsonObject, StoredToolSource, ToolSourceKind, ToolSourceStore } from "@baton/sdk";
-import { httpToolDeclarationSchema, mcpServerConfigSchema } from "@baton/tools";
+import { HTTP_TOOL_METHODS, httpToolDeclarationSchema, mcpServerConfigSchema } from "@baton/tools";
 import type { GatewayDeps } from "../deps.ts";
 import { NotFound, RequestInvalid, StdioSourceForbidden, ToolSourceNameTaken, ToolSourcesUnavailable } from "../errors.ts";
 import { problemSchema, zodIssuesToProblems } from "../problem.ts";
@@ -28,37 +28,39 @@ export interface ToolSourcesPluginOptions {
 const NAME = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
 const REDACTED = "<redacted>";
 
-/** Request bodies as OpenAPI sees them; the full checks are `@baton/tools`' schemas, run in the handler. */
+/**
+ * Request bodies as OpenAPI documents them: `@baton/tools`' own schemas, which the handlers run
+ * (all problems at once). Only what JSON Schema cannot say is told in words: the method is
+ * read case-insensitively, and the cross-field checks (placeholders, the URL's scheme and host).
+ * Fields that hold any JSON are documented as such: the transform cannot place the shared
+ * definition of a JSON value that zod's recursive `z.json()` makes.
+ */
+const declarationShape = httpToolDeclarationSchema.shape;
 const httpDeclarationBody = z
-  .object({
-    name: z.string().describe("Tool name: dot-separated words, e.g. `weather.current`"),
-    description: z.string(),
-    method: z.string().describe("GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS"),
-    url: z.string().describe("Absolute http(s) URL; `{param}` placeholders in the path and query are filled from the input"),
-    headers: z.record(z.string(), z.string()).optional().describe("Header values may hold `{param}` placeholders"),
-    query: z.array(z.string()).optional().describe("Input fields sent as query parameters"),
+  .strictObject({
+    ...declarationShape,
+    name: declarationShape.name.describe("Tool name: dot-separated words, e.g. `weather.current`"),
+    method: z.enum(HTTP_TOOL_METHODS).describe("Read case-insensitively"),
+    url: declarationShape.url.describe(
+      "Absolute http(s) URL; `{param}` placeholders in the path and query (not in the scheme or host) are filled from the input, each a property of `inputSchema`",
+    ),
+    headers: declarationShape.headers.describe("Header values may hold `{param}` placeholders"),
+    query: declarationShape.query.describe("Input fields sent as query parameters"),
     body: z.unknown().optional().describe('`"input"` (the input as JSON) or a JSON template with `{param}` placeholders'),
     inputSchema: z.record(z.string(), z.unknown()).describe("JSON Schema of the input (an object schema)"),
-    outputSchema: z.record(z.string(), z.unknown()).optional(),
-    output: z.enum(["body", "response"]).optional(),
-    responseType: z.enum(["json", "text"]).optional(),
-    timeoutMs: z.number().int().optional(),
-    retry: z.record(z.string(), z.unknown()).optional(),
-    tenants: z.array(z.string()).optional().describe("Always the caller's tenant; any other value is refused"),
+    outputSchema: z.record(z.string(), z.unknown()).optional().describe("JSON Schema of the output"),
+    tenants: declarationShape.tenants.describe("Always the caller's tenant; any other value is refused"),
   })
-  .passthrough()
   .meta({ id: "HttpToolDeclaration", description: "An HTTP tool declared without code" });
 
+const serverShape = mcpServerConfigSchema.shape;
 const mcpServerBody = z
-  .object({
-    name: z.string().describe("Server name, the prefix of its tools' names (`{name}.{tool}`)"),
-    transport: z
-      .record(z.string(), z.unknown())
-      .describe('`{"type":"http","url":…,"headers"?:…}` or `{"type":"stdio","command":…,"args"?:…,"env"?:…,"cwd"?:…}` (stdio: admin only)'),
-    timeoutMs: z.number().int().optional(),
-    tenants: z.array(z.string()).optional().describe("Always the caller's tenant; any other value is refused"),
+  .strictObject({
+    ...serverShape,
+    name: serverShape.name.describe("Server name, the prefix of its tools' names (`{name}.{tool}`)"),
+    transport: serverShape.transport.describe("`stdio` needs role admin: it starts a command on the worker's host"),
+    tenants: serverShape.tenants.describe("Always the caller's tenant; any other value is refused"),
   })
-  .passthrough()
   .meta({ id: "McpServerConfig", description: "An MCP server whose tools are served" });
 
 const sourceSchema = z
