@@ -14,8 +14,8 @@
  * - a fork from a paused checkpoint with an edited context runs through the executor to the
  *   edited result and records the execution and version it came from; a fork taken
  *   mid-forEach runs only the items not done at that version;
- * - a queued run whose deadline passes while it waits for a slot fails as it is admitted,
- *   and none of its nodes runs;
+ * - a queued run whose deadline passes while it waits for a slot fails then (its deadline
+ *   timer admits it past the cap), and none of its nodes runs;
  * - an execution started on version 1 keeps running version 1 when the workflow is updated
  *   while it is paused.
  */
@@ -139,14 +139,16 @@ describe(`BATON_TENANT_MAX_RUNNING=${CAP}`, () => {
     expect((await rec.calls()).filter((c) => c.startsWith(`${id}.`))).toEqual([]);
   }, 60_000);
 
-  it("a queued run whose deadline passes while it waits fails as it is admitted: none of its nodes runs", async () => {
-    const wf = await sleeper("late", 1_500);
+  it("a queued run whose deadline passes while it waits fails then, without waiting for a slot: none of its nodes runs", async () => {
+    const wf = await sleeper("late", 8_000);
     const running = await Promise.all([1, 2].map((i) => startExecution(a, wf, { i })));
     await waitFor("both slots taken", async () => ((await rec.gauge("late")).length === 2 ? true : undefined));
     const id = await startExecution(a, wf, { i: 3 }, { deadlineMs: 300 });
-    for (const r of running) expect((await waitForExecution(a, r, ["completed", "failed", "cancelled"])).status).toBe("completed");
-    const done = await waitForExecution(a, id, ["cancelled", "completed", "failed"], 10_000);
+    const done = await waitForExecution(a, id, ["cancelled", "completed", "failed"], 5_000);
     expect({ status: done.status, error: done.error }).toEqual({ status: "failed", error: expect.stringContaining("BATON_DEADLINE_EXCEEDED") });
+    // It ended while both slots were still taken.
+    for (const r of running) expect((await getExecution(a, r)).status).toBe("running");
+    for (const r of running) expect((await waitForExecution(a, r, ["completed", "failed", "cancelled"], 20_000)).status).toBe("completed");
     expect(eventNames(await collectEvents(a, config.apiKey!, id, undefined, 5_000))).toEqual(["execution.started", "execution.failed"]);
     expect(await journal(a, id)).toEqual([]);
     expect((await rec.calls()).filter((c) => c.startsWith(`${id}.`))).toEqual([]);

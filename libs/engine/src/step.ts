@@ -55,6 +55,9 @@ export interface StepResult {
 /** Grace the executor gives a worker past a node's own timeout before it gives up on the call. */
 export const TIMEOUT_GRACE_MS = 5_000;
 
+/** The id of an execution's deadline timer (a `timer` command with it fails a run past its deadline). */
+export const DEADLINE_TIMER_ID = "deadline";
+
 export function isFinished(s: ExecutionState): boolean {
   return s.status === "completed" || s.status === "failed" || s.status === "cancelled";
 }
@@ -1621,7 +1624,7 @@ export async function step(input: StepInput): Promise<StepResult> {
         st.failExecution("BATON_DEADLINE_EXCEEDED", `the execution's deadline (${deadlineAt}) passed before it started`);
         return { state: st.s, effects: st.effects, more: false };
       }
-      st.setTimer("deadline", { dueAt: deadlineAt, kind: "deadline" });
+      st.setTimer(DEADLINE_TIMER_ID, { dueAt: deadlineAt, kind: "deadline" });
     }
     await st.advance();
     st.maybeFinish();

@@ -5,7 +5,8 @@
  * - with a cap, many admits racing on separate connections admit exactly the cap; rows
  *   `running` or `paused` of the tenant's top-level runs hold slots, children and other
  *   tenants' rows do not; a turned-away row stays queued (`busy`); older queued top-level rows
- *   that could start hold their place, so a newer row does not take their slot;
+ *   that could start hold their place, so a newer row does not take their slot; a row past its
+ *   deadline is admitted whatever the cap and holds no place;
  * - the `checkpoint` given is kept on the row also when it must wait, and never replaced;
  * - cancelQueued cancels a queued row only, and an admit after it finds it `finished`;
  *   an admitted row is not cancelled this way;
@@ -89,6 +90,24 @@ describe("executions.admit", () => {
     await store.executions.update(newer.id, { status: "completed" });
     expect(fork.id).toBeLessThan(after.id);
     expect((await admit(tenant, after.id, 1)).outcome).toBe("admitted");
+  });
+
+  it("with a cap, a row whose deadline has passed is admitted whatever the cap, and holds no place in the line", async () => {
+    const tenant = await newTenant("F");
+    const holder = await queued(tenant);
+    expect((await admit(tenant, holder.id, 1)).outcome).toBe("admitted");
+    const late = await queued(tenant, { deadlineAt: new Date(Date.now() - 1_000) });
+    const inTime = await queued(tenant, { deadlineAt: new Date(Date.now() + 60_000) });
+    // The cap is reached: a run with time left waits; one past its deadline goes through (its start step fails it).
+    expect((await admit(tenant, inTime.id, 1)).outcome).toBe("busy");
+    expect(await admit(tenant, late.id, 1)).toMatchObject({ outcome: "admitted", row: { status: "running" } });
+
+    // A waiting row past its deadline does not keep a newer row from a free slot.
+    const tenant2 = await newTenant("G");
+    const waitingLate = await queued(tenant2, { deadlineAt: new Date(Date.now() - 1_000) });
+    const fresh = await queued(tenant2);
+    expect(waitingLate.id).toBeLessThan(fresh.id);
+    expect((await admit(tenant2, fresh.id, 1)).outcome).toBe("admitted");
   });
 
   it("keeps the checkpoint given, also when the row must wait, and never replaces it", async () => {

@@ -124,19 +124,23 @@ export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool)
   // a run is admitted only while the slots taken plus those waiting before it are under the
   // cap, so a fresh start cannot take the slot a woken older run is about to (oldest first).
   const waitingBefore = `SELECT count(*)::int FROM ${runs} q WHERE q."status" = 'queued' AND q."tenantId" = $2 AND q."parentExecutionId" IS NULL
-    AND q."id" < $1 AND (q."forkedFromExecutionId" IS NULL OR q."checkpoint" IS NOT NULL)`;
+    AND q."id" < $1 AND (q."forkedFromExecutionId" IS NULL OR q."checkpoint" IS NOT NULL) AND (q."deadlineAt" IS NULL OR q."deadlineAt" > $3::timestamptz)`;
+  // A run whose deadline has passed is admitted whatever the cap: its start step fails it
+  // before any node runs, so it holds a slot only for that step, and it does not wait for a
+  // slot to free only to fail then. For the same reason it holds no place in the line above.
+  const open = `(slots.n < $5 OR COALESCE(x."deadlineAt" <= $3::timestamptz, false))`;
   const admitSql = (capped: boolean): string => `
     WITH ${capped ? `slots AS (SELECT (${slotsTaken.replace("count(*)::int AS n", "count(*)::int")}) + (${waitingBefore}) AS n),` : ""}
     cur AS (SELECT * FROM ${runs} WHERE "id" = $1 AND "tenantId" = $2),
     upd AS (
       UPDATE ${runs} AS x SET
-        "status" = ${capped ? `CASE WHEN slots.n < $5 THEN 'running' ELSE x."status" END` : "'running'"},
-        "startedAt" = ${capped ? `CASE WHEN slots.n < $5 THEN COALESCE(x."startedAt", $3::timestamptz) ELSE x."startedAt" END` : `COALESCE(x."startedAt", $3::timestamptz)`},
+        "status" = ${capped ? `CASE WHEN ${open} THEN 'running' ELSE x."status" END` : "'running'"},
+        "startedAt" = ${capped ? `CASE WHEN ${open} THEN COALESCE(x."startedAt", $3::timestamptz) ELSE x."startedAt" END` : `COALESCE(x."startedAt", $3::timestamptz)`},
         "checkpoint" = COALESCE(x."checkpoint", $4::jsonb),
         "updatedAt" = CURRENT_TIMESTAMP
       ${capped ? "FROM slots" : ""}
       WHERE x."id" = $1 AND x."tenantId" = $2 AND x."status" = 'queued'
-        ${capped ? `AND (slots.n < $5 OR ($4::jsonb IS NOT NULL AND x."checkpoint" IS NULL))` : ""}
+        ${capped ? `AND (${open} OR ($4::jsonb IS NOT NULL AND x."checkpoint" IS NULL))` : ""}
       RETURNING x.*
     )
     SELECT upd.*, true AS "fresh" FROM upd UNION ALL SELECT cur.*, false FROM cur WHERE NOT EXISTS (SELECT 1 FROM upd)`;

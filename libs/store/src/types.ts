@@ -228,7 +228,8 @@ export interface ActiveExecutionsQuery {
  * What `executions.admit` is asked: move a `queued` execution to `running` when its start is
  * taken. `cap` > 0: only while fewer than `cap` of the tenant's top-level executions (no
  * parent) are `running` or `paused`, decided under a per-tenant lock, so starts racing in one
- * process or on several replicas never admit more.
+ * process or on several replicas never admit more. A run whose deadline is not after
+ * `startedAt` is admitted whatever the cap: its start step fails it before any node runs.
  */
 export interface AdmitInput {
   id: number;

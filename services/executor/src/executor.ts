@@ -18,7 +18,7 @@ import { randomUUID } from "node:crypto";
 import type { Checkpoint, CheckpointStore } from "@baton/checkpoints";
 import { encode, ToolCancelSchema, valueFromJson, valueToJson } from "@baton/contracts";
 import type { Command, Effect, ExecutionState, ForkStart, JsonObject, JsonValue, WorkflowDefinition } from "@baton/engine";
-import { BlobsNeeded, forkStartOf, forkStartRecord, isFinished, keptForkStart, outstandingCalls, outstandingCount, referencedTools, replayJournal, settledFanCall, step, validateInput, validateWorkflow } from "@baton/engine";
+import { BlobsNeeded, DEADLINE_TIMER_ID, forkStartOf, forkStartRecord, isFinished, keptForkStart, outstandingCalls, outstandingCount, referencedTools, replayJournal, settledFanCall, step, validateInput, validateWorkflow } from "@baton/engine";
 import { defineError, errorMessage, hasCode } from "@baton/errors";
 import type { AnyCommand, Messaging } from "@baton/messaging";
 import type { Service } from "@baton/runtime";
@@ -987,6 +987,14 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         case "busy": {
           // Acknowledged: the row waits queued, and the end of one of the tenant's runs (or the
           // recovery sweep) sends its start again, as often as needed, with no delivery limit.
+          // A run with a deadline is also sent its deadline timer, which starts it from the row
+          // when due: admitted past its deadline whatever the cap, it fails before any node runs,
+          // rather than when a slot frees. Sent before this start is acknowledged, so a crash in
+          // between sends it again; the message id keeps one.
+          if (row.deadlineAt) {
+            const dueAt = row.deadlineAt.toISOString();
+            await messaging.sendCommand("execution.timer", { executionId, tenantId, timerId: DEADLINE_TIMER_ID, dueAt }, `queued-deadline:${executionId}:${dueAt}`);
+          }
           const busy = TenantBusy(tenantId, cap);
           logger.info("execution waits for a slot", { executionId, code: busy.code, error: busy.message });
           return;
@@ -1044,6 +1052,10 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         }
         ({ state, version } = rebuilt);
       } else if (row!.status === "queued" || (first.kind === "cancel" && row!.status === "cancelled" && row!.startedAt === null)) {
+        // The deadline timer of a run waiting for a slot (see admission): its start, from the row.
+        if (first.kind === "timer" && first.timerId === DEADLINE_TIMER_ID && row!.status === "queued") {
+          return applyNow(executionId, tenantId, await startCommandOf(row!), [], outcome);
+        }
         if (first.kind !== "cancel") throw NotStarted(executionId);
         await cancelQueued(row!, first.reason);
         return;
