@@ -233,6 +233,31 @@ describe("validateWorkflow: the complete model", () => {
     ]);
   });
 
+  it("refuses an $async schema, whose validator answers with a promise; an input checked against one stored before is refused", () => {
+    expect(codes(validateWorkflow({ inputSchema: { $async: true, type: "object", required: ["x"] }, nodes: [{ id: "a", ...sv }] }))).toEqual(["invalid_input_schema@inputSchema"]);
+    const stored = { inputSchema: { $async: true, type: "object", required: ["x"] } } as Parameters<typeof validateInput>[0];
+    expect(validateInput(stored, {})).toEqual([{ path: "inputSchema", code: "invalid_input_schema", message: expect.stringContaining("$async") }]);
+  });
+
+  it("names the property an input may not have, and keys with / or ~ as they are", () => {
+    const v = validateWorkflow({
+      inputSchema: { type: "object", additionalProperties: false, properties: { "a/b": { type: "string" }, "c~d": { type: "object", additionalProperties: false } } },
+      nodes: [{ id: "a", ...sv }],
+    });
+    expect(v.ok).toBe(true);
+    if (!v.ok) return;
+    expect(validateInput(v.workflow, { extra: 1, "a/b": 2, "c~d": { deep: true } })).toEqual([
+      { path: "input.extra", code: "invalid_input", message: 'property "extra" is not allowed here' },
+      { path: "input.a/b", code: "invalid_input", message: "must be string" },
+      { path: "input.c~d.deep", code: "invalid_input", message: 'property "deep" is not allowed here' },
+    ]);
+  });
+
+  it("refuses a node that would write its output over the execution's input", () => {
+    expect(codes(validateWorkflow({ nodes: [{ id: "input", ...sv }] }))).toEqual(["invalid_path@nodes[0].id"]);
+    expect(codes(validateWorkflow({ nodes: [{ id: "input", ...sv, output: "$.cleaned" }] }))).toEqual([]);
+  });
+
   it("takes input schemas of drafts 2019-09 and 2020-12 when $schema names them", () => {
     for (const dialect of ["https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2019-09/schema"]) {
       const v = validateWorkflow({ inputSchema: { $schema: dialect, type: "object", required: ["q"], properties: { q: { type: "string" } } }, nodes: [{ id: "a", ...sv }] });

@@ -347,6 +347,9 @@ function checkNode(n: NodeDefinition, at: string, opts: ValidateOptions, errors:
     checkPath(ref.path, ref.at, errors);
   }
   if (n.output !== undefined) checkWritePath(n.output, `${at}.output`, "output path", errors);
+  else if (n.id === "input") {
+    errors.push({ path: `${at}.id`, code: "invalid_path", message: `node "input" would write its output to $.input, the execution's input: give it another id, or an output path` });
+  }
   if (n.idempotencyKey !== undefined && looksLikePath(n.idempotencyKey)) checkPath(n.idempotencyKey, `${at}.idempotencyKey`, errors);
 }
 
@@ -722,6 +725,9 @@ function compileSchema(schema: unknown): ValidateFunction {
   let fn = compiledSchemas.get(key);
   if (!fn) {
     fn = ajvFor(schema).compile(schema as object);
+    // `$async: true` makes a validator that answers with a promise, which every check here
+    // would take for "valid" (and whose rejection nothing handles).
+    if ((fn as { $async?: unknown }).$async === true) throw new Error("$async schemas are not supported: leave out $async");
     if (compiledSchemas.size > 500) compiledSchemas.delete(compiledSchemas.keys().next().value!);
     compiledSchemas.set(key, fn);
   }
@@ -740,13 +746,26 @@ function schemaError(schema: unknown): string | undefined {
 /** Checks an execution input against the definition's `inputSchema`; every violation, each with a path. */
 export function validateInput(definition: Pick<WorkflowDefinition, "inputSchema">, input: unknown): ValidationIssue[] {
   if (definition.inputSchema === undefined) return [];
-  const fn = compileSchema(definition.inputSchema);
+  let fn: ValidateFunction;
+  try {
+    fn = compileSchema(definition.inputSchema);
+  } catch (err) {
+    // A definition stored before a check that now refuses its schema: no input can be checked.
+    return [{ path: "inputSchema", code: "invalid_input_schema", message: `not a valid JSON Schema: ${(err as Error).message}` }];
+  }
   if (fn(input)) return [];
-  return (fn.errors ?? []).map((e: ErrorObject) => ({
-    path: `input${e.instancePath.replace(/\/([^/]+)/g, (_, seg: string) => (/^\d+$/.test(seg) ? `[${seg}]` : `.${seg}`))}`,
-    code: "invalid_input",
-    message: e.keyword === "required" ? `missing required property "${(e.params as { missingProperty: string }).missingProperty}"` : e.message ?? "invalid",
-  }));
+  return (fn.errors ?? []).map((e: ErrorObject) => {
+    const params = e.params as { missingProperty?: string; additionalProperty?: string; unevaluatedProperty?: string };
+    const extra = e.keyword === "additionalProperties" ? params.additionalProperty : e.keyword === "unevaluatedProperties" ? params.unevaluatedProperty : undefined;
+    const at = inputPath(e.instancePath);
+    if (extra !== undefined) return { path: `${at}.${extra}`, code: "invalid_input", message: `property "${extra}" is not allowed here` };
+    return { path: at, code: "invalid_input", message: e.keyword === "required" ? `missing required property "${params.missingProperty}"` : e.message ?? "invalid" };
+  });
+}
+
+/** `input` + a JSON Pointer into it as a `$.path`-like path: `/items/2/a~1b` → `input.items[2].a/b`. */
+function inputPath(pointer: string): string {
+  return `input${pointer.replace(/\/([^/]*)/g, (_, seg: string) => (/^\d+$/.test(seg) ? `[${seg}]` : `.${seg.replace(/~1/g, "/").replace(/~0/g, "~")}`))}`;
 }
 
 /** JSON Schema of the definition format, for the OpenAPI document. */
