@@ -153,6 +153,15 @@ function forkStartOnRow(row: ExecutionRecord): ForkStart | undefined {
 /** How long an execution's records must have been idle before its outbox is dropped from Redis. */
 const OUTBOX_CLEAR_DELAY_MS = 250;
 
+/**
+ * Commands the executor's consumer may hold unacknowledged. A timer that is not due yet is
+ * answered with a delayed redelivery and stays pending on the consumer until it is due (a run's
+ * deadline, up to 30 days; a delay, up to 366; a node's timeout, also after the node answered),
+ * so this bounds the timers waiting at once, not the commands in work (`concurrency` does). With
+ * the bus's default of 256, 256 waiting timers held back every other command.
+ */
+export const COMMANDS_MAX_ACK_PENDING = 1_000_000;
+
 /** Inline steps in a row after which an execution lets the commands queued behind it go first. */
 const INLINE_STEPS_PER_TURN = 256;
 
@@ -1554,6 +1563,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         concurrency: opts.concurrency ?? 32,
         ackWaitMs: opts.ackWaitMs ?? 30_000,
         maxDeliver: 20,
+        maxAckPending: COMMANDS_MAX_ACK_PENDING,
         // Every command is applied idempotently (a redelivery finds its step applied), so a
         // lost ack costs one more delivery, not a wrong result.
         ack: "plain",
