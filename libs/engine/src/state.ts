@@ -77,7 +77,7 @@ export interface TimerState {
   dueAt: string;
   kind: "retry" | "retryItem" | "delay" | "timeout" | "deadline";
   nodeId?: string;
-  /** For a fan item's retry (`retryItem`): the item, and the attempts it had when it failed. */
+  /** For a fan item's retry (`retryItem`): the item, and the attempts it had when it failed; for a fan item's timeout: the item. */
   index?: number;
   attempts?: number;
   /** For node timeouts: the call the timer guards. */

@@ -737,6 +737,8 @@ describe("step: retries, timeouts, delays, deadlines, cancel", () => {
     const p = { maxAttempts: 10, initialDelayMs: 100, backoffMultiplier: 3, maxDelayMs: 1000, jitter: 0.5 };
     expect(backoffDelay(p, 1, "x")).toBe(backoffDelay(p, 1, "x"));
     expect(backoffDelay({ ...p, jitter: 0 }, 5, "x")).toBe(1000);
+    // maxDelayMs bounds the jittered wait too.
+    for (const seed of ["a", "b", "c", "d", "e", "f"]) expect(backoffDelay(p, 5, seed)).toBeLessThanOrEqual(1000);
     for (const seed of ["a", "b", "c", "d"]) {
       const d = backoffDelay(p, 2, seed);
       expect(d).toBeGreaterThanOrEqual(150);
@@ -751,6 +753,53 @@ describe("step: retries, timeouts, delays, deadlines, cancel", () => {
     expect(r.state.output).toBe("second");
     expect(r.effects).toContainEqual({ kind: "cancelTools", callIds: ["7.a.1"], reason: "node timeout" });
     expect(r.journal).toContainEqual(expect.objectContaining({ nodeId: "a", attempt: 1, status: "failed", errorCode: "BATON_NODE_TIMEOUT" }));
+  });
+
+  it("a fan item's call without a result past timeoutMs is cancelled and fails the item, which the retry policy retries", async () => {
+    const hangOnce = (): ToolFn => {
+      const seen = new Set<string>();
+      return (a) => {
+        const k = JSON.stringify(a);
+        if (k.includes("2") && !seen.has(k)) {
+          seen.add(k);
+          return "hang";
+        }
+        return { ok: true, output: a };
+      };
+    };
+    const each = { id: "f", type: "forEach", timeoutMs: 1000, config: { items: "$.input.xs", tool: "f" } };
+    const xs = [{ v: 1 }, { v: 2 }, { v: 3 }];
+    const retried = await drive(def({ nodes: [{ ...each, retry: { maxAttempts: 2, initialDelayMs: 0 } }] }), { tools: { f: hangOnce() } }, null, { kind: "start", input: { xs } });
+    expect(retried.state.status).toBe("completed");
+    expect(retried.state.output).toEqual(xs);
+    expect(retried.effects).toContainEqual({ kind: "cancelTools", callIds: ["7.f.1.1"], reason: "node timeout" });
+    // Without retries the timeout fails the node, and so the run.
+    const failed = await drive(def({ nodes: [each] }), { tools: { f: hangOnce() } }, null, { kind: "start", input: { xs } });
+    expect(failed.state.error).toMatchObject({ code: "BATON_NODE_TIMEOUT", nodeId: "f" });
+    // A multi-call node's calls alike.
+    const multi = def({ nodes: [{ id: "m", type: "tool", timeoutMs: 1000, retry: { maxAttempts: 2, initialDelayMs: 0 }, config: { calls: xs.map((x) => ({ tool: "f", input: x })) } }] });
+    const m = await drive(multi, { tools: { f: hangOnce() } }, null, { kind: "start", input: {} });
+    expect(m.state.status).toBe("completed");
+    expect(m.effects).toContainEqual({ kind: "cancelTools", callIds: ["7.m.1.1"], reason: "node timeout" });
+  });
+
+  it("an answered item's timeout timer leaves the state; a stale one changes nothing", async () => {
+    const d = def({ nodes: [{ id: "f", type: "forEach", timeoutMs: 1000, config: { items: "$.input.xs", tool: "f" } }] });
+    const now = new Date(t0).toISOString();
+    const start = await step({ definition: d, state: null, command: { kind: "start", input: { xs: [{ v: 1 }, { v: 2 }] } }, now, identity });
+    expect(Object.keys(start.state.timers ?? {}).sort()).toEqual(["timeout:f:1:0", "timeout:f:1:1"]);
+    const one = await step({ definition: d, state: start.state, command: { kind: "toolResult", nodeId: "f", callId: "7.f.1.0", ok: true, output: 1, durationMs: 1 }, now });
+    expect(Object.keys(one.state.timers ?? {})).toEqual(["timeout:f:1:1"]);
+    expect((await step({ definition: d, state: one.state, command: { kind: "timer", timerId: "timeout:f:1:0" }, now })).ignored).toBeDefined();
+  });
+
+  it("a multi-call node's call keeps its idempotency key on every attempt", async () => {
+    const d = def({ nodes: [{ id: "m", type: "tool", retry: { maxAttempts: 3, initialDelayMs: 0 }, config: { calls: [{ tool: "f", input: { a: 1 } }, { tool: "f", input: { a: 2 } }] } }] });
+    let n = 0;
+    const r = await drive(d, { tools: { f: (a) => (a.a === 1 && ++n < 3 ? { ok: false, retryable: true, message: "busy" } : { ok: true, output: a }) } }, null, { kind: "start", input: {} });
+    expect(r.state.status).toBe("completed");
+    const keys = calls(r).filter((c) => (c.args as { a: number }).a === 1).map((c) => [c.callId, c.idempotencyKey]);
+    expect(keys).toEqual([["7.m.1.0", "7.m.0"], ["7.m.1.0-2", "7.m.0"], ["7.m.1.0-3", "7.m.0"]]);
   });
 
   it("a delay node waits for its durable timer", async () => {

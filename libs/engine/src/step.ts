@@ -146,7 +146,8 @@ export function backoffDelay(policy: RetryPolicy, attempt: number, seed: string)
   let h = 2166136261;
   for (let i = 0; i < seed.length; i++) h = Math.imul(h ^ seed.charCodeAt(i), 16777619);
   const unit = ((h >>> 0) % 10_000) / 10_000; // 0..1
-  return Math.max(0, Math.round(base * (1 + policy.jitter * (2 * unit - 1))));
+  // Jittered around the wait, and capped after: maxDelayMs bounds every wait.
+  return Math.min(policy.maxDelayMs, Math.max(0, Math.round(base * (1 + policy.jitter * (2 * unit - 1)))));
 }
 
 function addMs(iso: string, ms: number): string {
@@ -1386,7 +1387,9 @@ class Stepper {
     if (fan.calls) {
       const call = fan.calls[i]!;
       item.key = callId;
-      this.callTool({ nodeId: n.id, callId: item.key, tool: call.tool, args: call.args, attempt: run.attempt, idempotencyKey: `${this.idempotencyKey(n)}.${suffix}`, ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
+      // The same key on every attempt of the call, as a node's own key is (fanSuffix's first attempt).
+      this.callTool({ nodeId: n.id, callId: item.key, tool: call.tool, args: call.args, attempt: run.attempt, idempotencyKey: `${this.idempotencyKey(n)}.${fanSuffix(fan.round, i, 1)}`, ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
+      this.setItemTimeout(n, fan, i, callId);
       return;
     }
     const cfg = forEachConfigSchema.parse(n.config);
@@ -1397,6 +1400,7 @@ class Stepper {
       item.key = callId;
       const args = cfg.itemInput !== undefined ? asArgs(resolveTemplate(cfg.itemInput, scope)) : asArgs(value);
       this.callTool({ nodeId: n.id, callId: item.key, tool: cfg.tool, args, attempt: run.attempt, idempotencyKey: `${this.idempotencyKey(n)}.${i}`, ...(n.timeoutMs ? { timeoutMs: n.timeoutMs } : {}) });
+      this.setItemTimeout(n, fan, i, callId);
     } else {
       item.key = `${run.attempt}.${suffix}`;
       const input = cfg.itemInput !== undefined ? asArgs(resolveTemplate(cfg.itemInput, scope)) : { item: value, index: i };
@@ -1405,6 +1409,21 @@ class Stepper {
         ...(cfg.workflow ? { workflow: cfg.workflow } : { definitionRef: this.bodyRef(n.id) }),
       });
     }
+  }
+
+  /**
+   * A tool call of a fan's item gets the backstop a node's own call gets (dispatchTool): if no
+   * answer comes within timeoutMs (and the grace), the item fails with BATON_NODE_TIMEOUT, which
+   * the node's retry policy may retry, as any failure of an item.
+   */
+  setItemTimeout(n: NodeDefinition, fan: FanState, index: number, callId: string): void {
+    if (!n.timeoutMs) return;
+    this.setTimer(this.itemTimeoutId(n, fan, index), { dueAt: addMs(this.now, n.timeoutMs + TIMEOUT_GRACE_MS), kind: "timeout", nodeId: n.id, callId, index });
+  }
+
+  /** The id of the timeout timer of an item's current attempt. */
+  itemTimeoutId(n: NodeDefinition, fan: FanState, index: number): string {
+    return `timeout:${n.id}:${this.run(n.id).attempt}:${fanSuffix(fan.round, index, fan.items[index]!.attempts)}`;
   }
 
   bodyRef(nodeId: string): string {
@@ -1424,6 +1443,8 @@ class Stepper {
     const fan = this.fan(n);
     const item = this.item(fan, index);
     const cfg = n.type === "forEach" ? forEachConfigSchema.parse(n.config) : undefined;
+    // The attempt is answered (or timed out): its timeout timer, if any, is no longer wanted.
+    if (n.timeoutMs && this.s.timers) delete this.s.timers[this.itemTimeoutId(n, fan, index)];
     fan.running--;
     if (ok) {
       item.status = "done";
@@ -1692,6 +1713,12 @@ export async function step(input: StepInput): Promise<StepResult> {
         st.issueItem(n, st.fan(n), t.index!, st.ctx());
       } else if (t.kind === "delay" && run.timerId === command.timerId && run.status === "running") {
         await st.complete(n, { firedAt: now, dueAt: t.dueAt }, undefined);
+      } else if (t.kind === "timeout" && t.index !== undefined) {
+        // A fan item's call (setItemTimeout), if that attempt is still out.
+        const item = run.fan?.items[t.index];
+        if (run.status !== "running" || item?.status !== "running" || item.key !== t.callId) return unchanged(state, `timer ${command.timerId} is stale`);
+        st.effects.push({ kind: "cancelTools", callIds: [t.callId!], reason: "node timeout" });
+        await st.fanResult(n, t.index, false, null, { code: "BATON_NODE_TIMEOUT", message: `no result within timeoutMs=${n.timeoutMs}`, retryable: true });
       } else if (t.kind === "timeout" && run.callId === t.callId && run.status === "running") {
         st.effects.push({ kind: "cancelTools", callIds: [t.callId!], reason: "node timeout" });
         st.failNode(n, { code: "BATON_NODE_TIMEOUT", message: `no result within timeoutMs=${n.timeoutMs}`, retryable: true });

@@ -113,6 +113,10 @@ describe("validateWorkflow: the complete model", () => {
     // A known field that does nothing on this node type.
     const sub = validateWorkflow({ nodes: [{ id: "s", type: "subworkflow", config: { workflow: { slug: "child" } }, timeoutMs: 300 }] });
     expect(sub.ok && sub.warnings?.map((w) => `${w.code}@${w.path}`)).toEqual(["no_effect@nodes[0].timeoutMs"]);
+    // So on a forEach of child runs; on a forEach of tool calls it bounds each call.
+    const children = validateWorkflow({ nodes: [{ id: "f", type: "forEach", timeoutMs: 300, config: { items: "$.input.xs", workflow: { slug: "child" } } }] });
+    expect(children.ok && children.warnings?.map((w) => `${w.code}@${w.path}`)).toEqual(["no_effect@nodes[0].timeoutMs"]);
+    expect(validateWorkflow({ nodes: [{ id: "f", type: "forEach", timeoutMs: 300, config: { items: "$.input.xs", tool: "echo" } }] })).not.toHaveProperty("warnings");
   });
 
   it("refuses a cycle that goes back through a whileLoop by its exit edge: exiting counts no iteration", () => {

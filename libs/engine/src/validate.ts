@@ -277,6 +277,8 @@ function validateGraph(input: unknown, opts: ValidateOptions, prefix: string, sc
     // A child run is bounded by its deadline (its own limits.deadlineMs, or its parent's), not by a call's timeout.
     if (canonicalType(n.type) === "subworkflow" && n.timeoutMs !== undefined) {
       warnings.push({ path: `nodes[${i}].timeoutMs`, code: "no_effect", message: "timeoutMs does not bound a sub-workflow run and has no effect; give the child workflow limits.deadlineMs" });
+    } else if (canonicalType(n.type) === "forEach" && n.timeoutMs !== undefined && n.config.tool === undefined) {
+      warnings.push({ path: `nodes[${i}].timeoutMs`, code: "no_effect", message: "timeoutMs bounds each tool call of a forEach with a tool, not the child runs of one with a body or workflow, and has no effect here; give the child workflow limits.deadlineMs" });
     }
   });
   const all = warnings.map((w) => ({ ...w, path: prefixed(prefix, w.path) }));
