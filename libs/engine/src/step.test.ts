@@ -928,6 +928,25 @@ describe("step: references, forks and replay", () => {
     expect(edited.state.output).toEqual({ each: [500, 600] });
   });
 
+  it("a fork of a run that a forEach item failed, or that was cancelled mid-forEach, keeps the items done then and runs the others", async () => {
+    const d = def({ nodes: [{ id: "each", type: "forEach", config: { items: "$.input.xs", tool: "f", concurrency: 2 } }], output: { each: "$.each" } });
+    const v = (a: JsonObject) => a.value as number;
+    const xs = [1, 2, 3, 4, 5];
+    // Item 2 (the third) fails the node while item 3 is out; items 0 and 1 are done.
+    const failed = await drive(d, { tools: { f: (a) => (v(a) === 3 ? { ok: false, retryable: false, message: "bad" } : v(a) === 4 ? "hang" : { ok: true, output: v(a) * 10 }) } }, null, { kind: "start", input: { xs } });
+    expect(failed.state.status).toBe("failed");
+    const again = await drive(d, { tools: { f: (a) => ({ ok: true, output: v(a) * 100 }) } }, null, { kind: "start", input: { xs }, fork: { state: failed.state, executionId: 7, version: 4 } }, { ...identity, executionId: 8 });
+    expect(again.state.output).toEqual({ each: [10, 20, 300, 400, 500] });
+    expect(calls(again).map((c) => c.args)).toEqual([{ value: 3 }, { value: 4 }, { value: 5 }]);
+    // Cancelled with items 0 and 1 done and 2 and 3 out.
+    const running = await drive(d, { tools: { f: (a) => (v(a) > 2 ? "hang" : { ok: true, output: v(a) * 10 }) } }, null, { kind: "start", input: { xs } });
+    const cancelled = await step({ definition: d, state: running.state, command: { kind: "cancel", reason: "stop" }, now: new Date(running.now + 1).toISOString() });
+    expect(cancelled.state.status).toBe("cancelled");
+    const resumed = await drive(d, { tools: { f: (a) => ({ ok: true, output: v(a) * 100 }) } }, null, { kind: "start", input: { xs }, fork: { state: cancelled.state, executionId: 7, version: 5 } }, { ...identity, executionId: 9 });
+    expect(resumed.state.output).toEqual({ each: [10, 20, 300, 400, 500] });
+    expect(calls(resumed).map((c) => c.args)).toEqual([{ value: 3 }, { value: 4 }, { value: 5 }]);
+  });
+
   it("a fork of a run that failed or was cancelled runs again what failed, what was stopped with it, and what was ready", async () => {
     // s → {bad, slow} → j; with maxConcurrency 1, `slow` is still only ready when `bad` fails.
     const d = def({

@@ -347,7 +347,8 @@ class Stepper {
     run.completedAt = this.now;
     delete run.callId;
     delete run.childKey;
-    delete run.fan;
+    if (retrying) delete run.fan;
+    else this.keepDoneItems(n, run);
     this.clearNodeTimers(n.id);
     this.completedOne = true;
     this.emit({ kind: "node.failed", nodeId: n.id, nodeType: n.type, attempt: run.attempt, code: f.code, error: f.message, retrying });
@@ -501,10 +502,27 @@ class Stepper {
     run.completedAt = this.now;
     delete run.callId;
     delete run.childKey;
-    delete run.fan;
+    this.keepDoneItems(n, run);
     delete run.timerId;
     this.emit({ kind: "node.failed", nodeId: id, nodeType: n.type, attempt: run.attempt, code: "BATON_CANCELLED", error: reason, retrying: false });
     this.journal({ nodeId: id, nodeType: n.type, attempt: run.attempt, status: "failed", error: reason, errorCode: "BATON_CANCELLED", retryable: false, durationMs: this.duration(run), startedAt: run.startedAt, completedAt: this.now });
+  }
+
+  /**
+   * A forEach that stops for good (it failed, or the run ended around it) keeps the items it
+   * finished, and only them, so that a fork of this run's last checkpoint does not run them
+   * again (forkState); the others are pending, with no call or child out. Any other fan (a
+   * node's several calls, an agent's round of tools) is one step of its node, and goes.
+   */
+  keepDoneItems(n: NodeDefinition, run: NodeRun): void {
+    const fan = run.fan;
+    if (!fan || fan.calls || n.type !== "forEach") {
+      delete run.fan;
+      return;
+    }
+    const items = fan.items.map((it): FanItem => (it.status === "done" ? it : { status: "pending", attempts: 0 }));
+    const next = items.findIndex((it) => it.status === "pending");
+    run.fan = { ...fan, items, done: items.filter((it) => it.status === "done").length, running: 0, next: next < 0 ? items.length : next };
   }
 
   joinOf(id: string): "all" | "any" | { n: number } {
@@ -1464,8 +1482,8 @@ class Stepper {
       item.result = { error: { code: f!.code, message: f!.message } };
       fan.done++;
     } else {
-      item.status = "done";
-      fan.done++;
+      // The item fails the node: it is not done (a fork of the run's last checkpoint runs it again, see keepDoneItems).
+      item.status = "pending";
       const others = fan.items.filter((i) => i.status === "running" && i.key).map((i) => i.key!);
       if (others.length) {
         if (run.fan!.calls || cfg?.tool) this.effects.push({ kind: "cancelTools", callIds: others, reason: `item ${index} of "${n.id}" failed` });
@@ -1596,9 +1614,10 @@ export function forkState(source: ExecutionState, identity: NonNullable<StepInpu
   for (const [id, run] of Object.entries(s.nodes)) {
     if (run.status === "running" || run.status === "paused" || (run.status === "failed" && ended)) {
       // A forEach's items done at that version are kept (its start in the fork takes them up,
-      // see startWork); the ones in flight or waiting out a backoff start over. Other fans
+      // see startWork); the ones in flight or waiting out a backoff start over. A forEach that
+      // failed, or stopped as its run ended, kept its done items (keepDoneItems). Other fans
       // (a node's several calls, an agent's round of tools) are one step of their node and start over whole.
-      const fan = run.status === "running" && run.fan && !run.fan.calls ? run.fan : undefined;
+      const fan = (run.status === "running" || run.status === "failed") && run.fan && !run.fan.calls ? run.fan : undefined;
       run.status = "waiting";
       delete run.callId;
       delete run.timerId;
