@@ -106,6 +106,43 @@ describe("agent workflows against an OpenAI-compatible server", () => {
     expect(tokens).toBe("Oslo is colder than Rome.");
   }, 30_000);
 
+  it("the workflow's own agentConfig (seed 004's column) is its LLM nodes' default, kept with each version and brought back by a restore", async () => {
+    replies = (req) => ({ text: `model ${String(req.body.model)} temperature ${String(req.body.temperature)}` });
+    const created = await a.call<{ id: number; agentConfig: unknown }>("POST", "/api/agent-workflows", {
+      name: "row-config", agentConfig: { model: "openai:gpt-row", temperature: 0.5 },
+      // The definition's own agentConfig wins field by field; a forEach body's LLM nodes take them too.
+      definition: {
+        agentConfig: { temperature: 0.25 },
+        nodes: [
+          { id: "ask", type: "agent.llm", config: { prompt: "hi" } },
+          { id: "each", type: "forEach", config: { items: "$.input.xs", body: { nodes: [{ id: "inner", type: "agent.llm", config: { prompt: "{{$.input.item}}" } }] } } },
+        ],
+        edges: [{ from: "ask", to: "each" }],
+        output: { outer: "$.ask.text", inner: "$.each[0].text" },
+      },
+    });
+    expect(created.status).toBe(201);
+    const wf = created.body.id;
+    const run = async (): Promise<unknown> => {
+      const started = await a.call<{ id: number }>("POST", `/api/agent-workflows/${wf}/execute`, { input: { xs: ["x"] } });
+      const done = await finished(started.body.id);
+      expect(done.status).toBe("completed");
+      return done.output;
+    };
+    expect(await run()).toEqual({ outer: "model gpt-row temperature 0.25", inner: expect.stringMatching(/^model gpt-row /) });
+    // Another model in version 2; version 1 keeps its own, and a restore of it brings it back.
+    expect((await a.call("PUT", `/api/agent-workflows/${wf}`, { agentConfig: { model: "openai:gpt-two" } })).status).toBe(200);
+    expect(await run()).toEqual({ outer: "model gpt-two temperature 0.25", inner: expect.stringMatching(/^model gpt-two /) });
+    const versions = await a.call<{ items: { id: number; version: number; agentConfig: unknown }[] }>("GET", `/api/agent-workflows/${wf}/versions`);
+    expect(versions.body.items.map((v) => [v.version, v.agentConfig])).toEqual([[1, { model: "openai:gpt-row", temperature: 0.5 }], [2, { model: "openai:gpt-two" }]]);
+    const restored = await a.call<{ version: number; agentConfig: unknown }>("POST", `/api/agent-workflows/${wf}/versions/${versions.body.items[0]!.id}/restore`);
+    expect(restored.body).toMatchObject({ version: 3, agentConfig: { model: "openai:gpt-row", temperature: 0.5 } });
+    expect(await run()).toEqual({ outer: "model gpt-row temperature 0.25", inner: expect.stringMatching(/^model gpt-row /) });
+    // A bad agentConfig is a 400 naming the field.
+    const bad = await a.call<{ errors: { path: string }[] }>("PUT", `/api/agent-workflows/${wf}`, { agentConfig: { temperature: "hot" } });
+    expect([bad.status, bad.body.errors.map((e) => e.path)]).toEqual([400, ["body.agentConfig.temperature"]]);
+  }, 30_000);
+
   it("runs a two-agent SynthDev workflow with its script and roles as written", async () => {
     const dir = new URL("../examples/synthdev/", import.meta.url);
     const workflow = JSON.parse(readFileSync(new URL("workflow.json", dir), "utf8")) as unknown;

@@ -7,7 +7,7 @@ export { isJsonObject, MAX_JSON_DEPTH, tooDeepAt } from "./json.ts";
 export { collectPaths, looksLikePath, parsePath, readPath, resolveTemplate, writePath } from "./path.ts";
 export type { ParsedPath, PathSegment } from "./path.ts";
 export {
-  CONDITION_OPS, NODE_TYPES, NODE_TYPE_ALIASES, PLANNED_NODE_TYPES, canonicalType,
+  agentConfigSchema, CONDITION_OPS, NODE_TYPES, NODE_TYPE_ALIASES, PLANNED_NODE_TYPES, canonicalType,
   bodySchema, edgeSchema, nodeSchema, workflowDefinitionSchema, jsonValue, retryPolicySchema,
 } from "./model.ts";
 export type { EdgeDefinition, Join, NodeDefinition, NodeTypeSpec, RetryPolicy, WorkflowDefinition, WorkflowRef } from "./model.ts";

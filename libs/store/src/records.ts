@@ -76,6 +76,8 @@ export function toWorkflowVersion(r: AgentWorkflowVersion): WorkflowVersionRecor
     agentWorkflowId: r.agentWorkflowId,
     version: r.version,
     definition: objectOut(r.definition),
+    agentConfig: objectOut(r.agentConfig),
+    memoryConfig: objectOut(r.memoryConfig),
     description: r.description,
     createdAt: r.createdAt,
   };

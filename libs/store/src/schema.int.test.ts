@@ -239,7 +239,7 @@ describe("every model through the Prisma client", () => {
     await p.agentWorkflow.create({ data: workflow });
     expect(await p.agentWorkflow.findUnique({ where: { id: 201 } })).toEqual(workflow);
 
-    const version = { id: 301, tenantId: "t_full", agentWorkflowId: 201, version: 3, definition: { nodes: [] }, description: "third", createdAt: at };
+    const version = { id: 301, tenantId: "t_full", agentWorkflowId: 201, version: 3, definition: { nodes: [] }, agentConfig: { model: "openai:gpt-x" }, memoryConfig: { enabled: true }, description: "third", createdAt: at };
     covers(Prisma.AgentWorkflowVersionScalarFieldEnum, version);
     await p.agentWorkflowVersion.create({ data: version });
     expect(await p.agentWorkflowVersion.findUnique({ where: { id: 301 } })).toEqual(version);

@@ -130,6 +130,9 @@ export interface WorkflowVersionRecord {
   agentWorkflowId: number;
   version: number;
   definition: JsonObject;
+  /** The workflow's `agentConfig` and `memoryConfig` at this version. */
+  agentConfig: JsonObject;
+  memoryConfig: JsonObject;
   /** What changed in this version (`changeDescription` of the update), if given. */
   description: string | null;
   createdAt: Date;

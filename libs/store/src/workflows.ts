@@ -4,7 +4,7 @@ import { guard, type ErrorContext } from "./db-errors.ts";
 import { SlugTaken, StoreInvalidInput, StoreNotFound, WorkflowHasActiveRuns } from "./errors.ts";
 import { toWorkflow, toWorkflowVersion } from "./records.ts";
 import { requireSlug, slugify } from "./slug.ts";
-import type { JsonObject, WorkflowInput, WorkflowPatch, WorkflowRecord, WorkflowsRepo } from "./types.ts";
+import type { WorkflowInput, WorkflowPatch, WorkflowRecord, WorkflowsRepo } from "./types.ts";
 import { isDbId, jsonIn, namedStatement, page, quoteIdent, requireJsonObject, requireTenantId, requireText } from "./values.ts";
 
 type Tx = Prisma.TransactionClient;
@@ -42,6 +42,11 @@ function columns(patch: Partial<WorkflowInput>): Prisma.AgentWorkflowUncheckedUp
   return out;
 }
 
+/** What a version keeps of the workflow row: its definition and its agentConfig and memoryConfig. */
+function snapshot(row: { definition: Prisma.JsonValue; agentConfig: Prisma.JsonValue; memoryConfig: Prisma.JsonValue }): { definition: Prisma.InputJsonValue; agentConfig: Prisma.InputJsonValue; memoryConfig: Prisma.InputJsonValue } {
+  return { definition: row.definition as Prisma.InputJsonValue, agentConfig: row.agentConfig as Prisma.InputJsonValue, memoryConfig: row.memoryConfig as Prisma.InputJsonValue };
+}
+
 /** Bumps the version (row lock serialises concurrent updates) and records the new version's snapshot. */
 async function bumpVersion(
   tx: Tx,
@@ -52,7 +57,7 @@ async function bumpVersion(
 ): Promise<WorkflowRecord> {
   const row = await tx.agentWorkflow.update({ where: { id, tenantId }, data: { ...data, version: { increment: 1 } } });
   await tx.agentWorkflowVersion.create({
-    data: { tenantId, agentWorkflowId: id, version: row.version, definition: row.definition as Prisma.InputJsonValue, description: changeDescription },
+    data: { tenantId, agentWorkflowId: id, version: row.version, ...snapshot(row), description: changeDescription },
   });
   return toWorkflow(row);
 }
@@ -111,7 +116,7 @@ export function workflowsRepo(prisma: PrismaClient, schema: string, pool: Pool):
             data: { ...(data as Prisma.AgentWorkflowUncheckedCreateInput), tenantId, name, slug, definition, version: 1 },
           });
           await tx.agentWorkflowVersion.create({
-            data: { tenantId, agentWorkflowId: row.id, version: 1, definition, description: null },
+            data: { tenantId, agentWorkflowId: row.id, version: 1, ...snapshot(row), description: null },
           });
           return toWorkflow(row);
         }),
@@ -209,8 +214,8 @@ export function workflowsRepo(prisma: PrismaClient, schema: string, pool: Pool):
         prisma.$transaction(async (tx) => {
           const old = await tx.agentWorkflowVersion.findFirst({ where: { id: versionId, agentWorkflowId: id, tenantId } });
           if (!old) throw StoreNotFound("workflow version", versionId);
-          const definition = old.definition as JsonObject;
-          return bumpVersion(tx, tenantId, id, { definition }, `restored from version ${old.version}`);
+          const { definition, agentConfig, memoryConfig } = snapshot(old);
+          return bumpVersion(tx, tenantId, id, { definition, agentConfig, memoryConfig }, `restored from version ${old.version}`);
         }),
       );
     },

@@ -18,7 +18,7 @@ import { randomUUID } from "node:crypto";
 import type { Checkpoint, CheckpointStore } from "@baton/checkpoints";
 import { encode, ToolCancelSchema, valueFromJson, valueToJson } from "@baton/contracts";
 import type { Command, Effect, ExecutionState, ForkStart, JsonObject, JsonValue, WorkflowDefinition } from "@baton/engine";
-import { BlobsNeeded, DEADLINE_TIMER_ID, forkStartOf, forkStartRecord, isFinished, keptForkStart, outstandingCalls, outstandingCount, referencedTools, replayJournal, settledFanCall, step, validateInput, validateWorkflow } from "@baton/engine";
+import { BlobsNeeded, DEADLINE_TIMER_ID, forkStartOf, isJsonObject, forkStartRecord, isFinished, keptForkStart, outstandingCalls, outstandingCount, referencedTools, replayJournal, settledFanCall, step, validateInput, validateWorkflow } from "@baton/engine";
 import { defineError, errorMessage, hasCode } from "@baton/errors";
 import type { AnyCommand, Messaging } from "@baton/messaging";
 import type { Service } from "@baton/runtime";
@@ -334,13 +334,18 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         const { start, nodes, edges, output } = body as Record<string, unknown>;
         const v = validateWorkflow({ nodes, ...(start !== undefined ? { start } : {}), ...(edges !== undefined ? { edges } : {}), ...(output !== undefined ? { output } : {}) });
         if (!v.ok) throw DefinitionInvalid(workflowId, version, v.errors.map((e) => `${ref}: ${e.path}: ${e.message}`).join("; "));
-        def = v.workflow;
+        // A body's LLM nodes take the workflow's defaults, as its other nodes do.
+        def = def.agentConfig ? { ...v.workflow, agentConfig: def.agentConfig } : v.workflow;
       }
       parsed = def;
     } else {
       const v = await store.workflows.getVersion(tenantId, workflowId, version);
       if (!v) throw DefinitionMissing(workflowId, version);
-      const result = validateWorkflow(v.definition);
+      // The workflow's agentConfig at this version (seed 004's column) holds its LLM nodes'
+      // defaults under the definition's own, which wins field by field.
+      const own = v.definition.agentConfig;
+      const agentConfig = { ...v.agentConfig, ...(isJsonObject(own) ? own : {}) };
+      const result = validateWorkflow(Object.keys(agentConfig).length > 0 ? { ...v.definition, agentConfig } : v.definition);
       if (!result.ok) throw DefinitionInvalid(workflowId, version, result.errors.map((e) => `${e.path}: ${e.message}`).join("; "));
       parsed = result.workflow;
     }

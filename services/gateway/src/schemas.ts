@@ -4,6 +4,7 @@
  * to the store never leaks to clients unannounced, and timestamps become ISO text.
  */
 import { z } from "zod";
+import { agentConfigSchema } from "@baton/engine";
 import type {
   ExecutionRecord,
   JsonObject,
@@ -66,6 +67,15 @@ export const workflowDefinitionSchema = z
   .record(z.string(), z.unknown())
   .meta({ id: "WorkflowDefinition", description: "A workflow graph: nodes, edges, start node" }) as unknown as z.ZodType<JsonObject, JsonObject>;
 
+/**
+ * A workflow's LLM defaults (seed 004 `agentConfig`), checked as the engine checks a
+ * definition's own: its nodes' defaults under the definition's `agentConfig`, which wins field
+ * by field. Kept with each version, as the definition is.
+ */
+const workflowAgentConfig = (agentConfigSchema as unknown as z.ZodType<JsonObject, JsonObject>).describe(
+  "Default LLM configuration of the workflow's LLM nodes (model, system, temperature, maxTokens, timeoutMs, levels); the definition's own agentConfig wins field by field",
+);
+
 export const slugSchema = z
   .string()
   .min(1)
@@ -77,7 +87,7 @@ export const workflowCreateBody = z.strictObject({
   slug: slugSchema.optional().describe("URL-safe identifier, unique per tenant; derived from the name when absent"),
   description: z.string().max(10_000).optional(),
   definition: workflowDefinitionSchema,
-  agentConfig: jsonObject.optional().describe("Default LLM configuration of the workflow's LLM nodes"),
+  agentConfig: workflowAgentConfig.optional(),
   memoryConfig: jsonObject.optional().describe("Memory settings: enabled, scope, retrieval strategy"),
   mcpExport: z.boolean().optional().describe("Expose the workflow as an MCP server"),
   enabled: z.boolean().optional(),
@@ -89,7 +99,7 @@ export const workflowUpdateBody = z
     slug: slugSchema.optional(),
     description: z.string().max(10_000).optional(),
     definition: workflowDefinitionSchema.optional(),
-    agentConfig: jsonObject.optional(),
+    agentConfig: workflowAgentConfig.optional(),
     memoryConfig: jsonObject.optional(),
     mcpExport: z.boolean().optional(),
     enabled: z.boolean().optional(),
@@ -231,6 +241,8 @@ export const workflowVersionSchema = z
     workflowId: z.number().int(),
     version: z.number().int(),
     definition: workflowDefinitionSchema,
+    agentConfig: z.unknown().describe("The workflow's agentConfig at this version (a restore brings it back; runs of this version use it)"),
+    memoryConfig: z.unknown().describe("The workflow's memoryConfig at this version"),
     description: z.string().nullable(),
     createdAt: timestamp,
   })
@@ -407,6 +419,8 @@ export function toWorkflowVersion(v: WorkflowVersionRecord): z.infer<typeof work
     workflowId: v.agentWorkflowId,
     version: v.version,
     definition: v.definition,
+    agentConfig: v.agentConfig,
+    memoryConfig: v.memoryConfig,
     description: v.description,
     createdAt: iso(v.createdAt),
   };

@@ -143,6 +143,9 @@ function checkInput(definition: JsonObject, input: JsonObject): void {
     const details = [{ path: "definition.inputSchema", code: "invalid_schema", message: `the workflow's inputSchema cannot be used: ${errorMessage(err)}` }];
     throw WorkflowDefinitionInvalid(1, { details, cause: err });
   }
+  // A schema the validation now refuses, saved before it did ($async): no input can be checked.
+  const unusable = issues.find((i) => i.code === "invalid_input_schema");
+  if (unusable) throw WorkflowDefinitionInvalid(1, { details: [{ path: "definition.inputSchema", code: "invalid_schema", message: `the workflow's inputSchema cannot be used: ${unusable.message}` }] });
   if (issues.length > 0) {
     const details = issues.map((i) => ({ ...i, path: i.path === "input" ? "body.input" : `body.${i.path}` }));
     throw ExecutionInputInvalid(details.length, { details });
