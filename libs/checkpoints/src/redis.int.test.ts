@@ -240,6 +240,13 @@ describe("redisCheckpointStore", () => {
     expect(await redis.hget(checkpointKey(20), "s")).toBe(JSON.stringify(written[51]));
     for (const v of [1, 31, 50, 51, 52]) expect((await store.getVersion(20, v))?.state).toEqual(written[v - 1]);
     expect((await store.history(20)).map((c) => c.state)).toEqual([...written].reverse());
+    // Read only: the same states, not copied, so versions share what did not change between them.
+    const shared = await store.history(20, { readOnly: true, limit: 2 });
+    expect(shared.map((c) => c.state)).toEqual([written[51], written[50]]);
+    const [newest, before] = shared.map((c) => c.state as typeof state);
+    expect(newest!.items[150]).toBe(before!.items[150]);
+    const copied = (await store.history(20, { limit: 2 })).map((c) => c.state as typeof state);
+    expect(copied[0]!.items[150]).not.toBe(copied[1]!.items[150]);
     await store.expire(20, 120);
     await step(52);
     expect(await redis.ttl(fwdKey)).toBe(-1);

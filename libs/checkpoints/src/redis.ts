@@ -555,11 +555,11 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
     return { version, whole: s ?? null, fwd, stray: listed.length > fwd.length, rest };
   };
 
-  const toCheckpoint = (executionId: number, r: { version: number; t: number; state: Json }): Checkpoint<S> => ({
+  const toCheckpoint = (executionId: number, r: { version: number; t: number; state: Json }, readOnly = false): Checkpoint<S> => ({
     executionId,
     version: r.version,
-    // Rebuilt versions share unchanged subtrees; callers get their own copy.
-    state: structuredClone(r.state) as S,
+    // Rebuilt versions share unchanged subtrees; callers get their own copy, unless they only read.
+    state: (readOnly ? r.state : structuredClone(r.state)) as S,
     updatedAt: new Date(r.t).toISOString(),
   });
 
@@ -673,7 +673,7 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
       const fwd = forwardOf((results?.[1]?.[1] ?? []) as string[], b, Number(v));
       const entries = (results?.[2]?.[1] ?? []) as string[];
       if (head === null || head === undefined || entries.length === 0) return [];
-      return rebuild(key, entries, latestValue(key, head, fwd)).map((c) => toCheckpoint(executionId, c));
+      return rebuild(key, entries, latestValue(key, head, fwd)).map((c) => toCheckpoint(executionId, c, historyOptions.readOnly === true));
     },
 
     async getVersion(executionId, version) {

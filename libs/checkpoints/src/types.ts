@@ -20,6 +20,13 @@ export interface HistoryOptions {
    * @default the store's history limit
    */
   limit?: number;
+  /**
+   * The states as rebuilt, sharing unchanged parts with each other, not copied: for a caller
+   * that only reads them (a list of summaries). Copying each version's whole state cost most
+   * of a list of large states.
+   * @default false
+   */
+  readOnly?: boolean;
 }
 
 /**

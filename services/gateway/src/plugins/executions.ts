@@ -178,7 +178,8 @@ export const executionsPlugin: FastifyPluginAsyncZod<ExecutionsPluginOptions> = 
       const { id } = request.params;
       const store = checkpoints();
       await getExecution(tenantId, id);
-      const history = await store.history(id, defined({ limit: request.query.limit }));
+      // Only read for their summaries: not copied (a copy per version of a large state cost seconds).
+      const history = await store.history(id, { ...defined({ limit: request.query.limit }), readOnly: true });
       return { items: history.map((c) => toCheckpointSummary(c.version, c.updatedAt, c.state)) };
     },
   });
