@@ -130,6 +130,14 @@ describe("SynthDev import", () => {
     ]);
   });
 
+  it("never names a node after the context keys the engine owns (a state named input or synthdev)", () => {
+    const r = importSynthDev({ workflow: { workflow_name: "w", states: [{ name: "input", next_state: "synthdev" }, { name: "synthdev", next_state: "stop" }] } });
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect((r.definition.nodes as { id: string }[]).map((n) => n.id)).toEqual(["input_2", "synthdev_2"]);
+    expect(validateWorkflow(r.definition).ok).toBe(true);
+  });
+
   it("refuses a script that is not text, naming it", () => {
     for (const bad of [5, {}, ["x"]]) {
       const r = importSynthDev({ workflow, script: bad as unknown as string, roles });

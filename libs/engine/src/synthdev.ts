@@ -15,6 +15,7 @@ import { z } from "zod";
 import type { JsonObject, JsonValue } from "./json.ts";
 import { isJsonObject } from "./json.ts";
 import type { ImportIssue, ImportResult, SourceOrigin } from "./importers/common.ts";
+import { RESERVED_IDS } from "./importers/common.ts";
 
 export const synthdevMessageSchema = z.object({ role: z.string(), content: z.string() }).passthrough();
 
@@ -240,7 +241,8 @@ export function importSynthDev(source: SynthdevSource): SynthdevImportResult {
   if (errors.length) return { ok: false, errors };
 
   const warnings: string[] = [];
-  const used = new Set<string>();
+  // A state named "input" or "synthdev" would write its output over the run's input or its SynthDev runtime.
+  const used = new Set<string>(RESERVED_IDS);
   const ids = new Map(wf.states.map((s) => [s.name, nodeId(s.name, used)]));
   const startState = wf.states.find((s) => s.name === "start") ?? wf.states[0]!;
   const edges: JsonObject[] = [];

@@ -106,11 +106,20 @@ export function asJson(v: unknown): JsonValue | undefined {
 }
 
 /**
+ * Node ids no importer hands out: a node's output goes to `$.<id>`, and these context keys are
+ * the engine's (the execution input at `$.input`, a SynthDev run's runtime at `$.synthdev`).
+ */
+export const RESERVED_IDS: readonly string[] = ["input", "synthdev"];
+
+/** Why an importer renamed a node, for its warning. */
+export const ID_RULE = `node ids are letters, digits, _ or -, and ${RESERVED_IDS.map((r) => `"${r}"`).join(" and ")} are reserved`;
+
+/**
  * Hands out node ids that satisfy the canonical id rule, are unique, and never
- * collide with `input` (the execution input lives at `$.input`).
+ * collide with {@link RESERVED_IDS}.
  */
 export class IdAllocator {
-  private readonly taken = new Set<string>(["input"]);
+  private readonly taken = new Set<string>(RESERVED_IDS);
 
   /** Reserves `id` as is; false when it is taken or not a valid id. */
   claim(id: string): boolean {
@@ -181,8 +190,8 @@ export function parseRef(ref: string): PathSegment[] | undefined {
 export type RefResolution = { segments: PathSegment[]; inputKey?: string; dependsOn?: string } | { code: string; message: string };
 
 export interface TemplateOptions {
-  /** Resolves the inside of `{{ ... }}` / `${...}` (and `$name` / `workflow://name` when `bareRefs`). */
-  resolve: (segments: PathSegment[], raw: string) => RefResolution;
+  /** Resolves the inside of `{{ ... }}` / `${...}` (and `$name` / `workflow://name` when `bareRefs`); `where` is the string's path in the source. */
+  resolve: (segments: PathSegment[], raw: string, where: string) => RefResolution;
   /** Also read whole-string `$name.path` and `workflow://name/...` as references (WorkflowPlan). */
   bareRefs: boolean;
 }
@@ -232,7 +241,7 @@ export function translateParams(
       errors.push({ path: where, code: "invalid_reference", message: `"${raw}" is not a reference (expected name.path, e.g. step1.items[0])` });
       return undefined;
     }
-    const r = opts.resolve(segments, raw);
+    const r = opts.resolve(segments, raw, where);
     if ("code" in r) {
       errors.push({ path: where, code: r.code, message: r.message });
       return undefined;
@@ -266,7 +275,7 @@ export function translateParams(
       const bare = BARE_REF.exec(v);
       if (bare) {
         const segs = parseRef(bare[1]!);
-        const r = segs ? opts.resolve(segs, bare[1]!) : undefined;
+        const r = segs ? opts.resolve(segs, bare[1]!, where) : undefined;
         // `$name` that names nothing known stays a literal (e.g. "$HOME").
         if (r && !("code" in r)) {
           if (r.inputKey !== undefined) inputKeys.add(r.inputKey);

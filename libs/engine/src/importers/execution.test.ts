@@ -34,7 +34,7 @@ const tools: Record<string, (args: JsonObject) => JsonValue> = {
 };
 
 /** Runs to the end; returns the final state and the tool calls, grouped by the step that asked for them. */
-async function run(format: ImportFormat, source: unknown, input: JsonObject): Promise<{ state: ExecutionState; batches: string[][] }> {
+async function run(format: ImportFormat, source: unknown, input: JsonObject, more: Record<string, (args: JsonObject) => JsonValue> = {}): Promise<{ state: ExecutionState; batches: string[][] }> {
   const r = importWorkflow(format, source);
   if (!r.ok) throw new Error(JSON.stringify(r.errors));
   const v = validateWorkflow(r.definition);
@@ -43,7 +43,7 @@ async function run(format: ImportFormat, source: unknown, input: JsonObject): Pr
   const batches: string[][] = [];
   let state: ExecutionState | null = null;
   let now = Date.UTC(2026, 0, 1);
-  for (let guard = 0; queue.length > 0 && guard < 1000; guard++) {
+  for (let guard = 0; queue.length > 0 && guard < 5000; guard++) {
     const res = await step({ definition: v.workflow, state, command: queue.shift()!, now: new Date(now++).toISOString(), identity: { executionId: 1, tenantId: "t_1", workflowId: 1, workflowVersion: 1 } });
     state = res.state;
     if (res.more) queue.push({ kind: "continue" });
@@ -51,7 +51,7 @@ async function run(format: ImportFormat, source: unknown, input: JsonObject): Pr
     for (const e of res.effects) {
       if (e.kind !== "callTool") continue;
       batch.push(e.nodeId);
-      queue.push({ kind: "toolResult", nodeId: e.nodeId, callId: e.callId, ok: true, output: tools[e.tool]!(e.args), durationMs: 1 });
+      queue.push({ kind: "toolResult", nodeId: e.nodeId, callId: e.callId, ok: true, output: (more[e.tool] ?? tools[e.tool]!)(e.args), durationMs: 1 });
     }
     if (batch.length > 0) batches.push(batch);
   }
@@ -95,5 +95,63 @@ describe("imported docs examples run on the engine", () => {
       }, {});
       expect([guardTaken, state.status, state.nodes.b?.status, state.output]).toEqual([guardTaken, "completed", "completed", "reached b"]);
     }
+  });
+});
+
+describe("imported state machines run with the source's limits and settings", () => {
+  it("maxToolIterations: 3 allows 3 tool rounds of an LLM ⇄ tools cycle, then the answer", async () => {
+    let n = 0;
+    const { state, batches } = await run("stateMachine", {
+      initial: "llm",
+      maxToolIterations: 3,
+      states: {
+        llm: { invoke: { type: "fake.llm" }, transitions: [{ target: "tools", guard: "$count($output.toolCalls) > 0" }, { target: "done" }] },
+        tools: { invoke: { type: "fake.exec" }, always: "llm" },
+        done: { type: "final" },
+      },
+    }, {}, { "fake.llm": () => (++n <= 3 ? { toolCalls: [1] } : { toolCalls: [] }), "fake.exec": () => ({}) });
+    expect([state.status, state.error?.code, batches.flat().filter((b) => b === "tools").length]).toEqual(["completed", undefined, 3]);
+  });
+
+  it("a whileLoop runs all its iterations although a body state has a retry transition (a cycle of its own)", async () => {
+    let n = 0;
+    const { state, batches } = await run("stateMachine", {
+      initial: "init",
+      states: {
+        init: { invoke: { type: "setVariable", config: { values: { "$.c": { n: 0 } } } }, always: "loop" },
+        loop: { invoke: { type: "whileLoop", config: { condition: "c.n < 30", maxIterations: 100 } }, on: { BODY: "work", EXIT: "done" } },
+        work: { invoke: { type: "inc", output: "$.c" }, transitions: [{ target: "work", guard: "false" }, { target: "loop" }] },
+        done: { type: "final" },
+      },
+    }, {}, { inc: () => ({ n: ++n }) });
+    expect([state.status, state.error?.code, batches.flat().length]).toEqual(["completed", undefined, 30]);
+  });
+
+  it("a cycle around a whileLoop goes round as often as its own bound allows, whatever the loop's iterations", async () => {
+    let rounds = 0;
+    const { state } = await run("stateMachine", {
+      initial: "round",
+      maxVisits: 4,
+      states: {
+        round: { invoke: { type: "nextRound", output: "$.r" }, always: "reset" },
+        reset: { invoke: { type: "setVariable", config: { values: { "$.c": { n: 0 } } } }, always: "loop" },
+        loop: { invoke: { type: "whileLoop", config: { condition: "c.n < 10", maxIterations: 100 } }, on: { BODY: "work", EXIT: "next" } },
+        work: { invoke: { type: "inc", input: { n: "$.c.n" }, output: "$.c" }, always: "loop" },
+        next: { transitions: [{ target: "round", guard: "r.k < 4" }, { target: "done" }] },
+        done: { type: "final" },
+      },
+    }, {}, { inc: (a) => ({ n: (a.n as number) + 1 }), nextRound: () => ({ k: ++rounds }) });
+    expect([state.status, state.error?.code, rounds]).toEqual(["completed", undefined, 4]);
+  });
+
+  it("an LLM state without a model of its own uses the source's agentConfig", async () => {
+    const { state } = await run("stateMachine", {
+      definition: {
+        initial: "ask",
+        states: { ask: { invoke: { type: "agent.llm", config: { prompt: "hi" } }, always: "done" }, done: { type: "final" } },
+      },
+      agentConfig: { model: "openai:gpt-4o-mini" },
+    }, {}, { "llm.chat": (a) => ({ text: `model ${a.model as string}` }) });
+    expect([state.status, state.error?.code, (state.context.ask as JsonObject | undefined)?.text]).toEqual(["completed", undefined, "model openai:gpt-4o-mini"]);
   });
 });

@@ -174,8 +174,8 @@ describe("importWorkflowPlan", () => {
     ]);
     expect(r.ok && r.definition.edges).toEqual([{ from: "find_photos", to: "input_2" }, { from: "input_2", to: "top" }]);
     expect(r.ok && r.warnings).toEqual([
-      'step "find photos" became node "find_photos" (node ids are letters, digits, _ or -, and "input" is reserved)',
-      'step "input" became node "input_2" (node ids are letters, digits, _ or -, and "input" is reserved)',
+      'step "find photos" became node "find_photos" (node ids are letters, digits, _ or -, and "input" and "synthdev" are reserved)',
+      'step "input" became node "input_2" (node ids are letters, digits, _ or -, and "input" and "synthdev" are reserved)',
     ]);
   });
 
@@ -201,10 +201,24 @@ describe("importWorkflowPlan", () => {
         { path: "steps[5].name", code: "missing_step_name", message: "the step has no name" },
         { path: "steps[1].dependencies[1]", code: "unknown_dependency", message: 'step "b" depends on unknown step "ghost"' },
         { path: "steps[2].params.x", code: "unknown_reference", message: '"nowhere" is neither a step of this plan nor input/context' },
-        { path: "steps[0].dependencies", code: "dependency_cycle", message: 'steps "a", "c" depend on each other in a cycle' },
-        { path: "steps[4].dependencies", code: "dependency_cycle", message: 'step "d" depends on itself' },
+        { path: "steps[0].dependencies[0]", code: "dependency_cycle", message: 'steps "a", "c" depend on each other in a cycle' },
+        { path: "steps[4].dependencies[0]", code: "dependency_cycle", message: 'step "d" depends on itself' },
       ],
     });
+  });
+
+  it("reports a cycle made by references in params at the parameter that makes it", () => {
+    // No step has a dependencies field: the cycle is in the params alone.
+    expect(importWorkflowPlan({
+      steps: [
+        { name: "a", tool: "echo", params: { x: "$b.v", y: "{{input.k}}" } },
+        { name: "b", tool: "echo", params: { nested: { list: ["literal", "{{a.result.v}}"] } } },
+      ],
+    })).toEqual({ ok: false, errors: [{ path: "steps[0].params.x", code: "dependency_cycle", message: 'steps "a", "b" depend on each other in a cycle' }] });
+    // A listed dependency in the cycle is where it is written, even when params also refer to it.
+    expect(importWorkflowPlan({
+      steps: [{ name: "a", tool: "echo", params: { x: "{{b.v}}" }, depends_on: ["input_step", "b"] }, { name: "b", tool: "echo", params: { y: "$a.v" } }, { name: "input_step", tool: "echo" }],
+    })).toEqual({ ok: false, errors: [{ path: "steps[0].depends_on[1]", code: "dependency_cycle", message: 'steps "a", "b" depend on each other in a cycle' }] });
   });
 
   it("rejects sources that are not plans", () => {

@@ -34,7 +34,7 @@ import type { JsonObject } from "../json.ts";
 import { isJsonObject } from "../json.ts";
 import type { ImportIssue, ImportResult, SourceOrigin, TemplateOptions } from "./common.ts";
 import {
-  IdAllocator, TOOL_NAME, at, asJson, computedExpression, fail, inputSchemaFor, pick, renderPath, translateParams,
+  ID_RULE, IdAllocator, TOOL_NAME, at, asJson, computedExpression, fail, inputSchemaFor, pick, renderPath, translateParams,
 } from "./common.ts";
 import { cyclicComponents } from "../graph.ts";
 
@@ -53,6 +53,8 @@ interface PlanStep {
   deps: string[];
   /** Declared dependencies with their position in the source list. */
   declared: Array<[string, number]>;
+  /** Steps referenced in params → where the first reference to each is (`steps[1].params.x`). */
+  referenced: Map<string, string>;
   reason?: string;
 }
 
@@ -125,7 +127,7 @@ export function importWorkflowPlan(plan: unknown): ImportResult {
     let id = name;
     if (!ids.claim(name)) {
       id = ids.fresh(name);
-      warnings.push(`step "${name}" became node "${id}" (node ids are letters, digits, _ or -, and "input" is reserved)`);
+      warnings.push(`step "${name}" became node "${id}" (${ID_RULE})`);
     }
     const step: PlanStep = {
       index, name, id, tool, params,
@@ -135,6 +137,7 @@ export function importWorkflowPlan(plan: unknown): ImportResult {
       depsPath: at(p, depsField?.key ?? "dependencies"),
       deps,
       declared,
+      referenced: new Map(),
       ...(typeof reasonField?.value === "string" ? { reason: reasonField.value, reasonPath: at(p, reasonField.key) } : {}),
     };
     steps.push(step);
@@ -154,7 +157,7 @@ export function importWorkflowPlan(plan: unknown): ImportResult {
   for (const s of steps) {
     const opts: TemplateOptions = {
       bareRefs: true,
-      resolve: (segments) => {
+      resolve: (segments, _raw, where) => {
         const [head, ...rest] = segments;
         if (head === "input" || head === "context") {
           if (rest.length === 0) return { segments: ["input"] };
@@ -166,6 +169,7 @@ export function importWorkflowPlan(plan: unknown): ImportResult {
         }
         if (target === s) return { code: "self_reference", message: `step "${s.name}" refers to its own result` };
         const path = rest[0] === "result" ? rest.slice(1) : rest;
+        if (!s.referenced.has(target.name)) s.referenced.set(target.name, where);
         return { segments: [target.id, ...path], dependsOn: target.name };
       },
     };
@@ -188,8 +192,12 @@ export function importWorkflowPlan(plan: unknown): ImportResult {
   const names = steps.map((s) => s.name);
   for (const comp of cyclicComponents({ nodes: names, edges: names.flatMap((n) => (byName.get(n)?.deps ?? []).map((d) => ({ from: n, to: d }))) })) {
     const first = byName.get(comp[0]!)!;
+    // Where the first step's part of the cycle is written: the dependency it lists, else the
+    // parameter whose reference made it one (a step may have no dependencies field at all).
+    const inCycle = first.deps.find((d) => comp.includes(d))!;
+    const j = first.declared.find(([name]) => name === inCycle)?.[1];
     errors.push({
-      path: first.depsPath,
+      path: j !== undefined ? at(first.depsPath, j) : first.referenced.get(inCycle) ?? first.paramsPath,
       code: "dependency_cycle",
       message: comp.length === 1 ? `step "${first.name}" depends on itself` : `steps ${comp.map((c) => `"${c}"`).join(", ")} depend on each other in a cycle`,
     });

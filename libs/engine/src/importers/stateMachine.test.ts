@@ -33,7 +33,8 @@ describe("importStateMachine", () => {
         nodes: [
           { id: "prompt", type: "agent.prompt", config: { template: "You are a support agent. Customer: {{customer}}" } },
           { id: "recall", type: "agent.memory.read", config: {}, input: { query: "$.input.message" } },
-          { id: "llm", type: "agent.llm", config: { model: "default" }, branching: "first", join: "any", maxVisits: 10 },
+          // maxToolIterations 10 is 10 tool rounds: the LLM, where the cycle is entered, answers an 11th time.
+          { id: "llm", type: "agent.llm", config: { model: "default" }, branching: "first", join: "any", maxVisits: 11 },
           { id: "tools", type: "agent.toolExecutor", config: {}, input: { toolCalls: "$.llm.toolCalls" }, maxVisits: 10 },
           { id: "remember", type: "agent.memory.write", config: {} },
           { id: "done", type: "setVariable", config: { values: {} } },
@@ -46,10 +47,11 @@ describe("importStateMachine", () => {
           { from: "tools", to: "llm" },
           { from: "remember", to: "done" },
         ],
+        maxToolIterations: 10,
         output: { answer: "$.llm.text" },
       },
       sourceMap: {
-        fields: { start: "initial", output: "output" },
+        fields: { start: "initial", maxToolIterations: "maxToolIterations", output: "output" },
         nodes: {
           prompt: { path: "states.prompt", fields: { type: "states.prompt.invoke.type", config: "states.prompt.invoke.config" } },
           recall: { path: "states.recall", fields: { type: "states.recall.invoke.type", input: "states.recall.invoke.input" } },
@@ -92,7 +94,7 @@ describe("importStateMachine", () => {
           { from: "check", to: "send", when: "true" },
           { from: "check", to: "review", when: "false" },
           { from: "review", to: "send", when: "approved" },
-          { from: "review", to: "draft", when: "rejected", condition: "$exists($.review.comment)" },
+          { from: "review", to: "draft", when: "rejected", condition: (guardToJsonata({ left: "$.review.comment", op: "exists" }) as { expression: string }).expression },
           { from: "review", to: "discard", when: "rejected" },
           { from: "send", to: "done" },
           { from: "discard", to: "done" },
@@ -122,7 +124,7 @@ describe("importStateMachine", () => {
     ]);
   });
 
-  it("leaves cycles through a whileLoop unbounded by maxVisits and honours a state's own limit", () => {
+  it("leaves cycles through a whileLoop unbounded by maxVisits and adds no bound to a cycle a state's own limit bounds", () => {
     const r = importStateMachine({
       initial: "loop",
       states: {
@@ -152,11 +154,11 @@ describe("importStateMachine", () => {
       maxToolIterations: 7,
     });
     expect(own.ok && (own.definition.nodes as Array<{ id: string; maxVisits?: number }>).map((n) => [n.id, n.maxVisits])).toEqual([
-      ["_start", undefined], ["a", 7], ["b", 3], ["end", undefined],
+      ["_start", undefined], ["a", undefined], ["b", 3], ["end", undefined],
     ]);
     expect(own.ok && [own.sourceMap.nodes._start, own.sourceMap.nodes.a, own.sourceMap.nodes.b]).toEqual([
       { path: "definition.initial" },
-      { path: "definition.states.a", fields: { type: "definition.states.a.invoke", "config.tool": "definition.states.a.invoke", maxVisits: "maxToolIterations" } },
+      { path: "definition.states.a", fields: { type: "definition.states.a.invoke", "config.tool": "definition.states.a.invoke" } },
       { path: "definition.states.b", fields: { type: "definition.states.b.invoke", "config.tool": "definition.states.b.invoke", maxVisits: "definition.states.b.maxVisits" } },
     ]);
   });
@@ -226,6 +228,107 @@ describe("importStateMachine", () => {
       'no initial state given; starting at the first state, "fetch"',
       "states.fetch.invoke.onError: error transitions are not imported; a failing node fails the execution (use retry)",
       'state "stuck" has no transitions and is not final; the execution ends there',
+    ]);
+  });
+
+  it("carries seed 004's agentConfig over (row and definition merged field by field, the definition's winning) and warns about settings a definition cannot hold", () => {
+    const machine = { initial: "a", states: { a: { type: "final", invoke: { type: "agent.llm" } } } };
+    const plain = importStateMachine({ ...machine, agentConfig: { model: "openai:gpt-4o-mini", temperature: 0.2 }, maxToolIterations: 4 });
+    expect(plain.ok && [plain.definition.agentConfig, plain.definition.maxToolIterations, plain.sourceMap.fields]).toEqual([
+      { model: "openai:gpt-4o-mini", temperature: 0.2 }, 4, { start: "initial", agentConfig: "agentConfig", maxToolIterations: "maxToolIterations" },
+    ]);
+
+    const row = importStateMachine({
+      definition: { ...machine, agentConfig: { model: "anthropic:claude-sonnet-4", system: "Be brief." }, streamingEnabled: true },
+      agentConfig: { model: "openai:gpt-4o-mini", temperature: 0.2 },
+      memoryConfig: { enabled: true },
+      mcpExport: true,
+      maxToolIterations: 6,
+    });
+    expect(row.ok && [row.definition.agentConfig, row.definition.maxToolIterations]).toEqual([
+      { model: "anthropic:claude-sonnet-4", temperature: 0.2, system: "Be brief." }, 6,
+    ]);
+    expect(row.ok && row.sourceMap.fields).toEqual({
+      start: "definition.initial",
+      "agentConfig.model": "definition.agentConfig.model",
+      "agentConfig.temperature": "agentConfig.temperature",
+      "agentConfig.system": "definition.agentConfig.system",
+      maxToolIterations: "maxToolIterations",
+    });
+    expect(row.ok && row.warnings).toEqual([
+      "definition.agentConfig.model: overrides agentConfig.model (the definition's agentConfig wins over the row's, field by field)",
+      "memoryConfig: a setting of the stored workflow, not of its definition, so the import does not set it; set it with PUT /api/agent-workflows/:id",
+      "mcpExport: a setting of the stored workflow, not of its definition, so the import does not set it; set it with PUT /api/agent-workflows/:id",
+      "definition.streamingEnabled: has no effect and is not imported (a definition has no such setting; a run's progress is followed through its events)",
+    ]);
+
+    expect(importStateMachine({ ...machine, agentConfig: "gpt-4o" })).toEqual({
+      ok: false, errors: [{ path: "agentConfig", code: "invalid_agent_config", message: "agentConfig is an object of LLM defaults (model, system, temperature, ...)" }],
+    });
+  });
+
+  it("warns about transitions that can never be taken: after one without a guard on the same branch (events do not choose)", () => {
+    const r = importStateMachine({
+      initial: "classify",
+      states: {
+        classify: { invoke: { type: "echo" }, on: { SPAM: "drop", HAM: "deliver" } },
+        review: { invoke: { type: "humanReview" }, on: { APPROVE: "deliver", REJECT: [{ target: "classify", guard: "$.x" }, { target: "drop" }] }, transitions: [{ target: "drop" }] },
+        drop: { type: "final" },
+        deliver: { invoke: "x.send", transitions: [{ target: "review", guard: "$.y" }, { target: "drop" }] },
+      },
+    });
+    expect(r.ok && r.warnings).toEqual([
+      'states.classify.on.HAM: the transition to "deliver" is never taken: states.classify.on.SPAM has no guard and is taken first.' +
+        " Events do not choose a transition here (the state moves on when its node finishes): give each transition a guard on the node's output ($output).",
+      // An edge out of a review without `when` is its approved branch; `transitions` come before `on`.
+      'states.review.on.APPROVE: the transition to "deliver" is never taken: states.review.transitions[0] has no guard and is taken first.',
+    ]);
+  });
+
+  it("never names a node after the context keys the engine owns (input, synthdev)", () => {
+    const r = importStateMachine({ initial: "input", states: { input: { always: "synthdev" }, synthdev: { type: "final" } } });
+    expect(r.ok && [(r.definition.nodes as Array<{ id: string }>).map((n) => n.id), r.definition.start, r.warnings]).toEqual([
+      ["input_2", "synthdev_2"], "input_2", [
+        'state "input" became node "input_2" (node ids are letters, digits, _ or -, and "input" and "synthdev" are reserved)',
+        'state "synthdev" became node "synthdev_2" (node ids are letters, digits, _ or -, and "input" and "synthdev" are reserved)',
+      ],
+    ]);
+  });
+
+  it("bounds only cycles nothing else bounds, on states each pass visits once, scaled by the loops around them", () => {
+    const r = importStateMachine({
+      initial: "round",
+      states: {
+        round: { invoke: "x.round", always: "loop" },
+        loop: { invoke: { type: "whileLoop", config: { condition: "$.go", maxIterations: 100 } }, on: { BODY: "inner", EXIT: "next" } },
+        inner: { invoke: { type: "whileLoop", config: { condition: "$.more", maxIterations: 10 } }, on: { BODY: "work", EXIT: "loop" } },
+        work: { invoke: "x.work", transitions: [{ target: "work", guard: "$.retry" }, { target: "inner" }] },
+        next: { transitions: [{ target: "round", guard: "$.again" }, { target: "done" }] },
+        done: { type: "final" },
+      },
+    });
+    expect(r.ok && (r.definition.nodes as Array<{ id: string; maxVisits?: number }>).map((n) => [n.id, n.maxVisits])).toEqual([
+      ["_start", undefined],
+      // The outer cycle leaves `loop` by exit: bounded on round and next (one visit a pass), not on the loop.
+      ["round", 25], ["loop", undefined], ["inner", undefined],
+      // The retry cycle is inside both loops, which the outer cycle re-runs: 25 × (10 × 1) × (100 × 25).
+      ["work", 100_000], ["next", 25], ["done", undefined],
+    ]);
+    expect(r.ok && r.warnings).toContain('state "work" gets maxVisits 100000, the most a node may have; the loops around it could legitimately visit it 625000 times');
+
+    const inLoop = importStateMachine({
+      initial: "loop",
+      maxToolIterations: 3,
+      states: {
+        loop: { invoke: { type: "whileLoop", config: { condition: "$.go", maxIterations: 20 } }, on: { BODY: "llm", EXIT: "done" } },
+        llm: { invoke: "x.llm", transitions: [{ target: "tools", guard: "$.calls" }, { target: "loop" }] },
+        tools: { invoke: "x.tools", always: "llm" },
+        done: { type: "final" },
+      },
+    });
+    // 3 tool rounds per iteration (the LLM one more), over 20 iterations.
+    expect(inLoop.ok && (inLoop.definition.nodes as Array<{ id: string; maxVisits?: number }>).map((n) => [n.id, n.maxVisits])).toEqual([
+      ["_start", undefined], ["loop", undefined], ["llm", 80], ["tools", 60], ["done", undefined],
     ]);
   });
 });

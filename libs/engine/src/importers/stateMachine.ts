@@ -5,7 +5,8 @@
  * ```json
  * { "initial": "prompt",
  *   "context": { "attempts": 0 },           // optional: initial context values, written at $.<key>
- *   "maxToolIterations": 10,                // optional: visit bound for states on a cycle (seed 004 §2)
+ *   "maxToolIterations": 10,                // optional: rounds of an unbounded cycle (seed 004 §2), kept
+ *   "agentConfig": { "model": "..." },      // optional: LLM defaults of the agent nodes, kept
  *   "maxVisits": 25,                        // optional: same, takes precedence
  *   "output": { "answer": "$.llm.text" },   // optional: copied as is
  *   "states": {
@@ -17,7 +18,8 @@
  *     "done":   { "type": "final" } } }
  * ```
  * A `{ "definition": {...} }` record (the seed's `agent_workflows` row) is unwrapped; its own
- * `maxToolIterations` applies when the definition has none.
+ * `maxToolIterations` applies when the definition has none, its `agentConfig` is merged under the
+ * definition's.
  *
  * - **invoke**: `type` | `src` (or a string) names the node type; `config`, `input`, `output`,
  *   `retry` and `timeoutMs` carry over. A `core.` prefix is dropped. Core types (`condition`,
@@ -35,20 +37,25 @@
  * - **guards** become the edge `condition`: a string is JSONata and kept as is (the source
  *   node's output is `$output`); `{ "expression": "..." }` likewise; a comparison
  *   `{ "left", "op", "right" }` (the condition node's ops, operands literal or `$.path`) is
- *   translated to JSONata. Named XState guards (`{ "type": "isValid" }`) are rejected.
+ *   translated to JSONata with the op's meaning. Named XState guards (`{ "type": "isValid" }`) are rejected.
+ * - **guards** `{ left, op, right }` mean exactly what the condition node's op means (guards.ts).
  * - A state with several transitions gets `"branching": "first"` (the first matching
- *   transition wins); a state entered from several places gets `"join": "any"`; a final state
- *   (`"type": "final"`) is a sink and has no transitions. Every state on a cycle that does not
- *   pass through a `whileLoop` by its body gets `maxVisits`: the state's own `maxVisits`, else the
- *   definition's `maxVisits`, else `maxToolIterations`, else 25.
+ *   transition wins; one after a transition without a guard on its branch is never taken, a
+ *   warning); a state entered from several places gets `"join": "any"`; a final state
+ *   (`"type": "final"`) is a sink and has no transitions. A state's own `maxVisits` is kept; a
+ *   cycle bounded neither by it nor by a `whileLoop`'s body gets `maxVisits` from the
+ *   definition's `maxVisits`, else `maxToolIterations` (N rounds), else 25, placed and scaled so
+ *   that no bounded loop around it is capped (visitBounds).
+ * - `agentConfig` (of the definition, merged over the row's) and `maxToolIterations` are carried
+ *   over; `memoryConfig`, `mcpExport` and `streamingEnabled` cannot be, with a warning.
  * - When the initial state is re-entered by a transition, or `context` has values, a `_start`
  *   `setVariable` node (writing the `context` values) comes first.
  */
 import type { JsonObject, JsonValue } from "../json.ts";
 import { isJsonObject } from "../json.ts";
-import { parsePath } from "../path.ts";
 import type { ImportIssue, ImportResult, SourceOrigin } from "./common.ts";
-import { IdAllocator, TOOL_NAME, at, asJson, fail, jsonataLiteral, jsonataPath, jsonataSyntaxError, pick } from "./common.ts";
+import { ID_RULE, IdAllocator, RESERVED_IDS, TOOL_NAME, at, asJson, fail, jsonataSyntaxError, pick } from "./common.ts";
+import { COMPARISON_OPS, comparisonToJsonata, type ComparisonOp } from "./guards.ts";
 import { unboundedCycles } from "../graph.ts";
 
 /** Visit bound given to states on a cycle when the source sets none. */
@@ -61,9 +68,6 @@ const BRANCHES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   humanReview: { approved: "approved", approve: "approved", rejected: "rejected", reject: "rejected" },
   "agent.humanReview": { approved: "approved", approve: "approved", rejected: "rejected", reject: "rejected" },
 };
-const OPS = ["eq", "ne", "gt", "gte", "lt", "lte", "exists", "truthy", "in", "contains"] as const;
-const BINARY: Readonly<Record<string, string>> = { eq: "=", ne: "!=", gt: ">", gte: ">=", lt: "<", lte: "<=" };
-
 interface Transition {
   target: string;
   /** Where the transition is in the source. */
@@ -77,15 +81,6 @@ interface Transition {
   whenPath?: string;
 }
 
-/** A JSONata operand: a `$.path` string becomes a path, anything else a literal. */
-function operand(v: JsonValue): string | { error: string } {
-  if (typeof v === "string" && (v === "$" || v.startsWith("$.") || v.startsWith("$["))) {
-    const p = parsePath(v);
-    return "error" in p ? { error: p.error } : jsonataPath(p.segments);
-  }
-  return jsonataLiteral(v);
-}
-
 /** Translates a guard to JSONata, or explains why it cannot be. */
 export function guardToJsonata(guard: JsonValue): { expression: string } | { code: string; message: string } {
   if (typeof guard === "string") {
@@ -96,16 +91,11 @@ export function guardToJsonata(guard: JsonValue): { expression: string } | { cod
   if (typeof guard.expression === "string") return guardToJsonata(guard.expression);
   if (typeof guard.op === "string") {
     const op = guard.op;
-    if (!(OPS as readonly string[]).includes(op)) return { code: "invalid_guard", message: `unknown guard op "${op}"; known: ${OPS.join(", ")}` };
-    const left = operand(guard.left ?? null);
-    const right = operand(guard.right ?? null);
-    if (typeof left !== "string") return { code: "invalid_guard", message: left.error };
-    if (typeof right !== "string") return { code: "invalid_guard", message: right.error };
-    if (op in BINARY) return { expression: `${left} ${BINARY[op]} ${right}` };
-    if (op === "exists") return { expression: `$exists(${left})` };
-    if (op === "truthy") return { expression: `$boolean(${left})` };
-    if (op === "in") return { expression: `${left} in ${right}` };
-    return { expression: `($type(${left}) = "string" ? $contains(${left}, ${right}) : ${right} in ${left})` };
+    if (!(COMPARISON_OPS as readonly string[]).includes(op)) return { code: "invalid_guard", message: `unknown guard op "${op}"; known: ${COMPARISON_OPS.join(", ")}` };
+    // As for a condition node, left is required and a missing right is nothing (not null).
+    if (guard.left === undefined) return { code: "invalid_guard", message: "a comparison { left, op, right } needs left" };
+    const g = comparisonToJsonata(op as ComparisonOp, guard.left, guard.right);
+    return "error" in g ? { code: "invalid_guard", message: g.error } : g;
   }
   if (typeof guard.type === "string") {
     return { code: "unsupported_guard", message: `named guard "${guard.type}" has no definition here; write it as JSONata or { left, op, right }` };
@@ -214,6 +204,152 @@ function nodeForInvoke(
   return node;
 }
 
+/**
+ * Seed 004's workflow-level settings, on the definition or on its `agent_workflows` row: the
+ * `agentConfig` to carry over (the row's and the definition's merged field by field, the
+ * definition's winning, with a warning for each field they both set differently, and where
+ * each field came from), and a warning for each setting the definition cannot hold.
+ */
+function workflowSettings(
+  row: JsonObject | undefined, source: JsonObject, base: string, errors: ImportIssue[], warnings: string[],
+): { value: JsonObject; fields: Record<string, string> } | undefined {
+  let value: JsonObject | undefined;
+  const fields: Record<string, string> = {};
+  const from: Record<string, string> = {};
+  for (const [holder, path] of [[row, "agentConfig"], [source, at(base, "agentConfig")]] as const) {
+    const ac = holder?.agentConfig;
+    if (ac === undefined || ac === null) continue;
+    if (!isJsonObject(ac)) {
+      errors.push({ path, code: "invalid_agent_config", message: "agentConfig is an object of LLM defaults (model, system, temperature, ...)" });
+      continue;
+    }
+    if (value === undefined) fields.agentConfig = path;
+    else delete fields.agentConfig;
+    value = { ...(value ?? {}) };
+    for (const [k, v] of Object.entries(ac)) {
+      if (k in value && JSON.stringify(value[k]) !== JSON.stringify(v)) {
+        warnings.push(`${at(path, k)}: overrides ${from[k]!} (the definition's agentConfig wins over the row's, field by field)`);
+      }
+      value[k] = v;
+      from[k] = at(path, k);
+    }
+  }
+  // Two sources: each field maps to where it came from.
+  if (value !== undefined && fields.agentConfig === undefined) for (const [k, p] of Object.entries(from)) fields[`agentConfig.${k}`] = p;
+  for (const [holder, prefix] of [[row, ""], [source, base]] as const) {
+    if (holder === undefined) continue;
+    for (const key of ["memoryConfig", "mcpExport"]) {
+      if (holder[key] !== undefined) warnings.push(`${at(prefix, key)}: a setting of the stored workflow, not of its definition, so the import does not set it; set it with PUT /api/agent-workflows/:id`);
+    }
+    if (holder.streamingEnabled !== undefined) warnings.push(`${at(prefix, "streamingEnabled")}: has no effect and is not imported (a definition has no such setting; a run's progress is followed through its events)`);
+  }
+  return value === undefined ? undefined : { value, fields };
+}
+
+/**
+ * Warns about each transition of a `branching: "first"` state that can never be taken: one
+ * after a transition without a guard on the same branch (or on none), which is always taken
+ * first. Events do not choose among transitions (a state moves on when its node finishes),
+ * so `on: { SPAM: "drop", HAM: "deliver" }` always goes to "drop".
+ */
+function unreachableTransitions(node: JsonObject, out: readonly JsonObject[], from: readonly Transition[], warnings: string[]): void {
+  // An edge out of a review without `when` is its approved branch.
+  const review = node.type === "humanReview" || node.type === "agent.humanReview";
+  const label = (e: JsonObject): string | undefined => (typeof e.when === "string" ? e.when : review ? "approved" : undefined);
+  out.forEach((e, j) => {
+    const k = out.slice(0, j).findIndex((p) => p.condition === undefined && (label(p) === undefined || label(p) === label(e)));
+    if (k < 0) return;
+    const t = from[j]!;
+    const before = from[k]!;
+    const events = t.event !== undefined && before.event !== undefined
+      ? ` Events do not choose a transition here (the state moves on when its node finishes): give each transition a guard on the node's output ($output).`
+      : "";
+    warnings.push(`${t.path}: the transition to "${t.target}" is never taken: ${before.path} has no guard and is taken first.${events}`);
+  });
+}
+
+/** The most maxVisits a node may have (the canonical schema's limit). */
+const MAX_VISITS_LIMIT = 100_000;
+
+/**
+ * The `maxVisits` the importer adds (state name → bound), so that every cycle is bounded
+ * without capping a loop that is already bounded. The engine counts a node's visits over the
+ * whole execution, so:
+ * - only cycles that no whileLoop counts (that do not go round a loop by its body) and that
+ *   pass through no state with its own `maxVisits` get a bound;
+ * - on such a cycle the bound goes on the states outside every whileLoop's body that are not
+ *   loops themselves (each pass of the cycle visits them once); only a cycle with no such
+ *   state (a retry inside a loop body, loops that re-enter each other by `exit`) is bounded
+ *   on its loop-body states or loops;
+ * - a bound is `limit` times the iterations every whileLoop around the state can make
+ *   (`maxIterations`, times `limit` again when that loop is itself on a cycle that re-runs it),
+ *   and a loop carrying one counts its own `maxIterations + 1` visits per pass;
+ * - when `limit` counts rounds (maxToolIterations: N rounds of an LLM → tools cycle), a state
+ *   where the cycle is entered is visited once more than the others: N + 1.
+ */
+function visitBounds(
+  names: readonly string[], edges: ReadonlyArray<{ from: string; to: string; when?: string }>, nodes: ReadonlyMap<string, JsonObject>,
+  ownLimit: ReadonlyMap<string, number>, limit: number, countsRounds: boolean, initial: string, warnings: string[],
+): Map<string, number> {
+  const isLoop = (n: string): boolean => nodes.get(n)!.type === "whileLoop";
+  const counted = (e: { from: string; when?: string }): boolean => isLoop(e.from) && e.when !== "exit";
+  const graph = { nodes: names, edges };
+  const succ = new Map<string, string[]>(names.map((n) => [n, []]));
+  const pred = new Map<string, string[]>(names.map((n) => [n, []]));
+  for (const e of edges) {
+    succ.get(e.from)?.push(e.to);
+    pred.get(e.to)?.push(e.from);
+  }
+  const reach = (from: readonly string[], next: ReadonlyMap<string, string[]>, avoid: string): Set<string> => {
+    const seen = new Set(from.filter((n) => n !== avoid));
+    const todo = [...seen];
+    while (todo.length > 0) {
+      for (const m of next.get(todo.pop()!) ?? []) {
+        if (m !== avoid && !seen.has(m)) {
+          seen.add(m);
+          todo.push(m);
+        }
+      }
+    }
+    return seen;
+  };
+  // A loop's body: the states on a way from one of its body edges back to it.
+  const loopsAround = new Map<string, string[]>(names.map((n) => [n, []]));
+  for (const w of names.filter(isLoop)) {
+    const back = reach(pred.get(w)!, pred, w);
+    for (const n of reach(edges.filter((e) => e.from === w && counted(e)).map((e) => e.to), succ, w)) if (back.has(n)) loopsAround.get(n)!.push(w);
+  }
+  const maxIterations = (w: string): number => {
+    const m = (nodes.get(w)!.config as JsonObject | undefined)?.maxIterations;
+    return typeof m === "number" && Number.isInteger(m) && m >= 1 ? m : 1;
+  };
+  // How often a cycle around a loop may re-run it: the largest bound on the loop's component.
+  const componentOf = new Map<string, string[]>();
+  for (const comp of unboundedCycles(graph, () => false, counted)) for (const n of comp) componentOf.set(n, comp);
+  const reruns = (w: string): number => Math.max(1, ...(componentOf.get(w) ?? []).map((n) => ownLimit.get(n) ?? limit));
+
+  const open = unboundedCycles(graph, (n) => ownLimit.has(n), counted);
+  const chosen = new Set(open.flat().filter((n) => !isLoop(n) && loopsAround.get(n)!.length === 0));
+  const rest = unboundedCycles(graph, (n) => ownLimit.has(n) || chosen.has(n), counted).flat();
+  const openOf = new Map<string, Set<string>>();
+  for (const comp of open) for (const n of comp) openOf.set(n, new Set(comp));
+
+  const bounds = new Map<string, number>();
+  for (const n of [...chosen, ...rest]) {
+    const comp = openOf.get(n)!;
+    const entered = n === initial || pred.get(n)!.some((m) => !comp.has(m));
+    let bound = countsRounds && entered ? limit + 1 : limit;
+    if (isLoop(n)) bound *= maxIterations(n) + 1;
+    for (const w of loopsAround.get(n)!) bound *= maxIterations(w) * reruns(w);
+    if (bound > MAX_VISITS_LIMIT) {
+      warnings.push(`state "${n}" gets maxVisits ${MAX_VISITS_LIMIT}, the most a node may have; the loops around it could legitimately visit it ${bound} times`);
+      bound = MAX_VISITS_LIMIT;
+    }
+    bounds.set(n, bound);
+  }
+  return bounds;
+}
+
 /** Converts an XState-like module-workflows definition into a canonical definition (see the module comment). */
 export function importStateMachine(def: unknown): ImportResult {
   let source = asJson(def);
@@ -221,12 +357,13 @@ export function importStateMachine(def: unknown): ImportResult {
   const warnings: string[] = [];
   if (!isJsonObject(source)) return fail([{ path: "(source)", code: "invalid_source", message: "a state machine is a JSON object with initial and states" }]);
   let base = "";
-  let outerLimit: JsonValue | undefined;
+  let row: JsonObject | undefined;
   if (source.states === undefined && isJsonObject(source.definition)) {
-    outerLimit = source.maxToolIterations;
+    row = source;
     source = source.definition;
     base = "definition";
   }
+  const outerLimit = row?.maxToolIterations;
   const states = source.states;
   if (!isJsonObject(states) || Object.keys(states).length === 0) {
     return fail([{ path: at(base, "states"), code: "missing_states", message: "the definition needs a states object with at least one state" }]);
@@ -241,14 +378,22 @@ export function importStateMachine(def: unknown): ImportResult {
   };
   let defaultLimit = DEFAULT_MAX_VISITS;
   let defaultLimitPath: string | undefined;
+  // maxToolIterations counts rounds of a loop (N tool calls), maxVisits and the default count visits.
+  let limitCountsRounds = false;
   for (const [v, path] of [[source.maxVisits, at(base, "maxVisits")], [source.maxToolIterations, at(base, "maxToolIterations")], [outerLimit, "maxToolIterations"]] as const) {
     const limit = limitOf(v, path);
     if (limit !== undefined) {
       defaultLimit = limit;
       defaultLimitPath = path;
+      limitCountsRounds = path.endsWith("maxToolIterations");
       break;
     }
   }
+  // maxToolIterations is also the definition's own: the default of agent.toolLoop nodes.
+  const toolIterations = [[source.maxToolIterations, at(base, "maxToolIterations")], [outerLimit, "maxToolIterations"]] as const;
+  const toolIterationsAt = toolIterations.find(([v]) => typeof v === "number" && Number.isInteger(v) && v >= 1);
+
+  const agentConfig = workflowSettings(row, source, base, errors, warnings);
 
   let initial = source.initial;
   if (initial === undefined) {
@@ -264,7 +409,7 @@ export function importStateMachine(def: unknown): ImportResult {
     if (!ids.claim(name)) {
       const id = ids.fresh(name);
       idOf.set(name, id);
-      warnings.push(`state "${name}" became node "${id}" (node ids are letters, digits, _ or -, and "input" is reserved)`);
+      warnings.push(`state "${name}" became node "${id}" (${ID_RULE})`);
     } else {
       idOf.set(name, name);
     }
@@ -370,8 +515,8 @@ export function importStateMachine(def: unknown): ImportResult {
     } else {
       contextValues = {};
       for (const [k, v] of Object.entries(source.context)) {
-        if (!/^[A-Za-z_][A-Za-z0-9_-]*$/.test(k) || k === "input" || idOf.has(k)) {
-          errors.push({ path: at(at(base, "context"), k), code: "invalid_context_key", message: `context key "${k}" must be a name that is not "input" or a state name` });
+        if (!/^[A-Za-z_][A-Za-z0-9_-]*$/.test(k) || RESERVED_IDS.includes(k) || idOf.has(k)) {
+          errors.push({ path: at(at(base, "context"), k), code: "invalid_context_key", message: `context key "${k}" must be a name that is not ${RESERVED_IDS.map((r) => `"${r}"`).join(", ")} or a state name` });
         } else {
           contextValues[`$.${k}`] = v;
         }
@@ -383,10 +528,8 @@ export function importStateMachine(def: unknown): ImportResult {
   }
   if (errors.length > 0) return fail(errors);
 
-  // Bounds: every state on a cycle that no whileLoop counts (one that does not go round a
-  // loop by its body; going back through a loop by `exit` counts nothing), as validation sees it.
   const stepEdges = names.flatMap((n) => (transitions.get(n) ?? []).map((t) => ({ from: n, to: t.target, ...(t.when !== undefined ? { when: t.when } : {}) })));
-  const cyclic = new Set(unboundedCycles({ nodes: names, edges: stepEdges }, () => false, (e) => nodes.get(e.from)!.type === "whileLoop" && e.when !== "exit").flat());
+  const bounds = visitBounds(names, stepEdges, nodes, ownLimit, defaultLimit, limitCountsRounds, initial as string, warnings);
   const incoming = new Map<string, Set<string>>();
   for (const name of names) for (const t of transitions.get(name)!) incoming.set(t.target, (incoming.get(t.target) ?? new Set()).add(name));
 
@@ -411,6 +554,7 @@ export function importStateMachine(def: unknown): ImportResult {
   for (const name of names) {
     const node = nodes.get(name)!;
     const out: JsonObject[] = [];
+    const outFrom: Transition[] = [];
     const seen = new Set<string>();
     for (const t of transitions.get(name)!) {
       const edge: JsonObject = { from: idOf.get(name)!, to: idOf.get(t.target)! };
@@ -427,11 +571,15 @@ export function importStateMachine(def: unknown): ImportResult {
       if (seen.has(key)) continue;
       seen.add(key);
       out.push(edge);
+      outFrom.push(t);
       edgeOrigins.push({ path: t.path, fields });
     }
-    if (out.length > 1) node.branching = "first";
+    if (out.length > 1) {
+      node.branching = "first";
+      unreachableTransitions(node, out, outFrom, warnings);
+    }
     if ((incoming.get(name)?.size ?? 0) + (needsStart && name === init ? 1 : 0) > 1) node.join = "any";
-    const limit = ownLimit.get(name) ?? (cyclic.has(name) ? defaultLimit : undefined);
+    const limit = ownLimit.get(name) ?? bounds.get(name);
     const fields = nodeFields.get(name)!;
     if (limit !== undefined) node.maxVisits = limit;
     else delete fields.maxVisits;
@@ -441,6 +589,14 @@ export function importStateMachine(def: unknown): ImportResult {
   }
 
   const definition: JsonObject = { schemaVersion: 1, start, nodes: outNodes, edges };
+  if (agentConfig !== undefined) {
+    definition.agentConfig = agentConfig.value;
+    Object.assign(topFields, agentConfig.fields);
+  }
+  if (toolIterationsAt !== undefined) {
+    definition.maxToolIterations = toolIterationsAt[0] as number;
+    topFields.maxToolIterations = toolIterationsAt[1];
+  }
   if (isJsonObject(source.inputSchema)) {
     definition.inputSchema = source.inputSchema;
     topFields.inputSchema = at(base, "inputSchema");
