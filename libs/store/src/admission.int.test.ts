@@ -38,6 +38,14 @@ const queued = (tenant: string, extra: Record<string, unknown> = {}) => store.ex
 const admit = (tenant: string, id: number, cap = 0, checkpoint?: Record<string, never> | { forkStart: { v: number } }) =>
   store.executions.admit({ id, tenantId: tenant, cap, startedAt: new Date(), ...(checkpoint ? { checkpoint } : {}) });
 
+/** A new tenant whose only slot (cap 1) a running row, `holder`, holds. */
+async function tenantAtCap(name: string): Promise<{ tenant: string; holder: { id: number } }> {
+  const tenant = await newTenant(name);
+  const holder = await queued(tenant);
+  expect((await admit(tenant, holder.id, 1)).outcome).toBe("admitted");
+  return { tenant, holder };
+}
+
 describe("executions.admit", () => {
   it("admits a queued row once; ended, foreign and unknown rows are not admitted", async () => {
     const tenant = await newTenant("A");
@@ -93,9 +101,7 @@ describe("executions.admit", () => {
   });
 
   it("with a cap, a row whose deadline has passed is admitted whatever the cap, and holds no place in the line", async () => {
-    const tenant = await newTenant("F");
-    const holder = await queued(tenant);
-    expect((await admit(tenant, holder.id, 1)).outcome).toBe("admitted");
+    const { tenant } = await tenantAtCap("F");
     const late = await queued(tenant, { deadlineAt: new Date(Date.now() - 1_000) });
     const inTime = await queued(tenant, { deadlineAt: new Date(Date.now() + 60_000) });
     // The cap is reached: a run with time left waits; one past its deadline goes through (its start step fails it).
@@ -111,9 +117,7 @@ describe("executions.admit", () => {
   });
 
   it("keeps the checkpoint given, also when the row must wait, and never replaces it", async () => {
-    const tenant = await newTenant("E");
-    const holder = await queued(tenant);
-    expect((await admit(tenant, holder.id, 1)).outcome).toBe("admitted");
+    const { tenant, holder } = await tenantAtCap("E");
     const row = await queued(tenant);
     const waiting = await admit(tenant, row.id, 1, { forkStart: { v: 1 } });
     expect(waiting.outcome).toBe("busy");
