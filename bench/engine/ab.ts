@@ -18,10 +18,10 @@
  * and every Postgres process, per execution. It prints both sides' averages and the B/A
  * ratio of each phase pair. Needs NATS, Redis and Postgres as `run.ts` does.
  */
-import { readdirSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { positiveOption as positive } from "./args.ts";
 import { createBatonBench } from "./baton.ts";
+import { cpuMeter } from "./cpu.ts";
 import { fanOutGraph, nodeSamples, runPool, sequentialGraph } from "./stats.ts";
 
 const { values: args } = parseArgs({
@@ -40,29 +40,7 @@ const warmup = positive("warmup", args.warmup);
 const graph = [sequentialGraph(10), fanOutGraph(8)].find((g) => g.name === args.graph);
 if (!graph) throw new Error(`--graph: "${args.graph}" is not sequential-10 or fan-out-1-8-1`);
 
-/** Clock ticks per second of /proc's CPU times (USER_HZ; 100 on Linux). */
-const TICKS_PER_SECOND = 100;
-const processesNamed = (names: readonly string[]): string[] =>
-  readdirSync("/proc").filter((d) => {
-    if (!/^\d+$/.test(d)) return false;
-    try {
-      return names.includes(readFileSync(`/proc/${d}/comm`, "utf8").trim());
-    } catch {
-      return false;
-    }
-  });
-/** User + system CPU of the processes, in ms (a process that has exited counts as 0). */
-const cpuMs = (pids: readonly string[]): number =>
-  pids.reduce((sum, pid) => {
-    try {
-      const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-      return sum + ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
-    } catch {
-      return sum;
-    }
-  }, 0);
-
-const servers = { nats: processesNamed(["nats-server"]), redis: processesNamed(["redis-server"]) };
+const meter = cpuMeter();
 const baton = await createBatonBench({
   natsUrl: process.env.BATON_NATS_URL ?? "nats://127.0.0.1:4222",
   redisUrl: process.env.BATON_REDIS_URL ?? "redis://127.0.0.1:6379",
@@ -87,10 +65,9 @@ try {
     switchB.__batonBenchB = side === "B";
     // The pool fills before the clock starts, under the phase's side.
     await runPool(concurrency, concurrency, () => run());
-    const postgres = processesNamed(["postgres"]);
-    const before = { process: process.cpuUsage(), nats: cpuMs(servers.nats), redis: cpuMs(servers.redis), postgres: cpuMs(postgres) };
+    const reading = meter.start();
     const traces = await runPool(per, concurrency, () => run());
-    const used = process.cpuUsage(before.process);
+    const used = reading.stop();
     const means = traces
       .map((t) => {
         const s = nodeSamples(graph, t);
@@ -101,10 +78,10 @@ try {
     s.perNode.push(means[Math.floor(means.length / 2)]!);
     const durations = traces.map((t) => t.endedAt - t.startedAt).sort((a, b) => a - b);
     s.execution.push(durations[Math.floor(durations.length / 2)]!);
-    s.cpu.process.push((used.user + used.system) / 1000 / per);
-    s.cpu.nats.push((cpuMs(servers.nats) - before.nats) / per);
-    s.cpu.redis.push((cpuMs(servers.redis) - before.redis) / per);
-    s.cpu.postgres.push((cpuMs(postgres) - before.postgres) / per);
+    s.cpu.process.push(used.process / per);
+    s.cpu.nats.push(used.nats / per);
+    s.cpu.redis.push(used.redis / per);
+    s.cpu.postgres.push(used.postgres / per);
     console.error(`phase ${i + 1}/${phases * 2} (${side}): per-node mean p50 ${s.perNode.at(-1)!.toFixed(3)} ms`);
   }
 } finally {

@@ -6,10 +6,13 @@
  * - the per-node mean is each execution's mean sample, with its median over executions;
  * - the pool never runs more than `concurrency` jobs at once and returns results in order;
  * - the docs section is replaced between its markers, appended when absent, and the
- *   document is created with an intro when empty.
+ *   document is created with an intro when empty;
+ * - the CPU table shows each process group per node and the total against the floor's; the
+ *   CPU budget is stated only where the floor kept the CPUs at least 80% busy, as 1.2× the
+ *   floor's CPU per node.
  */
 import { describe, expect, it } from "@jest/globals";
-import { BEGIN, END, upsertSection } from "./report.ts";
+import { BATON, BEGIN, cpuBudget, cpuTable, END, FLOOR, upsertSection, type Row } from "./report.ts";
 import { fanOutGraph, nodeSamples, percentile, runPool, sequentialGraph, summarise } from "./stats.ts";
 
 describe("percentile", () => {
@@ -100,5 +103,32 @@ describe("upsertSection", () => {
     expect(replaced).not.toContain("one");
     expect(replaced).toContain("keep me");
     expect(replaced).toContain("also kept");
+  });
+});
+
+describe("CPU per node", () => {
+  const cell = (kind: string, concurrency: number, cpu: [number, number, number, number], busy: number): Row => ({
+    kind, system: kind, graph: "sequential-10", concurrency, executions: 1, p50: 1, p99: 1, meanP50: 1, stepsPerSecond: 1, executionP50: 1,
+    cpuPerNode: { process: cpu[0], nats: cpu[1], redis: cpu[2], postgres: cpu[3] }, busy,
+  });
+  const rows = [
+    cell(BATON, 1, [1, 0.5, 0.1, 0.4], 0.6),
+    cell(FLOOR, 1, [0.2, 0.1, 0.05, 0], 0.5),
+    cell(BATON, 16, [1.5, 0.4, 0.1, 0.5], 0.97),
+    cell(FLOOR, 16, [0.25, 0.15, 0.1, 0], 0.9),
+  ];
+  it("lists every group, the total and its ratio to the floor's", () => {
+    const t = cpuTable(rows).split("\n");
+    expect(t).toHaveLength(6);
+    expect(t[2]).toBe("| baton | sequential-10 | 1 | 1.00 | 0.50 | 0.10 | 0.40 | 2.00 | 5.71× | 60% |");
+    expect(t[3]).toBe("| floor | sequential-10 | 1 | 0.20 | 0.10 | 0.05 | 0.00 | 0.35 | 1.00× | 50% |");
+  });
+  it("states a budget only where the floor is bound by CPU", () => {
+    const lines = cpuBudget(rows).split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain("concurrency 16");
+    expect(lines[0]).toContain("0.50 ms per node, which puts 1.2× the floor at about 0.60 ms");
+    expect(lines[0]).toContain("Baton spent 2.50 ms (5.00×), of which the servers alone 1.00 ms");
+    expect(cpuBudget(rows.slice(0, 2))).toBe("");
   });
 });

@@ -1,4 +1,5 @@
 /** The benchmark's markdown: the results table, the targets, and the Engine section of docs/benchmarks.md. */
+import { cpuTotal, type CpuMs } from "./cpu.ts";
 import type { CellResult } from "./stats.ts";
 
 export const FLOOR = "floor";
@@ -8,6 +9,10 @@ export const BATON = "baton";
 export interface Row extends CellResult {
   /** FLOOR, LANGGRAPH or BATON. */
   kind: string;
+  /** CPU per node completed, by process group, over the measured turns. */
+  cpuPerNode?: CpuMs;
+  /** The share of the machine's CPUs those processes used while the system's turns ran (0…1). */
+  busy?: number;
 }
 
 const ms = (v: number): string => (Number.isFinite(v) ? v.toFixed(2) : "—");
@@ -28,6 +33,48 @@ export function table(rows: readonly Row[]): string {
     lines.push(
       `| ${r.system} | ${r.graph} | ${r.concurrency} | ${r.executions} | ${ms(r.p50)} | ${ms(r.p99)} | ${ms(r.meanP50)} | ${r.stepsPerSecond.toFixed(0)} | ${ms(r.executionP50)} | ` +
         `${floor ? ratio(r.meanP50 / floor.meanP50) : "—"} | ${lg ? ratio(r.meanP50 / lg.meanP50) : "—"} |`,
+    );
+  }
+  return lines.join("\n");
+}
+
+/** Where each cell's CPU went, per node: this process and each server, with the machine's load. */
+export function cpuTable(rows: readonly Row[]): string {
+  const lines = [
+    "| system | graph | concurrency | this process (ms) | NATS (ms) | Redis (ms) | Postgres (ms) | all (ms) | all ÷ floor | CPUs busy |",
+    "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|",
+  ];
+  for (const r of rows) {
+    const c = r.cpuPerNode;
+    if (!c) continue;
+    const floor = peer(rows, FLOOR, r)?.cpuPerNode;
+    lines.push(
+      `| ${r.system} | ${r.graph} | ${r.concurrency} | ${ms(c.process)} | ${ms(c.nats)} | ${ms(c.redis)} | ${ms(c.postgres)} | ${ms(cpuTotal(c))} | ` +
+        `${floor ? ratio(cpuTotal(c) / cpuTotal(floor)) : "—"} | ${r.busy === undefined ? "—" : `${(r.busy * 100).toFixed(0)}%`} |`,
+    );
+  }
+  return lines.join("\n");
+}
+
+/**
+ * The floor target where the floor is bound by CPU: when the floor's turns kept the machine's
+ * CPUs at least 80% busy, its per-node time is its CPU per node spread over the CPUs, and a
+ * system within 1.2× of that time, at the same load, can spend about 1.2× the floor's CPU per
+ * node. One line per such Baton cell, with what Baton's servers alone spent.
+ */
+export function cpuBudget(rows: readonly Row[]): string {
+  const lines: string[] = [];
+  for (const r of rows.filter((x) => x.kind === BATON && x.cpuPerNode)) {
+    const floor = peer(rows, FLOOR, r);
+    if (!floor?.cpuPerNode || floor.busy === undefined || floor.busy < 0.8) continue;
+    const budget = 1.2 * cpuTotal(floor.cpuPerNode);
+    const c = r.cpuPerNode!;
+    const servers = c.nats + c.redis + c.postgres;
+    lines.push(
+      `- ${r.graph}, concurrency ${r.concurrency}: the floor kept ${(floor.busy * 100).toFixed(0)}% of the CPUs busy, so its pace is its CPU: ` +
+        `${ms(cpuTotal(floor.cpuPerNode))} ms per node, which puts 1.2× the floor at about ${ms(budget)} ms of CPU per node. ` +
+        `Baton spent ${ms(cpuTotal(c))} ms (${ratio(cpuTotal(c) / cpuTotal(floor.cpuPerNode))}), of which the servers alone ${ms(servers)} ms ` +
+        `(NATS ${ms(c.nats)}, Redis ${ms(c.redis)}, Postgres ${ms(c.postgres)}) and this process ${ms(c.process)} ms.`,
     );
   }
   return lines.join("\n");

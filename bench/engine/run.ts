@@ -14,9 +14,10 @@ import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { positiveOption as positive } from "./args.ts";
 import { createBatonBench } from "./baton.ts";
+import { addCpu, cpuMeter, cpuTotal, scaleCpu, type CpuMs } from "./cpu.ts";
 import { createFloor } from "./floor.ts";
 import { createLangGraph } from "./langgraph.ts";
-import { BATON, FLOOR, LANGGRAPH, table, targets, upsertSection } from "./report.ts";
+import { BATON, cpuBudget, cpuTable, FLOOR, LANGGRAPH, table, targets, upsertSection } from "./report.ts";
 import type { Row } from "./report.ts";
 import { fanOutGraph, runPool, sequentialGraph, summarise } from "./stats.ts";
 import type { BenchGraph, ExecutionTrace } from "./stats.ts";
@@ -71,6 +72,8 @@ const systems = args.systems.split(",").map((s) => s.trim());
 for (const s of systems) if (!["floor", "baton", "langgraph"].includes(s)) throw new Error(`--systems: unknown system "${s}" (floor, baton, langgraph)`);
 if (graphs.length === 0) throw new Error(`--graphs: none of "${args.graphs}" is a graph (sequential-10, fan-out-1-8-1)`);
 const EXECUTION_TIMEOUT_MS = 60_000;
+const meter = cpuMeter();
+const cpuCount = cpus().length;
 
 function withTimeout<T>(what: string, p: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -122,21 +125,21 @@ async function measureAll(opened: Opened[], rows: Row[], failures: string[]): Pr
     for (const concurrency of levels) {
       const once = (s: Opened) => (): Promise<ExecutionTrace> => withTimeout(`a ${s.system.name} execution of ${graph.name}`, runs.get(s)!());
       for (const s of opened) if (runs.has(s)) await guarded(s, failures, () => runPool(warmup, concurrency, once(s)));
-      const measured = new Map<Opened, { traces: ExecutionTrace[]; cpuMicros: number; nodes: number; ms: number }>();
+      const measured = new Map<Opened, { traces: ExecutionTrace[]; cpu: CpuMs; nodes: number; ms: number }>();
       for (let round = 0; round < rounds; round++) {
         const share = Math.floor(iterations / rounds) + (round < iterations % rounds ? 1 : 0);
         const live = opened.filter((s) => runs.has(s) && !s.failed);
         if (round % 2 === 1) live.reverse();
         for (const s of live) {
-          const cpuBefore = process.cpuUsage();
+          const reading = meter.start();
           const wallBefore = performance.now();
           const got = await guarded(s, failures, () => runPool(concurrency + share, concurrency, once(s)));
           const ms = performance.now() - wallBefore;
-          const cpu = process.cpuUsage(cpuBefore);
+          const cpu = reading.stop();
           if (!got) continue;
-          const m = measured.get(s) ?? { traces: [], cpuMicros: 0, nodes: 0, ms: 0 };
+          const m = measured.get(s) ?? { traces: [], cpu: { process: 0, nats: 0, redis: 0, postgres: 0 }, nodes: 0, ms: 0 };
           m.traces.push(...got.slice(concurrency)); // runPool keeps start order: the lead-in comes first
-          m.cpuMicros += cpu.user + cpu.system;
+          m.cpu = addCpu(m.cpu, cpu);
           m.nodes += got.length * graph.nodes.length;
           m.ms += ms;
           measured.set(s, m);
@@ -145,11 +148,18 @@ async function measureAll(opened: Opened[], rows: Row[], failures: string[]): Pr
       for (const s of opened) {
         const m = measured.get(s);
         if (s.failed || !m) continue;
-        const row: Row = { kind: s.kind, ...summarise(s.system.name, graph, concurrency, m.traces, { nodes: m.nodes, ms: m.ms }) };
+        const cpuPerNode = scaleCpu(m.cpu, 1 / m.nodes);
+        const row: Row = {
+          kind: s.kind,
+          ...summarise(s.system.name, graph, concurrency, m.traces, { nodes: m.nodes, ms: m.ms }),
+          cpuPerNode,
+          busy: cpuTotal(m.cpu) / (m.ms * cpuCount),
+        };
         rows.push(row);
-        // This process's CPU per node: a diagnostic (the servers' CPU is not in it), not a result.
-        const cpuPerNode = m.cpuMicros / 1000 / m.nodes;
-        console.error(`${row.system} · ${row.graph} · c=${concurrency}: p50 ${row.p50.toFixed(2)} ms, mean ${row.meanP50.toFixed(2)} ms, p99 ${row.p99.toFixed(2)} ms, ${row.stepsPerSecond.toFixed(0)} steps/s, ${cpuPerNode.toFixed(2)} ms CPU/node in this process`);
+        console.error(
+          `${row.system} · ${row.graph} · c=${concurrency}: p50 ${row.p50.toFixed(2)} ms, mean ${row.meanP50.toFixed(2)} ms, p99 ${row.p99.toFixed(2)} ms, ` +
+            `${row.stepsPerSecond.toFixed(0)} steps/s, CPU/node ${cpuTotal(cpuPerNode).toFixed(2)} ms (this process ${cpuPerNode.process.toFixed(2)})`,
+        );
       }
     }
   }
@@ -196,10 +206,15 @@ const versionOf = async (pkg: string): Promise<string> => {
 };
 const [langgraphVersion, saverVersion] = await Promise.all([versionOf("@langchain/langgraph"), versionOf("@langchain/langgraph-checkpoint-postgres")]);
 const resultTable = table(rows);
+const resultCpu = cpuTable(rows);
 const resultTargets = targets(rows);
+const resultBudget = cpuBudget(rows);
 console.log(resultTable);
 console.log();
+console.log(resultCpu);
+console.log();
 console.log(resultTargets);
+if (resultBudget) console.log(`\n${resultBudget}`);
 for (const f of failures) console.log(`FAILED ${f}`);
 
 const section = `## Engine
@@ -217,11 +232,15 @@ to run; compare the rows of one run with each other.
 
 ${resultTable}
 
+Where the CPU went, per node (see *CPU* below):
+
+${resultCpu}
+
 **Targets** (Baton's per-node time, the per-execution mean's p50, against the same graph and
 concurrency):
 
 ${resultTargets || "- no Baton rows: the Baton run failed (below)."}
-${failures.length > 0 ? `\n**Failed in this run:**\n\n${failures.map((f) => `- ${f}`).join("\n")}\n` : ""}
+${resultBudget ? `\nWhere the floor is bound by CPU, the target is a CPU budget:\n\n${resultBudget}\n` : ""}${failures.length > 0 ? `\n**Failed in this run:**\n\n${failures.map((f) => `- ${f}`).join("\n")}\n` : ""}
 ### What is measured
 
 - **Graphs.** \`sequential-10\`: ten no-op nodes in a chain. \`fan-out-1-8-1\`: one node, eight
@@ -246,6 +265,14 @@ ${failures.length > 0 ? `\n**Failed in this run:**\n\n${failures.map((f) => `- $
   writes checkpoints in the background, one after another per thread, while later steps already
   run (\`durability: "sync"\` only waits for them at the end of the run), so its node functions'
   own timing would leave persistence out.
+- **CPU** per node = the CPU time this process (the driver and, for Baton, every Baton module),
+  the NATS server, the Redis server and every Postgres process used during the system's
+  measured turns, read from \`/proc\`, divided by the nodes completed (\`bench/engine/cpu.ts\`).
+  *CPUs busy* is that CPU over the turns' wall time and the machine's ${cpuCount} CPUs. Where the floor
+  keeps the CPUs busy (concurrency 16 on a small machine), its per-node time is its CPU per
+  node spread over the CPUs, and so is anyone's at that load: there a system is within 1.2× the
+  floor's time only if it spends about 1.2× the floor's CPU per node or less. The servers are
+  shared, so anything else using them during a run is counted too.
 - **Steps/s** = nodes completed ÷ wall time of the measured phase (the system's rounds added
   up), across all concurrent executions.
 - **Execution p50** = median time from the driver asking for an execution (for Baton,
