@@ -533,6 +533,11 @@ export interface WorkflowsRepo {
   listVersions(tenantId: string, id: number): Promise<WorkflowVersionRecord[]>;
   /** By version number. */
   getVersion(tenantId: string, id: number, version: number): Promise<WorkflowVersionRecord | null>;
+  /**
+   * By versions row id (see {@link WorkflowVersionRecord.id}): one row, read by its primary key.
+   * Null when that row is not a version of workflow `id` of this tenant.
+   */
+  getVersionByRowId(tenantId: string, id: number, versionId: number): Promise<WorkflowVersionRecord | null>;
   getBySlug(tenantId: string, slug: string): Promise<WorkflowRecord | null>;
   /**
    * The version of workflow `id` that was current when the run `executionId` belongs to began:

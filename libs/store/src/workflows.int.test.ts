@@ -5,7 +5,8 @@
  *   BATON_STORE_SLUG_TAKEN), the same slug is fine in another tenant; bad slugs are 400;
  * - update applies the patch, bumps the version by one and adds a versions row holding
  *   the new definition and the change description; concurrent updates get distinct versions;
- * - getVersion/listVersions read history; restoreVersion makes a new version whose
+ * - getVersion/listVersions read history; getVersionByRowId reads one versions row of that
+ *   workflow and tenant (null for another's); restoreVersion makes a new version whose
  *   definition is the restored one (the history is never rewritten);
  * - list is newest first with limit/offset; delete removes the workflow and its versions;
  * - updating/restoring a missing workflow is 404; invalid input is 400, never a half-written record;
@@ -109,6 +110,19 @@ describe("workflows.update and versions", () => {
     const elsewhere = await store.workflows.create(tenant, { name: "Elsewhere", definition: graph("x") });
     const [ev1] = await store.workflows.listVersions(tenant, elsewhere.id);
     await expect(store.workflows.restoreVersion(tenant, wf.id, ev1!.id)).rejects.toMatchObject({ code: "BATON_STORE_NOT_FOUND", status: 404 });
+  });
+
+  it("reads one version by its row id, only within its workflow and tenant", async () => {
+    const wf = await store.workflows.create(tenant, { name: "By row", definition: graph("v1") });
+    await store.workflows.update(tenant, wf.id, { definition: graph("v2"), changeDescription: "second" });
+    const [, v2] = await store.workflows.listVersions(tenant, wf.id);
+    expect(await store.workflows.getVersionByRowId(tenant, wf.id, v2!.id)).toEqual(v2);
+    const sibling = await store.workflows.create(tenant, { name: "By row sibling", definition: graph("s") });
+    expect(await store.workflows.getVersionByRowId(tenant, sibling.id, v2!.id)).toBeNull();
+    expect(await store.workflows.getVersionByRowId(other, wf.id, v2!.id)).toBeNull();
+    for (const [id, versionId] of [[wf.id, 0], [wf.id, -1], [0, v2!.id], [wf.id, 2 ** 31]] as const) {
+      expect(await store.workflows.getVersionByRowId(tenant, id, versionId)).toBeNull();
+    }
   });
 
   it("gives concurrent updates distinct, consecutive versions", async () => {

@@ -206,6 +206,15 @@ export function workflowsRepo(prisma: PrismaClient, schema: string, pool: Pool):
       return row ? toWorkflowVersion(row) : null;
     },
 
+    async getVersionByRowId(tenantId, id, versionId) {
+      requireTenantId(tenantId);
+      if (!isDbId(id) || !isDbId(versionId)) return null;
+      const row = await guard({ entity: "workflow version", id: versionId }, () =>
+        prisma.agentWorkflowVersion.findFirst({ where: { id: versionId, agentWorkflowId: id, tenantId } }),
+      );
+      return row ? toWorkflowVersion(row) : null;
+    },
+
     async restoreVersion(tenantId, id, versionId) {
       requireTenantId(tenantId);
       if (!isDbId(id)) throw StoreNotFound("workflow", String(id));

@@ -16,7 +16,7 @@ import type { FastifyBaseLogger } from "fastify";
 import type { JsonObject } from "@baton/store";
 import type { ImportSourceMap } from "@baton/engine";
 import type { DefinitionIssue, GatewayDeps, StartExecutionCommand } from "../deps.ts";
-import { ExecutionInputInvalid, ExecutionStartFailed, ImportInvalid, NotFound, WorkflowDefinitionInvalid, WorkflowDisabled } from "../errors.ts";
+import { ExecutionInputInvalid, ExecutionStartFailed, ImportInvalid, WorkflowDefinitionInvalid, WorkflowDisabled } from "../errors.ts";
 import type { Issue } from "../problem.ts";
 import { problemSchema } from "../problem.ts";
 import {
@@ -361,7 +361,8 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
       tags,
       summary: "Restore a previous version",
       description:
-        "Makes the definition of that version current again, as a new version. `versionId` is the version row's `id` from the versions list. " +
+        "Makes the definition of that version current again, as a new version. `versionId` is the version row's `id` from the versions list; " +
+        "a row that is not a version of this workflow (another workflow's, another tenant's, or none) is 404 and nothing is written. " +
         "The old definition is validated again first.",
       security: API_SECURITY,
       params: versionParams,
@@ -371,8 +372,7 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
       const { tenantId } = request.auth;
       const { id, versionId } = request.params;
       await getWorkflow(tenantId, id);
-      const old = (await store.workflows.listVersions(tenantId, id)).find((v) => v.id === versionId);
-      if (!old) throw NotFound("workflow version", versionId);
+      const old = await orNotFound("workflow version", versionId, () => store.workflows.getVersionByRowId(tenantId, id, versionId));
       // A definition valid when it was saved may not be valid for this engine any more.
       await checkDefinition(deps, old.definition, definitionAt("version.definition"));
       const record = await orNotFound("workflow version", versionId, () => store.workflows.restoreVersion(tenantId, id, versionId));
