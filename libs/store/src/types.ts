@@ -529,8 +529,11 @@ export interface WorkflowsRepo {
    * without an end.
    */
   delete(tenantId: string, id: number): Promise<boolean>;
-  /** Oldest first. Empty when the workflow does not exist for this tenant. */
-  listVersions(tenantId: string, id: number): Promise<WorkflowVersionRecord[]>;
+  /**
+   * One page of the workflow's versions, oldest first (by version number), read with
+   * LIMIT/OFFSET. Empty when the workflow does not exist for this tenant.
+   */
+  listVersions(tenantId: string, id: number, opts?: PageOptions): Promise<WorkflowVersionRecord[]>;
   /** By version number. */
   getVersion(tenantId: string, id: number, version: number): Promise<WorkflowVersionRecord | null>;
   /**

@@ -5,9 +5,10 @@
  *   BATON_STORE_SLUG_TAKEN), the same slug is fine in another tenant; bad slugs are 400;
  * - update applies the patch, bumps the version by one and adds a versions row holding
  *   the new definition and the change description; concurrent updates get distinct versions;
- * - getVersion/listVersions read history; getVersionByRowId reads one versions row of that
- *   workflow and tenant (null for another's); restoreVersion makes a new version whose
- *   definition is the restored one (the history is never rewritten);
+ * - getVersion/listVersions read history (listVersions one page, oldest first, limit/offset
+ *   checked); getVersionByRowId reads one versions row of that workflow and tenant (null for
+ *   another's); restoreVersion makes a new version whose definition is the restored one (the
+ *   history is never rewritten);
  * - list is newest first with limit/offset; delete removes the workflow and its versions;
  * - updating/restoring a missing workflow is 404; invalid input is 400, never a half-written record;
  * - a workflow has at most one MCP server definition: upsert creates it, then regenerates
@@ -110,6 +111,20 @@ describe("workflows.update and versions", () => {
     const elsewhere = await store.workflows.create(tenant, { name: "Elsewhere", definition: graph("x") });
     const [ev1] = await store.workflows.listVersions(tenant, elsewhere.id);
     await expect(store.workflows.restoreVersion(tenant, wf.id, ev1!.id)).rejects.toMatchObject({ code: "BATON_STORE_NOT_FOUND", status: 404 });
+  });
+
+  it("lists one page of versions, oldest first, and refuses a bad page", async () => {
+    const wf = await store.workflows.create(tenant, { name: "Paged", definition: graph("v1") });
+    for (let v = 2; v <= 5; v++) await store.workflows.update(tenant, wf.id, { definition: graph(`v${v}`) });
+    const page = async (limit: number, offset: number) => (await store.workflows.listVersions(tenant, wf.id, { limit, offset })).map((v) => v.version);
+    expect(await page(2, 0)).toEqual([1, 2]);
+    expect(await page(2, 2)).toEqual([3, 4]);
+    expect(await page(2, 4)).toEqual([5]);
+    expect(await page(2, 5)).toEqual([]);
+    expect(await store.workflows.listVersions(other, wf.id, { limit: 2 })).toEqual([]);
+    for (const opts of [{ limit: 0 }, { limit: 1001 }, { limit: 1.5 }, { offset: -1 }]) {
+      await expect(store.workflows.listVersions(tenant, wf.id, opts)).rejects.toMatchObject({ code: "BATON_STORE_INVALID_INPUT", status: 400 });
+    }
   });
 
   it("reads one version by its row id, only within its workflow and tenant", async () => {

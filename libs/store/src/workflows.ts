@@ -188,11 +188,13 @@ export function workflowsRepo(prisma: PrismaClient, schema: string, pool: Pool):
       return res.rows[0]?.version ?? null;
     },
 
-    async listVersions(tenantId, id) {
+    async listVersions(tenantId, id, opts) {
       requireTenantId(tenantId);
+      const { take, skip } = page(opts);
       if (!isDbId(id)) return [];
+      // The (agentWorkflowId, version) index gives the page in order: nothing outside it is read.
       const rows = await guard({ entity: "workflow", id }, () =>
-        prisma.agentWorkflowVersion.findMany({ where: { agentWorkflowId: id, tenantId }, orderBy: { version: "asc" } }),
+        prisma.agentWorkflowVersion.findMany({ where: { agentWorkflowId: id, tenantId }, orderBy: { version: "asc" }, take, skip }),
       );
       return rows.map(toWorkflowVersion);
     },

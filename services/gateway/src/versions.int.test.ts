@@ -1,5 +1,13 @@
 /**
  * Rules checked (gateway on a real Postgres store, recording bus), for a workflow's versions:
+ * - GET /api/agent-workflows/:id/versions answers one page, `{ items, limit, offset }`, with the
+ *   parameters, bounds and errors of the other lists: `limit` 1-200 (default 50), `offset` ≥ 0
+ *   (default 0), decimal digits only; anything else is a 400 problem+json naming
+ *   `query.limit` / `query.offset`;
+ * - the order is oldest first (version 1 first), as docs/time-travel.md says: pages follow each
+ *   other without gap or overlap, a page shorter than `limit` is the last, a page past the end
+ *   is empty; the OpenAPI document shows the parameters and the paged answer;
+ * - another tenant's workflow, or no workflow, is 404 whatever the page;
  * - POST .../versions/:versionId/restore finds the version by its row id within the workflow
  *   and tenant: a row of another workflow (same tenant), of another tenant, or no row is 404
  *   problem+json naming the version, and nothing is written (no new version, no event);
@@ -28,8 +36,15 @@ function problemOf(res: Res, status: number, code: string): Problem {
   return body;
 }
 
+const get = (url: string, key = gw.a.viewer) => gw.app.inject({ method: "GET", url, headers: bearer(key) });
 const restore = (id: number, versionId: number, key = gw.a.operator) =>
   gw.app.inject({ method: "POST", url: `/api/agent-workflows/${id}/versions/${versionId}/restore`, headers: bearer(key) });
+
+interface VersionPage {
+  items: { id: number; workflowId: number; version: number; definition: unknown }[];
+  limit: number;
+  offset: number;
+}
 
 /** A workflow of tenant A with versions 1..`count`, version n holding `validDefinition(n)`. */
 async function workflowWithVersions(name: string, count: number): Promise<number> {
@@ -37,6 +52,77 @@ async function workflowWithVersions(name: string, count: number): Promise<number
   for (let v = 2; v <= count; v++) await gw.store.workflows.update(gw.a.tenantId, wf.id, { definition: validDefinition(v) as never });
   return wf.id;
 }
+
+async function pageOf(id: number, query: string): Promise<VersionPage> {
+  const res = await get(`/api/agent-workflows/${id}/versions${query}`);
+  expect(res.statusCode).toBe(200);
+  return res.json<VersionPage>();
+}
+
+const numbers = (p: VersionPage) => p.items.map((v) => v.version);
+
+describe("GET /api/agent-workflows/:id/versions", () => {
+  let seven: number;
+  beforeAll(async () => {
+    seven = await workflowWithVersions("Seven versions", 7);
+  });
+
+  test("pages follow each other, oldest first, without gap or overlap; the short page is the last", async () => {
+    const first = await pageOf(seven, "?limit=3");
+    expect({ ...first, items: numbers(first) }).toEqual({ items: [1, 2, 3], limit: 3, offset: 0 });
+    expect(first.items[0]).toMatchObject({ workflowId: seven, version: 1, definition: validDefinition(1) });
+    const second = await pageOf(seven, "?limit=3&offset=3");
+    expect({ ...second, items: numbers(second) }).toEqual({ items: [4, 5, 6], limit: 3, offset: 3 });
+    const last = await pageOf(seven, "?limit=3&offset=6");
+    expect({ ...last, items: numbers(last) }).toEqual({ items: [7], limit: 3, offset: 6 });
+    expect(last.items[0]).toMatchObject({ version: 7, definition: validDefinition(7) });
+    // Exactly at the end, and far past it: an empty page, not an error.
+    expect(await pageOf(seven, "?limit=3&offset=7")).toEqual({ items: [], limit: 3, offset: 7 });
+    expect(await pageOf(seven, "?offset=2147483647")).toEqual({ items: [], limit: 50, offset: 2147483647 });
+    // The newest `limit` versions start at the workflow's version − limit.
+    expect(numbers(await pageOf(seven, "?limit=2&offset=5"))).toEqual([6, 7]);
+    // The largest page the other lists allow.
+    expect(numbers(await pageOf(seven, "?limit=200"))).toEqual([1, 2, 3, 4, 5, 6, 7]);
+  });
+
+  test("without parameters the page is the first 50, as in the other lists", async () => {
+    const many = await workflowWithVersions("Fifty-one versions", 51);
+    const first = await pageOf(many, "");
+    expect({ limit: first.limit, offset: first.offset, versions: numbers(first) }).toEqual({ limit: 50, offset: 0, versions: Array.from({ length: 50 }, (_, i) => i + 1) });
+    expect(numbers(await pageOf(many, "?offset=50"))).toEqual([51]);
+  });
+
+  test("a limit or offset out of bounds, or not in decimal digits, is a 400 naming the parameter", async () => {
+    for (const [query, paths] of [
+      ["?limit=0", ["query.limit"]],
+      ["?limit=201", ["query.limit"]],
+      ["?limit=abc", ["query.limit"]],
+      ["?limit=1e2", ["query.limit"]],
+      ["?offset=-1", ["query.offset"]],
+      ["?offset=2147483648", ["query.offset"]],
+      ["?limit=0&offset=0x10", ["query.limit", "query.offset"]],
+    ] as const) {
+      const p = problemOf(await get(`/api/agent-workflows/${seven}/versions${query}`), 400, "BATON_GATEWAY_REQUEST_INVALID");
+      expect({ query, paths: p.errors!.map((e) => e.path).sort() }).toEqual({ query, paths });
+    }
+  });
+
+  test("another tenant's workflow, or no workflow, is 404 whatever the page", async () => {
+    problemOf(await get(`/api/agent-workflows/${seven}/versions?limit=1`, gw.b.admin), 404, "BATON_GATEWAY_NOT_FOUND");
+    problemOf(await get(`/api/agent-workflows/2147483647/versions?limit=1&offset=1`), 404, "BATON_GATEWAY_NOT_FOUND");
+  });
+
+  test("the OpenAPI document shows limit and offset and the paged answer", async () => {
+    const doc = (await gw.app.inject({ method: "GET", url: "/openapi.json" })).json<{
+      paths: Record<string, Record<string, { parameters?: { name: string; in: string }[]; responses: Record<string, { content: Record<string, { schema: { properties?: Record<string, unknown>; required?: string[] } }> }> }>>;
+    }>();
+    const op = doc.paths["/api/agent-workflows/{id}/versions"]!.get!;
+    expect(op.parameters!.filter((p) => p.in === "query").map((p) => p.name).sort()).toEqual(["limit", "offset"]);
+    const schema = op.responses["200"]!.content["application/json"]!.schema;
+    expect(Object.keys(schema.properties ?? {}).sort()).toEqual(["items", "limit", "offset"]);
+    expect([...(schema.required ?? [])].sort()).toEqual(["items", "limit", "offset"]);
+  });
+});
 
 describe("POST /api/agent-workflows/:id/versions/:versionId/restore", () => {
   /** What a refused restore must leave as it was: the workflow, its versions, the events. */

@@ -325,16 +325,22 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
     schema: {
       tags,
       summary: "List the version history of an agent workflow",
+      description:
+        "One page of the versions, oldest first (version 1 first), paged like the other lists with `limit` and `offset`. " +
+        "Versions are numbered 1 to the workflow's current `version` without gaps, so the newest `limit` versions start at `offset` = max(0, `version` − `limit`); " +
+        "a page shorter than `limit` is the last one.",
       security: API_SECURITY,
       params: idParams,
-      response: { 200: z.object({ items: z.array(workflowVersionSchema) }), ...apiErrors },
+      querystring: z.object(pageQuery),
+      response: { 200: page(workflowVersionSchema), ...apiErrors },
     },
     handler: async (request) => {
       const { tenantId } = request.auth;
       const { id } = request.params;
+      const { limit, offset } = request.query;
       await getWorkflow(tenantId, id);
-      const rows = await store.workflows.listVersions(tenantId, id);
-      return { items: rows.map(toWorkflowVersion) };
+      const rows = await store.workflows.listVersions(tenantId, id, { limit, offset });
+      return { items: rows.map(toWorkflowVersion), limit, offset };
     },
   });
 
