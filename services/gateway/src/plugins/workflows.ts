@@ -3,15 +3,17 @@
  *
  * Every definition that enters (create, update, restore, import) is checked by the engine's
  * validator first and refused with every problem listed; nothing is written then. An imported
- * definition's problems are reported where they came from in the imported source.
- * Execute checks the stored definition again, with the same tool and model lookups.
+ * definition's problems are reported where they came from in the imported source. The
+ * workflow's own agentConfig (its LLM nodes' defaults) is checked with it, as the definition's
+ * own agentConfig is: every model ref in it must be configured.
+ * Execute checks the stored definition and agentConfig again, with the same tool and model lookups.
  * Execute pins the run to the workflow's current version and never leaves a queued
  * row behind when the start command cannot be handed over.
  */
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { errorMessage } from "@baton/errors";
-import { validateInput } from "@baton/engine";
+import { isJsonObject, validateInput } from "@baton/engine";
 import type { FastifyBaseLogger } from "fastify";
 import type { JsonObject } from "@baton/store";
 import type { ImportSourceMap } from "@baton/engine";
@@ -126,11 +128,44 @@ function definitionAt(at = "body.definition"): IssueReport {
   return { paths: (issues) => definitionIssues(issues, at), refuse: (details) => WorkflowDefinitionInvalid(details.length, { details }) };
 }
 
-/** Throws the definition's problems as a 400; returns its warnings (fields with no effect) as `path: message`. */
-async function checkDefinition(deps: GatewayDeps, definition: unknown, report: IssueReport = definitionAt()): Promise<string[]> {
-  const result = await deps.validateWorkflow(definition);
-  if (!result.ok) throw report.refuse(report.paths(result.errors));
-  return report.paths(result.warnings ?? []).map((w) => `${w.path}: ${w.message}`);
+/** The workflow's own agentConfig (seed 004's column) that comes with a definition, and where the request holds it (`body.agentConfig`). */
+interface OwnAgentConfig {
+  agentConfig: JsonObject | undefined;
+  at: string;
+}
+
+/**
+ * Problems of the workflow's own agentConfig, found by the engine's checks of a definition's
+ * agentConfig (every model ref in `model` and `levels` configured, `system` placeholders): it is
+ * validated laid over the definition's own agentConfig, so each of its fields is checked, whether
+ * or not this version's nodes read it, as the definition's own are. Paths are under `own.at`.
+ */
+async function agentConfigIssues(deps: GatewayDeps, definition: unknown, own: OwnAgentConfig): Promise<Issue[]> {
+  const { agentConfig, at } = own;
+  const fields = agentConfig === undefined ? [] : Object.keys(agentConfig);
+  if (fields.length === 0 || !isJsonObject(definition)) return [];
+  const base = isJsonObject(definition.agentConfig) ? definition.agentConfig : {};
+  const result = await deps.validateWorkflow({ ...definition, agentConfig: { ...base, ...agentConfig } });
+  if (result.ok) return [];
+  const issues: Issue[] = [];
+  for (const i of result.errors) {
+    const rest = i.path.startsWith("agentConfig.") ? i.path.slice("agentConfig".length) : undefined;
+    if (rest !== undefined && fields.some((f) => rest === `.${f}` || rest.startsWith(`.${f}.`) || rest.startsWith(`.${f}[`))) {
+      issues.push({ path: `${at}${rest}`, code: i.code, message: i.message });
+    }
+  }
+  return issues;
+}
+
+/**
+ * Throws the definition's problems, and those of the workflow's own agentConfig that comes with
+ * it, as one 400; returns the definition's warnings (fields with no effect) as `path: message`.
+ */
+async function checkDefinition(deps: GatewayDeps, definition: unknown, report: IssueReport = definitionAt(), own?: OwnAgentConfig): Promise<string[]> {
+  const [result, ownIssues] = await Promise.all([deps.validateWorkflow(definition), own ? agentConfigIssues(deps, definition, own) : Promise.resolve([])]);
+  const issues = [...(result.ok ? [] : report.paths(result.errors)), ...ownIssues];
+  if (issues.length > 0) throw report.refuse(issues);
+  return report.paths((result.ok && result.warnings) || []).map((w) => `${w.path}: ${w.message}`);
 }
 
 /** `validateInput` issue paths (`input.a[0]`) → request paths (`body.input.a[0]`). */
@@ -184,7 +219,7 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
   const getWorkflow = (tenantId: string, id: number) => orNotFound("workflow", id, () => store.workflows.get(tenantId, id));
 
   const createWorkflow = async (tenantId: string, body: z.infer<typeof workflowCreateBody>, log: FastifyBaseLogger, report?: IssueReport) => {
-    const warnings = await checkDefinition(deps, body.definition, report);
+    const warnings = await checkDefinition(deps, body.definition, report, { agentConfig: body.agentConfig, at: "body.agentConfig" });
     const record = await store.workflows.create(tenantId, defined(body) as typeof body);
     const wf = toWorkflow(record);
     await publishAfterWrite(deps, log, "workflow.created", tenantId, wf.id, { id: wf.id, name: wf.name, slug: wf.slug });
@@ -204,7 +239,10 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
     schema: {
       tags,
       summary: "Create an agent workflow",
-      description: "Validates the definition (every problem is reported at once) and stores version 1.",
+      description:
+        "Validates the definition (every problem is reported at once) and stores version 1. The workflow's `agentConfig` is checked with it " +
+        "as the definition's own agentConfig is: each model ref in it (`model`, the values of `levels`) must name a configured provider, " +
+        "else 400 `BATON_GATEWAY_WORKFLOW_INVALID` with `model_not_configured` at `body.agentConfig.model` (or `body.definition.agentConfig.model`).",
       security: API_SECURITY,
       body: workflowCreateBody,
       response: { 201: writtenWorkflowSchema, ...apiErrors, 409: problemSchema },
@@ -280,7 +318,9 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
     schema: {
       tags,
       summary: "Update an agent workflow",
-      description: "Every update creates a new version (the previous one stays in the version history).",
+      description:
+        "Every update creates a new version (the previous one stays in the version history). A new definition is validated as on create; " +
+        "a new `agentConfig` is checked as on create, over the new definition or, without one, the stored definition (problems at `body.agentConfig…`).",
       security: API_SECURITY,
       params: idParams,
       body: workflowUpdateBody,
@@ -289,7 +329,15 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
     handler: async (request) => {
       const { tenantId } = request.auth;
       const { id } = request.params;
-      const warnings = request.body.definition !== undefined ? await checkDefinition(deps, request.body.definition) : [];
+      const { definition, agentConfig } = request.body;
+      const own: OwnAgentConfig = { agentConfig, at: "body.agentConfig" };
+      let warnings: string[] = [];
+      if (definition !== undefined) warnings = await checkDefinition(deps, definition, definitionAt(), own);
+      else if (agentConfig !== undefined) {
+        // Only the agentConfig enters: checked over the stored definition, whose own problems are not this request's.
+        const details = await agentConfigIssues(deps, (await getWorkflow(tenantId, id)).definition, own);
+        if (details.length > 0) throw WorkflowDefinitionInvalid(details.length, { details });
+      }
       const record = await orNotFound("workflow", id, () =>
         store.workflows.update(tenantId, id, defined(request.body) as typeof request.body),
       );
@@ -369,7 +417,7 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
       description:
         "Makes the definition of that version current again, as a new version. `versionId` is the version row's `id` from the versions list; " +
         "a row that is not a version of this workflow (another workflow's, another tenant's, or none) is 404 and nothing is written. " +
-        "The old definition is validated again first.",
+        "The old definition and the version's `agentConfig` are validated again first, as on create (problems at `version.definition…` and `version.agentConfig…`).",
       security: API_SECURITY,
       params: versionParams,
       response: { 200: workflowSchema, ...apiErrors },
@@ -380,7 +428,7 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
       await getWorkflow(tenantId, id);
       const old = await orNotFound("workflow version", versionId, () => store.workflows.getVersionByRowId(tenantId, id, versionId));
       // A definition valid when it was saved may not be valid for this engine any more.
-      await checkDefinition(deps, old.definition, definitionAt("version.definition"));
+      await checkDefinition(deps, old.definition, definitionAt("version.definition"), { agentConfig: old.agentConfig, at: "version.agentConfig" });
       const record = await orNotFound("workflow version", versionId, () => store.workflows.restoreVersion(tenantId, id, versionId));
       return updated(tenantId, record, request.log);
     },
@@ -392,7 +440,8 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
       summary: "Execute an agent workflow",
       description:
         "Queues a run of the workflow's current version and answers at once; follow it at `links.events` (SSE) or `links.self`. " +
-        "The stored definition is validated again first, as on create (400 `BATON_GATEWAY_WORKFLOW_INVALID` lists every problem under `definition`; nothing is stored). " +
+        "The stored definition and the workflow's `agentConfig` are validated again first, as on create (400 `BATON_GATEWAY_WORKFLOW_INVALID` lists every problem " +
+        "under `definition` and `agentConfig`, e.g. a model whose provider is no longer configured; nothing is stored). " +
         "When the definition has an `inputSchema`, `input` must match it (400 `BATON_GATEWAY_INPUT_INVALID` lists every problem; nothing is stored). " +
         "`deadlineMs` bounds the whole run.",
       security: API_SECURITY,
@@ -404,10 +453,11 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
       const { tenantId } = request.auth;
       const { id } = request.params;
       const body = request.body ?? {};
-      const wf = toWorkflow(await getWorkflow(tenantId, id));
+      const record = await getWorkflow(tenantId, id);
+      const wf = toWorkflow(record);
       if (!wf.enabled) throw WorkflowDisabled(id);
-      // Valid when saved is not valid now: a tool may have gone, or this engine checks more.
-      await checkDefinition(deps, wf.definition, definitionAt("definition"));
+      // Valid when saved is not valid now: a tool or a model's provider may have gone, or this engine checks more.
+      await checkDefinition(deps, wf.definition, definitionAt("definition"), { agentConfig: record.agentConfig, at: "agentConfig" });
       const input = body.input ?? {};
       checkInput(wf.definition, input);
       const deadlineAt = body.deadlineMs === undefined ? undefined : new Date(Date.now() + body.deadlineMs);

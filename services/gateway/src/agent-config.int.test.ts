@@ -1,0 +1,152 @@
+/**
+ * Rules checked (gateway on a real Postgres store, recording bus, the engine's validator with a
+ * model lookup where only the `openai` provider is configured), for a workflow's model refs:
+ * - on create, a model ref with no configured provider is a 400 BATON_GATEWAY_WORKFLOW_INVALID,
+ *   `model_not_configured` at its path, whether it is in the definition's agentConfig
+ *   (`body.definition.agentConfig.model`) or the workflow's own (`body.agentConfig.model`,
+ *   `body.agentConfig.levels.<level>`); the workflow's own is checked as the definition's is:
+ *   always, also when the definition's agentConfig overrides it; every problem in one answer;
+ *   the engine's other agentConfig checks come with it (a bad `{{$.path}}` in `system`);
+ * - on update, a new agentConfig is checked the same way, with a new definition or over the
+ *   stored one; on restore, the version's agentConfig (`version.agentConfig.model`); on
+ *   execute, the stored one (`agentConfig.model`: a provider may have gone since);
+ * - nothing is written when refused: no workflow, no version, no execution, no event, no
+ *   start command; configured refs pass.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import { validateWorkflow } from "@baton/engine";
+import type { TestGateway } from "./test-support.ts";
+import { bearer, openTestGateway } from "./test-support.ts";
+
+let gw: TestGateway;
+
+/** Only the `openai` provider is configured, as by OPENAI_API_KEY alone. */
+const checkModel = (ref: string): string | undefined =>
+  ref.startsWith("openai:") ? undefined : `model "${ref}": provider "${ref.split(":")[0]}" is not configured (set ANTHROPIC_API_KEY)`;
+
+beforeAll(async () => {
+  gw = await openTestGateway();
+  gw.setValidator((d) => validateWorkflow(d, { checkModel }));
+});
+afterAll(async () => {
+  await gw.close();
+});
+
+type Res = { statusCode: number; headers: Record<string, unknown>; json: () => unknown };
+type Problem = { code: string; detail: string; errors?: { path: string; code: string; message: string }[] };
+
+function problemOf(res: Res, status: number, code: string): Problem {
+  expect({ status: res.statusCode, type: String(res.headers["content-type"]).split(";")[0] }).toEqual({ status, type: "application/problem+json" });
+  const body = res.json() as Problem;
+  expect(body.code).toBe(code);
+  return body;
+}
+
+/** `[path, code]` of each problem of a refused write. */
+function refused(res: Res): [string, string][] {
+  return problemOf(res, 400, "BATON_GATEWAY_WORKFLOW_INVALID").errors!.map((e) => [e.path, e.code]);
+}
+
+const definition = (agentConfig?: Record<string, unknown>) => ({
+  ...(agentConfig ? { agentConfig } : {}),
+  nodes: [{ id: "ask", type: "agent.llm", config: { prompt: "hi" } }],
+});
+
+const send = (method: "POST" | "PUT", url: string, payload: Record<string, unknown>) =>
+  gw.app.inject({ method, url, headers: bearer(gw.a.operator), payload });
+
+/** What a refused request must leave as it was. */
+async function written() {
+  const workflows = await gw.store.workflows.list(gw.a.tenantId, { limit: 1000 });
+  const versions = await Promise.all(workflows.map(async (w) => (await gw.store.workflows.listVersions(gw.a.tenantId, w.id, { limit: 1000 })).length));
+  const executions = (await gw.store.executions.list(gw.a.tenantId, { limit: 1000 })).length;
+  return { workflows: workflows.map((w) => [w.id, w.version]), versions, executions, events: gw.bus.published.length, started: gw.bus.started.length };
+}
+
+describe("create", () => {
+  test("the definition's agentConfig.model with no configured provider is a 400 naming body.definition.agentConfig.model", async () => {
+    const before = await written();
+    const p = problemOf(await send("POST", "/api/agent-workflows", { name: "Def model", definition: definition({ model: "anthropic:claude-x" }) }), 400, "BATON_GATEWAY_WORKFLOW_INVALID");
+    expect(p.errors).toEqual([{ path: "body.definition.agentConfig.model", code: "model_not_configured", message: expect.stringContaining("ANTHROPIC_API_KEY") as unknown }]);
+    expect(await written()).toEqual(before);
+  });
+
+  test("the workflow's own agentConfig.model and levels are checked as the definition's: 400 naming body.agentConfig", async () => {
+    const before = await written();
+    const p = problemOf(await send("POST", "/api/agent-workflows", { name: "Own model", definition: definition(), agentConfig: { model: "anthropic:claude-x" } }), 400, "BATON_GATEWAY_WORKFLOW_INVALID");
+    expect(p.errors).toEqual([{ path: "body.agentConfig.model", code: "model_not_configured", message: expect.stringContaining("ANTHROPIC_API_KEY") as unknown }]);
+    expect(refused(await send("POST", "/api/agent-workflows", { name: "Own levels", definition: definition(), agentConfig: { model: "openai:gpt-4o-mini", levels: { base: "openai:gpt-4o-mini", smart: "anthropic:claude-y" } } }))).toEqual([
+      ["body.agentConfig.levels.smart", "model_not_configured"],
+    ]);
+    expect(await written()).toEqual(before);
+  });
+
+  test("always: also when the definition's own agentConfig.model overrides it, and with every problem in one answer", async () => {
+    const before = await written();
+    expect(refused(await send("POST", "/api/agent-workflows", { name: "Overridden", definition: definition({ model: "openai:gpt-4o" }), agentConfig: { model: "anthropic:claude-x" } }))).toEqual([
+      ["body.agentConfig.model", "model_not_configured"],
+    ]);
+    const both = await send("POST", "/api/agent-workflows", {
+      name: "Both",
+      definition: { ...definition({ model: "anthropic:claude-x" }), nodes: [{ id: "ask", type: "agent.llm", config: { prompt: "hi", model: "anthropic:claude-z" } }] },
+      agentConfig: { model: "anthropic:claude-y", system: "Answer {{$.input.q}}" },
+    });
+    expect(refused(both).sort()).toEqual([
+      ["body.agentConfig.model", "model_not_configured"],
+      ["body.definition.agentConfig.model", "model_not_configured"],
+      ["body.definition.nodes[0].config.model", "model_not_configured"],
+    ]);
+    expect(await written()).toEqual(before);
+  });
+
+  test("the rest of the engine's agentConfig checks come with it: a bad placeholder in body.agentConfig.system", async () => {
+    expect(refused(await send("POST", "/api/agent-workflows", { name: "Bad system", definition: definition(), agentConfig: { model: "openai:gpt-4o", system: "Answer {{$.a..b}}" } }))).toEqual([
+      ["body.agentConfig.system", "invalid_path"],
+    ]);
+  });
+
+  test("configured refs pass", async () => {
+    const res = await send("POST", "/api/agent-workflows", { name: "Configured", definition: definition({ model: "openai:gpt-4o" }), agentConfig: { model: "openai:gpt-4o-mini", levels: { smart: "openai:o3" } } });
+    expect(res.statusCode).toBe(201);
+  });
+});
+
+describe("update, restore and execute", () => {
+  let id: number;
+  beforeAll(async () => {
+    const res = await send("POST", "/api/agent-workflows", { name: "Later", definition: definition(), agentConfig: { model: "openai:gpt-4o-mini" } });
+    expect(res.statusCode).toBe(201);
+    id = res.json<{ id: number }>().id;
+  });
+
+  test("a new agentConfig is checked over the stored definition, or with a new one", async () => {
+    const before = await written();
+    expect(refused(await send("PUT", `/api/agent-workflows/${id}`, { agentConfig: { model: "anthropic:claude-x" } }))).toEqual([["body.agentConfig.model", "model_not_configured"]]);
+    expect(refused(await send("PUT", `/api/agent-workflows/${id}`, { definition: definition({ model: "anthropic:claude-y" }), agentConfig: { levels: { smart: "anthropic:claude-x" } } })).sort()).toEqual([
+      ["body.agentConfig.levels.smart", "model_not_configured"],
+      ["body.definition.agentConfig.model", "model_not_configured"],
+    ]);
+    expect(await written()).toEqual(before);
+    const ok = await send("PUT", `/api/agent-workflows/${id}`, { agentConfig: { model: "openai:gpt-4o" } });
+    expect(ok.json()).toMatchObject({ version: 2, agentConfig: { model: "openai:gpt-4o" } });
+  });
+
+  test("a version whose agentConfig names a provider not configured now is not restored (version.agentConfig.model)", async () => {
+    // Stored before the provider went (the store does not check models).
+    const wf = await gw.store.workflows.create(gw.a.tenantId, { name: "Old provider", definition: definition() as never, agentConfig: { model: "anthropic:claude-x" } });
+    await gw.store.workflows.update(gw.a.tenantId, wf.id, { agentConfig: { model: "openai:gpt-4o" } });
+    const [v1] = await gw.store.workflows.listVersions(gw.a.tenantId, wf.id, { limit: 1 });
+    const before = await written();
+    expect(refused(await send("POST", `/api/agent-workflows/${wf.id}/versions/${v1!.id}/restore`, {}))).toEqual([["version.agentConfig.model", "model_not_configured"]]);
+    expect(await written()).toEqual(before);
+  });
+
+  test("a stored agentConfig naming a provider not configured now is not run (agentConfig.model)", async () => {
+    const wf = await gw.store.workflows.create(gw.a.tenantId, { name: "Gone provider", definition: definition() as never, agentConfig: { levels: { smart: "anthropic:claude-x" } } });
+    const before = await written();
+    expect(refused(await send("POST", `/api/agent-workflows/${wf.id}/execute`, {}))).toEqual([["agentConfig.levels.smart", "model_not_configured"]]);
+    expect(await written()).toEqual(before);
+    // The one configured earlier in this file runs.
+    expect((await send("POST", `/api/agent-workflows/${id}/execute`, {})).statusCode).toBe(202);
+  });
+});
