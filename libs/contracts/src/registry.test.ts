@@ -12,6 +12,7 @@ import type { DescMessage } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import {
   CancelExecutionSchema,
+  ChildPausedSchema,
   ChildResultSchema,
   ExecutionTimerSchema,
   COMMANDS,
@@ -89,6 +90,7 @@ describe("COMMANDS and RPCS", () => {
       "execution.cancel": CancelExecutionSchema,
       "execution.timer": ExecutionTimerSchema,
       "execution.child_result": ChildResultSchema,
+      "execution.child_paused": ChildPausedSchema,
       "tool.result": ToolResultSchema,
     });
     expect(RPCS["planner.plan"].request.typeName).toBe("baton.v1.PlanRequest");

@@ -8,6 +8,7 @@ import { file_google_protobuf_struct, file_google_protobuf_timestamp, timestampN
 import { file_baton_v1_common } from "./gen/baton/v1/common_pb.ts";
 import {
   CancelExecutionSchema,
+  ChildPausedSchema,
   ChildResultSchema,
   ExecutionTimerSchema,
   file_baton_v1_commands,
@@ -131,6 +132,7 @@ export const COMMANDS = Object.freeze({
   "execution.cancel": CancelExecutionSchema,
   "execution.timer": ExecutionTimerSchema,
   "execution.child_result": ChildResultSchema,
+  "execution.child_paused": ChildPausedSchema,
   "tool.result": ToolResultSchema,
 });
 

@@ -63,7 +63,7 @@ describe("subjects", () => {
     expect(s.rpc("memory.query")).toBe("baton.rpc.memory.query");
     expect(s.allCommands()).toBe("baton.cmd.>");
     expect(s.allToolCalls()).toBe("baton.tool.>");
-    expect(Object.keys(COMMANDS).map((c) => s.command(c as keyof typeof COMMANDS))).toHaveLength(6);
+    expect(Object.keys(COMMANDS).map((c) => s.command(c as keyof typeof COMMANDS))).toHaveLength(7);
     expect(Object.keys(RPCS)).toEqual(["planner.plan", "memory.query"]);
   });
 

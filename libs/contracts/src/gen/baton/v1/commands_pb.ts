@@ -18,7 +18,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file baton/v1/commands.proto.
  */
 export const file_baton_v1_commands: GenFile = /*@__PURE__*/
-  fileDesc("ChdiYXRvbi92MS9jb21tYW5kcy5wcm90bxIIYmF0b24udjEinwMKDlN0YXJ0RXhlY3V0aW9uEhQKDGV4ZWN1dGlvbl9pZBgBIAEoBRIRCgl0ZW5hbnRfaWQYAiABKAkSEwoLd29ya2Zsb3dfaWQYAyABKAUSGAoQd29ya2Zsb3dfdmVyc2lvbhgEIAEoBRIqCgVpbnB1dBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCAhgBEhsKE3BhcmVudF9leGVjdXRpb25faWQYBiABKAUSFQoNdHJpZ2dlcl9ldmVudBgHIAEoCRIWCg5wYXJlbnRfbm9kZV9pZBgIIAEoCRIRCgljaGlsZF9rZXkYCSABKAkSFgoOZGVmaW5pdGlvbl9yZWYYCiABKAkSHAoUZm9ya19vZl9leGVjdXRpb25faWQYCyABKAUSFwoPZm9ya19vZl92ZXJzaW9uGAwgASgFEi4KDWNvbnRleHRfcGF0Y2gYDSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCGRlYWRsaW5lGA4gASgJEhkKEXJvb3RfZXhlY3V0aW9uX2lkGA8gASgFIlsKDkV4ZWN1dGlvblRpbWVyEhQKDGV4ZWN1dGlvbl9pZBgBIAEoBRIRCgl0ZW5hbnRfaWQYAiABKAkSEAoIdGltZXJfaWQYAyABKAkSDgoGZHVlX2F0GAQgASgJItIBCgtDaGlsZFJlc3VsdBIUCgxleGVjdXRpb25faWQYASABKAUSEQoJdGVuYW50X2lkGAIgASgJEg8KB25vZGVfaWQYAyABKAkSEQoJY2hpbGRfa2V5GAQgASgJEhoKEmNoaWxkX2V4ZWN1dGlvbl9pZBgFIAEoBRIOCgZzdGF0dXMYBiABKAkSJgoGb3V0cHV0GAcgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEiIKBWVycm9yGAggASgLMhMuYmF0b24udjEuRXJyb3JJbmZvIrYBCg9SZXN1bWVFeGVjdXRpb24SFAoMZXhlY3V0aW9uX2lkGAEgASgFEhEKCXRlbmFudF9pZBgCIAEoCRIPCgdub2RlX2lkGAMgASgJEg4KBmFjdGlvbhgEIAEoCRIlCgRkYXRhGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIPCgdjb21tZW50GAYgASgJEhAKCHJldmlld2VyGAcgASgJEg8KB2F0dGVtcHQYCCABKAUiSgoPQ2FuY2VsRXhlY3V0aW9uEhQKDGV4ZWN1dGlvbl9pZBgBIAEoBRIRCgl0ZW5hbnRfaWQYAiABKAkSDgoGcmVhc29uGAMgASgJIvMBCghUb29sQ2FsbBIPCgdjYWxsX2lkGAEgASgJEhQKDGV4ZWN1dGlvbl9pZBgCIAEoBRIRCgl0ZW5hbnRfaWQYAyABKAkSDwoHbm9kZV9pZBgEIAEoCRIPCgdhdHRlbXB0GAUgASgFEgwKBHRvb2wYBiABKAkSJQoEYXJncxgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKdGltZW91dF9tcxgIIAEoBRIXCg9pZGVtcG90ZW5jeV9rZXkYCSABKAkSGQoRcm9vdF9leGVjdXRpb25faWQYCiABKAUSDgoGcmVzZW50GAsgASgIIi4KClRvb2xDYW5jZWwSEAoIY2FsbF9pZHMYASADKAkSDgoGcmVhc29uGAIgASgJIvYBCgpUb29sUmVzdWx0Eg8KB2NhbGxfaWQYASABKAkSFAoMZXhlY3V0aW9uX2lkGAIgASgFEhEKCXRlbmFudF9pZBgDIAEoCRIPCgdub2RlX2lkGAQgASgJEg8KB2F0dGVtcHQYBSABKAUSDAoEdG9vbBgGIAEoCRIKCgJvaxgHIAEoCBImCgZvdXRwdXQYCCABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIgoFZXJyb3IYCSABKAsyEy5iYXRvbi52MS5FcnJvckluZm8SEwoLZHVyYXRpb25fbXMYCiABKAUSEQoJd29ya2VyX2lkGAsgASgJIpABCgpUb2tlbkRlbHRhEhEKCXRlbmFudF9pZBgBIAEoCRIUCgxleGVjdXRpb25faWQYAiABKAUSGQoRcm9vdF9leGVjdXRpb25faWQYAyABKAUSDwoHbm9kZV9pZBgEIAEoCRIPCgdjYWxsX2lkGAUgASgJEg0KBWluZGV4GAYgASgFEg0KBWRlbHRhGAcgASgJYgZwcm90bzM", [file_baton_v1_common, file_google_protobuf_struct]);
+  fileDesc("ChdiYXRvbi92MS9jb21tYW5kcy5wcm90bxIIYmF0b24udjEinwMKDlN0YXJ0RXhlY3V0aW9uEhQKDGV4ZWN1dGlvbl9pZBgBIAEoBRIRCgl0ZW5hbnRfaWQYAiABKAkSEwoLd29ya2Zsb3dfaWQYAyABKAUSGAoQd29ya2Zsb3dfdmVyc2lvbhgEIAEoBRIqCgVpbnB1dBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCAhgBEhsKE3BhcmVudF9leGVjdXRpb25faWQYBiABKAUSFQoNdHJpZ2dlcl9ldmVudBgHIAEoCRIWCg5wYXJlbnRfbm9kZV9pZBgIIAEoCRIRCgljaGlsZF9rZXkYCSABKAkSFgoOZGVmaW5pdGlvbl9yZWYYCiABKAkSHAoUZm9ya19vZl9leGVjdXRpb25faWQYCyABKAUSFwoPZm9ya19vZl92ZXJzaW9uGAwgASgFEi4KDWNvbnRleHRfcGF0Y2gYDSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCGRlYWRsaW5lGA4gASgJEhkKEXJvb3RfZXhlY3V0aW9uX2lkGA8gASgFIlsKDkV4ZWN1dGlvblRpbWVyEhQKDGV4ZWN1dGlvbl9pZBgBIAEoBRIRCgl0ZW5hbnRfaWQYAiABKAkSEAoIdGltZXJfaWQYAyABKAkSDgoGZHVlX2F0GAQgASgJItIBCgtDaGlsZFJlc3VsdBIUCgxleGVjdXRpb25faWQYASABKAUSEQoJdGVuYW50X2lkGAIgASgJEg8KB25vZGVfaWQYAyABKAkSEQoJY2hpbGRfa2V5GAQgASgJEhoKEmNoaWxkX2V4ZWN1dGlvbl9pZBgFIAEoBRIOCgZzdGF0dXMYBiABKAkSJgoGb3V0cHV0GAcgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEiIKBWVycm9yGAggASgLMhMuYmF0b24udjEuRXJyb3JJbmZvIqMBCgtDaGlsZFBhdXNlZBIUCgxleGVjdXRpb25faWQYASABKAUSEQoJdGVuYW50X2lkGAIgASgJEg8KB25vZGVfaWQYAyABKAkSEQoJY2hpbGRfa2V5GAQgASgJEhoKEmNoaWxkX2V4ZWN1dGlvbl9pZBgFIAEoBRIOCgZwYXVzZWQYBiABKAgSCwoDc2VxGAcgASgFEg4KBnJlYXNvbhgIIAEoCSK2AQoPUmVzdW1lRXhlY3V0aW9uEhQKDGV4ZWN1dGlvbl9pZBgBIAEoBRIRCgl0ZW5hbnRfaWQYAiABKAkSDwoHbm9kZV9pZBgDIAEoCRIOCgZhY3Rpb24YBCABKAkSJQoEZGF0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHY29tbWVudBgGIAEoCRIQCghyZXZpZXdlchgHIAEoCRIPCgdhdHRlbXB0GAggASgFIkoKD0NhbmNlbEV4ZWN1dGlvbhIUCgxleGVjdXRpb25faWQYASABKAUSEQoJdGVuYW50X2lkGAIgASgJEg4KBnJlYXNvbhgDIAEoCSLzAQoIVG9vbENhbGwSDwoHY2FsbF9pZBgBIAEoCRIUCgxleGVjdXRpb25faWQYAiABKAUSEQoJdGVuYW50X2lkGAMgASgJEg8KB25vZGVfaWQYBCABKAkSDwoHYXR0ZW1wdBgFIAEoBRIMCgR0b29sGAYgASgJEiUKBGFyZ3MYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhIKCnRpbWVvdXRfbXMYCCABKAUSFwoPaWRlbXBvdGVuY3lfa2V5GAkgASgJEhkKEXJvb3RfZXhlY3V0aW9uX2lkGAogASgFEg4KBnJlc2VudBgLIAEoCCIuCgpUb29sQ2FuY2VsEhAKCGNhbGxfaWRzGAEgAygJEg4KBnJlYXNvbhgCIAEoCSL2AQoKVG9vbFJlc3VsdBIPCgdjYWxsX2lkGAEgASgJEhQKDGV4ZWN1dGlvbl9pZBgCIAEoBRIRCgl0ZW5hbnRfaWQYAyABKAkSDwoHbm9kZV9pZBgEIAEoCRIPCgdhdHRlbXB0GAUgASgFEgwKBHRvb2wYBiABKAkSCgoCb2sYByABKAgSJgoGb3V0cHV0GAggASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEiIKBWVycm9yGAkgASgLMhMuYmF0b24udjEuRXJyb3JJbmZvEhMKC2R1cmF0aW9uX21zGAogASgFEhEKCXdvcmtlcl9pZBgLIAEoCSKQAQoKVG9rZW5EZWx0YRIRCgl0ZW5hbnRfaWQYASABKAkSFAoMZXhlY3V0aW9uX2lkGAIgASgFEhkKEXJvb3RfZXhlY3V0aW9uX2lkGAMgASgFEg8KB25vZGVfaWQYBCABKAkSDwoHY2FsbF9pZBgFIAEoCRINCgVpbmRleBgGIAEoBRINCgVkZWx0YRgHIAEoCWIGcHJvdG8z", [file_baton_v1_common, file_google_protobuf_struct]);
 
 /**
  * Starts an execution that already has its row in the database.
@@ -238,6 +238,74 @@ export const ChildResultSchema: GenMessage<ChildResult> = /*@__PURE__*/
   messageDesc(file_baton_v1_commands, 2);
 
 /**
+ * A sub-workflow run became paused (a review waits in it, or in one of its own sub-runs) or
+ * runs on (none waits any more); tells its parent, which is paused while any of its sub-runs
+ * is. Subject: `{p}.cmd.execution.child_paused`. An end of the sub-run is told by ChildResult.
+ *
+ * @generated from message baton.v1.ChildPaused
+ */
+export type ChildPaused = Message<"baton.v1.ChildPaused"> & {
+  /**
+   * The parent execution.
+   *
+   * @generated from field: int32 execution_id = 1;
+   */
+  executionId: number;
+
+  /**
+   * @generated from field: string tenant_id = 2;
+   */
+  tenantId: string;
+
+  /**
+   * The parent's node that waits for the sub-run, and which of its children the sub-run is.
+   *
+   * @generated from field: string node_id = 3;
+   */
+  nodeId: string;
+
+  /**
+   * @generated from field: string child_key = 4;
+   */
+  childKey: string;
+
+  /**
+   * @generated from field: int32 child_execution_id = 5;
+   */
+  childExecutionId: number;
+
+  /**
+   * True: paused; false: runs on.
+   *
+   * @generated from field: bool paused = 6;
+   */
+  paused: boolean;
+
+  /**
+   * The sub-run's step that made the change (its checkpoint version, rising for its whole
+   * life): the parent takes only news newer than what it has, so a message delivered again,
+   * or late, changes nothing.
+   *
+   * @generated from field: int32 seq = 7;
+   */
+  seq: number;
+
+  /**
+   * The sub-run's pause reason (when paused).
+   *
+   * @generated from field: string reason = 8;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message baton.v1.ChildPaused.
+ * Use `create(ChildPausedSchema)` to create a new message.
+ */
+export const ChildPausedSchema: GenMessage<ChildPaused> = /*@__PURE__*/
+  messageDesc(file_baton_v1_commands, 3);
+
+/**
  * Resumes an execution paused at a human-review node.
  * Subject: `{p}.cmd.execution.resume`.
  *
@@ -302,7 +370,7 @@ export type ResumeExecution = Message<"baton.v1.ResumeExecution"> & {
  * Use `create(ResumeExecutionSchema)` to create a new message.
  */
 export const ResumeExecutionSchema: GenMessage<ResumeExecution> = /*@__PURE__*/
-  messageDesc(file_baton_v1_commands, 3);
+  messageDesc(file_baton_v1_commands, 4);
 
 /**
  * Cancels a running or paused execution.
@@ -332,7 +400,7 @@ export type CancelExecution = Message<"baton.v1.CancelExecution"> & {
  * Use `create(CancelExecutionSchema)` to create a new message.
  */
 export const CancelExecutionSchema: GenMessage<CancelExecution> = /*@__PURE__*/
-  messageDesc(file_baton_v1_commands, 4);
+  messageDesc(file_baton_v1_commands, 5);
 
 /**
  * A tool invocation handed to a worker. Subject: `{p}.tool.{tool}`.
@@ -419,7 +487,7 @@ export type ToolCall = Message<"baton.v1.ToolCall"> & {
  * Use `create(ToolCallSchema)` to create a new message.
  */
 export const ToolCallSchema: GenMessage<ToolCall> = /*@__PURE__*/
-  messageDesc(file_baton_v1_commands, 5);
+  messageDesc(file_baton_v1_commands, 6);
 
 /**
  * Asks every worker to abort the named calls (execution cancelled, deadline,
@@ -444,7 +512,7 @@ export type ToolCancel = Message<"baton.v1.ToolCancel"> & {
  * Use `create(ToolCancelSchema)` to create a new message.
  */
 export const ToolCancelSchema: GenMessage<ToolCancel> = /*@__PURE__*/
-  messageDesc(file_baton_v1_commands, 6);
+  messageDesc(file_baton_v1_commands, 7);
 
 /**
  * A worker's answer to a ToolCall. Subject: `{p}.cmd.tool.result`.
@@ -519,7 +587,7 @@ export type ToolResult = Message<"baton.v1.ToolResult"> & {
  * Use `create(ToolResultSchema)` to create a new message.
  */
 export const ToolResultSchema: GenMessage<ToolResult> = /*@__PURE__*/
-  messageDesc(file_baton_v1_commands, 7);
+  messageDesc(file_baton_v1_commands, 8);
 
 /**
  * One streamed piece of an LLM answer. Ephemeral: core NATS on
@@ -572,5 +640,5 @@ export type TokenDelta = Message<"baton.v1.TokenDelta"> & {
  * Use `create(TokenDeltaSchema)` to create a new message.
  */
 export const TokenDeltaSchema: GenMessage<TokenDelta> = /*@__PURE__*/
-  messageDesc(file_baton_v1_commands, 8);
+  messageDesc(file_baton_v1_commands, 9);
 
