@@ -84,6 +84,22 @@ export interface TimerState {
   callId?: string;
 }
 
+/**
+ * What a run knows of a pause in one of its sub-runs (a child execution of a subworkflow,
+ * agent.subagent or forEach node), as the sub-run told it (ChildPaused).
+ */
+export interface SubRunPause {
+  /** The node that waits for the sub-run, and which of its children the sub-run is. */
+  nodeId: string;
+  childKey: string;
+  /** Whether a review waits in the sub-run (its own, or in one of its sub-runs). */
+  paused: boolean;
+  /** The sub-run's step that told it (its checkpoint version): news of an earlier step is stale. */
+  seq: number;
+  /** The sub-run's pause reason, while paused. */
+  reason?: string;
+}
+
 export interface ExecutionError {
   code: string;
   message: string;
@@ -131,8 +147,21 @@ export interface ExecutionState {
   definitionRef?: string;
   /** Nodes whose inputs are settled and that have not started yet, in order. */
   ready: string[];
-  pause?: { nodeId: string; reason: string; seq: number };
-  /** Incremented by every pause, so a redelivered pause is recognised. */
+  /**
+   * Where the run waits for a person: a review node of its own, or (`subExecutionId`) the
+   * node that waits for a sub-run in which a review waits. The latest pause, while several wait.
+   */
+  pause?: { nodeId: string; reason: string; seq: number; subExecutionId?: number };
+  /**
+   * The sub-runs (by child execution id) that told this run of a pause while it waits for
+   * them. The run is paused while a review waits in one of its own nodes or in one of these.
+   * An entry stays when its sub-run runs on (`paused: false`), so that older news of it is
+   * known as such, until the run no longer waits for that sub-run (its result came, or its
+   * node ended). Not in the journal: a checkpoint rebuilt from the journal learns it again
+   * from the sub-runs' rows.
+   */
+  subRuns?: Record<string, SubRunPause>;
+  /** Incremented by every pause (also of a pause in sub-runs), so a redelivered pause is recognised. */
   pauseSeq: number;
   lastNode?: string;
   output?: JsonValue;
@@ -148,8 +177,10 @@ export type EngineEvent =
   | { kind: "node.completed"; nodeId: string; nodeType: string; attempt: number; durationMs: number; output: JsonValue }
   | { kind: "node.failed"; nodeId: string; nodeType: string; attempt: number; code: string; error: string; retrying: boolean }
   | { kind: "execution.started" }
-  | { kind: "execution.paused"; nodeId: string; reason: string }
-  | { kind: "execution.resumed"; nodeId: string; decision: string; reviewer?: string; comment?: string; data?: JsonValue }
+  /** `subExecutionId`: a pause in that sub-run, not a review of this run's own. */
+  | { kind: "execution.paused"; nodeId: string; reason: string; subExecutionId?: number }
+  /** `decision` `sub_run`: no review waits any more in the sub-runs of `nodeId` (`subExecutionId` is the last one that did). */
+  | { kind: "execution.resumed"; nodeId: string; decision: string; reviewer?: string; comment?: string; data?: JsonValue; subExecutionId?: number }
   | { kind: "execution.completed"; output: JsonValue }
   | { kind: "execution.failed"; error: ExecutionError }
   | { kind: "execution.cancelled"; reason: string };
@@ -206,5 +237,10 @@ export type Command =
   | { kind: "recorded"; nodeId: string; attempt: number; ok: true; output: JsonValue }
   | { kind: "recorded"; nodeId: string; attempt: number; ok: false; error: { code: string; message: string; retryable: boolean } }
   | { kind: "childResult"; nodeId: string; childKey: string; status: "completed" | "failed" | "cancelled"; output?: JsonValue; error?: { code: string; message: string; retryable?: boolean } }
+  /**
+   * A sub-run became paused (a review waits in it) or runs on again; `seq`: the sub-run's step
+   * that made the change. News no newer than what the run has of the sub-run is ignored.
+   */
+  | { kind: "childPaused"; nodeId: string; childKey: string; childExecutionId: number; paused: boolean; seq: number; reason?: string }
   /** Runs the next ready inline node, if any. */
   | { kind: "continue" };

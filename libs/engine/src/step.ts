@@ -28,7 +28,7 @@ import { evaluateExpression, ExpressionFailed, truthy } from "./expr.ts";
 import { edgeKeySource, graphOf, loopRegion } from "./graph.ts";
 import type { GraphInfo } from "./graph.ts";
 import { isBlobRef, resolveRefs } from "./refs.ts";
-import type { Command, Effect, ExecutionState, FanItem, FanState, JournalEntry, NodeRun, TimerState } from "./state.ts";
+import type { Command, Effect, ExecutionState, FanItem, FanState, JournalEntry, NodeRun, SubRunPause, TimerState } from "./state.ts";
 
 export interface StepInput {
   definition: WorkflowDefinition;
@@ -57,6 +57,17 @@ export const TIMEOUT_GRACE_MS = 5_000;
 
 /** The id of an execution's deadline timer (a `timer` command with it fails a run past its deadline). */
 export const DEADLINE_TIMER_ID = "deadline";
+
+/**
+ * The decision of an `execution.resumed` that ends a pause in sub-runs: no review waits any
+ * more in the node's sub-runs (decided, or the sub-runs ended).
+ */
+export const SUB_RUN_DECISION = "sub_run";
+
+/** The reason of a pause in sub-run `id`, from the sub-run's own reason. */
+export function subRunReason(id: number | string, reason: string | undefined): string {
+  return `review in sub-run ${id}${reason ? `: ${reason}` : ""}`;
+}
 
 export function isFinished(s: ExecutionState): boolean {
   return s.status === "completed" || s.status === "failed" || s.status === "cancelled";
@@ -460,16 +471,109 @@ class Stepper {
     if (this.s.deferred) this.s.deferred = this.s.deferred.filter((k) => !region.has(edgeKeySource(k)));
   }
 
-  /** The pause point moves to another review still waiting (not `except`), if any; else the execution runs on. */
+  /**
+   * The pause point moves to another review still waiting (not `except`), if any: one of this
+   * run's own, else one in a sub-run; else the execution runs on.
+   */
   pauseAtNext(except?: string): void {
     const other = Object.entries(this.s.nodes).find(([id, r]) => id !== except && r.status === "paused");
+    const sub = other ? undefined : this.pausedSubRun();
     if (other) {
       const [id] = other;
       this.s.pause = { nodeId: id, reason: reviewConfigSchema.parse(this.node(id).config).reason, seq: this.s.pauseSeq };
+    } else if (sub) {
+      this.s.pause = this.subRunPausePoint(...sub);
     } else {
       delete this.s.pause;
       if (this.s.status === "paused") this.s.status = "running";
     }
+  }
+
+  // ---- pauses in sub-runs -------------------------------------------------
+
+  /** Whether the run still waits for the child run `childKey` of `nodeId` (a subworkflow's, a subagent's or a forEach item's). */
+  waitsForChild(nodeId: string, childKey: string): boolean {
+    const run = this.s.nodes[nodeId];
+    if (!run || run.status !== "running") return false;
+    return run.childKey === childKey || this.fanIndex(run, childKey) >= 0;
+  }
+
+  /** A sub-run (of `nodeId`, when given) in which a review waits: its id and what the run knows of it. */
+  pausedSubRun(nodeId?: string): [string, SubRunPause] | undefined {
+    for (const [id, p] of Object.entries(this.s.subRuns ?? {})) if (p.paused && (nodeId === undefined || p.nodeId === nodeId)) return [id, p];
+    return undefined;
+  }
+
+  subRunPausePoint(id: string, p: SubRunPause): NonNullable<ExecutionState["pause"]> {
+    return { nodeId: p.nodeId, reason: subRunReason(id, p.reason), seq: this.s.pauseSeq, subExecutionId: Number(id) };
+  }
+
+  /** News from a sub-run the run waits for (the caller checked that it is newer than what the run knows). */
+  subRunNews(c: Command & { kind: "childPaused" }): void {
+    const id = String(c.childExecutionId);
+    const subs = (this.s.subRuns ??= {});
+    const was = subs[id]?.paused === true;
+    const nodeWaited = this.pausedSubRun(c.nodeId) !== undefined;
+    subs[id] = { nodeId: c.nodeId, childKey: c.childKey, paused: c.paused, seq: c.seq, ...(c.paused && c.reason ? { reason: c.reason } : {}) };
+    if (c.paused && !was) {
+      // The node's pause begins with its first sub-run to pause, and ends with its last.
+      if (nodeWaited) return;
+      this.s.pauseSeq += 1;
+      this.s.status = "paused";
+      this.s.pause = this.subRunPausePoint(id, subs[id]);
+      this.emit({ kind: "execution.paused", nodeId: c.nodeId, reason: this.s.pause.reason, subExecutionId: c.childExecutionId });
+    } else if (c.paused && this.s.pause?.subExecutionId === c.childExecutionId) {
+      this.s.pause = this.subRunPausePoint(id, subs[id]);
+    } else if (!c.paused && was) {
+      this.subRunResumed(id, c.nodeId, SUB_RUN_DECISION);
+    }
+  }
+
+  /**
+   * Sub-run `id` of `nodeId` no longer waits for a person: the node's pause ends, unless another
+   * of its sub-runs still waits (the pause point then names that one).
+   */
+  subRunResumed(id: string, nodeId: string, decision: string): void {
+    const other = this.pausedSubRun(nodeId);
+    if (other) {
+      if (this.s.pause?.subExecutionId === Number(id)) this.s.pause = this.subRunPausePoint(...other);
+      return;
+    }
+    this.emit({ kind: "execution.resumed", nodeId, decision, subExecutionId: Number(id) });
+    if (this.s.pause?.subExecutionId !== undefined && this.s.pause.nodeId === nodeId) this.pauseAtNext();
+  }
+
+  /** The run no longer waits for child `childKey` of `nodeId` (its result came): what it knew of the child goes. */
+  forgetSubRun(nodeId: string, childKey: string): void {
+    const subs = this.s.subRuns;
+    if (!subs) return;
+    for (const [id, p] of Object.entries(subs)) {
+      if (p.nodeId !== nodeId || p.childKey !== childKey) continue;
+      delete subs[id];
+      if (p.paused) this.subRunResumed(id, nodeId, SUB_RUN_DECISION);
+    }
+    if (Object.keys(subs).length === 0) delete this.s.subRuns;
+  }
+
+  /**
+   * After a step: the sub-runs the run no longer waits for (their node failed, was retried or
+   * went round a loop, which cancels them) are forgotten; a pause in them ends as `cancelled`,
+   * as a review's does when a loop goes round past it. A run that ended forgets them all: its
+   * last event ends every pause.
+   */
+  settleSubRuns(): void {
+    const subs = this.s.subRuns;
+    if (!subs) return;
+    if (isFinished(this.s)) {
+      delete this.s.subRuns;
+      return;
+    }
+    for (const [id, p] of Object.entries(subs)) {
+      if (this.waitsForChild(p.nodeId, p.childKey)) continue;
+      delete subs[id];
+      if (p.paused) this.subRunResumed(id, p.nodeId, "cancelled");
+    }
+    if (Object.keys(subs).length === 0) delete this.s.subRuns;
   }
 
   /**
@@ -580,6 +684,7 @@ class Stepper {
     this.s.finishedAt = this.now;
     this.s.ready = [];
     delete this.s.pause;
+    delete this.s.subRuns;
     delete this.s.timers;
     this.s.output = this.outputValue();
     this.emit({ kind: "execution.failed", error: this.s.error });
@@ -1602,6 +1707,7 @@ export function forkState(source: ExecutionState, identity: NonNullable<StepInpu
   delete s.output;
   delete s.error;
   delete s.pause;
+  delete s.subRuns;
   delete s.timers;
   delete s.deadlineAt;
   // A fork is a run of its own, not part of its source's tree.
@@ -1701,13 +1807,22 @@ export async function step(input: StepInput): Promise<StepResult> {
       const n = st.node(command.nodeId);
       const failure: Failure = { code: command.error?.code || (command.status === "cancelled" ? "BATON_CHILD_CANCELLED" : "BATON_CHILD_FAILED"), message: command.error?.message || `child run ${command.status}`, retryable: command.status === "failed" && command.error?.retryable === true };
       if (run.childKey === command.childKey) {
+        st.forgetSubRun(n.id, command.childKey);
         if (command.status === "completed") await st.finishCall(n, command.output ?? null);
         else st.failNode(n, failure);
       } else {
         const index = st.fanIndex(run, command.childKey);
         if (index < 0) return unchanged(state, `no outstanding child ${command.childKey}`);
+        st.forgetSubRun(n.id, command.childKey);
         await st.fanResult(n, index, command.status === "completed", command.output ?? null, failure);
       }
+      break;
+    }
+    case "childPaused": {
+      if (!st.waitsForChild(command.nodeId, command.childKey)) return unchanged(state, `no outstanding child ${command.childKey}`);
+      const known = st.s.subRuns?.[String(command.childExecutionId)];
+      if (known && known.seq >= command.seq) return unchanged(state, `sub-run ${command.childExecutionId}: news of step ${command.seq} is not newer than of step ${known.seq}`);
+      st.subRunNews(command);
       break;
     }
     case "timer": {
@@ -1797,11 +1912,13 @@ export async function step(input: StepInput): Promise<StepResult> {
       st.s.status = "cancelled";
       st.s.ready = [];
       delete st.s.pause;
+      delete st.s.subRuns;
       st.s.finishedAt = now;
       st.emit({ kind: "execution.cancelled", reason: command.reason });
       return { state: st.s, effects: st.effects, more: false };
     }
   }
+  st.settleSubRuns();
   await st.advance();
   st.maybeFinish();
   return { state: st.s, effects: st.effects, more: st.more() };

@@ -59,11 +59,11 @@ async function publishAs(m: Messaging, s: ExecutionState, e: EngineEvent, key: s
         forkedFromExecutionId: s.forkedFrom?.executionId ?? 0, forkedFromVersion: s.forkedFrom?.version ?? 0,
       }, key);
     case "execution.paused":
-      return m.publishEvent("execution.paused", { ...exec, nodeId: e.nodeId, reason: e.reason }, key);
+      return m.publishEvent("execution.paused", { ...exec, nodeId: e.nodeId, reason: e.reason, subExecutionId: e.subExecutionId ?? 0 }, key);
     case "execution.resumed":
       return m.publishEvent("execution.resumed", {
         ...exec, nodeId: e.nodeId, decision: e.decision, reviewer: e.reviewer ?? "", comment: e.comment ?? "",
-        ...(e.data !== undefined ? { data: valueFromJson(e.data) } : {}),
+        ...(e.data !== undefined ? { data: valueFromJson(e.data) } : {}), subExecutionId: e.subExecutionId ?? 0,
       }, key);
     case "execution.completed":
       return m.publishEvent("execution.completed", {
