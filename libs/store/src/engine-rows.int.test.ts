@@ -3,7 +3,8 @@
  * - create stores fork, deadline and sub-workflow columns; a fork's source must be the
  *   same tenant's, and forkedFromVersion needs forkedFromExecutionId; update sets deadlineAt;
  * - createChild is idempotent on (parent, node, childKey): repeated and racing calls
- *   make one row (`created` tells which call made it); getChild/listChildren find it;
+ *   make one row (`created` tells which call made it); getChild/listChildren find it (listChildren
+ *   also by status);
  *   a parent of another tenant is not found;
  * - listActive pages through queued/running/paused executions of every tenant by id;
  * - recordMany upserts a batch in one statement with record()'s semantics (fields an
@@ -81,6 +82,10 @@ describe("execution columns for forks, deadlines and children", () => {
     expect(await store.executions.getChild(parent.id, "each", "9.9")).toBeNull();
     expect((await store.executions.listChildren(tenant, parent.id)).map((c) => c.childKey)).toEqual(["0.1", "1.1"]);
     expect(await store.executions.listChildren(other, parent.id)).toEqual([]);
+    await store.executions.update(racing[0]!.row.id, { status: "paused" });
+    expect((await store.executions.listChildren(tenant, parent.id, { status: "paused" })).map((c) => c.childKey)).toEqual(["1.1"]);
+    expect((await store.executions.listChildren(tenant, parent.id, { status: "queued" })).map((c) => c.childKey)).toEqual(["0.1"]);
+    await store.executions.update(racing[0]!.row.id, { status: "queued" });
   });
 
   it("refuses a child of another tenant's parent", async () => {

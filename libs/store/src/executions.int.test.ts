@@ -10,6 +10,8 @@
  *   startedAt, id order;
  * - a pause creates one pending review however often it is delivered (`created` tells);
  *   resolve answers the latest pending review once (a second resolve gets null);
+ * - the reviews a run waits on are its own pending ones and those of its paused sub-runs, at
+ *   any depth through paused sub-runs only, newest first, and only for the run's tenant;
  * - deleting an execution (or its workflow) deletes its journal and reviews.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
@@ -172,6 +174,36 @@ describe("reviews", () => {
     expect(racing.filter((r) => r !== null)).toHaveLength(1);
     expect(await store.reviews.list(tenant, { executionId: ex.id, status: "pending" })).toEqual([]);
     await expect(store.reviews.resolve(tenant, ex.id, "approve", { status: "pending" as never, decision: 1 })).rejects.toMatchObject({ code: "BATON_STORE_INVALID_INPUT" });
+  });
+
+  it("lists the pending reviews a run waits on: its own and its paused sub-runs', at any depth, newest first", async () => {
+    const parent = await newExecution();
+    const child = async (of: number, key: string, status: "paused" | "running") => {
+      const { row } = await store.executions.createChild({ tenantId: tenant, parentExecutionId: of, parentNodeId: "sub", childKey: key, agentWorkflowId: wf.id, workflowVersion: 1, input: {} });
+      await store.executions.update(row.id, { status });
+      return row;
+    };
+    const pending = (executionId: number, nodeId: string) => store.reviews.createPending({ tenantId: tenant, executionId, nodeId, pauseSeq: 1, reason: nodeId, payload: {} }).then((r) => r.review);
+    const c1 = await child(parent.id, "1", "paused");
+    const c2 = await child(parent.id, "2", "running");
+    const g1 = await child(c1.id, "1", "paused");
+    const own = await pending(parent.id, "own");
+    const inChild = await pending(c1.id, "r1");
+    const inGrandchild = await pending(g1.id, "r2");
+    // A review of a sub-run that runs (not paused) is not one the run waits on, nor anything below it.
+    await pending(c2.id, "stale");
+    await child(c2.id, "1", "paused").then((g) => pending(g.id, "below-running"));
+    const decided = await pending(c1.id, "done");
+    await store.reviews.resolve(tenant, c1.id, "done", { status: "approved", decision: null });
+
+    const found = await store.reviews.pendingInRun(tenant, parent.id);
+    expect(found.map((r) => [r.executionId, r.nodeId])).toEqual([[g1.id, "r2"], [c1.id, "r1"], [parent.id, "own"]]);
+    expect(found.map((r) => r.id)).toEqual([inGrandchild.id, inChild.id, own.id]);
+    expect(found.some((r) => r.id === decided.id)).toBe(false);
+    expect((await store.reviews.pendingInRun(tenant, c1.id)).map((r) => r.nodeId)).toEqual(["r2", "r1"]);
+    expect(await store.reviews.pendingInRun(tenant, parent.id, { limit: 1 })).toHaveLength(1);
+    const other = (await store.tenants.create("Other")).id;
+    expect(await store.reviews.pendingInRun(other, parent.id)).toEqual([]);
   });
 
   it("is tied to an existing execution of the tenant", async () => {

@@ -296,11 +296,13 @@ export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool)
       return row ? toExecution(row) : null;
     },
 
-    async listChildren(tenantId, id) {
+    async listChildren(tenantId, id, opts = {}) {
       requireTenantId(tenantId);
       if (!isDbId(id)) return [];
+      const where: Prisma.AgentWorkflowExecutionWhereInput = { parentExecutionId: id, tenantId };
+      if (opts.status !== undefined) where.status = oneOf("status", opts.status, EXECUTION_STATUSES);
       const rows = await guard({ entity: "execution", id }, () =>
-        prisma.agentWorkflowExecution.findMany({ where: { parentExecutionId: id, tenantId }, orderBy: { id: "asc" } }),
+        prisma.agentWorkflowExecution.findMany({ where, orderBy: { id: "asc" } }),
       );
       return rows.map(toExecution);
     },

@@ -1,4 +1,5 @@
-import type { Prisma, PrismaClient } from "./generated/client.ts";
+import type { Pool } from "pg";
+import type { Prisma, PrismaClient, Review } from "./generated/client.ts";
 import { guard } from "./db-errors.ts";
 import { StoreInvalidInput, StoreNotFound } from "./errors.ts";
 import { toReview } from "./records.ts";
@@ -6,9 +7,11 @@ import type { ReviewCreateInput, ReviewsRepo } from "./types.ts";
 import {
   isDbId,
   jsonIn,
+  namedStatement,
   oneOf,
   optionalInt,
   page,
+  quoteIdent,
   requireJson,
   requireTenantId,
   requireText,
@@ -16,7 +19,22 @@ import {
   REVIEW_STATUSES,
 } from "./values.ts";
 
-export function reviewsRepo(prisma: PrismaClient): ReviewsRepo {
+/** Deeper than any run nests (the executor stops at 32 levels); bounds the walk whatever the rows say. */
+const MAX_TREE_DEPTH = 64;
+
+export function reviewsRepo(prisma: PrismaClient, schema: string, pool: Pool): ReviewsRepo {
+  const runs = `${quoteIdent(schema)}."agent_workflow_executions"`;
+  const reviews = `${quoteIdent(schema)}."reviews"`;
+  // The run, then its sub-runs that are paused, level by level through the parent index: a
+  // sub-run that is not paused has no review waiting in it, nor below it.
+  const PENDING_IN_RUN = namedStatement("review_pending_in_run", `WITH RECURSIVE tree AS (
+      SELECT x."id", 0 AS "depth" FROM ${runs} x WHERE x."id" = $1 AND x."tenantId" = $2
+      UNION ALL
+      SELECT c."id", t."depth" + 1 FROM tree t JOIN ${runs} c ON c."parentExecutionId" = t."id"
+       WHERE c."status" = 'paused' AND c."tenantId" = $2 AND t."depth" < ${MAX_TREE_DEPTH}
+    )
+    SELECT r.* FROM ${reviews} r JOIN tree t ON r."executionId" = t."id"
+     WHERE r."tenantId" = $2 AND r."status" = 'pending' ORDER BY r."id" DESC LIMIT $3`);
   return {
     async createPending(entry) {
       if (typeof entry !== "object" || entry === null) throw StoreInvalidInput("entry must be an object");
@@ -78,6 +96,14 @@ export function reviewsRepo(prisma: PrismaClient): ReviewsRepo {
       }
       const rows = await guard({ entity: "review" }, () => prisma.review.findMany({ where, orderBy: { id: "desc" }, take, skip }));
       return rows.map(toReview);
+    },
+
+    async pendingInRun(tenantId, executionId, opts = {}) {
+      requireTenantId(tenantId);
+      if (!isDbId(executionId)) return [];
+      const { take } = page({ limit: opts.limit ?? 100 });
+      const res = await guard({ entity: "review" }, () => pool.query<Review>({ ...PENDING_IN_RUN, values: [executionId, tenantId, take] }));
+      return res.rows.map(toReview);
     },
   };
 }

@@ -53,7 +53,7 @@ export function createStore(opts: StoreOptions): Store {
     workflows: workflowsRepo(prisma, schema, pool),
     executions: executionsRepo(prisma, schema, pool),
     nodeExecutions: nodeExecutionsRepo(prisma, schema, pool),
-    reviews: reviewsRepo(prisma),
+    reviews: reviewsRepo(prisma, schema, pool),
     memory: memoryRepo(prisma, schema),
     learning: learningRepo(prisma, schema, pool),
     mcpServers: mcpServersRepo(prisma),

@@ -581,8 +581,8 @@ export interface ExecutionsRepo {
   createChild(input: ChildExecutionInput): Promise<{ row: ExecutionRecord; created: boolean }>;
   /** Internal (executor): the child run of a parent's node with that key, or null. */
   getChild(parentExecutionId: number, parentNodeId: string, childKey: string): Promise<ExecutionRecord | null>;
-  /** The child runs of an execution (sub-workflows, forEach bodies), oldest first. */
-  listChildren(tenantId: string, id: number): Promise<ExecutionRecord[]>;
+  /** The child runs of an execution (sub-workflows, forEach bodies), oldest first; with `status`, only those in it. */
+  listChildren(tenantId: string, id: number, opts?: { status?: ExecutionStatus }): Promise<ExecutionRecord[]>;
   /** Internal (executor): executions of every tenant in the given statuses, by id ascending. */
   listActive(query?: ActiveExecutionsQuery): Promise<ExecutionRecord[]>;
   /** Internal (executor): takes the start of an execution (see {@link AdmitInput}, {@link Admission}). */
@@ -737,6 +737,13 @@ export interface ReviewsRepo {
   resolve(tenantId: string, executionId: number, nodeId: string, decision: ReviewDecision): Promise<ReviewRecord | null>;
   /** Newest first. */
   list(tenantId: string, opts?: { status?: ReviewStatus; executionId?: number } & PageOptions): Promise<ReviewRecord[]>;
+  /**
+   * The pending reviews a run waits on, newest first (at most `limit`, default 100): its own,
+   * and those of its sub-runs (child executions) that are paused, at any depth, through paused
+   * sub-runs only. Each names the execution whose resume decides it. Empty for another
+   * tenant's run.
+   */
+  pendingInRun(tenantId: string, executionId: number, opts?: { limit?: number }): Promise<ReviewRecord[]>;
 }
 
 /** Long-term agent memory. */
