@@ -78,6 +78,17 @@ export const ExecutionNotPaused = defineError(
   { status: 409 },
 );
 
+/**
+ * Resuming a run that waits on a review in one of its sub-runs (child executions), not one of
+ * its own: the decision goes to the sub-run's resume. `details.pendingReviews` lists them.
+ */
+export const ReviewInSubRun = defineError(
+  "BATON_GATEWAY_REVIEW_IN_SUBRUN",
+  (id: number, subExecutionId: number, nodeId: string) =>
+    `execution ${id} waits on a review in its sub-run ${subExecutionId} (node "${nodeId}"): send the decision to POST /api/agent-workflow-executions/${subExecutionId}/resume`,
+  { status: 409 },
+);
+
 /** A second decision for one pause: the first one sent is the one the engine takes. */
 export const ReviewAlreadyDecided = defineError(
   "BATON_GATEWAY_REVIEW_ALREADY_DECIDED",

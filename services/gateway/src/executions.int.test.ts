@@ -10,7 +10,10 @@
  * - execution detail: status, currentState, output, error, tokenUsage, timestamps, per-node
  *   history, and the pending review while paused; the node list; list filters;
  * - resume: 409 unless paused; a paused run gets 202 and a resume command for its current node's
- *   latest pause (its attempt);
+ *   latest pause (its attempt); a run paused in a sub-run (its review is a child's) shows that
+ *   review as its pendingReview and answers 409 BATON_GATEWAY_REVIEW_IN_SUBRUN naming the
+ *   sub-run, its node and resume URL, sending nothing, unless it has a review of its own
+ *   waiting, which a resume without nodeId decides;
  *   `edit` needs `data`; cancel: 409 once ended, 202 otherwise;
  * - another tenant's executions, memory entries and reviews are 404 / absent from lists;
  * - memory: create (memory.created), list with filters, delete (memory.deleted, then 404);
@@ -302,6 +305,48 @@ describe("resume and cancel", () => {
     const res = await gw.app.inject({ method: "POST", url: `/api/agent-workflow-executions/${ex.id}/cancel`, headers: bearer(gw.a.admin), payload: { reason: "wrong input" } });
     expect(res.statusCode).toBe(202);
     expect(gw.bus.cancelled).toContainEqual({ tenantId: gw.a.tenantId, executionId: ex.id, reason: "wrong input" });
+  });
+
+  /** A parent paused at `sub` because its child waits at review `r` (as the executor leaves the rows), and the child's pending review. */
+  async function pausedInSubRun() {
+    const parent = await gw.store.executions.create(gw.a.tenantId, { workflowId, workflowVersion: 2, input: {} });
+    await gw.store.nodeExecutions.record({ tenantId: gw.a.tenantId, executionId: parent.id, nodeId: "sub", nodeType: "subworkflow", attempt: 1, status: "running", startedAt: new Date() });
+    await gw.store.executions.update(parent.id, { status: "paused", currentState: "sub" });
+    const { row: child } = await gw.store.executions.createChild({ tenantId: gw.a.tenantId, parentExecutionId: parent.id, parentNodeId: "sub", childKey: "1", agentWorkflowId: workflowId, workflowVersion: 2, input: {} });
+    await gw.store.executions.update(child.id, { status: "paused", currentState: "r" });
+    await pausedAt(child, "r");
+    const { review } = await gw.store.reviews.createPending({ tenantId: gw.a.tenantId, executionId: child.id, nodeId: "r", pauseSeq: 1, reason: "child's", payload: { n: 1 } });
+    return { parent, child, review };
+  }
+
+  test("a run paused in a sub-run shows the sub-run's pending review, and its resume is 409 naming where to decide", async () => {
+    const { parent, child, review } = await pausedInSubRun();
+    const d = (await gw.app.inject({ method: "GET", url: `/api/agent-workflow-executions/${parent.id}`, headers: bearer(gw.a.viewer) })).json<Record<string, unknown>>();
+    expect(d).toMatchObject({ status: "paused", currentState: "sub", pendingReview: { id: review.id, executionId: child.id, nodeId: "r", reason: "child's", status: "pending" } });
+
+    const before = gw.bus.resumed.length;
+    for (const payload of [{ action: "approve" }, { action: "approve", nodeId: "sub" }]) {
+      const res = await gw.app.inject({ method: "POST", url: `/api/agent-workflow-executions/${parent.id}/resume`, headers: bearer(gw.a.operator), payload });
+      const p = problemOf(res, 409, "BATON_GATEWAY_REVIEW_IN_SUBRUN") as unknown as { detail: string; pendingReviews: unknown[] };
+      expect(p.detail).toContain(`sub-run ${child.id} (node "r")`);
+      expect(p.pendingReviews).toEqual([{ reviewId: review.id, executionId: child.id, nodeId: "r", resume: `/api/agent-workflow-executions/${child.id}/resume` }]);
+    }
+    expect(gw.bus.resumed.length).toBe(before);
+    // The sub-run decides it.
+    const ok = await gw.app.inject({ method: "POST", url: `/api/agent-workflow-executions/${child.id}/resume`, headers: bearer(gw.a.operator), payload: { action: "approve" } });
+    expect(ok.statusCode).toBe(202);
+    expect(gw.bus.resumed.at(-1)).toMatchObject({ executionId: child.id, nodeId: "r", attempt: 1 });
+  });
+
+  test("a run paused in a sub-run with a review of its own decides its own without nodeId; naming another node is still 409", async () => {
+    const { parent, child } = await pausedInSubRun();
+    await pausedAt(parent, "own");
+    await gw.store.reviews.createPending({ tenantId: gw.a.tenantId, executionId: parent.id, nodeId: "own", pauseSeq: 1, reason: "mine", payload: {} });
+    const res = await gw.app.inject({ method: "POST", url: `/api/agent-workflow-executions/${parent.id}/resume`, headers: bearer(gw.a.operator), payload: { action: "reject" } });
+    expect(res.statusCode).toBe(202);
+    expect(gw.bus.resumed.at(-1)).toMatchObject({ executionId: parent.id, nodeId: "own", action: "reject" });
+    const sub = await gw.app.inject({ method: "POST", url: `/api/agent-workflow-executions/${parent.id}/resume`, headers: bearer(gw.a.operator), payload: { action: "approve", nodeId: "sub" } });
+    expect((problemOf(sub, 409, "BATON_GATEWAY_REVIEW_IN_SUBRUN") as unknown as { pendingReviews: { executionId: number }[] }).pendingReviews.map((r) => r.executionId)).toEqual([child.id]);
   });
 
   test("when the bus is down, resume and cancel answer 503", async () => {

@@ -28,6 +28,17 @@ export const issueSchema = z
   .meta({ id: "ValidationIssue" });
 export type Issue = z.infer<typeof issueSchema>;
 
+/** A pending review named by a problem, with where to send its decision. */
+export const pendingReviewRefSchema = z
+  .object({
+    reviewId: z.number().int(),
+    executionId: z.number().int().describe("The (sub-run) execution the review belongs to"),
+    nodeId: z.string().describe("Its review node: the `nodeId` of that execution's resume"),
+    resume: z.string().describe("Where the decision goes: `/api/agent-workflow-executions/{executionId}/resume`"),
+  })
+  .meta({ id: "PendingReviewRef" });
+export type PendingReviewRef = z.infer<typeof pendingReviewRefSchema>;
+
 export const problemSchema = z
   .object({
     type: z.string().describe("URI reference identifying the kind of problem"),
@@ -36,6 +47,8 @@ export const problemSchema = z
     detail: z.string().describe("Human-readable explanation; never a stack trace"),
     code: z.string().describe("Stable error code, e.g. BATON_GATEWAY_NOT_FOUND"),
     errors: z.array(issueSchema).optional().describe("Every validation problem, when the request was invalid"),
+    pendingReviews: z.array(pendingReviewRefSchema).optional()
+      .describe("BATON_GATEWAY_REVIEW_IN_SUBRUN: the reviews the run waits on in its sub-runs, newest first; each is decided by its own execution's resume"),
   })
   .meta({ id: "Problem", description: "An error, as application/problem+json (RFC 9457)" });
 export type Problem = z.infer<typeof problemSchema>;
@@ -86,7 +99,14 @@ function isIssueList(v: unknown): v is Issue[] {
   return Array.isArray(v) && v.every((i) => typeof i === "object" && i !== null && typeof (i as Issue).path === "string");
 }
 
-function problem(status: number, code: string, detail: string, errors?: Issue[]): Problem {
+/** The details of a BATON_GATEWAY_REVIEW_IN_SUBRUN error. */
+function pendingReviewsOf(v: unknown): PendingReviewRef[] | undefined {
+  if (typeof v !== "object" || v === null || !("pendingReviews" in v)) return undefined;
+  const list = (v as { pendingReviews: unknown }).pendingReviews;
+  return Array.isArray(list) ? (list as PendingReviewRef[]) : undefined;
+}
+
+function problem(status: number, code: string, detail: string, errors?: Issue[], pendingReviews?: PendingReviewRef[]): Problem {
   return {
     type: `urn:baton:error:${code}`,
     title: STATUS_CODES[status] ?? "Error",
@@ -94,6 +114,7 @@ function problem(status: number, code: string, detail: string, errors?: Issue[])
     detail,
     code,
     ...(errors === undefined ? {} : { errors }),
+    ...(pendingReviews === undefined ? {} : { pendingReviews }),
   };
 }
 
@@ -104,7 +125,7 @@ export function toProblem(err: unknown): { problem: Problem; internal: boolean; 
     // Another library's "unavailable" may name hosts or drivers: keep its code, not its text.
     const detail = err.status === 503 && !err.code.startsWith(GATEWAY_PREFIX) ? UNAVAILABLE_DETAIL : err.message;
     const out: { problem: Problem; internal: boolean; retryAfterMs?: number } = {
-      problem: problem(err.status, err.code, detail, errors),
+      problem: problem(err.status, err.code, detail, errors, pendingReviewsOf(err.details)),
       internal: false,
     };
     if (err.retryDelayMs !== undefined) out.retryAfterMs = err.retryDelayMs;

@@ -315,7 +315,10 @@ export const reviewSchema = z
 export const executionDetailSchema = executionSchema
   .extend({
     nodes: z.array(nodeExecutionSchema).describe("Per-node history, in start order"),
-    pendingReview: reviewSchema.nullable().describe("The review the run waits for, when paused"),
+    pendingReview: reviewSchema.nullable().describe(
+      "The review the run waits for, when paused: the newest pending one of its own or of its sub-runs (a review inside a " +
+        "subworkflow or forEach child pauses the parent too). Its `executionId` is the execution whose resume decides it",
+    ),
   })
   .meta({ id: "ExecutionDetail" });
 

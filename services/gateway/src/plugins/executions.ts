@@ -16,7 +16,7 @@ import { forkStartOf, forkStartRecord, parsePath } from "@baton/engine";
 import type { ExecutionState } from "@baton/engine";
 import type { JsonObject } from "@baton/store";
 import type { GatewayDeps } from "../deps.ts";
-import { CheckpointsUnavailable, CommandUnavailable, ExecutionFinished, ExecutionNotPaused, NotFound, RequestInvalid, ReviewAlreadyDecided, WorkflowDisabled } from "../errors.ts";
+import { CheckpointsUnavailable, CommandUnavailable, ExecutionFinished, ExecutionNotPaused, NotFound, RequestInvalid, ReviewAlreadyDecided, ReviewInSubRun, WorkflowDisabled } from "../errors.ts";
 import type { Issue } from "../problem.ts";
 import { problemSchema } from "../problem.ts";
 import {
@@ -103,7 +103,9 @@ export const executionsPlugin: FastifyPluginAsyncZod<ExecutionsPluginOptions> = 
     schema: {
       tags,
       summary: "Get an execution with its node history",
-      description: "`pendingReview` is set while the run is paused for a person.",
+      description:
+        "`pendingReview` is set while the run is paused for a person: the newest pending review it waits on, its own or one in a " +
+        "sub-run (a subworkflow or forEach child, at any depth), whose `executionId` then names the sub-run: decide it there.",
       security: API_SECURITY,
       params: idParams,
       response: { 200: executionDetailSchema, ...apiErrors },
@@ -114,7 +116,7 @@ export const executionsPlugin: FastifyPluginAsyncZod<ExecutionsPluginOptions> = 
       const execution = toExecution(await getExecution(tenantId, id));
       const [nodes, reviews] = await Promise.all([
         store.nodeExecutions.list(tenantId, id),
-        execution.status === "paused" ? store.reviews.list(tenantId, { executionId: id, status: "pending" }) : Promise.resolve([]),
+        execution.status === "paused" ? store.reviews.pendingInRun(tenantId, id, { limit: 1 }) : Promise.resolve([]),
       ]);
       const pending = reviews[0]; // newest first: the pause the run waits on now
       return { ...execution, nodes: nodes.map(toNodeExecution), pendingReview: pending ? toReview(pending) : null };
@@ -268,7 +270,12 @@ export const executionsPlugin: FastifyPluginAsyncZod<ExecutionsPluginOptions> = 
     schema: {
       tags,
       summary: "Resume a paused execution (human-in-the-loop decision)",
-      description: "approve continues as proposed, edit continues with `data`, reject takes the node's rejection path. `nodeId` chooses the review when several wait; a node with no pending review is 409. A pause takes one decision: a second decision for the same pause, even sent at the same moment, is 409 `BATON_GATEWAY_REVIEW_ALREADY_DECIDED`.",
+      description:
+        "approve continues as proposed, edit continues with `data`, reject takes the node's rejection path. `nodeId` chooses the review when several wait; " +
+        "a node with no pending review is 409. A pause takes one decision: a second decision for the same pause, even sent at the same moment, is 409 " +
+        "`BATON_GATEWAY_REVIEW_ALREADY_DECIDED`. A run decides only its own reviews: while it waits only on a review in a sub-run (a subworkflow or " +
+        "forEach child, at any depth), its resume is 409 `BATON_GATEWAY_REVIEW_IN_SUBRUN`, whose `pendingReviews` name each such review's execution, " +
+        "node and resume URL; nothing is sent. Without `nodeId`, a run paused in a sub-run that also has a review of its own decides that one.",
       security: API_SECURITY,
       params: idParams,
       body: resumeBody,
@@ -279,26 +286,39 @@ export const executionsPlugin: FastifyPluginAsyncZod<ExecutionsPluginOptions> = 
       const { id } = request.params;
       const execution = toExecution(await getExecution(tenantId, id));
       if (execution.status !== "paused") throw ExecutionNotPaused(id, execution.status);
-      let nodeId = request.body.nodeId ?? execution.currentState;
-      if (!nodeId) {
-        const pending = await store.reviews.list(tenantId, { executionId: id, status: "pending" });
-        nodeId = pending[0]?.nodeId ?? null;
-      }
-      if (!nodeId) throw ExecutionNotPaused(id, "paused with no node awaiting a decision");
+      const named = request.body.nodeId;
+      let nodeId = named ?? execution.currentState;
       // The node's latest journal row must be paused (it is written with the execution's status,
       // so no later than the client could see the run paused); its attempt names the pause.
-      const pause = await store.nodeExecutions.latest(id, nodeId);
-      if (pause?.status !== "paused") throw ExecutionNotPaused(id, `paused, but not waiting for a decision at "${nodeId}"`);
+      let pause = nodeId ? await store.nodeExecutions.latest(id, nodeId) : null;
+      if (pause?.status !== "paused" && named === undefined) {
+        // The pause point is no review of the run's own (none recorded, or a pause in a
+        // sub-run): a review of its own that still waits is the one to decide.
+        const own = await store.reviews.list(tenantId, { executionId: id, status: "pending", limit: 1 });
+        if (own[0]) {
+          nodeId = own[0].nodeId;
+          pause = await store.nodeExecutions.latest(id, nodeId);
+        }
+      }
+      if (pause?.status !== "paused") {
+        const inSubRuns = (await store.reviews.pendingInRun(tenantId, id)).filter((r) => r.executionId !== id);
+        const first = inSubRuns[0];
+        if (first) {
+          const pendingReviews = inSubRuns.map((r) => ({ reviewId: r.id, executionId: r.executionId, nodeId: r.nodeId, resume: `${executionLinksFor(r.executionId).self}/resume` }));
+          throw ReviewInSubRun(id, first.executionId, first.nodeId, { details: { pendingReviews } });
+        }
+        throw ExecutionNotPaused(id, nodeId ? `paused, but not waiting for a decision at "${nodeId}"` : "paused with no node awaiting a decision");
+      }
       const { action, comment, reviewer } = request.body;
       const data = request.body.data === undefined ? undefined : await inlineOrBlob(tenantId, id, request.body.data);
       let sent: { duplicate: boolean };
       try {
-        sent = await deps.commands.resumeExecution({ tenantId, executionId: id, nodeId, attempt: pause.attempt, action, ...defined({ data, comment, reviewer }) });
+        sent = await deps.commands.resumeExecution({ tenantId, executionId: id, nodeId: pause.nodeId, attempt: pause.attempt, action, ...defined({ data, comment, reviewer }) });
       } catch (err) {
         request.log.error({ err, executionId: id }, "resume command could not be sent");
         throw CommandUnavailable("resume", id, { cause: err });
       }
-      if (sent.duplicate) throw ReviewAlreadyDecided(id, nodeId);
+      if (sent.duplicate) throw ReviewAlreadyDecided(id, pause.nodeId);
       const links = executionLinksFor(id);
       return reply.code(202).header("location", links.self).send({ id, status: execution.status, links });
     },
