@@ -12,7 +12,7 @@ import type { JsonValue } from "./json.ts";
 import { isJsonObject } from "./json.ts";
 import type { WorkflowDefinition } from "./model.ts";
 import { NODE_TYPES } from "./model.ts";
-import type { Command, Effect, ExecutionState, JournalEntry } from "./state.ts";
+import type { Command, Effect, EngineEvent, ExecutionState, JournalEntry } from "./state.ts";
 import { step } from "./step.ts";
 import type { StepInput } from "./step.ts";
 
@@ -26,6 +26,12 @@ export interface ReplayInput {
   /** Time of the start step (the execution's startedAt). */
   startedAt: string;
   blobs?: ReadonlyMap<string, JsonValue>;
+  /**
+   * The run's sub-runs that are paused (their rows say so): a pause in sub-runs is not in the
+   * journal, so it is learned again from them, as news of step 0 (older than any news a
+   * sub-run sends), after the journal. Their reasons are not known.
+   */
+  pausedSubRuns?: { nodeId: string; childKey: string; childExecutionId: number }[];
 }
 
 export interface ReplayResult {
@@ -34,6 +40,8 @@ export interface ReplayResult {
   rearm: Effect[];
   /** Journal rows the replay could not place (should be empty). */
   unplaced: JournalEntry[];
+  /** The `execution.paused` events of the pauses in sub-runs learned again (see {@link ReplayInput.pausedSubRuns}). */
+  subRunPauses: EngineEvent[];
 }
 
 export async function replayJournal(input: ReplayInput): Promise<ReplayResult> {
@@ -91,7 +99,15 @@ export async function replayJournal(input: ReplayInput): Promise<ReplayResult> {
     state = await apply(state, cmd);
   }
 
-  return { state, rearm: stillOutstanding(state, effects), unplaced };
+  const subRunPauses: EngineEvent[] = [];
+  for (const p of input.pausedSubRuns ?? []) {
+    const from = effects.length;
+    const next = await apply(state, { kind: "childPaused", nodeId: p.nodeId, childKey: p.childKey, childExecutionId: p.childExecutionId, paused: true, seq: 0 });
+    for (const e of effects.slice(from)) if (e.kind === "emit" && e.event.kind === "execution.paused") subRunPauses.push(e.event);
+    state = next;
+  }
+
+  return { state, rearm: stillOutstanding(state, effects), unplaced, subRunPauses };
 }
 
 /** Of the effects issued on the way, those whose work the final state still waits for. */

@@ -17,8 +17,8 @@
 import { randomUUID } from "node:crypto";
 import type { Checkpoint, CheckpointStore } from "@baton/checkpoints";
 import { encode, ToolCancelSchema, valueFromJson, valueToJson } from "@baton/contracts";
-import type { Command, Effect, ExecutionState, ForkStart, JsonObject, JsonValue, WorkflowDefinition } from "@baton/engine";
-import { BlobsNeeded, DEADLINE_TIMER_ID, forkStartOf, isJsonObject, forkStartRecord, isFinished, keptForkStart, outstandingCalls, outstandingCount, referencedTools, replayJournal, settledFanCall, step, validateInput, validateWorkflow } from "@baton/engine";
+import type { Command, Effect, EngineEvent, ExecutionState, ForkStart, JsonObject, JsonValue, WorkflowDefinition } from "@baton/engine";
+import { BlobsNeeded, DEADLINE_TIMER_ID, SUB_RUN_DECISION, forkStartOf, isJsonObject, forkStartRecord, isFinished, keptForkStart, outstandingCalls, outstandingCount, referencedTools, replayJournal, settledFanCall, step, validateInput, validateWorkflow } from "@baton/engine";
 import { defineError, errorMessage, hasCode } from "@baton/errors";
 import type { AnyCommand, Messaging } from "@baton/messaging";
 import type { Service } from "@baton/runtime";
@@ -598,7 +598,32 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     // one execution is writing records, out now; with more, a turn's events share a write.
     if (confirmed.length > 0 && pipes.size <= 1) messaging.bus.sendNow();
     await Promise.all(confirmed);
-    for (const s of numbered) if (isFinished(s.state) && (s.prev === null || !isFinished(s.prev))) await finished(s.state);
+    for (const s of numbered) {
+      if (isFinished(s.state)) {
+        if (s.prev === null || !isFinished(s.prev)) await finished(s.state);
+      } else if (s.state.parent && pauseChanged(s.prev, s.state)) {
+        await tellParentPaused(s.state, s.version);
+      }
+    }
+  }
+
+  /**
+   * Whether a sub-run's step made it paused or running again, which its parent is told. A step
+   * carried out again (`prev` null, after a crash) tells again unless the run never paused:
+   * its first telling may have been lost, and the parent takes news of a step once.
+   */
+  function pauseChanged(prev: ExecutionState | null, state: ExecutionState): boolean {
+    if (prev === null) return state.pauseSeq > 0;
+    return (prev.status === "paused") !== (state.status === "paused");
+  }
+
+  /** Tells a sub-run's parent that it is paused (a review waits in it) or runs on; `step`: the step's number. */
+  async function tellParentPaused(state: ExecutionState, step: number): Promise<void> {
+    const parent = state.parent!;
+    await messaging.sendCommand("execution.child_paused", {
+      executionId: parent.executionId, tenantId: state.tenantId, nodeId: parent.nodeId, childKey: parent.childKey, childExecutionId: state.executionId,
+      paused: state.status === "paused", seq: step, reason: state.status === "paused" ? (state.pause?.reason ?? "") : "",
+    }, `child-paused:${state.executionId}:${step}`);
   }
 
   /** Carries out effects again: after a crash (`prev` null) or from a checkpoint rebuilt from the journal. */
@@ -713,6 +738,14 @@ export function createExecutor(opts: ExecutorOptions): Executor {
             ...(status === "completed" ? { output: await childOutput({ tenantId: m.tenantId, executionId: m.executionId }, valueToJson(m.output) ?? null) } : {}),
             ...(m.error ? { error: { code: m.error.code, message: m.error.message, ...(m.error.retryable ? { retryable: true } : {}) } } : {}),
           },
+        };
+      }
+      case "execution.child_paused": {
+        const m = cmd.message;
+        return {
+          executionId: m.executionId,
+          tenantId: m.tenantId,
+          command: { kind: "childPaused", nodeId: m.nodeId, childKey: m.childKey, childExecutionId: m.childExecutionId, paused: m.paused, seq: m.seq, ...(m.reason ? { reason: m.reason } : {}) },
         };
       }
       case "tool.result": {
@@ -888,11 +921,14 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     const journal = await store.nodeExecutions.listForReplay(row.id);
     if (journal.length === 0) return null;
     const identity = { executionId: row.id, tenantId: row.tenantId, workflowId: row.agentWorkflowId, workflowVersion: row.workflowVersion, ...(row.agentId !== null ? { agentId: row.agentId } : {}) };
+    // A pause in sub-runs is not journaled: it is learned again from the sub-runs' rows.
+    const pausedSubRuns = (await store.executions.listChildren(row.tenantId, row.id, { status: "paused" }))
+      .flatMap((c) => (c.parentNodeId && c.childKey !== null ? [{ nodeId: c.parentNodeId, childKey: c.childKey, childExecutionId: c.id }] : []));
     let replay: Awaited<ReturnType<typeof replayJournal>> | undefined;
     for (;;) {
       try {
         replay = await replayJournal({
-          definition, identity, start: await startCommandOf(row), startedAt: (row.startedAt ?? row.createdAt).toISOString(), blobs,
+          definition, identity, start: await startCommandOf(row), startedAt: (row.startedAt ?? row.createdAt).toISOString(), blobs, pausedSubRuns,
           journal: journal.map((j) => ({
             nodeId: j.nodeId, nodeType: j.nodeType, attempt: j.attempt, status: j.status as never,
             ...(j.output !== null ? { output: j.output } : {}), ...(j.error !== null ? { error: j.error } : {}),
@@ -924,9 +960,31 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       written = await writeCheckpoint(row.id, { ...state, outbox: rearm }, written.version);
     }
     logger.warn("checkpoint rebuilt from the journal", { executionId: row.id, status: state.status, rearmed: rearm.length });
-    await perform(state, state, rearm, written.version);
+    // The row says which pauses in sub-runs were announced: the row is written before a step's
+    // events, and only a pause in sub-runs can leave it paused while the journal says running.
+    const told = await announceRebuilt(row, state, replay.subRunPauses);
+    // A row whose status the rebuilt state does not have is written again, whole.
+    await perform(row.status !== state.status && !isFinished(state) ? null : state, state, [...rearm, ...told], written.version);
     const cleared = await writeCheckpoint(row.id, { ...state, outbox: [] }, written.version);
     return { state, version: cleared.version };
+  }
+
+  /**
+   * The events a checkpoint rebuilt from the journal owes about pauses in sub-runs (which the
+   * journal does not hold): those learned again from sub-runs that are paused, when the row
+   * (running) says they were not announced; and the end of the pause the row names, when it
+   * says paused while no review waits in the rebuilt run (its sub-runs ran on while the
+   * checkpoint was lost). A pause announced before the loss, at a node other than the row's
+   * pause point, whose sub-runs ran on meanwhile gets no `execution.resumed`.
+   */
+  async function announceRebuilt(row: ExecutionRecord, state: ExecutionState, learned: readonly EngineEvent[]): Promise<Effect[]> {
+    if (isFinished(state)) return [];
+    if (row.status !== "paused") return learned.map((event) => ({ kind: "emit", event }));
+    const at = row.currentState;
+    if (state.status !== "running" || !at || state.nodes[at]?.status === "paused") return [];
+    // The sub-run it names: the node's newest (which one's change ended the pause is not known).
+    const sub = (await store.executions.listChildren(row.tenantId, row.id)).filter((c) => c.parentNodeId === at).at(-1);
+    return [{ kind: "emit", event: { kind: "execution.resumed", nodeId: at, decision: SUB_RUN_DECISION, ...(sub ? { subExecutionId: sub.id } : {}) } }];
   }
 
   /**
