@@ -2,6 +2,9 @@
  * @baton/review — human-in-the-loop. Records a pending review for every
  * `execution.paused`, resolves it on `execution.resumed` (or closes it, decision
  * `cancelled`, when the execution ends otherwise), and announces both as `review.*` events.
+ * A pause in a sub-run (`sub_execution_id` set) is not a review of the run that announces
+ * it: the sub-run's own `execution.paused` recorded that review, and its own
+ * `execution.resumed` resolves it; neither the parent's pause nor its end touches a review.
  */
 import type { Subscription } from "@baton/bus";
 import { valueToJson } from "@baton/contracts";
@@ -38,6 +41,7 @@ export function createReviewService(opts: ReviewServiceOptions): Service {
   return {
     async start() {
       sub = await messaging.consumeEvents("review", ["execution.paused", "execution.resumed", ...ENDS], async (ev, msg) => {
+        if ((ev.type === "execution.paused" || ev.type === "execution.resumed") && ev.message.subExecutionId !== 0) return;
         if (ev.type === "execution.paused") {
           const m = ev.message;
           const node = await store.nodeExecutions.latest(m.id, m.nodeId);
