@@ -1,4 +1,10 @@
-/** The timeline check the integration tests run on every run's events (timelineProblems) finds what it promises to. */
+/**
+ * The timeline check the integration tests run on every run's events (timelineProblems) finds
+ * what it promises to: whole timelines pass (with retries, reviews, pauses in sub-runs); a
+ * missing start or end, events after the end or out of order, a retry never made, a pause
+ * never resumed, paused twice at once or resumed by a resume that does not fit it, nodes left
+ * open or closed twice, other runs' or tenants' events are found.
+ */
 import { describe, expect, it } from "@jest/globals";
 import type { SseEvent } from "./workflows.ts";
 import { timelineProblems } from "./workflows.ts";
@@ -41,6 +47,34 @@ describe("timelineProblems", () => {
     expect(timelineProblems(pause, 5, T)).toEqual(["execution.paused r never resumed"]);
     // A run that was cancelled ends both.
     expect(timelineProblems([...retry.slice(0, 3), ev("execution.cancelled")], 5, T)).toEqual([]);
+  });
+
+  it("passes pauses in sub-runs, each ended by a resume naming a sub-run, also paused again later", () => {
+    const events = [
+      ev("execution.started"), node("node.started", "sub", 1),
+      ev("execution.paused", { node_id: "sub", sub_execution_id: 9 }), ev("execution.paused", { node_id: "r", sub_execution_id: 0 }),
+      ev("execution.resumed", { node_id: "sub", sub_execution_id: 9, decision: "sub_run" }), ev("execution.resumed", { node_id: "r", sub_execution_id: 0, decision: "approve" }),
+      ev("execution.paused", { node_id: "sub", sub_execution_id: 10 }), ev("execution.resumed", { node_id: "sub", sub_execution_id: 10, decision: "cancelled" }),
+      node("node.completed", "sub", 1), ev("execution.completed"),
+    ];
+    expect(timelineProblems(events, 5, T)).toEqual([]);
+  });
+
+  it("finds a node paused twice at once, and a resume that does not fit its pause", () => {
+    const twice = [ev("execution.started"), ev("execution.paused", { node_id: "sub", sub_execution_id: 9 }), ev("execution.paused", { node_id: "sub", sub_execution_id: 10 }), ev("execution.cancelled")];
+    expect(timelineProblems(twice, 5, T)).toEqual(["#2 execution.paused sub again before its execution.resumed"]);
+    const mixed = [
+      ev("execution.started"),
+      ev("execution.paused", { node_id: "sub", sub_execution_id: 9 }), ev("execution.resumed", { node_id: "sub", sub_execution_id: 0, decision: "approve" }),
+      ev("execution.paused", { node_id: "r", sub_execution_id: 0 }), ev("execution.resumed", { node_id: "r", sub_execution_id: 9, decision: "sub_run" }),
+      ev("execution.paused", { node_id: "s2", sub_execution_id: 9 }), ev("execution.resumed", { node_id: "s2", sub_execution_id: 9, decision: "approve" }),
+      ev("execution.completed"),
+    ];
+    expect(timelineProblems(mixed, 5, T)).toEqual([
+      "#2 execution.resumed sub names no sub-run, its pause did",
+      "#4 execution.resumed r names a sub-run, its pause did not",
+      "#6 execution.resumed s2 of a pause in sub-runs with decision approve",
+    ]);
   });
 
   it("finds nodes left open or closed twice, and other runs' or tenants' events", () => {

@@ -145,7 +145,11 @@ export function eventNames(events: SseEvent[]): string[] {
  *   attempt after it; node.skipped needs no start;
  * - a node.failed with `retrying: true` is followed by the node's next start, and an
  *   execution.paused by an execution.resumed of its node, unless the run failed or was
- *   cancelled first.
+ *   cancelled first;
+ * - a node is paused once at a time: no second execution.paused of it before its resume;
+ *   a pause in sub-runs (`sub_execution_id` set) is ended by a resume that names a sub-run
+ *   (decision `sub_run`, or `cancelled` when the node stopped waiting for them), a pause of the
+ *   run's own review by one that names none.
  * Returns the problems found (empty when the timeline is whole).
  */
 export function timelineProblems(events: SseEvent[], executionId: number, tenantId: string): string[] {
@@ -153,7 +157,8 @@ export function timelineProblems(events: SseEvent[], executionId: number, tenant
   const open = new Map<string, number>();
   const closed = new Map<string, number>();
   const retrying = new Map<string, number>();
-  const paused = new Set<string>();
+  /** Paused nodes, and whether the pause is in sub-runs. */
+  const paused = new Map<string, boolean>();
   const ends = ["execution.completed", "execution.failed", "execution.cancelled"];
   const end = events.findIndex((e) => ends.includes(e.event));
   if (end < 0) problems.push("no execution.completed, execution.failed or execution.cancelled");
@@ -171,8 +176,18 @@ export function timelineProblems(events: SseEvent[], executionId: number, tenant
     if (String(exec) !== String(executionId)) problems.push(`#${i} ${e.event}: execution ${String(exec)}, expected ${executionId}`);
     if (d.tenant_id !== tenantId) problems.push(`#${i} ${e.event}: tenant ${String(d.tenant_id)}, expected ${tenantId}`);
     if (i > 0 && e.event === "execution.started") problems.push(`#${i} execution.started again`);
-    if (e.event === "execution.paused") paused.add(String(d.node_id));
-    if (e.event === "execution.resumed" && !paused.delete(String(d.node_id))) problems.push(`#${i} execution.resumed ${String(d.node_id)} without execution.paused`);
+    const inSubRun = typeof d.sub_execution_id === "number" && d.sub_execution_id !== 0;
+    if (e.event === "execution.paused") {
+      if (paused.has(String(d.node_id))) problems.push(`#${i} execution.paused ${String(d.node_id)} again before its execution.resumed`);
+      paused.set(String(d.node_id), inSubRun);
+    }
+    if (e.event === "execution.resumed") {
+      const wasInSubRun = paused.get(String(d.node_id));
+      if (wasInSubRun === undefined) problems.push(`#${i} execution.resumed ${String(d.node_id)} without execution.paused`);
+      else if (wasInSubRun !== inSubRun) problems.push(`#${i} execution.resumed ${String(d.node_id)} ${inSubRun ? "names a sub-run" : "names no sub-run"}, its pause ${wasInSubRun ? "did" : "did not"}`);
+      else if (inSubRun && d.decision !== "sub_run" && d.decision !== "cancelled") problems.push(`#${i} execution.resumed ${String(d.node_id)} of a pause in sub-runs with decision ${String(d.decision)}`);
+      paused.delete(String(d.node_id));
+    }
     if (!e.event.startsWith("node.")) continue;
     if (typeof d.node_id !== "string" || d.node_id === "") {
       problems.push(`#${i} ${e.event}: no node id`);
@@ -196,7 +211,7 @@ export function timelineProblems(events: SseEvent[], executionId: number, tenant
   const stopped = end >= 0 && events[end]!.event !== "execution.completed";
   if (!stopped) {
     for (const [node, attempt] of retrying) problems.push(`node.failed ${node}#${attempt} said retrying, and no later attempt started`);
-    for (const node of paused) problems.push(`execution.paused ${node} never resumed`);
+    for (const node of paused.keys()) problems.push(`execution.paused ${node} never resumed`);
   }
   return problems;
 }
