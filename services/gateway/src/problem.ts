@@ -102,7 +102,7 @@ function isIssueList(v: unknown): v is Issue[] {
 /** The details of a BATON_GATEWAY_REVIEW_IN_SUBRUN error. */
 function pendingReviewsOf(v: unknown): PendingReviewRef[] | undefined {
   if (typeof v !== "object" || v === null || !("pendingReviews" in v)) return undefined;
-  const list = (v as { pendingReviews: unknown }).pendingReviews;
+  const list = v.pendingReviews;
   return Array.isArray(list) ? (list as PendingReviewRef[]) : undefined;
 }
 
