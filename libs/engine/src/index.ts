@@ -10,14 +10,14 @@ export {
   agentConfigSchema, CONDITION_OPS, NODE_TYPES, NODE_TYPE_ALIASES, PLANNED_NODE_TYPES, canonicalType,
   bodySchema, edgeSchema, nodeSchema, workflowDefinitionSchema, jsonValue, retryPolicySchema,
 } from "./model.ts";
-export type { EdgeDefinition, Join, NodeDefinition, NodeTypeSpec, RetryPolicy, WorkflowDefinition, WorkflowRef } from "./model.ts";
+export type { Comparison, Condition, EdgeDefinition, Join, NodeDefinition, NodeTypeSpec, RetryPolicy, WorkflowDefinition, WorkflowRef } from "./model.ts";
 export { jsonSchemaCheck, referencedTools, validateInput, validateWorkflow, validateWorkflowWithTools, workflowDefinitionJsonSchema } from "./validate.ts";
 export type { ValidateOptions, ValidationIssue, ValidationResult } from "./validate.ts";
 export { compileExpression, evaluateExpression, expressionError } from "./expr.ts";
 export { BlobsNeeded, collectRefs, isBlobRef, resolveRefs, usageOf } from "./refs.ts";
 export type { BlobRef } from "./refs.ts";
 export { graphOf } from "./graph.ts";
-export { evaluateCondition } from "./condition.ts";
+export { evaluateCondition, evaluateGuard } from "./condition.ts";
 export { backoffDelay, DEADLINE_TIMER_ID, forkState, isFinished, isInline, outstandingCalls, outstandingCount, settledFanCall, step, SUB_RUN_DECISION, subRunReason, TIMEOUT_GRACE_MS, toolCallId } from "./step.ts";
 export type { StepInput, StepResult } from "./step.ts";
 export type { Command, Effect, EngineEvent, ExecutionError, ExecutionState, ExecutionStatus, FanItem, FanState, JournalEntry, NodeRun, NodeStatus, SubRunPause, TimerState } from "./state.ts";
@@ -27,5 +27,5 @@ export { replayJournal } from "./replay.ts";
 export type { ReplayInput, ReplayResult } from "./replay.ts";
 export { importSynthDev, perspective, scriptFunctions, synthdevWorkflowSchema, synthdevRoleSchema } from "./synthdev.ts";
 export type { SynthdevImportResult, SynthdevSource, SynthdevWorkflow } from "./synthdev.ts";
-export { DEFAULT_MAX_VISITS, guardToJsonata, IMPORT_FORMATS, importStateMachine, importToolSequence, importWorkflow, importWorkflowPlan } from "./importers/index.ts";
+export { DEFAULT_MAX_VISITS, guardToCondition, IMPORT_FORMATS, importStateMachine, importToolSequence, importWorkflow, importWorkflowPlan } from "./importers/index.ts";
 export type { ImportFormat, ImportIssue, ImportResult, ImportSourceMap, SourceOrigin } from "./importers/index.ts";

@@ -10,7 +10,8 @@
  * Each node reads its `input` (values, with `$.path` strings read from the context)
  * and writes its output into the context at `output` (default `$.<id>`). Edges out of
  * a condition carry `when: "true" | "false"`; out of a human review `when:
- * "approved" | "rejected"`. A node with several incoming edges runs once every
+ * "approved" | "rejected"`; any edge may carry a guard `condition` (JSONata, or a comparison
+ * `{ left, op, right }` as a condition node's config). A node with several incoming edges runs once every
  * incoming edge is decided and at least one was taken (dead-path elimination), so
  * the same rule serves branch merges and parallel joins.
  */
@@ -61,12 +62,39 @@ export const nodeSchema = z.object({
   maxVisits: z.number().int().min(1).max(100_000).optional(),
 });
 
+/** Comparison operators of the condition node. */
+export const CONDITION_OPS = ["eq", "ne", "gt", "gte", "lt", "lte", "exists", "truthy", "in", "contains"] as const;
+
+/**
+ * A comparison `{ left, op, right }`, as a condition node's config, a whileLoop's condition or
+ * an edge guard: `left` and `right` are values, `$.path` strings read from the context like a
+ * node input (condition.ts, evaluateCondition, says what each op means).
+ */
+export const conditionConfigSchema = z.object({
+  left: jsonValue,
+  op: z.enum(CONDITION_OPS),
+  right: jsonValue.optional(),
+});
+
+/**
+ * A test written either way: a JSONata expression, true when its value is truthy, or a
+ * comparison ({@link conditionConfigSchema}). An edge guard and a whileLoop's condition are one.
+ */
+export const conditionSchema = z.union([z.string().min(1), conditionConfigSchema], { error: "a condition is a JSONata expression (text) or a comparison { left, op, right }" });
+
 export const edgeSchema = z.object({
   from: z.string(),
   to: z.string(),
   when: z.string().optional(),
-  /** Guard: a JSONata expression over the context (`$output` = the source node's output); the edge is taken only when truthy. */
-  condition: z.string().min(1).optional(),
+  /**
+   * Guard: the edge is taken only when it holds. A JSONata expression over the context, with
+   * `$output` bound to the source node's output; or a comparison `{ left, op, right }` over
+   * the context, which reads the source node's output where the node wrote it (`$.<id>`, or
+   * its `output` path), as every later node does.
+   */
+  condition: conditionSchema.optional().describe(
+    "Guard: a JSONata expression ($output is the source node's output), or a comparison { left, op, right } as a condition node's config, reading the output at $.<source id>; the edge is taken only when it holds",
+  ),
 });
 
 export const limitsSchema = z.object({
@@ -114,15 +142,10 @@ export type EdgeDefinition = z.infer<typeof edgeSchema>;
 export type WorkflowDefinition = z.infer<typeof workflowDefinitionSchema> & { start: string };
 export type RetryPolicy = z.infer<typeof retryPolicySchema>;
 export type Join = z.infer<typeof joinSchema>;
-
-/** Comparison operators of the condition node. */
-export const CONDITION_OPS = ["eq", "ne", "gt", "gte", "lt", "lte", "exists", "truthy", "in", "contains"] as const;
-
-export const conditionConfigSchema = z.object({
-  left: jsonValue,
-  op: z.enum(CONDITION_OPS),
-  right: jsonValue.optional(),
-});
+/** A comparison `{ left, op, right }` with the condition node's semantics (condition.ts). */
+export type Comparison = z.infer<typeof conditionConfigSchema>;
+/** An edge guard or a whileLoop's condition: JSONata text, or a {@link Comparison}. */
+export type Condition = z.infer<typeof conditionSchema>;
 
 const toolName = z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, "tool names are dot-separated words");
 export const toolConfigSchema = z.union([
@@ -163,7 +186,8 @@ export const workflowRefSchema = z.object({
 export const subworkflowConfigSchema = z.object({ workflow: workflowRefSchema });
 
 export const whileLoopConfigSchema = z.object({
-  condition: z.union([z.string().min(1), conditionConfigSchema]),
+  /** JSONata (`$iteration` = the iterations so far) or a comparison; true → another pass along `body`. */
+  condition: conditionSchema,
   maxIterations: z.number().int().min(1).max(100_000),
   /** What reaching maxIterations does. @default "fail" */
   onLimit: z.enum(["fail", "exit"]).default("fail"),

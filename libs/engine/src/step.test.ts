@@ -263,6 +263,60 @@ describe("step: guards, transform, setVariable, emit", () => {
     expect(small.state.output).toEqual({ size: "any" });
   });
 
+  it("a structured guard compares as a condition node does, each op, reading the source's output where it wrote it", async () => {
+    const cases: Array<[JsonObject, boolean]> = [
+      [{ left: "$.s.n", op: "eq", right: 5 }, true],
+      [{ left: "$.s.n", op: "eq", right: "5" }, false],
+      [{ left: "$.s.n", op: "ne", right: "$.input.n" }, false],
+      [{ left: "$.s.n", op: "gt", right: 4 }, true],
+      [{ left: "$.s.n", op: "gte", right: 6 }, false],
+      [{ left: "$.s.n", op: "lt", right: "6" }, false],
+      [{ left: "$.s.n", op: "lte", right: "$.input.n" }, true],
+      [{ left: "$.s.none", op: "exists" }, false],
+      [{ left: "$.s.missing", op: "exists" }, false],
+      [{ left: "$.s.tags", op: "truthy" }, true],
+      [{ left: "$.s.empty", op: "truthy" }, false],
+      [{ left: "b", op: "in", right: "$.s.tags" }, true],
+      [{ left: "$.s.name", op: "contains", right: "An" }, true],
+      [{ left: "$.s.tags", op: "contains", right: "c" }, false],
+      // A node with an output path is read there. `$output` is bound for JSONata alone: here it is text, which exists.
+      [{ left: "$.vars.s.n", op: "eq", right: 5 }, true],
+      [{ left: "$output", op: "eq", right: "$output" }, true],
+    ];
+    const d = def({
+      start: "s",
+      nodes: [
+        { id: "s", type: "transform", config: { expression: "{ 'n': 5, 'tags': ['a', 'b'], 'name': 'Ana', 'none': null, 'empty': [] }" } },
+        { id: "copy", type: "transform", config: { expression: "s" }, output: "$.vars.s" },
+        ...cases.map((_, k) => ({ id: `t${k}`, type: "setVariable", config: { values: {} } })),
+      ],
+      edges: [{ from: "s", to: "copy" }, ...cases.map(([condition], k) => ({ from: k < 14 ? "s" : "copy", to: `t${k}`, condition }))],
+    });
+    const r = await drive(d, {}, null, { kind: "start", input: { n: 5 } });
+    expect(r.state.status).toBe("completed");
+    expect(cases.map(([c], k) => [c, r.state.nodes[`t${k}`]!.status])).toEqual(cases.map(([c, taken]) => [c, taken ? "completed" : "skipped"]));
+  });
+
+  it("a structured guard reads a large output through its reference and takes part in branching first", async () => {
+    const ref = { $ref: "blob:ok", size: 99_999 };
+    const d = def({
+      nodes: [
+        { id: "a", type: "tool", config: { tool: "big" }, branching: "first" },
+        { id: "yes", type: "transform", config: { expression: "'yes'" } },
+        { id: "also", type: "transform", config: { expression: "'also'" } },
+        { id: "no", type: "transform", config: { expression: "'no'" } },
+      ],
+      edges: [
+        { from: "a", to: "no", condition: { left: "$.a.ok", op: "eq", right: false } },
+        { from: "a", to: "yes", condition: { left: "$.a.ok", op: "eq", right: true } },
+        { from: "a", to: "also", condition: { left: "$.a.ok", op: "truthy" } },
+      ],
+    });
+    const r = await drive(d, { tools: { big: () => ({ ok: true, output: ref }) }, blobs: new Map([["blob:ok", { ok: true }]]) }, null, { kind: "start", input: {} });
+    expect([r.state.nodes.no!.status, r.state.nodes.yes!.status, r.state.nodes.also!.status]).toEqual(["skipped", "completed", "skipped"]);
+    expect(r.state.context.a).toEqual(ref);
+  });
+
   it("decides parallel edges between the same two nodes apart, whatever their order", async () => {
     const target = { id: "j", type: "transform", config: { expression: "'ran'" } };
     for (const order of [["true", "false"], ["false", "true"]]) {

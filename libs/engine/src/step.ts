@@ -23,7 +23,7 @@ import type { ToolCall } from "./state.ts";
 import { addToContext, absorbHandler, fillSynthdev, handlerThis, initialRuntime, perspective, synthdevStateConfigSchema } from "./synthdev.ts";
 import type { SynthdevMaterial, SynthdevRuntime } from "./synthdev.ts";
 import { looksLikePath, PLACEHOLDER, readPath, resolveTemplate, writePath } from "./path.ts";
-import { evaluateCondition } from "./condition.ts";
+import { evaluateCondition, evaluateGuard } from "./condition.ts";
 import { evaluateExpression, ExpressionFailed, truthy } from "./expr.ts";
 import { edgeKeySource, graphOf, loopRegion } from "./graph.ts";
 import type { GraphInfo } from "./graph.ts";
@@ -394,7 +394,7 @@ class Stepper {
         continue;
       }
       if (take && e.condition !== undefined) {
-        take = truthy(await evaluateExpression(e.condition, this.ctx(), this.now, { output: resolveRefs(output, this.blobs) }));
+        take = await evaluateGuard(e.condition, this.ctx(), this.now, resolveRefs(output, this.blobs));
       }
       if (take && first && took) take = false;
       if (take) took = true;

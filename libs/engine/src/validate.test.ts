@@ -9,9 +9,10 @@
  * - an n-join fed by branches that exclude each other (directly or through nodes only
  *   those branches reach) and an explicit all / n join on a loop head that needs its
  *   back edge never fire and are refused; joins that can fire are accepted;
- * - paths are checked where the runtime reads them (whileLoop comparisons, idempotency
- *   keys, setVariable keys, path-only fields, `{{$.path}}` placeholders), and text that
- *   merely starts with `$` stays text.
+ * - paths are checked where the runtime reads them (whileLoop comparisons and edge guards
+ *   written as comparisons, idempotency keys, setVariable keys, path-only fields,
+ *   `{{$.path}}` placeholders), and text that merely starts with `$` stays text; a comparison
+ *   that is no comparison is reported at its field (`edges[2].condition.op`).
  */
 import { describe, expect, it } from "@jest/globals";
 import { readFileSync } from "node:fs";
@@ -455,5 +456,40 @@ describe("validateWorkflow: $.paths as the runtime reads them", () => {
       "invalid_path@nodes[5].config.template",
     ]);
     expect(!r.ok && r.errors[3]!.message).toBe('setVariable key "$" may not replace the context or write into $.input');
+  });
+
+  it("checks an edge guard written as a comparison like a node's: its $.path operands and its shape, every problem at once", () => {
+    const r = validateWorkflow({
+      start: "a",
+      nodes: [
+        { id: "a", ...sv, input: { x: "$.input..x" } },
+        { id: "b", ...sv }, { id: "c", ...sv }, { id: "d", ...sv }, { id: "e", ...sv }, { id: "f", ...sv }, { id: "g", ...sv },
+        { id: "l", type: "whileLoop", config: { condition: { left: "$.a.n", op: "below", right: 3 }, maxIterations: 3 } },
+      ],
+      edges: [
+        { from: "a", to: "b", condition: { left: "$.a[x]", op: "eq", right: 1 } },
+        { from: "a", to: "c", condition: { left: "$.a.tags", op: "contains", right: ["$.ok", "$.a..b"] } },
+        { from: "a", to: "d", condition: { left: "$.a.n", op: "near", right: 1 } },
+        { from: "a", to: "e", condition: { op: "exists" } },
+        { from: "a", to: "f", condition: "$output >" },
+        { from: "a", to: "g", condition: { left: { k: "$.a.n", price: "$5" }, op: "ne", right: "$.input.n" } },
+        { from: "g", to: "l" }, { from: "l", to: "g", when: "body" }, { from: "l", to: "b", when: "exit" },
+      ],
+    });
+    expect(codes(r)).toEqual([
+      "invalid_path@nodes[0].input.x",
+      "invalid_config@nodes[7].config.condition.op",
+      "invalid_path@edges[0].condition.left",
+      "invalid_path@edges[1].condition.right[1]",
+      "invalid_shape@edges[2].condition.op",
+      "invalid_shape@edges[3].condition.left",
+      "invalid_expression@edges[4].condition",
+    ]);
+    const ok = validateWorkflow({ nodes: [{ id: "a", ...sv }, { id: "b", ...sv }], edges: [{ from: "a", to: "b", condition: { left: "$.a.n", op: "gte", right: "$.input.min" } }] });
+    expect(ok.ok && ok.workflow.edges).toEqual([{ from: "a", to: "b", condition: { left: "$.a.n", op: "gte", right: "$.input.min" } }]);
+    const neither = validateWorkflow({ nodes: [{ id: "a", ...sv }, { id: "b", ...sv }], edges: [{ from: "a", to: "b", condition: 5 }] });
+    expect(!neither.ok && neither.errors).toEqual([
+      { path: "edges[0].condition", code: "invalid_shape", message: "a condition is a JSONata expression (text) or a comparison { left, op, right }" },
+    ]);
   });
 });

@@ -9,9 +9,9 @@ import { Ajv2019 } from "ajv/dist/2019.js";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { collectPaths, looksLikePath, parsePath, placeholderPaths } from "./path.ts";
 import type { ParsedPath } from "./path.ts";
-import type { NodeDefinition, WorkflowDefinition } from "./model.ts";
+import type { Condition, NodeDefinition, WorkflowDefinition } from "./model.ts";
 import {
-  AGENT_TOOLS, NODE_TYPES, PLANNED_NODE_TYPES, bodySchema, canonicalType, edgeSchema, nodeSchema, setVariableConfigSchema, toolConfigSchema, workflowDefinitionSchema,
+  AGENT_TOOLS, NODE_TYPES, PLANNED_NODE_TYPES, bodySchema, canonicalType, conditionConfigSchema, edgeSchema, nodeSchema, setVariableConfigSchema, toolConfigSchema, workflowDefinitionSchema,
 } from "./model.ts";
 import { expressionError } from "./expr.ts";
 import { cyclicComponents, dominators, reachableFrom, unboundedCycles } from "./graph.ts";
@@ -197,13 +197,10 @@ function validateGraph(input: unknown, opts: ValidateOptions, prefix: string, sc
   const edges: GraphEdge[] = [];
   rawEdges.forEach((raw, i) => {
     const r = edgeSchema.safeParse(raw);
-    if (!r.success) shapeIssues(`edges[${i}]`, r.error.issues);
+    if (!r.success) shapeIssues(`edges[${i}]`, comparisonIssues(raw, r.error.issues));
     const from = isRecord(raw) ? raw.from : undefined;
     const to = isRecord(raw) ? raw.to : undefined;
-    if (r.success && r.data.condition !== undefined) {
-      const err = expressionError(r.data.condition);
-      if (err) errors.push({ path: `edges[${i}].condition`, code: "invalid_expression", message: err });
-    }
+    if (r.success && r.data.condition !== undefined) checkCondition(r.data.condition, `edges[${i}].condition`, errors);
     if (typeof from !== "string" || typeof to !== "string") {
       complete = false;
       return;
@@ -289,6 +286,31 @@ function validateGraph(input: unknown, opts: ValidateOptions, prefix: string, sc
   };
 }
 
+/**
+ * The issues of a field `condition` (an edge's guard, a whileLoop's config) that is an object
+ * but no comparison: those of the comparison (`condition.op`: not one of the ops), where the
+ * union of the two forms would only say that neither fits.
+ */
+function comparisonIssues(holder: unknown, issues: readonly z.core.$ZodIssue[]): z.core.$ZodIssue[] {
+  const value = isRecord(holder) ? holder.condition : undefined;
+  const union = (i: z.core.$ZodIssue): boolean => i.code === "invalid_union" && i.path.length === 1 && i.path[0] === "condition";
+  if (!isRecord(value) || !issues.some(union)) return [...issues];
+  const own = conditionConfigSchema.safeParse(value).error?.issues ?? [];
+  return issues.flatMap((i) => (union(i) ? own.map((o) => ({ ...o, path: ["condition", ...o.path] })) : [i]));
+}
+
+/** A condition's JSONata parses, or its comparison's `$.path` operands do. */
+function checkCondition(condition: Condition, at: string, errors: ValidationIssue[]): void {
+  if (typeof condition === "string") {
+    const err = expressionError(condition);
+    if (err) errors.push({ path: at, code: "invalid_expression", message: err });
+    return;
+  }
+  const refs = collectPaths(condition.left, `${at}.left`);
+  if (condition.right !== undefined) collectPaths(condition.right, `${at}.right`, refs);
+  for (const ref of refs) checkPath(ref.path, ref.at, errors);
+}
+
 function checkPath(path: string, at: string, errors: ValidationIssue[]): ParsedPath | undefined {
   const p = parsePath(path);
   if ("error" in p) {
@@ -323,7 +345,8 @@ function checkNode(n: NodeDefinition, at: string, opts: ValidateOptions, errors:
   } else {
     const c = spec.config.safeParse(n.config);
     // A forEach body is checked as a graph of its own below, part by part.
-    const issues = c.success ? [] : c.error.issues.filter((i) => !(type === "forEach" && i.path[0] === "body" && isRecord(n.config.body)));
+    const issues = c.success ? [] : comparisonIssues(type === "whileLoop" ? n.config : undefined, c.error.issues)
+      .filter((i) => !(type === "forEach" && i.path[0] === "body" && isRecord(n.config.body)));
     for (const issue of issues) {
       errors.push({ path: `${at}.config${issue.path.length ? "." + zodPath(issue.path) : ""}`, code: "invalid_config", message: issue.message });
     }

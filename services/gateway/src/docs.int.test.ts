@@ -119,6 +119,10 @@ describe("OpenAPI document", () => {
     expect(JSON.stringify(create.responses["400"])).toContain("#/components/schemas/Problem");
     const def = doc.components.schemas["WorkflowDefinition"]!;
     expect(def).toMatchObject({ type: "object", required: ["nodes"] });
+    // An edge guard is JSONata text or a comparison, as the engine's model says.
+    expect(def).toMatchObject({
+      properties: { edges: { items: { properties: { condition: { anyOf: [{ type: "string" }, { type: "object", required: ["left", "op"], properties: { op: { enum: expect.arrayContaining(["eq", "contains"]) } } }] } } } } },
+    });
     expect(JSON.stringify(doc)).not.toContain("#/$defs/");
     expect(doc.components.schemas["Problem"]).toMatchObject({ properties: { code: expect.any(Object), errors: expect.any(Object) } });
   });

@@ -99,13 +99,14 @@ describe("a source that converts to a definition the validation refuses", () => 
     const source = {
       initial: "ask",
       states: {
-        ask: { invoke: { type: "http.get", input: { url: "$.input.url" } }, transitions: [{ target: "ask", guard: "$.ask.retry" }, { target: "done" }] },
+        ask: { invoke: { type: "http.get", input: { url: "$.input.url" } }, transitions: [{ target: "ask", guard: { left: "$.ask.retry", op: "truthy" } }, { target: "done" }] },
         done: { type: "final" },
       },
     };
     // The engine's validator accepts this definition: stand in for one that would not.
     const issues = [
       { path: "edges[1].condition", code: "invalid_expression", message: "bad guard" },
+      { path: "edges[1].condition.left", code: "invalid_path", message: "bad operand" },
       { path: "nodes[1].input.url", code: "invalid_path", message: "bad path" },
       { path: "nodes[1].maxVisits", code: "invalid_shape", message: "too many visits" },
       { path: "nodes[0]", code: "unreachable_node", message: "unreachable" },
@@ -117,6 +118,8 @@ describe("a source that converts to a definition the validation refuses", () => 
       const p = await refused("stateMachine", source);
       expect(p.errors).toEqual([
         { path: "body.source.states.ask.transitions[0].guard", code: "invalid_expression", message: "bad guard" },
+        // A comparison guard is kept as it was written: a path into it points into the source's guard.
+        { path: "body.source.states.ask.transitions[0].guard.left", code: "invalid_path", message: "bad operand" },
         { path: "body.source.states.ask.invoke.input.url", code: "invalid_path", message: "bad path" },
         // maxVisits was the importer's default (no state or definition sets one).
         { path: "body.source.states.ask", code: "invalid_shape", message: "too many visits (in the generated definition at nodes[1].maxVisits)" },

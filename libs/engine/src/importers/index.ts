@@ -11,7 +11,7 @@ import { importToolSequence } from "./toolSequence.ts";
 export type { ImportFormat, ImportIssue, ImportResult, ImportSourceMap, SourceOrigin } from "./common.ts";
 export { importWorkflowPlan } from "./plan.ts";
 export { importToolSequence } from "./toolSequence.ts";
-export { DEFAULT_MAX_VISITS, guardToJsonata, importStateMachine } from "./stateMachine.ts";
+export { DEFAULT_MAX_VISITS, guardToCondition, importStateMachine } from "./stateMachine.ts";
 
 /** Source formats {@link importWorkflow} accepts. */
 export const IMPORT_FORMATS: readonly ImportFormat[] = ["plan", "toolSequence", "stateMachine"];

@@ -4,8 +4,8 @@
  * - each state becomes a node: core and `agent.*` invoke types kept (a `core.` prefix dropped),
  *   any other type becomes a `tool` node calling that tool with `{ ...config, ...input }`;
  * - transitions become edges in order; several → `branching: "first"`; guards → edge
- *   `condition` (JSONata kept, `{ left, op, right }` translated to JSONata that really
- *   evaluates as the comparison); branch events of condition / humanReview / whileLoop nodes
+ *   `condition` (JSONata kept, `{ left, op, right }` kept as a comparison, which the engine
+ *   evaluates as a condition node's); branch events of condition / humanReview / whileLoop nodes
  *   become `when` labels; several entries → `join: "any"`;
  * - states on a cycle get `maxVisits` (own limit, else maxToolIterations, else 25), except
  *   cycles through a whileLoop; a re-entered initial state or initial `context` gets `_start`;
@@ -18,8 +18,8 @@
  * (Tool-Calling Agent)" and "Human-in-the-Loop Flow") written in the accepted shape.
  */
 import { describe, expect, it } from "@jest/globals";
-import jsonata from "jsonata";
-import { guardToJsonata, importStateMachine } from "./index.ts";
+import { evaluateGuard } from "../condition.ts";
+import { guardToCondition, importStateMachine } from "./index.ts";
 import { reactAgent, reviewedReply } from "./fixtures/seeds.ts";
 
 describe("importStateMachine", () => {
@@ -94,7 +94,7 @@ describe("importStateMachine", () => {
           { from: "check", to: "send", when: "true" },
           { from: "check", to: "review", when: "false" },
           { from: "review", to: "send", when: "approved" },
-          { from: "review", to: "draft", when: "rejected", condition: (guardToJsonata({ left: "$.review.comment", op: "exists" }) as { expression: string }).expression },
+          { from: "review", to: "draft", when: "rejected", condition: { left: "$.review.comment", op: "exists" } },
           { from: "review", to: "discard", when: "rejected" },
           { from: "send", to: "done" },
           { from: "discard", to: "done" },
@@ -163,7 +163,7 @@ describe("importStateMachine", () => {
     ]);
   });
 
-  it("translates { left, op, right } guards to JSONata with the comparison's meaning", async () => {
+  it("keeps { left, op, right } guards as comparisons, which the engine evaluates with the op's meaning", async () => {
     const ctx = { input: { tags: ["vip", "eu"], name: "Ana Lopez", "max-items": 3 }, llm: { score: 0.9, text: "" }, n: 2 };
     const cases: Array<[unknown, boolean]> = [
       [{ left: "$.llm.score", op: "gt", right: 0.5 }, true],
@@ -179,9 +179,9 @@ describe("importStateMachine", () => {
       [{ expression: "$.n * 2 = 4" }, true],
     ];
     for (const [guard, expected] of cases) {
-      const g = guardToJsonata(guard as never);
+      const g = guardToCondition(guard as never);
       if ("code" in g) throw new Error(`${JSON.stringify(guard)}: ${g.message}`);
-      expect([guard, Boolean(await jsonata(g.expression).evaluate(ctx))]).toEqual([guard, expected]);
+      expect([guard, await evaluateGuard(g.condition, ctx, "2026-01-01T00:00:00.000Z", null)]).toEqual([guard, expected]);
     }
   });
 

@@ -36,9 +36,9 @@
  *   (`onError`) cannot be expressed and are dropped with a warning.
  * - **guards** become the edge `condition`: a string is JSONata and kept as is (the source
  *   node's output is `$output`); `{ "expression": "..." }` likewise; a comparison
- *   `{ "left", "op", "right" }` (the condition node's ops, operands literal or `$.path`) is
- *   translated to JSONata with the op's meaning. Named XState guards (`{ "type": "isValid" }`) are rejected.
- * - **guards** `{ left, op, right }` mean exactly what the condition node's op means (guards.ts).
+ *   `{ "left", "op", "right" }` (the condition node's ops, operands literal or `$.path`) is kept
+ *   as a comparison, which the engine evaluates as a condition node's config, so it means
+ *   exactly what the op means. Named XState guards (`{ "type": "isValid" }`) are rejected.
  * - A state with several transitions gets `"branching": "first"` (the first matching
  *   transition wins; one after a transition without a guard on its branch is never taken, a
  *   warning); a state entered from several places gets `"join": "any"`; a final state
@@ -55,8 +55,10 @@ import type { JsonObject, JsonValue } from "../json.ts";
 import { isJsonObject } from "../json.ts";
 import type { ImportIssue, ImportResult, SourceOrigin } from "./common.ts";
 import { ID_RULE, IdAllocator, RESERVED_IDS, TOOL_NAME, at, asJson, fail, jsonataSyntaxError, pick } from "./common.ts";
-import { COMPARISON_OPS, comparisonToJsonata, type ComparisonOp } from "./guards.ts";
 import { unboundedCycles } from "../graph.ts";
+import { CONDITION_OPS } from "../model.ts";
+import type { Comparison, Condition } from "../model.ts";
+import { collectPaths, parsePath } from "../path.ts";
 
 /** Visit bound given to states on a cycle when the source sets none. */
 export const DEFAULT_MAX_VISITS = 25;
@@ -81,21 +83,32 @@ interface Transition {
   whenPath?: string;
 }
 
-/** Translates a guard to JSONata, or explains why it cannot be. */
-export function guardToJsonata(guard: JsonValue): { expression: string } | { code: string; message: string } {
+/**
+ * A transition's guard as an edge condition, or why it cannot be one: JSONata text (or
+ * `{ expression }`) is kept as text, after a syntax check; a comparison `{ left, op, right }` is
+ * kept as a comparison, which the engine evaluates as a condition node's config (condition.ts),
+ * so it means exactly what the op of that name means. Its `$.path` operands must parse; other
+ * fields of the comparison are dropped.
+ */
+export function guardToCondition(guard: JsonValue): { condition: Condition } | { code: string; message: string } {
   if (typeof guard === "string") {
     const err = jsonataSyntaxError(guard);
-    return err === undefined ? { expression: guard } : { code: "invalid_guard", message: `guard is not valid JSONata: ${err}` };
+    return err === undefined ? { condition: guard } : { code: "invalid_guard", message: `guard is not valid JSONata: ${err}` };
   }
   if (!isJsonObject(guard)) return { code: "invalid_guard", message: "a guard is a JSONata string, { expression } or { left, op, right }" };
-  if (typeof guard.expression === "string") return guardToJsonata(guard.expression);
+  if (typeof guard.expression === "string") return guardToCondition(guard.expression);
   if (typeof guard.op === "string") {
     const op = guard.op;
-    if (!(COMPARISON_OPS as readonly string[]).includes(op)) return { code: "invalid_guard", message: `unknown guard op "${op}"; known: ${COMPARISON_OPS.join(", ")}` };
+    if (!(CONDITION_OPS as readonly string[]).includes(op)) return { code: "invalid_guard", message: `unknown guard op "${op}"; known: ${CONDITION_OPS.join(", ")}` };
     // As for a condition node, left is required and a missing right is nothing (not null).
     if (guard.left === undefined) return { code: "invalid_guard", message: "a comparison { left, op, right } needs left" };
-    const g = comparisonToJsonata(op as ComparisonOp, guard.left, guard.right);
-    return "error" in g ? { code: "invalid_guard", message: g.error } : g;
+    const refs = collectPaths(guard.left, "left");
+    if (guard.right !== undefined) collectPaths(guard.right, "right", refs);
+    for (const ref of refs) {
+      const p = parsePath(ref.path);
+      if ("error" in p) return { code: "invalid_guard", message: `${ref.at}: ${p.error}` };
+    }
+    return { condition: { left: guard.left, op: op as Comparison["op"], ...(guard.right !== undefined ? { right: guard.right } : {}) } };
   }
   if (typeof guard.type === "string") {
     return { code: "unsupported_guard", message: `named guard "${guard.type}" has no definition here; write it as JSONata or { left, op, right }` };
@@ -482,7 +495,7 @@ export function importStateMachine(def: unknown): ImportResult {
         errors.push({ path: at(t.path, "when"), code: "invalid_branch", message: `transitions out of "${name}" (${nodeType}) take no "when"` });
       }
       if (t.guard !== undefined) {
-        const g = guardToJsonata(t.guard);
+        const g = guardToCondition(t.guard);
         if ("code" in g) errors.push({ path: t.guardPath!, code: g.code, message: g.message });
       }
     }
@@ -564,7 +577,7 @@ export function importStateMachine(def: unknown): ImportResult {
         if (t.whenPath !== undefined) fields.when = t.whenPath;
       }
       if (t.guard !== undefined) {
-        edge.condition = (guardToJsonata(t.guard) as { expression: string }).expression;
+        edge.condition = (guardToCondition(t.guard) as { condition: Condition }).condition;
         fields.condition = t.guardPath!;
       }
       const key = JSON.stringify(edge);
