@@ -102,6 +102,40 @@ export function loopRegion(g: GraphInfo, head: string, from: string): Set<string
   return region;
 }
 
+const bodies = new WeakMap<GraphInfo, Map<string, Set<string>>>();
+
+/** Nodes reachable from `from` along `next` without passing through `avoid`. */
+function reachAvoiding(from: readonly string[], next: (v: string) => readonly string[], avoid: string): Set<string> {
+  const seen = new Set(from.filter((v) => v !== avoid));
+  const stack = [...seen];
+  while (stack.length) {
+    for (const u of next(stack.pop()!)) {
+      if (u === avoid || seen.has(u)) continue;
+      seen.add(u);
+      stack.push(u);
+    }
+  }
+  return seen;
+}
+
+/**
+ * The body of a whileLoop: the nodes on a way from one of its `body` edges back to it that does
+ * not pass through it again (the loop itself not included). A pass of the loop runs them; a
+ * nested loop and its body are part of it, and the head of a loop around it is not (that is
+ * reached through this loop's exit).
+ */
+export function loopBody(g: GraphInfo, loop: string): Set<string> {
+  let cached = bodies.get(g);
+  if (!cached) bodies.set(g, (cached = new Map<string, Set<string>>()));
+  const hit = cached.get(loop);
+  if (hit) return hit;
+  const forward = reachAvoiding((g.outgoing.get(loop) ?? []).filter((e) => e.when === "body").map((e) => e.to), (v) => (g.outgoing.get(v) ?? []).map((e) => e.to), loop);
+  const back = reachAvoiding((g.incoming.get(loop) ?? []).map((e) => e.from), (v) => (g.incoming.get(v) ?? []).map((e) => e.from), loop);
+  const body = new Set([...forward].filter((v) => back.has(v)));
+  cached.set(loop, body);
+  return body;
+}
+
 /** A graph as validation sees it: node ids and the edges between them (possibly a part of a broken definition). */
 export interface PlainGraph {
   nodes: readonly string[];

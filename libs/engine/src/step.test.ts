@@ -499,6 +499,44 @@ describe("step: loops", () => {
     expect(endless.journal.filter((j) => j.nodeId === "inc" && j.status === "completed")).toHaveLength(3);
   });
 
+  it("a loop's maxIterations holds whatever its body does: branches that alternate, and a cycle inside it, do not restart its count", async () => {
+    // maxVisits: 50 stops a run whose loop would never reach its limit.
+    const branches = def({
+      start: "init",
+      nodes: [
+        { id: "init", type: "setVariable", config: { values: { "$.vars.n": 0 } } },
+        { id: "loop", type: "whileLoop", config: { condition: "true", maxIterations: 3 } },
+        { id: "inc", type: "transform", config: { expression: "vars.n + 1" }, output: "$.vars.n", maxVisits: 50 },
+        { id: "cond", type: "condition", config: { expression: "vars.n % 2 = 1" } },
+        { id: "x", type: "setVariable", config: { values: {} } },
+        { id: "y", type: "setVariable", config: { values: {} } },
+      ],
+      edges: [
+        { from: "init", to: "loop" }, { from: "loop", to: "inc", when: "body" }, { from: "inc", to: "cond" },
+        { from: "cond", to: "x", when: "true" }, { from: "cond", to: "y", when: "false" }, { from: "x", to: "loop" }, { from: "y", to: "loop" },
+      ],
+    });
+    const b = await drive(branches, {}, null, { kind: "start", input: {} });
+    expect([b.state.error?.code, b.state.error?.nodeId, b.state.context.vars]).toEqual(["BATON_LOOP_LIMIT", "loop", { n: 3 }]);
+    // A retry inside the body (work → chk → work) in every pass.
+    const retries = def({
+      start: "init",
+      nodes: [
+        { id: "init", type: "setVariable", config: { values: { "$.vars.tries": 0 } } },
+        { id: "loop", type: "whileLoop", config: { condition: "true", maxIterations: 3 } },
+        { id: "work", type: "transform", config: { expression: "vars.tries + 1" }, output: "$.vars.tries", maxVisits: 50 },
+        { id: "chk", type: "condition", config: { expression: "vars.tries % 2 = 1" } },
+        { id: "next", type: "setVariable", config: { values: {} } },
+      ],
+      edges: [
+        { from: "init", to: "loop" }, { from: "loop", to: "work", when: "body" }, { from: "work", to: "chk" },
+        { from: "chk", to: "work", when: "true" }, { from: "chk", to: "next", when: "false" }, { from: "next", to: "loop" },
+      ],
+    });
+    const r = await drive(retries, {}, null, { kind: "start", input: {} });
+    expect([r.state.error?.code, r.state.error?.nodeId, r.state.context.vars]).toEqual(["BATON_LOOP_LIMIT", "loop", { tries: 6 }]);
+  });
+
   it("fails at maxIterations (or exits with onLimit: exit)", async () => {
     const forever = (onLimit: string) => def({
       ...loop(2, onLimit),

@@ -25,7 +25,7 @@ import type { SynthdevMaterial, SynthdevRuntime } from "./synthdev.ts";
 import { looksLikePath, PLACEHOLDER, readPath, resolveTemplate, writePath } from "./path.ts";
 import { evaluateCondition, evaluateGuard } from "./condition.ts";
 import { evaluateExpression, ExpressionFailed, truthy } from "./expr.ts";
-import { edgeKeySource, graphOf, loopRegion } from "./graph.ts";
+import { edgeKeySource, graphOf, loopBody, loopRegion } from "./graph.ts";
 import type { GraphInfo } from "./graph.ts";
 import { isBlobRef, resolveRefs } from "./refs.ts";
 import type { Command, Effect, ExecutionState, FanItem, FanState, JournalEntry, NodeRun, SubRunPause, TimerState } from "./state.ts";
@@ -448,7 +448,9 @@ class Stepper {
       delete run.timerId;
       delete run.childKey;
       delete run.fan;
-      if (id !== head) delete run.iterations;
+      // A loop restarts its count with a pass of a loop around it (or of a cycle through its
+      // exit), not when a cycle inside its own body goes round: that is still the same pass.
+      if (id !== head && run.iterations !== undefined && !loopBody(this.g, id).has(head)) delete run.iterations;
       this.clearNodeTimers(id);
       this.s.ready = this.s.ready.filter((r) => r !== id);
     }
