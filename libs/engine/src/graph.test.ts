@@ -6,10 +6,12 @@
  * - graphOf: nodes share a component exactly when each reaches the other; only nodes on a
  *   cycle are cyclic; a chain of 20,000 nodes is taken without a set per node;
  * - loopRegion: the back edge's natural region — nested loops do not take in the loop around
- *   them (reached only through the inner loop's exit).
+ *   them (reached only through the inner loop's exit);
+ * - loopBody: what a whileLoop's body edges lead back to it, nested loops included; passNodes:
+ *   that, less what its exit edges also lead to (whose visits no pass of it restarts).
  */
 import { describe, expect, it } from "@jest/globals";
-import { dominators, graphOf, loopRegion, reachableFrom } from "./graph.ts";
+import { dominators, graphOf, loopBody, loopRegion, passNodes, reachableFrom } from "./graph.ts";
 import type { PlainGraph } from "./graph.ts";
 import type { WorkflowDefinition } from "./model.ts";
 
@@ -100,5 +102,24 @@ describe("loopRegion", () => {
     const g = graphOf(def);
     expect([...loopRegion(g, "inner", "inc")].sort()).toEqual(["inc", "inner"]);
     expect([...loopRegion(g, "outer", "onext")].sort()).toEqual(["inc", "inner", "onext", "outer", "ri"]);
+  });
+});
+
+describe("loopBody and passNodes", () => {
+  it("a loop's body is what its body edges lead back to it; the nodes its exit also leads to do not count per pass", () => {
+    const def = {
+      nodes: ["i", "outer", "ri", "inner", "inc", "again", "onext", "done"].map((id) => ({ id })),
+      edges: [
+        { from: "i", to: "outer" }, { from: "outer", to: "ri", when: "body" }, { from: "ri", to: "inner" }, { from: "inner", to: "inc", when: "body" },
+        { from: "inc", to: "inner" }, { from: "inner", to: "again", when: "exit" }, { from: "again", to: "inc" }, { from: "again", to: "onext" },
+        { from: "onext", to: "outer" }, { from: "outer", to: "done", when: "exit" },
+      ],
+    } as unknown as WorkflowDefinition;
+    const g = graphOf(def);
+    expect([...loopBody(g, "inner")].sort()).toEqual(["inc"]);
+    // inner's exit leads to inc again (through "again"): inc is on a cycle no iteration of inner counts.
+    expect([...passNodes(g, "inner")]).toEqual([]);
+    expect([...loopBody(g, "outer")].sort()).toEqual(["again", "inc", "inner", "onext", "ri"]);
+    expect([...passNodes(g, "outer")].sort()).toEqual(["again", "inc", "inner", "onext", "ri"]);
   });
 });

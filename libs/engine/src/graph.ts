@@ -102,7 +102,7 @@ export function loopRegion(g: GraphInfo, head: string, from: string): Set<string
   return region;
 }
 
-const bodies = new WeakMap<GraphInfo, Map<string, Set<string>>>();
+const bodies = new WeakMap<GraphInfo, Map<string, { body: Set<string>; pass: Set<string> }>>();
 
 /** Nodes reachable from `from` along `next` without passing through `avoid`. */
 function reachAvoiding(from: readonly string[], next: (v: string) => readonly string[], avoid: string): Set<string> {
@@ -118,6 +118,22 @@ function reachAvoiding(from: readonly string[], next: (v: string) => readonly st
   return seen;
 }
 
+function loopSets(g: GraphInfo, loop: string): { body: Set<string>; pass: Set<string> } {
+  let cached = bodies.get(g);
+  if (!cached) bodies.set(g, (cached = new Map<string, { body: Set<string>; pass: Set<string> }>()));
+  const hit = cached.get(loop);
+  if (hit) return hit;
+  const out = (v: string): string[] => (g.outgoing.get(v) ?? []).map((e) => e.to);
+  const targets = (when: string): string[] => (g.outgoing.get(loop) ?? []).filter((e) => e.when === when).map((e) => e.to);
+  const forward = reachAvoiding(targets("body"), out, loop);
+  const back = reachAvoiding((g.incoming.get(loop) ?? []).map((e) => e.from), (v) => (g.incoming.get(v) ?? []).map((e) => e.from), loop);
+  const body = new Set([...forward].filter((v) => back.has(v)));
+  const afterExit = reachAvoiding(targets("exit"), out, loop);
+  const sets = { body, pass: new Set([...body].filter((v) => !afterExit.has(v))) };
+  cached.set(loop, sets);
+  return sets;
+}
+
 /**
  * The body of a whileLoop: the nodes on a way from one of its `body` edges back to it that does
  * not pass through it again (the loop itself not included). A pass of the loop runs them; a
@@ -125,15 +141,16 @@ function reachAvoiding(from: readonly string[], next: (v: string) => readonly st
  * reached through this loop's exit).
  */
 export function loopBody(g: GraphInfo, loop: string): Set<string> {
-  let cached = bodies.get(g);
-  if (!cached) bodies.set(g, (cached = new Map<string, Set<string>>()));
-  const hit = cached.get(loop);
-  if (hit) return hit;
-  const forward = reachAvoiding((g.outgoing.get(loop) ?? []).filter((e) => e.when === "body").map((e) => e.to), (v) => (g.outgoing.get(v) ?? []).map((e) => e.to), loop);
-  const back = reachAvoiding((g.incoming.get(loop) ?? []).map((e) => e.from), (v) => (g.incoming.get(v) ?? []).map((e) => e.from), loop);
-  const body = new Set([...forward].filter((v) => back.has(v)));
-  cached.set(loop, body);
-  return body;
+  return loopSets(g, loop).body;
+}
+
+/**
+ * The nodes whose `maxVisits` counts their visits in one pass of a whileLoop: its body, less the
+ * nodes its exit edges also lead to without passing through it. Those are on a cycle that leaves
+ * the loop by its exit, which no iteration counts, so their count must go on across its passes.
+ */
+export function passNodes(g: GraphInfo, loop: string): Set<string> {
+  return loopSets(g, loop).pass;
 }
 
 /** A graph as validation sees it: node ids and the edges between them (possibly a part of a broken definition). */

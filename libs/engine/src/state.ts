@@ -40,6 +40,12 @@ export interface NodeRun {
   attempt: number;
   /** Starts of the node through its incoming edges (loop iterations); retries do not count. */
   visits?: number;
+  /**
+   * `visits` when the current pass of a whileLoop whose body holds the node began (set each
+   * time such a loop takes its body edges): `maxVisits` bounds the visits since. Absent: no
+   * such pass began, and the visits of the whole execution count.
+   */
+  visitsBeforePass?: number;
   /** `attempt` when the current visit began, so retries count per visit. */
   visitStartAttempt?: number;
   startedAt?: string;

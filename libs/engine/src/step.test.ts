@@ -537,6 +537,78 @@ describe("step: loops", () => {
     expect([r.state.error?.code, r.state.error?.nodeId, r.state.context.vars]).toEqual(["BATON_LOOP_LIMIT", "loop", { tries: 6 }]);
   });
 
+  it("maxVisits counts a node's visits in one pass of the whileLoop around it: each pass may visit it up to its bound", async () => {
+    // `work` retries (work → chk → work) until it has tried more often than the pass's number: once in pass 0, twice in pass 1, ...
+    const d = (passes: number) => def({
+      start: "init",
+      nodes: [
+        { id: "init", type: "setVariable", config: { values: { "$.vars.i": 0, "$.vars.tries": 0 } } },
+        { id: "loop", type: "whileLoop", config: { condition: `vars.i < ${passes}`, maxIterations: 10 } },
+        { id: "work", type: "transform", config: { expression: "{ 'i': vars.i, 'tries': vars.tries + 1 }" }, output: "$.vars", maxVisits: 2 },
+        { id: "chk", type: "condition", config: { expression: "vars.tries <= vars.i" } },
+        { id: "next", type: "transform", config: { expression: "{ 'i': vars.i + 1, 'tries': 0 }" }, output: "$.vars" },
+        { id: "done", type: "transform", config: { expression: "vars.i" } },
+      ],
+      edges: [
+        { from: "init", to: "loop" }, { from: "loop", to: "work", when: "body" }, { from: "work", to: "chk" },
+        { from: "chk", to: "work", when: "true" }, { from: "chk", to: "next", when: "false" }, { from: "next", to: "loop" },
+        { from: "loop", to: "done", when: "exit" },
+      ],
+    });
+    const completed = (r: Run, id: string) => r.journal.filter((j) => j.nodeId === id && j.status === "completed").length;
+    // Two passes: 1 + 2 visits of a node with maxVisits 2.
+    const ok = await drive(d(2), {}, null, { kind: "start", input: {} });
+    expect([ok.state.status, ok.state.output, completed(ok, "work")]).toEqual(["completed", 2, 3]);
+    // The third pass needs 3 visits in one pass: over the bound, though the passes before were within it.
+    const over = await drive(d(3), {}, null, { kind: "start", input: {} });
+    expect(over.state.status).toBe("failed");
+    expect(over.state.error).toMatchObject({ code: "BATON_LOOP_LIMIT", nodeId: "work", message: expect.stringContaining('reached more than maxVisits=2 times in one pass of loop "loop"') });
+    expect(completed(over, "work")).toBe(1 + 2 + 2);
+
+    // Five passes of a body whose node (maxVisits 2) each pass visits once: all run.
+    const five = def({
+      start: "init",
+      nodes: [
+        { id: "init", type: "setVariable", config: { values: { "$.vars.i": 0 } } },
+        { id: "loop", type: "whileLoop", config: { condition: "vars.i < 5", maxIterations: 5 } },
+        { id: "inc", type: "transform", config: { expression: "vars.i + 1" }, output: "$.vars.i", maxVisits: 2 },
+        { id: "done", type: "transform", config: { expression: "{ 'i': vars.i, 'loops': loop.iterations }" } },
+      ],
+      edges: [{ from: "init", to: "loop" }, { from: "loop", to: "inc", when: "body" }, { from: "inc", to: "loop" }, { from: "loop", to: "done", when: "exit" }],
+    });
+    const r = await drive(five, {}, null, { kind: "start", input: {} });
+    expect([r.state.status, r.state.error, r.state.output, r.state.nodes.inc!.visits]).toEqual(["completed", undefined, { i: 5, loops: 5 }, 5]);
+  });
+
+  it("nested loops keep their own counts of maxVisits: an inner loop's passes do not restart the count of a node of the outer one's body", async () => {
+    const nested = (again: string) => def({
+      start: "i",
+      nodes: [
+        { id: "i", type: "setVariable", config: { values: { "$.vars.o": 0, "$.vars.total": 0 } } },
+        { id: "outer", type: "whileLoop", config: { condition: "vars.o < 2", maxIterations: 10 } },
+        { id: "ri", type: "setVariable", config: { values: { "$.vars.i": 0 } }, maxVisits: 1 },
+        { id: "inner", type: "whileLoop", config: { condition: "vars.i < 2", maxIterations: 5 } },
+        { id: "inc", type: "transform", config: { expression: "{ 'i': vars.i + 1, 'o': vars.o, 'total': vars.total + 1 }" }, output: "$.vars", maxVisits: 1 },
+        { id: "again", type: "condition", config: { expression: again } },
+        { id: "onext", type: "transform", config: { expression: "{ 'i': vars.i, 'o': vars.o + 1, 'total': vars.total }" }, output: "$.vars" },
+        { id: "done", type: "transform", config: { expression: "vars" } },
+      ],
+      edges: [
+        { from: "i", to: "outer" }, { from: "outer", to: "ri", when: "body" }, { from: "ri", to: "inner" },
+        { from: "inner", to: "inc", when: "body" }, { from: "inc", to: "inner" }, { from: "inner", to: "again", when: "exit" },
+        { from: "again", to: "ri", when: "true" }, { from: "again", to: "onext", when: "false" },
+        { from: "onext", to: "outer" }, { from: "outer", to: "done", when: "exit" },
+      ],
+    });
+    // Each inner pass visits inc once, each outer pass ri once: two outer passes of two inner ones run.
+    const ok = await drive(nested("false"), {}, null, { kind: "start", input: {} });
+    expect({ status: ok.state.status, output: ok.state.output }).toEqual({ status: "completed", output: { i: 2, o: 2, total: 4 } });
+    // Going back to ri in the same outer pass is a second visit of that pass, inner passes between or not.
+    const twice = await drive(nested("vars.total < 3"), {}, null, { kind: "start", input: {} });
+    expect(twice.state.error).toMatchObject({ code: "BATON_LOOP_LIMIT", nodeId: "ri", message: expect.stringContaining('in one pass of loop "outer"') });
+    expect(twice.journal.filter((j) => j.nodeId === "inc" && j.status === "completed")).toHaveLength(2);
+  });
+
   it("fails at maxIterations (or exits with onLimit: exit)", async () => {
     const forever = (onLimit: string) => def({
       ...loop(2, onLimit),

@@ -25,7 +25,7 @@ import type { SynthdevMaterial, SynthdevRuntime } from "./synthdev.ts";
 import { looksLikePath, PLACEHOLDER, readPath, resolveTemplate, writePath } from "./path.ts";
 import { evaluateCondition, evaluateGuard } from "./condition.ts";
 import { evaluateExpression, ExpressionFailed, truthy } from "./expr.ts";
-import { edgeKeySource, graphOf, loopBody, loopRegion } from "./graph.ts";
+import { edgeKeySource, graphOf, loopBody, loopRegion, passNodes } from "./graph.ts";
 import type { GraphInfo } from "./graph.ts";
 import { isBlobRef, resolveRefs } from "./refs.ts";
 import type { Command, Effect, ExecutionState, FanItem, FanState, JournalEntry, NodeRun, SubRunPause, TimerState } from "./state.ts";
@@ -433,6 +433,19 @@ class Stepper {
     if (!(this.s.deferred ??= []).includes(key)) this.s.deferred.push(key);
   }
 
+  /**
+   * A whileLoop starts a pass: the visits of the nodes of its body so far belong to the passes
+   * before, and their `maxVisits` counts afresh (passNodes: not the nodes its exit also leads to).
+   * Each pass is an iteration the loop counts, so every count stays bounded: by `maxVisits`
+   * times the loop's `maxIterations`.
+   */
+  newPass(loop: string): void {
+    for (const id of passNodes(this.g, loop)) {
+      const run = this.s.nodes[id];
+      if (run?.visits !== undefined) run.visitsBeforePass = run.visits;
+    }
+  }
+
   resetRegion(head: string, from: string): void {
     const region = loopRegion(this.g, head, from);
     const calls: string[] = [];
@@ -790,9 +803,9 @@ class Stepper {
     const run = this.run(n.id);
     run.visits = (run.visits ?? 0) + 1;
     run.visitStartAttempt = run.attempt;
-    if (n.maxVisits !== undefined && run.visits > n.maxVisits) {
+    if (n.maxVisits !== undefined && run.visits - (run.visitsBeforePass ?? 0) > n.maxVisits) {
       this.begin(n, "running");
-      this.failNode(n, { code: "BATON_LOOP_LIMIT", message: `node "${n.id}" was reached more than maxVisits=${n.maxVisits} times`, retryable: false });
+      this.failNode(n, { code: "BATON_LOOP_LIMIT", message: `node "${n.id}" was reached more than maxVisits=${n.maxVisits} times${this.passOf(n.id)}`, retryable: false });
       return;
     }
     try {
@@ -802,6 +815,13 @@ class Stepper {
       if (this.run(n.id).status !== "running") this.begin(n, "running");
       this.failNode(n, { code: err instanceof ExpressionFailed ? "BATON_EXPRESSION_FAILED" : err.code, message: err.message, retryable: false });
     }
+  }
+
+  /** For a message: the innermost whileLoop whose passes a node's visits are counted in, if any. */
+  passOf(id: string): string {
+    const loops = this.def.nodes.filter((l) => l.type === "whileLoop" && passNodes(this.g, l.id).has(id));
+    const inner = loops.sort((a, b) => loopBody(this.g, a.id).size - loopBody(this.g, b.id).size)[0];
+    return inner ? ` in one pass of loop "${inner.id}"` : "";
   }
 
   async startWork(n: NodeDefinition): Promise<void> {
@@ -859,7 +879,10 @@ class Stepper {
           await this.complete(n, { iterations, limitReached: true }, "exit");
           return;
         }
-        if (go) run.iterations = iterations + 1;
+        if (go) {
+          run.iterations = iterations + 1;
+          this.newPass(n.id);
+        }
         await this.complete(n, { iterations: go ? iterations + 1 : iterations }, go ? "body" : "exit");
         return;
       }

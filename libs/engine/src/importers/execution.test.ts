@@ -3,6 +3,9 @@
  * engine's step function to the results the document implies — the plan's two roots are
  * called together, the tool sequence's computed template reaches `text.template`, and the
  * state machine's guarded self-loop runs three times before leaving for the final state.
+ * Imported state machines run with the source's limits: maxToolIterations rounds, a whileLoop's
+ * iterations whatever the retries inside its body (whose bound counts per pass), a cycle around
+ * a loop as often as its own bound allows; and with the source's agentConfig.
  * Tools answer in-process with the builtin tools' behaviour.
  */
 import { describe, expect, it } from "@jest/globals";
@@ -125,6 +128,30 @@ describe("imported state machines run with the source's limits and settings", ()
       },
     }, {}, { inc: () => ({ n: ++n }) });
     expect([state.status, state.error?.code, batches.flat().length]).toEqual(["completed", undefined, 30]);
+  });
+
+  it("retries taken in every pass of a whileLoop count per pass: the loop runs all its iterations, and a pass that retries too often fails", async () => {
+    // Each pass: work runs, retries `tries` times, then goes back to the loop; 30 passes, 60 retries in all (the bound is 25).
+    const source = {
+      initial: "init",
+      states: {
+        init: { invoke: { type: "setVariable", config: { values: { "$.c": { n: 0, t: 0 } } } }, always: "loop" },
+        loop: { invoke: { type: "whileLoop", config: { condition: "c.n < 30", maxIterations: 100 } }, on: { BODY: "work", EXIT: "done" } },
+        work: { invoke: { type: "work", input: { n: "$.c.n", t: "$.c.t" }, output: "$.c" }, transitions: [{ target: "work", guard: { left: "$.c.t", op: "gt", right: 0 } }, { target: "loop" }] },
+        done: { type: "final" },
+      },
+    };
+    // A pass's first visit sets its retries to go; each retry counts one down; the last one moves on to the next pass.
+    const work = (tries: (pass: number) => number) => (a: JsonObject): JsonValue => {
+      const n = a.n as number;
+      const t = a.t as number;
+      return t > 1 ? { n, t: t - 1 } : t === 1 ? { n: n + 1, t: 0 } : tries(n) > 0 ? { n, t: tries(n) } : { n: n + 1, t: 0 };
+    };
+    const two = await run("stateMachine", source, {}, { work: work(() => 2) });
+    expect([two.state.status, two.state.error?.code, two.batches.flat().length]).toEqual(["completed", undefined, 90]);
+    // 25 visits a pass at most: a pass that would retry 25 times (26 visits) fails.
+    const many = await run("stateMachine", source, {}, { work: work((n) => (n === 3 ? 25 : 1)) });
+    expect([many.state.status, many.state.error?.code, many.state.error?.nodeId]).toEqual(["failed", "BATON_LOOP_LIMIT", "work"]);
   });
 
   it("a cycle around a whileLoop goes round as often as its own bound allows, whatever the loop's iterations", async () => {

@@ -295,7 +295,7 @@ describe("importStateMachine", () => {
     ]);
   });
 
-  it("bounds only cycles nothing else bounds, on states each pass visits once, scaled by the loops around them", () => {
+  it("bounds only cycles nothing else bounds, on states each pass visits once, per pass of the loops around them", () => {
     const r = importStateMachine({
       initial: "round",
       states: {
@@ -311,10 +311,26 @@ describe("importStateMachine", () => {
       ["_start", undefined],
       // The outer cycle leaves `loop` by exit: bounded on round and next (one visit a pass), not on the loop.
       ["round", 25], ["loop", undefined], ["inner", undefined],
-      // The retry cycle is inside both loops, which the outer cycle re-runs: 25 × (10 × 1) × (100 × 25).
-      ["work", 100_000], ["next", 25], ["done", undefined],
+      // The retry cycle is inside both loops, whose passes each restart its count.
+      ["work", 25], ["next", 25], ["done", undefined],
     ]);
-    expect(r.ok && r.warnings).toContain('state "work" gets maxVisits 100000, the most a node may have; the loops around it could legitimately visit it 625000 times');
+    expect(r.ok && r.warnings).toEqual([]);
+
+    // A state the loop's exit also leads to (through "after") counts its visits across the loop's
+    // passes: its bound is scaled by them, 25 × 1000 × 25 (the cycle through the exit re-runs the loop), cut to the most a node may have.
+    const across = importStateMachine({
+      initial: "loop",
+      states: {
+        loop: { invoke: { type: "whileLoop", config: { condition: "$.go", maxIterations: 1000 } }, on: { BODY: "work", EXIT: "after" } },
+        work: { invoke: "x.work", transitions: [{ target: "work", guard: "$.retry" }, { target: "loop" }] },
+        after: { transitions: [{ target: "work", guard: "$.again" }, { target: "done" }] },
+        done: { type: "final" },
+      },
+    });
+    expect(across.ok && (across.definition.nodes as Array<{ id: string; maxVisits?: number }>).map((n) => [n.id, n.maxVisits])).toEqual([
+      ["_start", undefined], ["loop", undefined], ["work", 100_000], ["after", 25], ["done", undefined],
+    ]);
+    expect(across.ok && across.warnings).toEqual(['state "work" gets maxVisits 100000, the most a node may have; the loops around it could legitimately visit it 625000 times']);
 
     const inLoop = importStateMachine({
       initial: "loop",
@@ -326,9 +342,9 @@ describe("importStateMachine", () => {
         done: { type: "final" },
       },
     });
-    // 3 tool rounds per iteration (the LLM one more), over 20 iterations.
+    // 3 tool rounds in each iteration (the LLM answers once more), counted per iteration.
     expect(inLoop.ok && (inLoop.definition.nodes as Array<{ id: string; maxVisits?: number }>).map((n) => [n.id, n.maxVisits])).toEqual([
-      ["_start", undefined], ["loop", undefined], ["llm", 80], ["tools", 60], ["done", undefined],
+      ["_start", undefined], ["loop", undefined], ["llm", 4], ["tools", 3], ["done", undefined],
     ]);
   });
 });

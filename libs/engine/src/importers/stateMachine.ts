@@ -286,17 +286,18 @@ const MAX_VISITS_LIMIT = 100_000;
 
 /**
  * The `maxVisits` the importer adds (state name → bound), so that every cycle is bounded
- * without capping a loop that is already bounded. The engine counts a node's visits over the
- * whole execution, so:
+ * without capping a loop that is already bounded. The engine counts a node's visits in one
+ * pass of the whileLoops whose body holds it (docs/workflows.md, "Loops"), so:
  * - only cycles that no whileLoop counts (that do not go round a loop by its body) and that
  *   pass through no state with its own `maxVisits` get a bound;
  * - on such a cycle the bound goes on the states outside every whileLoop's body that are not
  *   loops themselves (each pass of the cycle visits them once); only a cycle with no such
  *   state (a retry inside a loop body, loops that re-enter each other by `exit`) is bounded
  *   on its loop-body states or loops;
- * - a bound is `limit` times the iterations every whileLoop around the state can make
- *   (`maxIterations`, times `limit` again when that loop is itself on a cycle that re-runs it),
- *   and a loop carrying one counts its own `maxIterations + 1` visits per pass;
+ * - a bound is `limit`, per pass of the loops around the state; a loop whose exit also leads to
+ *   the state does not restart its count, and multiplies it by the iterations it can make
+ *   (`maxIterations`, times `limit` again when that loop is itself on a cycle that re-runs it);
+ *   a loop carrying a bound counts its own `maxIterations + 1` visits per pass;
  * - when `limit` counts rounds (maxToolIterations: N rounds of an LLM → tools cycle), a state
  *   where the cycle is entered is visited once more than the others: N + 1.
  */
@@ -326,11 +327,18 @@ function visitBounds(
     }
     return seen;
   };
-  // A loop's body: the states on a way from one of its body edges back to it.
+  // A loop's body: the states on a way from one of its body edges back to it. Its passes
+  // restart their visit counts, except those of states its exit also leads to (graph.ts, passNodes).
   const loopsAround = new Map<string, string[]>(names.map((n) => [n, []]));
+  const countsAcross = new Map<string, string[]>(names.map((n) => [n, []]));
   for (const w of names.filter(isLoop)) {
     const back = reach(pred.get(w)!, pred, w);
-    for (const n of reach(edges.filter((e) => e.from === w && counted(e)).map((e) => e.to), succ, w)) if (back.has(n)) loopsAround.get(n)!.push(w);
+    const afterExit = reach(edges.filter((e) => e.from === w && e.when === "exit").map((e) => e.to), succ, w);
+    for (const n of reach(edges.filter((e) => e.from === w && counted(e)).map((e) => e.to), succ, w)) {
+      if (!back.has(n)) continue;
+      loopsAround.get(n)!.push(w);
+      if (afterExit.has(n)) countsAcross.get(n)!.push(w);
+    }
   }
   const maxIterations = (w: string): number => {
     const m = (nodes.get(w)!.config as JsonObject | undefined)?.maxIterations;
@@ -353,7 +361,7 @@ function visitBounds(
     const entered = n === initial || pred.get(n)!.some((m) => !comp.has(m));
     let bound = countsRounds && entered ? limit + 1 : limit;
     if (isLoop(n)) bound *= maxIterations(n) + 1;
-    for (const w of loopsAround.get(n)!) bound *= maxIterations(w) * reruns(w);
+    for (const w of countsAcross.get(n)!) bound *= maxIterations(w) * reruns(w);
     if (bound > MAX_VISITS_LIMIT) {
       warnings.push(`state "${n}" gets maxVisits ${MAX_VISITS_LIMIT}, the most a node may have; the loops around it could legitimately visit it ${bound} times`);
       bound = MAX_VISITS_LIMIT;
