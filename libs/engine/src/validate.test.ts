@@ -9,6 +9,9 @@
  * - an n-join fed by branches that exclude each other (directly or through nodes only
  *   those branches reach) and an explicit all / n join on a loop head that needs its
  *   back edge never fire and are refused; joins that can fire are accepted;
+ * - a node whose output would land on a context key the engine writes is refused: `input`
+ *   always, `messages`, `toolCalls`, `toolResults` and `synthdev` when a node of the same graph
+ *   makes the engine write there; an output path of its own makes it fine;
  * - paths are checked where the runtime reads them (whileLoop comparisons and edge guards
  *   written as comparisons, idempotency keys, setVariable keys, path-only fields,
  *   `{{$.path}}` placeholders), and text that merely starts with `$` stays text; a comparison
@@ -261,6 +264,43 @@ describe("validateWorkflow: the complete model", () => {
   it("refuses a node that would write its output over the execution's input", () => {
     expect(codes(validateWorkflow({ nodes: [{ id: "input", ...sv }] }))).toEqual(["invalid_path@nodes[0].id"]);
     expect(codes(validateWorkflow({ nodes: [{ id: "input", ...sv, output: "$.cleaned" }] }))).toEqual([]);
+  });
+
+  it("refuses a node named after a context key the engine writes for another node of the graph, and only then", () => {
+    // Each: [the key, a node of the graph that makes the engine write it, one like it that does not].
+    const cases: Array<[string, Record<string, unknown>, Record<string, unknown> | undefined]> = [
+      ["messages", { type: "agent.llm", config: { model: "m:x" } }, { type: "agent.llm", config: { model: "m:x", append: false } }],
+      ["messages", { type: "agent.llm", config: { model: "m:x", messages: "$.messages.main" } }, { type: "agent.llm", config: { model: "m:x", messages: "$.conversation" } }],
+      ["messages", { type: "agent.prompt", config: { template: "hi", role: "user" } }, { type: "agent.prompt", config: { template: "hi" } }],
+      ["messages", { type: "agent.toolLoop", config: { model: "m:x" } }, { type: "agent.toolLoop", config: { model: "m:x", messages: "$.conversation" } }],
+      ["messages", { type: "agent.memory.read", config: {} }, { type: "agent.memory.read", config: { inject: false } }],
+      ["messages", { type: "agent.subagent", config: { agent: { slug: "helper" } } }, { type: "agent.subagent", config: { agent: { slug: "helper" }, append: false } }],
+      ["messages", { type: "agent.toolExecutor", config: {} }, undefined],
+      ["toolCalls", { type: "agent.llm", config: { model: "m:x" } }, { type: "agent.llm", config: { model: "m:x", append: false } }],
+      ["toolResults", { type: "agent.toolExecutor", config: { append: false } }, { type: "agent.toolLoop", config: { model: "m:x" } }],
+      ["synthdev", { type: "synthdev.state", config: { state: "start" } }, undefined],
+    ];
+    const graph = (key: string, writer: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+      validateWorkflow({ start: "w", nodes: [{ id: "w", ...writer }, { id: key, ...sv, ...extra }], edges: [{ from: "w", to: key }] });
+    for (const [key, writer, other] of cases) {
+      const r = graph(key, writer);
+      expect([key, writer, codes(r)]).toEqual([key, writer, ["invalid_path@nodes[1].id"]]);
+      const message = !r.ok ? r.errors[0]!.message : "";
+      expect([message.startsWith(`node "${key}" would write its output to $.${key}, where ${String(writer.type)} node "w" `), message.endsWith(": give it another id, or an output path")]).toEqual([true, true]);
+      // With an output path of its own it writes nowhere near; without the writer there is nothing to collide with.
+      expect([key, writer, codes(graph(key, writer, { output: "$.mine" }))]).toEqual([key, writer, []]);
+      if (other) expect([key, other, codes(graph(key, other))]).toEqual([key, other, []]);
+    }
+    // A node that writes the key itself collides with itself; a forEach body is a graph (and a context) of its own.
+    const self = validateWorkflow({ nodes: [{ id: "toolCalls", type: "agent.llm", config: { model: "m:x" } }] });
+    expect(!self.ok && self.errors).toEqual([{
+      path: "nodes[0].id", code: "invalid_path",
+      message: 'node "toolCalls" would write its output to $.toolCalls, where agent.llm node "toolCalls" puts the tool calls of its answer: give it another id, or an output path',
+    }]);
+    const body = { nodes: [{ id: "messages", ...sv }] };
+    expect(codes(validateWorkflow({ nodes: [{ id: "p", type: "agent.prompt", config: { template: "hi", role: "user" } }, { id: "each", type: "forEach", config: { items: "$.input.xs", body } }], edges: [{ from: "p", to: "each" }] }))).toEqual([]);
+    const inBody = { nodes: [{ id: "p", type: "agent.prompt", config: { template: "hi", role: "user" } }, { id: "messages", ...sv }], edges: [{ from: "p", to: "messages" }] };
+    expect(codes(validateWorkflow({ nodes: [{ id: "each", type: "forEach", config: { items: "$.input.xs", body: inBody } }] }))).toEqual(["invalid_path@nodes[0].config.body.nodes[1].id"]);
   });
 
   it("takes input schemas of drafts 2019-09 and 2020-12 when $schema names them", () => {

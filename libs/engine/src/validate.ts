@@ -11,7 +11,8 @@ import { collectPaths, looksLikePath, parsePath, placeholderPaths } from "./path
 import type { ParsedPath } from "./path.ts";
 import type { Condition, NodeDefinition, WorkflowDefinition } from "./model.ts";
 import {
-  AGENT_TOOLS, NODE_TYPES, PLANNED_NODE_TYPES, bodySchema, canonicalType, conditionConfigSchema, edgeSchema, nodeSchema, setVariableConfigSchema, toolConfigSchema, workflowDefinitionSchema,
+  AGENT_TOOLS, NODE_TYPES, PLANNED_NODE_TYPES, bodySchema, canonicalType, conditionConfigSchema, edgeSchema, llmConfigSchema, memoryReadConfigSchema, nodeSchema,
+  promptConfigSchema, setVariableConfigSchema, subagentConfigSchema, toolConfigSchema, toolExecutorConfigSchema, toolLoopConfigSchema, workflowDefinitionSchema,
 } from "./model.ts";
 import { expressionError } from "./expr.ts";
 import { cyclicComponents, dominators, reachableFrom, unboundedCycles } from "./graph.ts";
@@ -185,7 +186,8 @@ function validateGraph(input: unknown, opts: ValidateOptions, prefix: string, sc
 
   // Fields with no effect: gathered here and from forEach bodies, reported only when the definition is valid.
   const warnings: ValidationIssue[] = [];
-  for (const { index, node } of parsed) checkNode(node, `nodes[${index}]`, opts, errors, warnings);
+  const owned = engineKeys(parsed.map((p) => p.node));
+  for (const { index, node } of parsed) checkNode(node, `nodes[${index}]`, opts, owned, errors, warnings);
 
   // Edges, each on its own.
   const edgesList = input.edges === undefined || Array.isArray(input.edges);
@@ -333,7 +335,63 @@ function checkWritePath(path: string, at: string, what: string, errors: Validati
 }
 
 /** The checks of one node that parsed: its type, config, paths and tools. */
-function checkNode(n: NodeDefinition, at: string, opts: ValidateOptions, errors: ValidationIssue[], warnings: ValidationIssue[]): void {
+/**
+ * The context keys the engine writes for the nodes of one graph (besides each node's output),
+ * each with who writes it: the conversation at `$.messages` (agent nodes that add to it), the
+ * tool calls of an LLM answer at `$.toolCalls`, a toolExecutor's results at `$.toolResults`, a
+ * SynthDev run's state at `$.synthdev`. A node with such an id and no `output` would collide.
+ */
+function engineKeys(nodes: readonly NodeDefinition[]): Map<string, string> {
+  const keys = new Map<string, string>();
+  const add = (key: string, n: NodeDefinition, what: string): void => {
+    if (!keys.has(key)) keys.set(key, `where ${canonicalType(n.type)} node "${n.id}" ${what}`);
+  };
+  // A conversation kept at another path (config.messages) is the definition's own choice.
+  const atMessages = (path: string | undefined): boolean => {
+    const p = parsePath(path ?? "$.messages");
+    return !("error" in p) && p.segments[0] === "messages";
+  };
+  for (const n of nodes) {
+    const c = n.config;
+    switch (canonicalType(n.type)) {
+      case "agent.prompt":
+        if (promptConfigSchema.safeParse(c).data?.role !== undefined) add("messages", n, "adds to the conversation");
+        break;
+      case "agent.llm": {
+        const cfg = llmConfigSchema.safeParse(c).data;
+        if (cfg?.append) {
+          if (atMessages(cfg.messages)) add("messages", n, "adds to the conversation");
+          add("toolCalls", n, "puts the tool calls of its answer");
+        }
+        break;
+      }
+      case "agent.toolLoop": {
+        const cfg = toolLoopConfigSchema.safeParse(c).data;
+        if (cfg?.append && atMessages(cfg.messages)) add("messages", n, "adds to the conversation");
+        break;
+      }
+      case "agent.toolExecutor": {
+        if (toolExecutorConfigSchema.safeParse(c).data?.append) add("messages", n, "adds to the conversation");
+        add("toolResults", n, "puts the results of its calls");
+        break;
+      }
+      case "agent.memory.read":
+        if (memoryReadConfigSchema.safeParse(c).data?.inject) add("messages", n, "adds to the conversation");
+        break;
+      case "agent.subagent":
+        if (subagentConfigSchema.safeParse(c).data?.append) add("messages", n, "adds to the conversation");
+        break;
+      case "synthdev.state":
+        add("synthdev", n, "keeps the SynthDev run's state");
+        break;
+    }
+  }
+  return keys;
+}
+
+function checkNode(
+  n: NodeDefinition, at: string, opts: ValidateOptions, owned: ReadonlyMap<string, string>, errors: ValidationIssue[], warnings: ValidationIssue[],
+): void {
   const type = canonicalType(n.type);
   const spec = NODE_TYPES[type];
   if (!spec) {
@@ -374,6 +432,8 @@ function checkNode(n: NodeDefinition, at: string, opts: ValidateOptions, errors:
   if (n.output !== undefined) checkWritePath(n.output, `${at}.output`, "output path", errors);
   else if (n.id === "input") {
     errors.push({ path: `${at}.id`, code: "invalid_path", message: `node "input" would write its output to $.input, the execution's input: give it another id, or an output path` });
+  } else if (owned.has(n.id)) {
+    errors.push({ path: `${at}.id`, code: "invalid_path", message: `node "${n.id}" would write its output to $.${n.id}, ${owned.get(n.id)!}: give it another id, or an output path` });
   }
   if (n.idempotencyKey !== undefined && looksLikePath(n.idempotencyKey)) checkPath(n.idempotencyKey, `${at}.idempotencyKey`, errors);
 }
