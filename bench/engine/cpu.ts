@@ -37,38 +37,59 @@ function processesNamed(names: readonly string[]): string[] {
   });
 }
 
-/** User + system CPU of the processes, in ms (a process that has exited counts as 0). */
-function cpuOf(pids: readonly string[]): number {
-  return pids.reduce((sum, pid) => {
-    try {
-      const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-      return sum + ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
-    } catch {
-      return sum;
-    }
-  }, 0);
+interface ProcStat {
+  ppid: string;
+  /** User + system CPU of the process itself, in ticks. */
+  own: number;
+  /** User + system CPU of its children that exited and were waited for, in ticks. */
+  reaped: number;
+}
+
+function statOf(pid: string): ProcStat | undefined {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return { ppid: f[1]!, own: Number(f[11]) + Number(f[12]), reaped: Number(f[13]) + Number(f[14]) };
+  } catch {
+    return undefined;
+  }
 }
 
 /**
- * Starts a reading; `stop()` gives the CPU used since. The NATS and Redis servers are found
- * once (they live as long as the run); Postgres processes are listed at each start, since a
- * backend comes and goes with its connection.
+ * CPU used so far, in ms, by the processes named `names` and by those of their children that
+ * have exited: every live process's own CPU, plus what the group's roots (processes whose
+ * parent is not in the group, such as the postmaster) reaped from children that ended. A
+ * Postgres backend that closes during a reading is thereby still counted, and one that opens
+ * during it is found at the end; the sum only grows while the roots live.
  */
+function groupCpu(names: readonly string[]): number {
+  const pids = processesNamed(names);
+  const stats = new Map<string, ProcStat>();
+  for (const pid of pids) {
+    const st = statOf(pid);
+    if (st) stats.set(pid, st);
+  }
+  let ticks = 0;
+  for (const st of stats.values()) ticks += st.own + (stats.has(st.ppid) ? 0 : st.reaped);
+  return (ticks * 1000) / TICKS_PER_SECOND;
+}
+
+/** Starts a reading; `stop()` gives the CPU used since, by group. */
 export function cpuMeter(): { start(): { stop(): CpuMs } } {
-  const nats = processesNamed(["nats-server"]);
-  const redis = processesNamed(["redis-server"]);
+  const servers = (): Omit<CpuMs, "process"> => ({ nats: groupCpu(["nats-server"]), redis: groupCpu(["redis-server"]), postgres: groupCpu(["postgres"]) });
   return {
     start() {
-      const postgres = processesNamed(["postgres"]);
-      const before = { process: process.cpuUsage(), nats: cpuOf(nats), redis: cpuOf(redis), postgres: cpuOf(postgres) };
+      // The servers first: reading /proc costs this process CPU that is not the phase's.
+      const atStart = servers();
+      const before = { ...atStart, process: process.cpuUsage() };
       return {
         stop() {
           const used = process.cpuUsage(before.process);
+          const after = servers();
           return {
             process: (used.user + used.system) / 1000,
-            nats: cpuOf(nats) - before.nats,
-            redis: cpuOf(redis) - before.redis,
-            postgres: cpuOf(postgres) - before.postgres,
+            nats: after.nats - before.nats,
+            redis: after.redis - before.redis,
+            postgres: after.postgres - before.postgres,
           };
         },
       };
