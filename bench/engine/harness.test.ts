@@ -8,11 +8,11 @@
  * - the docs section is replaced between its markers, appended when absent, and the
  *   document is created with an intro when empty;
  * - the CPU table shows each process group per node and the total against the floor's; the
- *   CPU budget is stated only where the floor kept the CPUs at least 80% busy, as 1.2× the
- *   floor's CPU per node.
+ *   ceilings are the steps/s that Baton's CPU per node, and its servers' share alone, allow on
+ *   the machine's CPUs, against the floor's measured steps/s.
  */
 import { describe, expect, it } from "@jest/globals";
-import { BATON, BEGIN, cpuBudget, cpuTable, END, FLOOR, upsertSection, type Row } from "./report.ts";
+import { BATON, BEGIN, cpuCeilings, cpuTable, END, FLOOR, upsertSection, type Row } from "./report.ts";
 import { fanOutGraph, nodeSamples, percentile, runPool, sequentialGraph, summarise } from "./stats.ts";
 
 describe("percentile", () => {
@@ -123,12 +123,15 @@ describe("CPU per node", () => {
     expect(t[2]).toBe("| baton | sequential-10 | 1 | 1.00 | 0.50 | 0.10 | 0.40 | 2.00 | 5.71× | 60% |");
     expect(t[3]).toBe("| floor | sequential-10 | 1 | 0.20 | 0.10 | 0.05 | 0.00 | 0.35 | 1.00× | 50% |");
   });
-  it("states a budget only where the floor is bound by CPU", () => {
-    const lines = cpuBudget(rows).split("\n");
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toContain("concurrency 16");
-    expect(lines[0]).toContain("0.50 ms per node, which puts 1.2× the floor at about 0.60 ms");
-    expect(lines[0]).toContain("Baton spent 2.50 ms (5.00×), of which the servers alone 1.00 ms");
-    expect(cpuBudget(rows.slice(0, 2))).toBe("");
+  it("gives the steps/s that CPU alone allows, against the floor's", () => {
+    const floor16 = { ...rows[3]!, stepsPerSecond: 2000 };
+    const lines = cpuCeilings([rows[0]!, rows[1]!, rows[2]!, floor16], 2).split("\n");
+    expect(lines).toHaveLength(2);
+    // 2.5 ms per node on 2 CPUs: 800 steps/s at most; the servers' 1.0 ms alone: 2000.
+    expect(lines[1]).toBe(
+      "- sequential-10, concurrency 16: the floor ran 2000 steps/s. Baton's 2.50 ms of CPU per node allow at most 800 steps/s on 2 CPUs (0.40× the floor's); " +
+        "its servers' 1.00 ms alone (NATS 0.40, Redis 0.10, Postgres 0.50) would allow at most 2000 (1.00×).",
+    );
+    expect(cpuCeilings([rows[0]!], 2)).toBe("");
   });
 });

@@ -57,24 +57,27 @@ export function cpuTable(rows: readonly Row[]): string {
 }
 
 /**
- * The floor target where the floor is bound by CPU: when the floor's turns kept the machine's
- * CPUs at least 80% busy, its per-node time is its CPU per node spread over the CPUs, and a
- * system within 1.2× of that time, at the same load, can spend about 1.2× the floor's CPU per
- * node. One line per such Baton cell, with what Baton's servers alone spent.
+ * What CPU alone allows, per Baton cell: a system that spends C ms of CPU per node (all
+ * processes) on a machine of N CPUs completes at most N × 1000 ÷ C nodes per second, with every
+ * CPU busy and nothing else running. At one concurrency a system's per-node time goes with the
+ * inverse of its steps/s (c executions in flight, each waiting for its own nodes), so a ceiling
+ * far under the floor's measured steps/s bounds how close its per-node time can come, whatever
+ * its process does. One line per Baton cell: its ceiling, and the ceiling its servers' CPU
+ * (NATS, Redis, Postgres) alone would leave it, each against the floor's measured steps/s.
  */
-export function cpuBudget(rows: readonly Row[]): string {
+export function cpuCeilings(rows: readonly Row[], cpuCount: number): string {
   const lines: string[] = [];
   for (const r of rows.filter((x) => x.kind === BATON && x.cpuPerNode)) {
     const floor = peer(rows, FLOOR, r);
-    if (!floor?.cpuPerNode || floor.busy === undefined || floor.busy < 0.8) continue;
-    const budget = 1.2 * cpuTotal(floor.cpuPerNode);
+    if (!floor) continue;
     const c = r.cpuPerNode!;
     const servers = c.nats + c.redis + c.postgres;
+    const all = (cpuCount * 1000) / cpuTotal(c);
+    const serversOnly = (cpuCount * 1000) / servers;
     lines.push(
-      `- ${r.graph}, concurrency ${r.concurrency}: the floor kept ${(floor.busy * 100).toFixed(0)}% of the CPUs busy, so its pace is its CPU: ` +
-        `${ms(cpuTotal(floor.cpuPerNode))} ms per node, which puts 1.2× the floor at about ${ms(budget)} ms of CPU per node. ` +
-        `Baton spent ${ms(cpuTotal(c))} ms (${ratio(cpuTotal(c) / cpuTotal(floor.cpuPerNode))}), of which the servers alone ${ms(servers)} ms ` +
-        `(NATS ${ms(c.nats)}, Redis ${ms(c.redis)}, Postgres ${ms(c.postgres)}) and this process ${ms(c.process)} ms.`,
+      `- ${r.graph}, concurrency ${r.concurrency}: the floor ran ${floor.stepsPerSecond.toFixed(0)} steps/s. Baton's ${ms(cpuTotal(c))} ms of CPU per node allow at most ` +
+        `${all.toFixed(0)} steps/s on ${cpuCount} CPUs (${ratio(all / floor.stepsPerSecond)} the floor's); its servers' ${ms(servers)} ms alone ` +
+        `(NATS ${ms(c.nats)}, Redis ${ms(c.redis)}, Postgres ${ms(c.postgres)}) would allow at most ${serversOnly.toFixed(0)} (${ratio(serversOnly / floor.stepsPerSecond)}).`,
     );
   }
   return lines.join("\n");

@@ -17,7 +17,7 @@ import { createBatonBench } from "./baton.ts";
 import { addCpu, cpuMeter, cpuTotal, scaleCpu, type CpuMs } from "./cpu.ts";
 import { createFloor } from "./floor.ts";
 import { createLangGraph } from "./langgraph.ts";
-import { BATON, cpuBudget, cpuTable, FLOOR, LANGGRAPH, table, targets, upsertSection } from "./report.ts";
+import { BATON, cpuCeilings, cpuTable, FLOOR, LANGGRAPH, table, targets, upsertSection } from "./report.ts";
 import type { Row } from "./report.ts";
 import { fanOutGraph, runPool, sequentialGraph, summarise } from "./stats.ts";
 import type { BenchGraph, ExecutionTrace } from "./stats.ts";
@@ -208,7 +208,7 @@ const [langgraphVersion, saverVersion] = await Promise.all([versionOf("@langchai
 const resultTable = table(rows);
 const resultCpu = cpuTable(rows);
 const resultTargets = targets(rows);
-const resultBudget = cpuBudget(rows);
+const resultBudget = cpuCeilings(rows, cpuCount);
 console.log(resultTable);
 console.log();
 console.log(resultCpu);
@@ -240,7 +240,7 @@ ${resultCpu}
 concurrency):
 
 ${resultTargets || "- no Baton rows: the Baton run failed (below)."}
-${resultBudget ? `\nWhere the floor is bound by CPU, the target is a CPU budget:\n\n${resultBudget}\n` : ""}${failures.length > 0 ? `\n**Failed in this run:**\n\n${failures.map((f) => `- ${f}`).join("\n")}\n` : ""}
+${resultBudget ? `\nWhat CPU alone allows (see *CPU* below):\n\n${resultBudget}\n` : ""}${failures.length > 0 ? `\n**Failed in this run:**\n\n${failures.map((f) => `- ${f}`).join("\n")}\n` : ""}
 ### What is measured
 
 - **Graphs.** \`sequential-10\`: ten no-op nodes in a chain. \`fan-out-1-8-1\`: one node, eight
@@ -266,13 +266,19 @@ ${resultBudget ? `\nWhere the floor is bound by CPU, the target is a CPU budget:
   run (\`durability: "sync"\` only waits for them at the end of the run), so its node functions'
   own timing would leave persistence out.
 - **CPU** per node = the CPU time this process (the driver and, for Baton, every Baton module),
-  the NATS server, the Redis server and every Postgres process used during the system's
-  measured turns, read from \`/proc\`, divided by the nodes completed (\`bench/engine/cpu.ts\`).
-  *CPUs busy* is that CPU over the turns' wall time and the machine's ${cpuCount} CPUs. Where the floor
-  keeps the CPUs busy (concurrency 16 on a small machine), its per-node time is its CPU per
-  node spread over the CPUs, and so is anyone's at that load: there a system is within 1.2× the
-  floor's time only if it spends about 1.2× the floor's CPU per node or less. The servers are
-  shared, so anything else using them during a run is counted too.
+  the NATS server, the Redis server and the Postgres server (its live processes, and the
+  backends that exited, as their postmaster counts them) used during the system's measured
+  turns, read from \`/proc\`, divided by the nodes completed (\`bench/engine/cpu.ts\`).
+  *CPUs busy* is that CPU over the turns' wall time and the machine's ${cpuCount} CPUs. A system
+  spending C ms per node completes at most ${cpuCount} × 1000 ÷ C nodes per second here, and at one
+  concurrency its per-node time goes with the inverse of its steps/s (c executions in flight,
+  each waiting for its own nodes; start nodes, whose admission is left out of the per-node
+  samples, make this loose: a system whose executions spend much of their time being admitted
+  has a per-node time below what its steps/s suggest). The CPU counts everything a system does
+  in its turns, admission included. Where the ceiling left by the servers' CPU alone is far
+  below the floor's measured steps/s, no change to Baton's process can bring its steps/s to the
+  floor's on this machine ([ADR 011](adr/011-floor-target-and-cpu.md)). The servers are shared, so anything else using them during
+  a run is counted too.
 - **Steps/s** = nodes completed ÷ wall time of the measured phase (the system's rounds added
   up), across all concurrent executions.
 - **Execution p50** = median time from the driver asking for an execution (for Baton,
