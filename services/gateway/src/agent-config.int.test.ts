@@ -16,7 +16,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { validateWorkflow } from "@baton/engine";
 import type { TestGateway } from "./test-support.ts";
-import { bearer, openTestGateway } from "./test-support.ts";
+import { bearer, openTestGateway, problemOf } from "./test-support.ts";
 
 let gw: TestGateway;
 
@@ -33,14 +33,7 @@ afterAll(async () => {
 });
 
 type Res = { statusCode: number; headers: Record<string, unknown>; json: () => unknown };
-type Problem = { code: string; detail: string; errors?: { path: string; code: string; message: string }[] };
 
-function problemOf(res: Res, status: number, code: string): Problem {
-  expect({ status: res.statusCode, type: String(res.headers["content-type"]).split(";")[0] }).toEqual({ status, type: "application/problem+json" });
-  const body = res.json() as Problem;
-  expect(body.code).toBe(code);
-  return body;
-}
 
 /** `[path, code]` of each problem of a refused write. */
 function refused(res: Res): [string, string][] {

@@ -21,7 +21,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import type { TestGateway } from "./test-support.ts";
-import { bearer, openTestGateway, validDefinition } from "./test-support.ts";
+import { bearer, openTestGateway, validDefinition, problemOf } from "./test-support.ts";
 
 let gw: TestGateway;
 let workflowId: number;
@@ -36,12 +36,6 @@ afterAll(async () => {
   await gw.close();
 });
 
-function problemOf(res: { statusCode: number; headers: Record<string, unknown>; json: () => unknown }, status: number, code: string) {
-  expect({ status: res.statusCode, type: String(res.headers["content-type"]).split(";")[0] }).toEqual({ status, type: "application/problem+json" });
-  const body = res.json() as { code: string; errors?: { path: string; code: string; message: string }[] };
-  expect(body.code).toBe(code);
-  return body;
-}
 
 async function execute(key: string, id: number, payload: unknown = { input: { q: "hello" } }) {
   return gw.app.inject({ method: "POST", url: `/api/agent-workflows/${id}/execute`, headers: bearer(key), payload: payload as Record<string, unknown> });

@@ -6,6 +6,7 @@
  * under test. Checkpoints live in the real Redis under a random key prefix.
  */
 import { randomUUID } from "node:crypto";
+import { expect } from "@jest/globals";
 import type { FastifyInstance } from "fastify";
 import { createRedis, deleteKeysByPrefix, redisCheckpointStore } from "@baton/checkpoints";
 import type { RedisCheckpointStore } from "@baton/checkpoints";
@@ -219,4 +220,27 @@ export function validDefinition(value = 1): Record<string, unknown> {
 
 export function bearer(key: string): { authorization: string } {
   return { authorization: `Bearer ${key}` };
+}
+
+/** A problem+json body as the gateway writes it (fields a route adds, such as `pendingReviews`, read as unknown). */
+export interface ProblemBody {
+  status: number;
+  code: string;
+  title: string;
+  detail: string;
+  type: string;
+  errors?: { path: string; code: string; message: string }[];
+  [field: string]: unknown;
+}
+
+/**
+ * Checks that `res` is a problem+json answer with `status` and `code`, with the fields every
+ * problem has and no stack trace in it, and returns its body.
+ */
+export function problemOf(res: { statusCode: number; headers: Record<string, unknown>; json: () => unknown }, status: number, code: string): ProblemBody {
+  expect({ status: res.statusCode, type: String(res.headers["content-type"]).split(";")[0] }).toEqual({ status, type: "application/problem+json" });
+  const body = res.json() as ProblemBody;
+  expect(body).toMatchObject({ status, code, title: expect.any(String), detail: expect.any(String), type: expect.any(String) });
+  expect(JSON.stringify(body)).not.toMatch(/\n\s+at /);
+  return body;
 }

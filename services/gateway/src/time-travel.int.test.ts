@@ -24,7 +24,7 @@ import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { buildApp } from "./app.ts";
 import type { ImportWorkflow } from "./deps.ts";
 import type { TestGateway } from "./test-support.ts";
-import { bearer, openTestGateway, validDefinition } from "./test-support.ts";
+import { bearer, openTestGateway, validDefinition, problemOf } from "./test-support.ts";
 
 /** A stand-in for the engine's importWorkflow: a toolSequence of `{ steps: [{ tool }] }`. */
 const importer: ImportWorkflow = (format, source) => {
@@ -49,13 +49,6 @@ afterAll(async () => {
   await gw.close();
 });
 
-type Res = { statusCode: number; headers: Record<string, unknown>; json: () => unknown };
-function problemOf(res: Res, status: number, code: string) {
-  expect({ status: res.statusCode, type: String(res.headers["content-type"]).split(";")[0] }).toEqual({ status, type: "application/problem+json" });
-  const body = res.json() as { code: string; detail: string; errors?: { path: string; code: string; message: string }[] };
-  expect(body.code).toBe(code);
-  return body;
-}
 
 const get = (url: string, key = gw.a.viewer) => gw.app.inject({ method: "GET", url, headers: bearer(key) });
 const post = (url: string, payload: unknown, key = gw.a.operator) =>

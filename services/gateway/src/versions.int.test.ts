@@ -15,7 +15,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import type { TestGateway } from "./test-support.ts";
-import { bearer, openTestGateway, validDefinition } from "./test-support.ts";
+import { bearer, openTestGateway, validDefinition, problemOf } from "./test-support.ts";
 
 let gw: TestGateway;
 
@@ -26,15 +26,7 @@ afterAll(async () => {
   await gw.close();
 });
 
-type Res = { statusCode: number; headers: Record<string, unknown>; json: () => unknown };
-type Problem = { code: string; detail: string; errors?: { path: string; code: string; message: string }[] };
 
-function problemOf(res: Res, status: number, code: string): Problem {
-  expect({ status: res.statusCode, type: String(res.headers["content-type"]).split(";")[0] }).toEqual({ status, type: "application/problem+json" });
-  const body = res.json() as Problem;
-  expect(body.code).toBe(code);
-  return body;
-}
 
 const get = (url: string, key = gw.a.viewer) => gw.app.inject({ method: "GET", url, headers: bearer(key) });
 const restore = (id: number, versionId: number, key = gw.a.operator) =>

@@ -13,7 +13,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import type { TestGateway } from "./test-support.ts";
-import { bearer, openTestGateway, validDefinition } from "./test-support.ts";
+import { bearer, openTestGateway, validDefinition, problemOf } from "./test-support.ts";
 import { MAX_JSON_DEPTH } from "@baton/engine";
 
 let gw: TestGateway;
@@ -29,25 +29,17 @@ async function createWorkflow(key: string, body: Record<string, unknown>) {
   return gw.app.inject({ method: "POST", url: "/api/agent-workflows", headers: bearer(key), payload: body });
 }
 
-function expectProblem(res: { statusCode: number; headers: Record<string, unknown>; json: () => unknown }, status: number, code: string) {
-  expect(res.statusCode).toBe(status);
-  expect(String(res.headers["content-type"])).toMatch(/^application\/problem\+json/);
-  const body = res.json() as Record<string, unknown>;
-  expect(body).toMatchObject({ status, code, title: expect.any(String), detail: expect.any(String), type: expect.any(String) });
-  expect(JSON.stringify(body)).not.toMatch(/\n\s+at /);
-  return body as { errors?: { path: string; code: string; message: string }[]; detail: string };
-}
 
 describe("authentication and roles", () => {
   test("a request without a key is 401 problem+json", async () => {
     const res = await gw.app.inject({ method: "GET", url: "/api/agent-workflows" });
-    expectProblem(res, 401, "BATON_GATEWAY_UNAUTHENTICATED");
+    problemOf(res, 401, "BATON_GATEWAY_UNAUTHENTICATED");
     expect(res.headers["www-authenticate"]).toMatch(/^Bearer/);
   });
 
   test("an unknown key is 401, in either header", async () => {
-    expectProblem(await gw.app.inject({ method: "GET", url: "/api/agent-workflows", headers: bearer("bk_not-a-real-key-000000") }), 401, "BATON_GATEWAY_UNAUTHENTICATED");
-    expectProblem(await gw.app.inject({ method: "GET", url: "/api/agent-workflows", headers: { "x-api-key": "bk_not-a-real-key-000000" } }), 401, "BATON_GATEWAY_UNAUTHENTICATED");
+    problemOf(await gw.app.inject({ method: "GET", url: "/api/agent-workflows", headers: bearer("bk_not-a-real-key-000000") }), 401, "BATON_GATEWAY_UNAUTHENTICATED");
+    problemOf(await gw.app.inject({ method: "GET", url: "/api/agent-workflows", headers: { "x-api-key": "bk_not-a-real-key-000000" } }), 401, "BATON_GATEWAY_UNAUTHENTICATED");
   });
 
   test("a valid key works in Authorization: Bearer and in x-api-key", async () => {
@@ -57,7 +49,7 @@ describe("authentication and roles", () => {
 
   test("a viewer may read but not write (403), and nothing is written", async () => {
     const res = await createWorkflow(gw.a.viewer, { name: "viewer try", definition: validDefinition() });
-    expectProblem(res, 403, "BATON_GATEWAY_FORBIDDEN");
+    problemOf(res, 403, "BATON_GATEWAY_FORBIDDEN");
     expect((await gw.store.workflows.list(gw.a.tenantId)).some((w) => w.name === "viewer try")).toBe(false);
   });
 
@@ -72,7 +64,7 @@ describe("workflow lifecycle", () => {
     const wf = (await createWorkflow(gw.a.admin, { name: "Busy", definition: validDefinition(1) })).json<{ id: number }>();
     const run = await gw.store.executions.create(gw.a.tenantId, { workflowId: wf.id, workflowVersion: 1, input: {} });
     const del = () => gw.app.inject({ method: "DELETE", url: `/api/agent-workflows/${wf.id}`, headers: bearer(gw.a.admin) });
-    const p = expectProblem(await del(), 409, "BATON_STORE_WORKFLOW_ACTIVE");
+    const p = problemOf(await del(), 409, "BATON_STORE_WORKFLOW_ACTIVE");
     expect(p.detail).toContain("cancel");
     expect(await gw.store.executions.get(gw.a.tenantId, run.id)).not.toBeNull();
     await gw.store.executions.update(run.id, { status: "cancelled" });
@@ -129,19 +121,19 @@ describe("workflow lifecycle", () => {
     expect(restored.json()).toMatchObject({ id: wf.id, version: 3, definition: validDefinition(1) });
 
     const missingVersion = await gw.app.inject({ method: "POST", url: `/api/agent-workflows/${wf.id}/versions/999999/restore`, headers: bearer(gw.a.admin) });
-    expectProblem(missingVersion, 404, "BATON_GATEWAY_NOT_FOUND");
+    problemOf(missingVersion, 404, "BATON_GATEWAY_NOT_FOUND");
 
     const deleted = await gw.app.inject({ method: "DELETE", url: `/api/agent-workflows/${wf.id}`, headers: bearer(gw.a.admin) });
     expect(deleted.statusCode).toBe(204);
     expect(deleted.body).toBe("");
     expect(gw.bus.published).toContainEqual({ type: "workflow.deleted", tenantId: gw.a.tenantId, scopeId: wf.id, data: { id: wf.id, slug: "triage" } });
-    expectProblem(await gw.app.inject({ method: "GET", url: `/api/agent-workflows/${wf.id}`, headers: bearer(gw.a.admin) }), 404, "BATON_GATEWAY_NOT_FOUND");
-    expectProblem(await gw.app.inject({ method: "DELETE", url: `/api/agent-workflows/${wf.id}`, headers: bearer(gw.a.admin) }), 404, "BATON_GATEWAY_NOT_FOUND");
+    problemOf(await gw.app.inject({ method: "GET", url: `/api/agent-workflows/${wf.id}`, headers: bearer(gw.a.admin) }), 404, "BATON_GATEWAY_NOT_FOUND");
+    problemOf(await gw.app.inject({ method: "DELETE", url: `/api/agent-workflows/${wf.id}`, headers: bearer(gw.a.admin) }), 404, "BATON_GATEWAY_NOT_FOUND");
   });
 
   test("a taken slug is 409 with the store's code", async () => {
     expect((await createWorkflow(gw.a.admin, { name: "Dup", slug: "dup", definition: validDefinition() })).statusCode).toBe(201);
-    expectProblem(await createWorkflow(gw.a.admin, { name: "Dup 2", slug: "dup", definition: validDefinition() }), 409, "BATON_STORE_SLUG_TAKEN");
+    problemOf(await createWorkflow(gw.a.admin, { name: "Dup 2", slug: "dup", definition: validDefinition() }), 409, "BATON_STORE_SLUG_TAKEN");
   });
 });
 
@@ -158,7 +150,7 @@ describe("tenant isolation", () => {
     ];
     for (const c of calls) {
       const res = await gw.app.inject({ ...c, headers: asB });
-      expectProblem(res, 404, "BATON_GATEWAY_NOT_FOUND");
+      problemOf(res, 404, "BATON_GATEWAY_NOT_FOUND");
     }
     const list = await gw.app.inject({ method: "GET", url: "/api/agent-workflows?limit=200", headers: asB });
     expect(list.json<{ items: { id: number }[] }>().items.map((w) => w.id)).not.toContain(wf.id);
@@ -192,11 +184,11 @@ describe("bad input", () => {
     for (let i = 0; i < 3000; i++) deep = [deep];
     const before = (await gw.store.workflows.list(gw.a.tenantId, { limit: 1000 })).length;
     const res = await createWorkflow(gw.a.admin, { name: "Deep", definition: { nodes: [{ id: "a", type: "setVariable", config: { values: { x: deep } } }], edges: [] } });
-    const p = expectProblem(res, 400, "BATON_GATEWAY_REQUEST_INVALID");
+    const p = problemOf(res, 400, "BATON_GATEWAY_REQUEST_INVALID");
     expect(p.errors).toEqual([{ path: expect.stringMatching(/^body\.definition\.nodes\[0\]\.config\.values\.x(\[0\])+$/) as unknown as string, code: "too_deep", message: `the JSON nests more than ${MAX_JSON_DEPTH} levels deep here` }]);
     expect((await gw.store.workflows.list(gw.a.tenantId, { limit: 1000 })).length).toBe(before);
     const imported = await gw.app.inject({ method: "POST", url: "/api/agent-workflows/import", headers: { ...bearer(gw.a.admin), "content-type": "application/json" }, payload: JSON.stringify({ format: "toolSequence", source: { steps: [{ tool: "echo", params: { x: deep } }] } }) });
-    expectProblem(imported, 400, "BATON_GATEWAY_REQUEST_INVALID");
+    problemOf(imported, 400, "BATON_GATEWAY_REQUEST_INVALID");
   });
 
   test("an invalid definition is 400 listing every engine problem, with request paths; nothing is written", async () => {
@@ -212,7 +204,7 @@ describe("bad input", () => {
         edges: [{ from: "a", to: "ghost" }],
       },
     });
-    const p = expectProblem(res, 400, "BATON_GATEWAY_WORKFLOW_INVALID");
+    const p = problemOf(res, 400, "BATON_GATEWAY_WORKFLOW_INVALID");
     const paths = p.errors!.map((e) => `${e.path} ${e.code}`);
     expect(paths).toEqual(
       expect.arrayContaining([
@@ -234,7 +226,7 @@ describe("bad input", () => {
     gw.setValidator(() => ({ ok: false, errors: issues }));
     try {
       const res = await createWorkflow(gw.a.admin, { name: "Stubbed", definition: { anything: true } });
-      const p = expectProblem(res, 400, "BATON_GATEWAY_WORKFLOW_INVALID");
+      const p = problemOf(res, 400, "BATON_GATEWAY_WORKFLOW_INVALID");
       expect(p.errors).toEqual([
         { path: "body.definition.nodes[0].type", code: "unknown_node_type", message: "unknown node type \"x\"" },
         { path: "body.definition.nodes[3].config.tool", code: "invalid_config", message: "tool names are dot-separated words" },
@@ -259,14 +251,14 @@ describe("bad input", () => {
       headers: bearer(gw.a.admin),
       payload: { definition: { nodes: [] } },
     });
-    const p = expectProblem(res, 400, "BATON_GATEWAY_WORKFLOW_INVALID");
+    const p = problemOf(res, 400, "BATON_GATEWAY_WORKFLOW_INVALID");
     expect(p.errors).toContainEqual(expect.objectContaining({ path: "body.definition.nodes", code: "no_nodes" }));
     expect(await gw.store.workflows.get(gw.a.tenantId, wf.id)).toMatchObject({ version: 1, definition: validDefinition() });
   });
 
   test("zod body errors list every problem, unknown keys included", async () => {
     const res = await createWorkflow(gw.a.admin, { name: "", slug: "Not A Slug", definition: [], enabled: "yes", colour: "red" });
-    const p = expectProblem(res, 400, "BATON_GATEWAY_REQUEST_INVALID");
+    const p = problemOf(res, 400, "BATON_GATEWAY_REQUEST_INVALID");
     const byPath = Object.fromEntries(p.errors!.map((e) => [e.path, e.code]));
     expect(byPath).toMatchObject({
       "body.name": "too_small",
@@ -280,24 +272,24 @@ describe("bad input", () => {
   test("an empty update is refused", async () => {
     const wf = (await createWorkflow(gw.a.admin, { name: "Empty update", definition: validDefinition() })).json<{ id: number }>();
     const res = await gw.app.inject({ method: "PUT", url: `/api/agent-workflows/${wf.id}`, headers: bearer(gw.a.admin), payload: { changeDescription: "nothing" } });
-    expectProblem(res, 400, "BATON_GATEWAY_REQUEST_INVALID");
+    problemOf(res, 400, "BATON_GATEWAY_REQUEST_INVALID");
   });
 
   test("params and query are validated and named", async () => {
-    const p1 = expectProblem(await gw.app.inject({ method: "GET", url: "/api/agent-workflows/abc", headers: bearer(gw.a.admin) }), 400, "BATON_GATEWAY_REQUEST_INVALID");
+    const p1 = problemOf(await gw.app.inject({ method: "GET", url: "/api/agent-workflows/abc", headers: bearer(gw.a.admin) }), 400, "BATON_GATEWAY_REQUEST_INVALID");
     expect(p1.errors!.map((e) => e.path)).toEqual(["params.id"]);
-    const p2 = expectProblem(await gw.app.inject({ method: "GET", url: "/api/agent-workflows/99999999999", headers: bearer(gw.a.admin) }), 400, "BATON_GATEWAY_REQUEST_INVALID");
+    const p2 = problemOf(await gw.app.inject({ method: "GET", url: "/api/agent-workflows/99999999999", headers: bearer(gw.a.admin) }), 400, "BATON_GATEWAY_REQUEST_INVALID");
     expect(p2.errors!.map((e) => e.path)).toEqual(["params.id"]);
-    const p3 = expectProblem(await gw.app.inject({ method: "GET", url: "/api/agent-workflows?limit=0&offset=-1", headers: bearer(gw.a.admin) }), 400, "BATON_GATEWAY_REQUEST_INVALID");
+    const p3 = problemOf(await gw.app.inject({ method: "GET", url: "/api/agent-workflows?limit=0&offset=-1", headers: bearer(gw.a.admin) }), 400, "BATON_GATEWAY_REQUEST_INVALID");
     expect(p3.errors!.map((e) => e.path).sort()).toEqual(["query.limit", "query.offset"]);
     // Numbers are decimal digits: what Number() would also read (hex, exponents, signs, spaces, decimals) is refused.
     const wf = (await createWorkflow(gw.a.admin, { name: "Decimal ids", definition: validDefinition() })).json<{ id: number }>();
     expect((await gw.app.inject({ method: "GET", url: `/api/agent-workflows/${wf.id}`, headers: bearer(gw.a.admin) })).statusCode).toBe(200);
     for (const id of [`0x${wf.id.toString(16)}`, `${wf.id}e0`, `+${wf.id}`, `${wf.id}.0`, `%20${wf.id}`, `0b${wf.id.toString(2)}`]) {
-      const p = expectProblem(await gw.app.inject({ method: "GET", url: `/api/agent-workflows/${id}`, headers: bearer(gw.a.admin) }), 400, "BATON_GATEWAY_REQUEST_INVALID");
+      const p = problemOf(await gw.app.inject({ method: "GET", url: `/api/agent-workflows/${id}`, headers: bearer(gw.a.admin) }), 400, "BATON_GATEWAY_REQUEST_INVALID");
       expect({ id, paths: p.errors!.map((e) => e.path) }).toEqual({ id, paths: ["params.id"] });
     }
-    const p4 = expectProblem(await gw.app.inject({ method: "GET", url: "/api/agent-workflows?limit=0x10&offset=1e2", headers: bearer(gw.a.admin) }), 400, "BATON_GATEWAY_REQUEST_INVALID");
+    const p4 = problemOf(await gw.app.inject({ method: "GET", url: "/api/agent-workflows?limit=0x10&offset=1e2", headers: bearer(gw.a.admin) }), 400, "BATON_GATEWAY_REQUEST_INVALID");
     expect(p4.errors!.map((e) => e.path).sort()).toEqual(["query.limit", "query.offset"]);
   });
 
@@ -309,7 +301,7 @@ describe("bad input", () => {
       [{ name: "ok", definition: { ...validDefinition(), nodes: [{ id: "a", type: "setVariable", config: { values: { "$.v": "x\u0000" } } }] } }, 'body.definition.nodes[0].config.values["$.v"]'],
       [{ name: "ok", definition: validDefinition(), agentConfig: { "k\u0000": 1 } }, 'body.agentConfig["k\\u0000"]'],
     ] as const) {
-      const p = expectProblem(await gw.app.inject({ method: "POST", url: "/api/agent-workflows", headers: { ...bearer(gw.a.admin), "content-type": "application/json" }, payload: JSON.stringify(payload) }), 400, "BATON_GATEWAY_REQUEST_INVALID");
+      const p = problemOf(await gw.app.inject({ method: "POST", url: "/api/agent-workflows", headers: { ...bearer(gw.a.admin), "content-type": "application/json" }, payload: JSON.stringify(payload) }), 400, "BATON_GATEWAY_REQUEST_INVALID");
       expect(p.errors!.map((e) => [e.path, e.code])).toEqual([[path, "invalid_string"]]);
     }
     expect((await gw.app.inject({ method: "GET", url: "/api/agent-workflows?limit=200", headers: bearer(gw.a.admin) })).json<{ items: unknown[] }>().items).toHaveLength(before);
@@ -332,7 +324,7 @@ describe("bad input", () => {
     });
     try {
       const res = await createWorkflow(gw.a.admin, { name: "Crash", definition: validDefinition() });
-      const p = expectProblem(res, 500, "BATON_GATEWAY_INTERNAL");
+      const p = problemOf(res, 500, "BATON_GATEWAY_INTERNAL");
       expect(p.detail).toBe("internal server error");
       expect(res.body).not.toContain("hunter2");
     } finally {
@@ -342,7 +334,7 @@ describe("bad input", () => {
   });
 
   test("an unknown route is a 404 problem", async () => {
-    expectProblem(await gw.app.inject({ method: "GET", url: "/api/nothing-here", headers: bearer(gw.a.admin) }), 404, "BATON_GATEWAY_ROUTE_NOT_FOUND");
-    expectProblem(await gw.app.inject({ method: "GET", url: "/nothing" }), 404, "BATON_GATEWAY_ROUTE_NOT_FOUND");
+    problemOf(await gw.app.inject({ method: "GET", url: "/api/nothing-here", headers: bearer(gw.a.admin) }), 404, "BATON_GATEWAY_ROUTE_NOT_FOUND");
+    problemOf(await gw.app.inject({ method: "GET", url: "/nothing" }), 404, "BATON_GATEWAY_ROUTE_NOT_FOUND");
   });
 });
