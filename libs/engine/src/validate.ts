@@ -334,7 +334,6 @@ function checkWritePath(path: string, at: string, what: string, errors: Validati
   }
 }
 
-/** The checks of one node that parsed: its type, config, paths and tools. */
 /**
  * The context keys the engine writes for the nodes of one graph (besides each node's output),
  * each with who writes it: the conversation at `$.messages` (agent nodes that add to it), the
@@ -389,6 +388,7 @@ function engineKeys(nodes: readonly NodeDefinition[]): Map<string, string> {
   return keys;
 }
 
+/** The checks of one node that parsed: its type, config, paths and tools. */
 function checkNode(
   n: NodeDefinition, at: string, opts: ValidateOptions, owned: ReadonlyMap<string, string>, errors: ValidationIssue[], warnings: ValidationIssue[],
 ): void {
