@@ -53,12 +53,16 @@ export interface StartExecutionCommand {
 /**
  * What an importer returns (the engine's `importWorkflow`). `sourceMap` says where in the
  * source each generated node and edge came from; the import route uses it to point problems
- * of the generated definition into `body.source`.
+ * of the generated definition into `body.source`. A failure may carry `partial`, what did
+ * convert (the engine's `PartialImport`): the route validates it too and reports its nodes' own
+ * problems (a tool no worker serves) with the source's, in one answer.
  */
 export type ImportWorkflow = (
   format: "plan" | "toolSequence" | "stateMachine" | "synthdev",
   source: unknown,
-) => { ok: true; definition: Record<string, unknown>; warnings: string[]; sourceMap?: ImportSourceMap } | { ok: false; errors: DefinitionIssue[] };
+) =>
+  | { ok: true; definition: Record<string, unknown>; warnings: string[]; sourceMap?: ImportSourceMap }
+  | { ok: false; errors: DefinitionIssue[]; partial?: { definition: Record<string, unknown>; sourceMap: ImportSourceMap } };
 
 export type ReviewAction = "approve" | "edit" | "reject";
 

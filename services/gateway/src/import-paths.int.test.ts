@@ -11,7 +11,10 @@
  * - a problem of a field the importer made up points at the element it was made for (else at
  *   `body.source`) and its message says where in the generated definition it is;
  * - the validation warnings of a created import point into `body.source` the same way;
- * - an importer that gives no source map still answers with `body.source` paths.
+ * - an importer that gives no source map still answers with `body.source` paths;
+ * - a source with problems of its own also gets, in the same answer, the tools no worker serves
+ *   among its elements that did convert (plan, tool sequence), at their tool fields; nothing
+ *   else of the partial definition (its graph is not the source's) is reported.
  */
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { importSynthDev, importWorkflow, validateWorkflowWithTools } from "@baton/engine";
@@ -155,6 +158,32 @@ describe("a source that converts to a definition the validation refuses", () => 
     } finally {
       await other.close();
     }
+  });
+});
+
+describe("a source with problems of its own", () => {
+  test("plan: the source's problems and the converted steps' unknown tools come in one answer", async () => {
+    const p = await refused("plan", {
+      steps: [
+        { name: "fetch", tool_name: "no.such.fetch", params: {} },
+        { name: "broken", params: {}, dependencies: ["fetch"] },
+        { name: "say", tool: "echo", params: { text: "{{fetch.body}}" }, dependencies: ["broken", "ghost"] },
+        { name: "tell", tool: "no.such.chat", params: {} },
+      ],
+    });
+    expect(at(p)).toEqual([
+      "missing_tool@body.source.steps[1].tool_name",
+      "unknown_dependency@body.source.steps[2].dependencies[1]",
+      "unknown_tool@body.source.steps[0].tool_name",
+      "unknown_tool@body.source.steps[3].tool",
+    ]);
+  });
+
+  test("toolSequence: the same, and a source whose every step has a problem gets the source's problems only", async () => {
+    const p = await refused("toolSequence", [{ toolName: "no.such.tool" }, { parameters: [] }, { toolName: "echo" }]);
+    expect(at(p)).toEqual(["missing_tool@body.source[1].toolName", "invalid_params@body.source[1].parameters", "unknown_tool@body.source[0].toolName"]);
+    const q = await refused("toolSequence", [{ parameters: {} }]);
+    expect(at(q)).toEqual(["missing_tool@body.source[0].toolName"]);
   });
 });
 

@@ -51,7 +51,22 @@ export interface ImportSourceMap {
  */
 export type ImportResult =
   | { ok: true; definition: JsonObject; warnings: string[]; sourceMap: ImportSourceMap }
-  | { ok: false; errors: ImportIssue[] };
+  | { ok: false; errors: ImportIssue[]; partial?: PartialImport };
+
+/**
+ * What a failed import did convert: the tool nodes of the source elements that have no problem
+ * of their own, alone (no edges), with their origins. Validating it finds what the source's own
+ * checks cannot (a tool no worker serves), so a caller can report those problems in the same
+ * answer as the source's. Its graph means nothing (elements are missing), so only the problems
+ * of its nodes themselves are worth reporting: {@link PARTIAL_IMPORT_CODES}.
+ */
+export interface PartialImport {
+  definition: JsonObject;
+  sourceMap: ImportSourceMap;
+}
+
+/** The validation codes of a {@link PartialImport} that concern a node alone, not the graph it is in. */
+export const PARTIAL_IMPORT_CODES: readonly string[] = ["unknown_tool"];
 
 /** Source formats understood by {@link importWorkflow}. */
 export type ImportFormat = "plan" | "toolSequence" | "stateMachine";
@@ -61,6 +76,30 @@ const NODE_ID = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
 
 export function fail(errors: ImportIssue[]): ImportResult {
   return { ok: false, errors };
+}
+
+/** Whether `path` is `element` or inside it (`steps[1].tool_name` is in `steps[1]`, `steps[10]` is not). */
+function within(path: string, element: string): boolean {
+  return path === element || path.startsWith(`${element}.`) || path.startsWith(`${element}[`);
+}
+
+/**
+ * A failure that carries what did convert ({@link PartialImport}): of `tools` (a tool node's id,
+ * its tool and its origin), those whose source element has no problem of its own.
+ */
+export function failWithPartial(errors: ImportIssue[], tools: readonly { id: string; tool: string; origin: SourceOrigin }[]): ImportResult {
+  const clean = tools.filter((t) => t.tool !== "" && !errors.some((e) => within(e.path, t.origin.path)));
+  if (clean.length === 0) return fail(errors);
+  const nodes: Record<string, SourceOrigin> = {};
+  for (const t of clean) nodes[t.id] = t.origin;
+  return {
+    ok: false,
+    errors,
+    partial: {
+      definition: { schemaVersion: 1, start: clean[0]!.id, nodes: clean.map((t) => ({ id: t.id, type: "tool", config: { tool: t.tool } })), edges: [] },
+      sourceMap: { fields: {}, nodes, edges: [] },
+    },
+  };
 }
 
 /** `a.b` / `a[0]` / `a["x y"]` joined the way the issue paths are written. */

@@ -7,7 +7,8 @@
  *   are computed by a `transform` node whose JSONata really produces the string;
  * - several roots hang off a `_start` node; a single root is the start; the output maps sinks;
  * - a bad plan lists every problem (missing tool, unknown dependency, cycle, duplicate, bad
- *   reference) with a path into the plan;
+ *   reference) with a path into the plan, and carries the tools of the steps that have no
+ *   problem of their own as a partial definition (tool nodes alone, with their origins);
  * - the source map names, for every node and edge, the step (or its field) it came from: a
  *   step's node its `steps[i]` with tool/params/reason fields, a `*_params` transform and an
  *   implied dependency the step's params, a declared dependency its `dependencies[j]`, the
@@ -17,7 +18,7 @@
  */
 import { describe, expect, it } from "@jest/globals";
 import jsonata from "jsonata";
-import { importWorkflowPlan } from "./index.ts";
+import { importWorkflowPlan, PARTIAL_IMPORT_CODES } from "./index.ts";
 import { validateWorkflow } from "../validate.ts";
 import { example1, example2, mockPlan } from "./fixtures/seeds.ts";
 
@@ -207,6 +208,35 @@ describe("importWorkflowPlan", () => {
     });
   });
 
+  it("carries the tools of the steps without problems of their own, for the caller to check in the same answer", () => {
+    const r = importWorkflowPlan({
+      steps: [
+        { name: "fetch", tool_name: "web.fetch", params: {} },
+        { name: "broken", params: {}, dependencies: ["fetch"] },
+        { name: "notify", tool: "chat.post", params: { text: "{{fetch.body}}" }, dependencies: ["broken"] },
+      ],
+    });
+    expect(r).toEqual({
+      ok: false,
+      errors: [{ path: "steps[1].tool_name", code: "missing_tool", message: 'step "broken" names no tool' }],
+      partial: {
+        definition: {
+          schemaVersion: 1, start: "fetch", edges: [],
+          nodes: [{ id: "fetch", type: "tool", config: { tool: "web.fetch" } }, { id: "notify", type: "tool", config: { tool: "chat.post" } }],
+        },
+        sourceMap: {
+          fields: {}, edges: [],
+          nodes: { fetch: { path: "steps[0]", fields: { "config.tool": "steps[0].tool_name" } }, notify: { path: "steps[2]", fields: { "config.tool": "steps[2].tool" } } },
+        },
+      },
+    });
+    // Validation finds an unregistered tool among its nodes. Its graph is not the plan's (no
+    // edges: "notify" is unreachable), which is why a caller keeps only PARTIAL_IMPORT_CODES.
+    const v = r.ok || !r.partial ? undefined : validateWorkflow(r.partial.definition, { hasTool: (n) => n === "web.fetch" });
+    expect(v?.ok === false && v.errors.map((e) => [e.path, e.code])).toEqual([["nodes[1].config.tool", "unknown_tool"], ["nodes[1]", "unreachable_node"]]);
+    expect(v?.ok === false && v.errors.filter((e) => PARTIAL_IMPORT_CODES.includes(e.code)).map((e) => e.path)).toEqual(["nodes[1].config.tool"]);
+  });
+
   it("reports a cycle made by references in params at the parameter that makes it", () => {
     // No step has a dependencies field: the cycle is in the params alone.
     expect(importWorkflowPlan({
@@ -214,11 +244,15 @@ describe("importWorkflowPlan", () => {
         { name: "a", tool: "echo", params: { x: "$b.v", y: "{{input.k}}" } },
         { name: "b", tool: "echo", params: { nested: { list: ["literal", "{{a.result.v}}"] } } },
       ],
-    })).toEqual({ ok: false, errors: [{ path: "steps[0].params.x", code: "dependency_cycle", message: 'steps "a", "b" depend on each other in a cycle' }] });
+    })).toMatchObject({ ok: false, errors: [{ path: "steps[0].params.x", code: "dependency_cycle", message: 'steps "a", "b" depend on each other in a cycle' }] });
     // A listed dependency in the cycle is where it is written, even when params also refer to it.
-    expect(importWorkflowPlan({
+    const listed = importWorkflowPlan({
       steps: [{ name: "a", tool: "echo", params: { x: "{{b.v}}" }, depends_on: ["input_step", "b"] }, { name: "b", tool: "echo", params: { y: "$a.v" } }, { name: "input_step", tool: "echo" }],
-    })).toEqual({ ok: false, errors: [{ path: "steps[0].depends_on[1]", code: "dependency_cycle", message: 'steps "a", "b" depend on each other in a cycle' }] });
+    });
+    expect(listed).toMatchObject({ ok: false, errors: [{ path: "steps[0].depends_on[1]", code: "dependency_cycle", message: 'steps "a", "b" depend on each other in a cycle' }] });
+    expect(!listed.ok && listed.errors).toHaveLength(1);
+    // The steps the cycle is not reported at have no problem of their own: their tools are carried.
+    expect(!listed.ok && listed.partial?.definition.nodes).toEqual([{ id: "b", type: "tool", config: { tool: "echo" } }, { id: "input_step", type: "tool", config: { tool: "echo" } }]);
   });
 
   it("rejects sources that are not plans", () => {

@@ -34,7 +34,7 @@ import type { JsonObject } from "../json.ts";
 import { isJsonObject } from "../json.ts";
 import type { ImportIssue, ImportResult, SourceOrigin, TemplateOptions } from "./common.ts";
 import {
-  ID_RULE, IdAllocator, TOOL_NAME, at, asJson, computedExpression, fail, inputSchemaFor, pick, renderPath, translateParams,
+  ID_RULE, IdAllocator, TOOL_NAME, at, asJson, computedExpression, fail, failWithPartial, inputSchemaFor, pick, renderPath, translateParams,
 } from "./common.ts";
 import { cyclicComponents } from "../graph.ts";
 
@@ -202,7 +202,9 @@ export function importWorkflowPlan(plan: unknown): ImportResult {
       message: comp.length === 1 ? `step "${first.name}" depends on itself` : `steps ${comp.map((c) => `"${c}"`).join(", ")} depend on each other in a cycle`,
     });
   }
-  if (errors.length > 0) return fail(errors);
+  if (errors.length > 0) {
+    return failWithPartial(errors, steps.map((s) => ({ id: s.id, tool: s.tool, origin: { path: s.path, fields: { "config.tool": s.toolPath } } })));
+  }
 
   const nodes: JsonObject[] = [];
   const edges: JsonObject[] = [];

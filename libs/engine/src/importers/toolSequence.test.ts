@@ -6,7 +6,8 @@
  * - steps run in `order` when given; templates `{{input.x}}` / `{{x}}` read `$.input.x` (and
  *   make `x` a required input), `{{stepN.path}}` reads an earlier result; templates inside text
  *   are computed by a `transform` node whose JSONata really yields the string;
- * - `required: false` is reported as a warning; bad sources list every problem with a path;
+ * - `required: false` is reported as a warning; bad sources list every problem with a path,
+ *   and carry the tools of the steps without problems of their own as a partial definition;
  * - the source map names the step each node came from (where it is in the source, whatever the
  *   order it runs in), its toolName and parameters, and for each edge the step it leads to.
  */
@@ -119,6 +120,24 @@ describe("importToolSequence", () => {
         { path: "steps[1].parameters", code: "invalid_params", message: "parameters must be an object of parameter names to values" },
         { path: "steps[2].toolName", code: "invalid_tool_name", message: 'tool name "not a tool" is not dot-separated words of letters, digits, _ or -' },
       ],
+    });
+  });
+
+  it("carries the tools of the steps without problems of their own in a failed import", () => {
+    const r = importToolSequence([{ toolName: "echo" }, { parameters: {} }, { toolName: "no.such", parameters: { x: "{{step1.text}}" } }]);
+    expect(r).toEqual({
+      ok: false,
+      errors: [{ path: "[1].toolName", code: "missing_tool", message: "the step names no tool" }],
+      partial: {
+        definition: { schemaVersion: 1, start: "step1", edges: [], nodes: [{ id: "step1", type: "tool", config: { tool: "echo" } }, { id: "step3", type: "tool", config: { tool: "no.such" } }] },
+        sourceMap: {
+          fields: {}, edges: [],
+          nodes: {
+            step1: { path: "[0]", fields: { "config.tool": "[0].toolName", input: "[0].parameters" } },
+            step3: { path: "[2]", fields: { "config.tool": "[2].toolName", input: "[2].parameters" } },
+          },
+        },
+      },
     });
   });
 

@@ -27,7 +27,7 @@
 import type { JsonObject, JsonValue } from "../json.ts";
 import { isJsonObject } from "../json.ts";
 import type { ImportIssue, ImportResult, SourceOrigin } from "./common.ts";
-import { IdAllocator, TOOL_NAME, at, asJson, computedExpression, fail, inputSchemaFor, pick, renderPath, translateParams } from "./common.ts";
+import { IdAllocator, TOOL_NAME, at, asJson, computedExpression, fail, failWithPartial, inputSchemaFor, pick, renderPath, translateParams } from "./common.ts";
 
 interface SeqStep {
   source: JsonObject;
@@ -178,7 +178,10 @@ export function importToolSequence(seq: unknown): ImportResult {
     nodeOrigins[id] = { path: s.path, fields };
     prev = id;
   });
-  if (errors.length > 0) return fail(errors);
+  if (errors.length > 0) {
+    const tools = nodes.filter((n) => n.type === "tool").map((n) => ({ id: n.id as string, tool: (n.config as JsonObject).tool as string, origin: nodeOrigins[n.id as string]! }));
+    return failWithPartial(errors, tools);
+  }
 
   const definition: JsonObject = { schemaVersion: 1, start: (nodes[0]!.id as string) };
   const schema = inputSchemaFor(inputKeys);

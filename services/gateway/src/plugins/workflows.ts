@@ -13,7 +13,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { errorMessage } from "@baton/errors";
-import { isJsonObject, validateInput } from "@baton/engine";
+import { isJsonObject, PARTIAL_IMPORT_CODES, validateInput } from "@baton/engine";
 import type { FastifyBaseLogger } from "fastify";
 import type { JsonObject } from "@baton/store";
 import type { ImportSourceMap } from "@baton/engine";
@@ -115,6 +115,18 @@ function importedDefinitionIssues(issues: readonly DefinitionIssue[], definition
     }),
     "body.source",
   );
+}
+
+/**
+ * The problems validation finds in the nodes of a failed import that did convert (the engine's
+ * `PartialImport`), at their paths in `body.source`: only those of a node alone
+ * (`PARTIAL_IMPORT_CODES`), since the graph of a partial import is not the source's.
+ */
+async function partialImportIssues(deps: GatewayDeps, partial: { definition: Record<string, unknown>; sourceMap: ImportSourceMap }): Promise<Issue[]> {
+  const result = await deps.validateWorkflow(partial.definition);
+  if (result.ok) return [];
+  const own = result.errors.filter((i) => PARTIAL_IMPORT_CODES.includes(i.code));
+  return importedDefinitionIssues(own, partial.definition, partial.sourceMap);
 }
 
 /** How a definition's problems are reported: their request paths, and the 400 that carries them. */
@@ -262,7 +274,8 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
         description:
           "Converts `source` to a workflow definition, then creates the workflow exactly like `POST /api/agent-workflows` (same validation). " +
           "An unusable source, or a converted definition the validation refuses, is a 400 `BATON_GATEWAY_IMPORT_INVALID` listing every problem " +
-          "with a path into `body.source` (an unknown format: `body.format`); nothing is stored. A problem of the converted definition points at " +
+          "with a path into `body.source` (an unknown format: `body.format`); nothing is stored. A plan or tool sequence with problems of its own also " +
+          "gets, in the same answer, `unknown_tool` for each tool no worker serves among its steps that have none. A problem of the converted definition points at " +
           "the source element its node or edge came from (`body.source.steps[2].tool_name`, `body.source.states.review.on.next`); " +
           "when only the element is known, not the field, the message ends with where it is in the generated definition " +
           "(`(in the generated definition at nodes[3].maxVisits)`). `warnings` says what was adapted, then fields with no effect, with paths the same way.",
@@ -275,6 +288,8 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
         const result = importWorkflow(format, source);
         if (!result.ok) {
           const details = definitionIssues(result.errors, "body.source").map((i) => (i.path === "body.source.format" ? { ...i, path: "body.format" } : i));
+          // What did convert is checked too, so that a tool no worker serves is reported now, not after the source is fixed.
+          if (result.partial) details.push(...(await partialImportIssues(deps, result.partial)));
           throw ImportInvalid(format, details.length, { details });
         }
         const { definition, sourceMap } = result;
