@@ -13,6 +13,19 @@ import type {
 import { defineError } from "@baton/errors";
 
 export const UnexpectedSubject = defineError("BATON_MESSAGING_UNEXPECTED_SUBJECT", (subject: string) => `no contract message is carried on "${subject}"`, { status: 400 });
+/**
+ * A command on the commands subject whose kind this process does not know: most likely sent by
+ * a newer Baton while an upgrade is under way. Retryable, so the commands consumer hands it
+ * back (nak) for a process that knows it instead of terminating it; after the consumer's last
+ * delivery it is terminated like any other failure.
+ */
+export const UnknownCommand = defineError(
+  "BATON_MESSAGING_UNKNOWN_COMMAND",
+  (name: string) => `the command "${name}" is not one this process knows (sent by a newer version?); left for another consumer`,
+  { status: 400, retryable: true },
+);
+/** How long an unknown command waits before it is offered again (ConsumerSpec.maxDeliver bounds the tries). */
+export const UNKNOWN_COMMAND_RETRY_MS = 15_000;
 export const RemoteError = defineError("BATON_MESSAGING_REMOTE_ERROR", (code: string, message: string) => `${code}: ${message}`, { status: 502 });
 
 export type CommandInit<N extends CommandName> = MessageInitShape<(typeof COMMANDS)[N]>;
@@ -69,6 +82,11 @@ export interface Messaging {
    * recorded it, so that the call, when sent again, is answered with it.
    */
   recordToolResult(callId: string, result: RecordedToolResult): Promise<boolean>;
+  /**
+   * Consumes the commands stream. A command of a kind this process does not know (a newer
+   * Baton's, during an upgrade) is handed back every {@link UNKNOWN_COMMAND_RETRY_MS} for a
+   * process that knows it, until the consumer's `maxDeliver`; it never reaches `handler`.
+   */
   consumeCommands(durable: string, handler: (cmd: AnyCommand, msg: BusMessage) => Promise<void>, opts?: ConsumeOptions): Promise<Subscription>;
   consumeEvents(durable: string, types: readonly EventType[], handler: (ev: AnyEvent, msg: BusMessage) => Promise<void>, opts?: ConsumeOptions): Promise<Subscription>;
   request<N extends RpcName>(name: N, init: MessageInitShape<(typeof RPCS)[N]["request"]>, timeoutMs?: number): Promise<RpcReply<N>>;
@@ -129,7 +147,7 @@ export function createMessaging(bus: Bus): Messaging {
     consumeCommands(durable, handler, opts = {}) {
       return bus.consume({ ...opts, stream: "commands", durable, filterSubjects: [s.allCommands()] }, async (msg) => {
         const name = msg.subject.startsWith(cmdPrefix) ? msg.subject.slice(cmdPrefix.length) : "";
-        if (!isCommandName(name)) throw UnexpectedSubject(msg.subject);
+        if (!isCommandName(name)) throw name === "" ? UnexpectedSubject(msg.subject) : UnknownCommand(name, { retryDelayMs: UNKNOWN_COMMAND_RETRY_MS });
         await handler({ name, message: decode(COMMANDS[name], msg.data) } as AnyCommand, msg);
       });
     },
