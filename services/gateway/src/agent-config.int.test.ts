@@ -7,14 +7,18 @@
  *   `body.agentConfig.levels.<level>`); the workflow's own is checked as the definition's is:
  *   always, also when the definition's agentConfig overrides it; every problem in one answer;
  *   the engine's other agentConfig checks come with it (a bad `{{$.path}}` in `system`);
- * - on update, a new agentConfig is checked the same way, with a new definition or over the
- *   stored one; on restore, the version's agentConfig (`version.agentConfig.model`); on
+ * - on update, a new agentConfig is checked the same way, with a new definition or alone;
+ *   on restore, the version's agentConfig (`version.agentConfig.model`); on
  *   execute, the stored one (`agentConfig.model`: a provider may have gone since);
  * - nothing is written when refused: no workflow, no version, no execution, no event, no
- *   start command; configured refs pass.
+ *   start command; configured refs pass;
+ * - checking the workflow's agentConfig does not validate the definition again: create, update,
+ *   restore and execute look each tool of the definition up once, and no check is lost (the
+ *   definition's agentConfig is checked where the workflow's overrides it, and a stored
+ *   definition whose agentConfig is broken hides no problem of the workflow's).
  */
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
-import { validateWorkflow } from "@baton/engine";
+import { validateWorkflow, validateWorkflowWithTools } from "@baton/engine";
 import type { TestGateway } from "./test-support.ts";
 import { bearer, openTestGateway, problemOf } from "./test-support.ts";
 
@@ -112,7 +116,7 @@ describe("update, restore and execute", () => {
     id = res.json<{ id: number }>().id;
   });
 
-  test("a new agentConfig is checked over the stored definition, or with a new one", async () => {
+  test("a new agentConfig is checked alone, or with a new definition", async () => {
     const before = await written();
     expect(refused(await send("PUT", `/api/agent-workflows/${id}`, { agentConfig: { model: "anthropic:claude-x" } }))).toEqual([["body.agentConfig.model", "model_not_configured"]]);
     expect(refused(await send("PUT", `/api/agent-workflows/${id}`, { definition: definition({ model: "anthropic:claude-y" }), agentConfig: { levels: { smart: "anthropic:claude-x" } } })).sort()).toEqual([
@@ -141,5 +145,59 @@ describe("update, restore and execute", () => {
     expect(await written()).toEqual(before);
     // The one configured earlier in this file runs.
     expect((await send("POST", `/api/agent-workflows/${id}/execute`, {})).statusCode).toBe(202);
+  });
+});
+
+describe("one validation of the definition per request", () => {
+  const withTool = {
+    nodes: [{ id: "ask", type: "agent.llm", config: { prompt: "hi" } }, { id: "t", type: "tool", config: { tool: "echo" } }],
+    edges: [{ from: "ask", to: "t" }],
+  };
+  const tools = ["echo", "llm.chat"];
+
+  test("create, update, restore and execute look each tool up once, the workflow's agentConfig checked too", async () => {
+    let lookups: string[] = [];
+    gw.setValidator((d) => validateWorkflowWithTools(d, (name) => {
+      lookups.push(name);
+      return Promise.resolve(true);
+    }, { checkModel }));
+    /** The tools the request looked up (an LLM node calls `llm.chat`), sorted. */
+    const looked = async <T>(request: Promise<T>): Promise<[T, string[]]> => {
+      lookups = [];
+      const res = await request;
+      return [res, lookups.sort()];
+    };
+    try {
+      const [created, atCreate] = await looked(send("POST", "/api/agent-workflows", { name: "Once", definition: withTool, agentConfig: { model: "openai:gpt-4o-mini" } }));
+      expect([created.statusCode, atCreate]).toEqual([201, tools]);
+      const wf = created.json<{ id: number }>();
+      const [updated, atUpdate] = await looked(send("PUT", `/api/agent-workflows/${wf.id}`, { definition: withTool, agentConfig: { model: "openai:gpt-4o" } }));
+      expect([updated.statusCode, atUpdate]).toEqual([200, tools]);
+      const [v1] = await gw.store.workflows.listVersions(gw.a.tenantId, wf.id, { limit: 1 });
+      const [restored, atRestore] = await looked(send("POST", `/api/agent-workflows/${wf.id}/versions/${v1!.id}/restore`, {}));
+      expect([restored.statusCode, atRestore]).toEqual([200, tools]);
+      const [executed, atExecute] = await looked(send("POST", `/api/agent-workflows/${wf.id}/execute`, {}));
+      expect([executed.statusCode, atExecute]).toEqual([202, tools]);
+      // Refused for the workflow's agentConfig alone: still one lookup, and the problem found.
+      const gone = await gw.store.workflows.create(gw.a.tenantId, { name: "Once, gone provider", definition: withTool as never, agentConfig: { model: "anthropic:claude-x" } });
+      const [refusedRun, atRefused] = await looked(send("POST", `/api/agent-workflows/${gone.id}/execute`, {}));
+      expect([refused(refusedRun), atRefused]).toEqual([[["agentConfig.model", "model_not_configured"]], tools]);
+    } finally {
+      gw.setValidator((d) => validateWorkflow(d, { checkModel }));
+    }
+  });
+
+  test("no check is lost: the definition's agentConfig where the workflow's overrides it, and the workflow's beside a broken one", async () => {
+    const before = await written();
+    expect(refused(await send("POST", "/api/agent-workflows", { name: "Def overridden", definition: definition({ model: "anthropic:claude-x" }), agentConfig: { model: "openai:gpt-4o" } }))).toEqual([
+      ["body.definition.agentConfig.model", "model_not_configured"],
+    ]);
+    expect(await written()).toEqual(before);
+    // Stored before this engine refused it: a definition's agentConfig of the wrong shape, and the workflow's naming a provider gone since.
+    const wf = await gw.store.workflows.create(gw.a.tenantId, { name: "Broken beside", definition: definition({ temperature: 5 }) as never, agentConfig: { model: "anthropic:claude-x" } });
+    expect(refused(await send("POST", `/api/agent-workflows/${wf.id}/execute`, {})).sort()).toEqual([
+      ["agentConfig.model", "model_not_configured"],
+      ["definition.agentConfig.temperature", "invalid_shape"],
+    ]);
   });
 });

@@ -13,7 +13,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { errorMessage } from "@baton/errors";
-import { isJsonObject, PARTIAL_IMPORT_CODES, validateInput } from "@baton/engine";
+import { PARTIAL_IMPORT_CODES, validateInput } from "@baton/engine";
 import type { FastifyBaseLogger } from "fastify";
 import type { JsonObject } from "@baton/store";
 import type { ImportSourceMap } from "@baton/engine";
@@ -147,24 +147,31 @@ interface OwnAgentConfig {
 }
 
 /**
- * Problems of the workflow's own agentConfig, found by the engine's checks of a definition's
- * agentConfig (every model ref in `model` and `levels` configured, `system` placeholders): it is
- * validated laid over the definition's own agentConfig, so each of its fields is checked, whether
- * or not this version's nodes read it, as the definition's own are. Paths are under `own.at`.
+ * The smallest definition that carries `agentConfig`: one node with nothing to find fault with
+ * and no tool to look up, so checking an agentConfig costs no second validation of the
+ * workflow's definition (nor its tool lookups).
  */
-async function agentConfigIssues(deps: GatewayDeps, definition: unknown, own: OwnAgentConfig): Promise<Issue[]> {
+function carrying(agentConfig: JsonObject): JsonObject {
+  return { agentConfig, nodes: [{ id: "check", type: "setVariable", config: { values: {} } }] };
+}
+
+/**
+ * Problems of the workflow's own agentConfig, found by the engine's checks of a definition's
+ * agentConfig (its shape, every model ref in `model` and `levels` configured, `system`
+ * placeholders): each of its fields is checked, whether or not the definition's own agentConfig
+ * overrides it or a node reads it, as the definition's own are. None of those checks reads the
+ * nodes, so the agentConfig is validated alone, not with the definition again. Paths are under
+ * `own.at`.
+ */
+async function agentConfigIssues(deps: GatewayDeps, own: OwnAgentConfig): Promise<Issue[]> {
   const { agentConfig, at } = own;
-  const fields = agentConfig === undefined ? [] : Object.keys(agentConfig);
-  if (fields.length === 0 || !isJsonObject(definition)) return [];
-  const base = isJsonObject(definition.agentConfig) ? definition.agentConfig : {};
-  const result = await deps.validateWorkflow({ ...definition, agentConfig: { ...base, ...agentConfig } });
+  if (agentConfig === undefined || Object.keys(agentConfig).length === 0) return [];
+  const result = await deps.validateWorkflow(carrying(agentConfig));
   if (result.ok) return [];
   const issues: Issue[] = [];
   for (const i of result.errors) {
-    const rest = i.path.startsWith("agentConfig.") ? i.path.slice("agentConfig".length) : undefined;
-    if (rest !== undefined && fields.some((f) => rest === `.${f}` || rest.startsWith(`.${f}.`) || rest.startsWith(`.${f}[`))) {
-      issues.push({ path: `${at}${rest}`, code: i.code, message: i.message });
-    }
+    if (i.path !== "agentConfig" && !i.path.startsWith("agentConfig.")) continue;
+    issues.push({ path: `${at}${i.path.slice("agentConfig".length)}`, code: i.code, message: i.message });
   }
   return issues;
 }
@@ -172,9 +179,10 @@ async function agentConfigIssues(deps: GatewayDeps, definition: unknown, own: Ow
 /**
  * Throws the definition's problems, and those of the workflow's own agentConfig that comes with
  * it, as one 400; returns the definition's warnings (fields with no effect) as `path: message`.
+ * The definition is validated once, with its own agentConfig (the workflow's is checked apart).
  */
 async function checkDefinition(deps: GatewayDeps, definition: unknown, report: IssueReport = definitionAt(), own?: OwnAgentConfig): Promise<string[]> {
-  const [result, ownIssues] = await Promise.all([deps.validateWorkflow(definition), own ? agentConfigIssues(deps, definition, own) : Promise.resolve([])]);
+  const [result, ownIssues] = await Promise.all([deps.validateWorkflow(definition), own ? agentConfigIssues(deps, own) : Promise.resolve([])]);
   const issues = [...(result.ok ? [] : report.paths(result.errors)), ...ownIssues];
   if (issues.length > 0) throw report.refuse(issues);
   return report.paths((result.ok && result.warnings) || []).map((w) => `${w.path}: ${w.message}`);
@@ -335,7 +343,7 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
       summary: "Update an agent workflow",
       description:
         "Every update creates a new version (the previous one stays in the version history). A new definition is validated as on create; " +
-        "a new `agentConfig` is checked as on create, over the new definition or, without one, the stored definition (problems at `body.agentConfig…`).",
+        "a new `agentConfig` is checked as on create (problems at `body.agentConfig…`).",
       security: API_SECURITY,
       params: idParams,
       body: workflowUpdateBody,
@@ -349,8 +357,8 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
       let warnings: string[] = [];
       if (definition !== undefined) warnings = await checkDefinition(deps, definition, definitionAt(), own);
       else if (agentConfig !== undefined) {
-        // Only the agentConfig enters: checked over the stored definition, whose own problems are not this request's.
-        const details = await agentConfigIssues(deps, (await getWorkflow(tenantId, id)).definition, own);
+        // Only the agentConfig enters: checked alone; the stored definition's own problems are not this request's.
+        const details = await agentConfigIssues(deps, own);
         if (details.length > 0) throw WorkflowDefinitionInvalid(details.length, { details });
       }
       const record = await orNotFound("workflow", id, () =>
