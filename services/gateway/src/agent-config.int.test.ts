@@ -7,8 +7,11 @@
  *   `body.agentConfig.levels.<level>`); the workflow's own is checked as the definition's is:
  *   always, also when the definition's agentConfig overrides it; every problem in one answer;
  *   the engine's other agentConfig checks come with it (a bad `{{$.path}}` in `system`);
- * - on update, a new agentConfig is checked the same way, with a new definition or alone;
- *   on restore, the version's agentConfig (`version.agentConfig.model`); on
+ * - on update, a new agentConfig is checked the same way, with a new definition or alone; an
+ *   update is checked as the workflow will be after it, as execute will check it: a new
+ *   definition with the stored agentConfig it keeps (`agentConfig.model`), a new agentConfig
+ *   with the stored definition (`definition.…`), each such message saying what to send to
+ *   replace it; an update of other fields only is not checked; on restore, the version's agentConfig (`version.agentConfig.model`); on
  *   execute, the stored one (`agentConfig.model`: a provider may have gone since);
  * - nothing is written when refused: no workflow, no version, no execution, no event, no
  *   start command; configured refs pass;
@@ -128,6 +131,51 @@ describe("update, restore and execute", () => {
     expect(ok.json()).toMatchObject({ version: 2, agentConfig: { model: "openai:gpt-4o" } });
   });
 
+  test("an update is checked as the workflow will be: a new definition with the stored agentConfig it keeps, and the other way round", async () => {
+    // Stored before the provider went (the store does not check models).
+    const wf = await gw.store.workflows.create(gw.a.tenantId, { name: "Kept agentConfig", definition: definition() as never, agentConfig: { model: "anthropic:claude-x" } });
+    const before = await written();
+    const p = problemOf(await send("PUT", `/api/agent-workflows/${wf.id}`, { definition: definition() }), 400, "BATON_GATEWAY_WORKFLOW_INVALID");
+    expect(p.errors).toEqual([{
+      path: "agentConfig.model",
+      code: "model_not_configured",
+      message: expect.stringMatching(/ANTHROPIC_API_KEY.*\(in the workflow's current agentConfig, which this update keeps: send agentConfig to replace it\)$/) as unknown,
+    }]);
+    // With the new definition's own problems, in one answer.
+    expect(refused(await send("PUT", `/api/agent-workflows/${wf.id}`, { definition: definition({ model: "anthropic:claude-y" }) })).sort()).toEqual([
+      ["agentConfig.model", "model_not_configured"],
+      ["body.definition.agentConfig.model", "model_not_configured"],
+    ]);
+    expect(await written()).toEqual(before);
+    // Sent together with an agentConfig that replaces it, it is written.
+    const ok = await send("PUT", `/api/agent-workflows/${wf.id}`, { definition: definition(), agentConfig: { model: "openai:gpt-4o" } });
+    expect(ok.json()).toMatchObject({ version: 2, agentConfig: { model: "openai:gpt-4o" } });
+
+    // A new agentConfig with a stored definition that names a provider gone since.
+    const node = await gw.store.workflows.create(gw.a.tenantId, {
+      name: "Kept definition",
+      definition: { nodes: [{ id: "ask", type: "agent.llm", config: { prompt: "hi", model: "anthropic:claude-z" } }] },
+    });
+    const unchanged = await written();
+    const q = problemOf(await send("PUT", `/api/agent-workflows/${node.id}`, { agentConfig: { model: "openai:gpt-4o" } }), 400, "BATON_GATEWAY_WORKFLOW_INVALID");
+    expect(q.errors).toEqual([{
+      path: "definition.nodes[0].config.model",
+      code: "model_not_configured",
+      message: expect.stringMatching(/\(in the workflow's current definition, which this update keeps: send definition to replace it\)$/) as unknown,
+    }]);
+    expect(refused(await send("PUT", `/api/agent-workflows/${node.id}`, { agentConfig: { model: "anthropic:claude-x" } })).sort()).toEqual([
+      ["body.agentConfig.model", "model_not_configured"],
+      ["definition.nodes[0].config.model", "model_not_configured"],
+    ]);
+    expect(await written()).toEqual(unchanged);
+  });
+
+  test("an update of other fields only is not checked: a workflow that cannot run may still be renamed or disabled", async () => {
+    const wf = await gw.store.workflows.create(gw.a.tenantId, { name: "Still broken", definition: definition() as never, agentConfig: { model: "anthropic:claude-x" } });
+    const res = await send("PUT", `/api/agent-workflows/${wf.id}`, { name: "Still broken, disabled", enabled: false });
+    expect(res.json()).toMatchObject({ version: 2, enabled: false, agentConfig: { model: "anthropic:claude-x" } });
+  });
+
   test("a version whose agentConfig names a provider not configured now is not restored (version.agentConfig.model)", async () => {
     // Stored before the provider went (the store does not check models).
     const wf = await gw.store.workflows.create(gw.a.tenantId, { name: "Old provider", definition: definition() as never, agentConfig: { model: "anthropic:claude-x" } });
@@ -173,6 +221,11 @@ describe("one validation of the definition per request", () => {
       const wf = created.json<{ id: number }>();
       const [updated, atUpdate] = await looked(send("PUT", `/api/agent-workflows/${wf.id}`, { definition: withTool, agentConfig: { model: "openai:gpt-4o" } }));
       expect([updated.statusCode, atUpdate]).toEqual([200, tools]);
+      // Either one alone, checked with the stored other: still each tool once.
+      for (const body of [{ definition: withTool }, { agentConfig: { model: "openai:gpt-4o-mini" } }]) {
+        const [res, at] = await looked(send("PUT", `/api/agent-workflows/${wf.id}`, body));
+        expect([res.statusCode, at]).toEqual([200, tools]);
+      }
       const [v1] = await gw.store.workflows.listVersions(gw.a.tenantId, wf.id, { limit: 1 });
       const [restored, atRestore] = await looked(send("POST", `/api/agent-workflows/${wf.id}/versions/${v1!.id}/restore`, {}));
       expect([restored.statusCode, atRestore]).toEqual([200, tools]);

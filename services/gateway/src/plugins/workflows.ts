@@ -5,7 +5,8 @@
  * validator first and refused with every problem listed; nothing is written then. An imported
  * definition's problems are reported where they came from in the imported source. The
  * workflow's own agentConfig (its LLM nodes' defaults) is checked with it, as the definition's
- * own agentConfig is: every model ref in it must be configured.
+ * own agentConfig is: every model ref in it must be configured. An update is checked as the
+ * workflow will be after it: what it sends with the stored definition or agentConfig it keeps.
  * Execute checks the stored definition and agentConfig again, with the same tool and model lookups.
  * Execute pins the run to the workflow's current version and never leaves a queued
  * row behind when the start command cannot be handed over.
@@ -140,10 +141,25 @@ function definitionAt(at = "body.definition"): IssueReport {
   return { paths: (issues) => definitionIssues(issues, at), refuse: (details) => WorkflowDefinitionInvalid(details.length, { details }) };
 }
 
-/** The workflow's own agentConfig (seed 004's column) that comes with a definition, and where the request holds it (`body.agentConfig`). */
+/** What the message of a problem in the stored `field` adds, for an update that keeps it. */
+const keptByUpdate = (field: "definition" | "agentConfig") => `in the workflow's current ${field}, which this update keeps: send ${field} to replace it`;
+
+/** Problems of the stored definition an update keeps: at `definition…`, each message saying so. */
+function keptDefinition(): IssueReport {
+  const report = definitionAt("definition");
+  const kept = keptByUpdate("definition");
+  return { ...report, paths: (issues) => report.paths(issues).map((i) => ({ ...i, message: `${i.message} (${kept})` })) };
+}
+
+/**
+ * The workflow's own agentConfig (seed 004's column) that comes with a definition, where the
+ * request holds it (`body.agentConfig`), and, for the stored one an update keeps, what its
+ * problems' messages add (`kept`).
+ */
 interface OwnAgentConfig {
   agentConfig: JsonObject | undefined;
   at: string;
+  kept?: string;
 }
 
 /**
@@ -164,14 +180,14 @@ function carrying(agentConfig: JsonObject): JsonObject {
  * `own.at`.
  */
 async function agentConfigIssues(deps: GatewayDeps, own: OwnAgentConfig): Promise<Issue[]> {
-  const { agentConfig, at } = own;
+  const { agentConfig, at, kept } = own;
   if (agentConfig === undefined || Object.keys(agentConfig).length === 0) return [];
   const result = await deps.validateWorkflow(carrying(agentConfig));
   if (result.ok) return [];
   const issues: Issue[] = [];
   for (const i of result.errors) {
     if (i.path !== "agentConfig" && !i.path.startsWith("agentConfig.")) continue;
-    issues.push({ path: `${at}${i.path.slice("agentConfig".length)}`, code: i.code, message: i.message });
+    issues.push({ path: `${at}${i.path.slice("agentConfig".length)}`, code: i.code, message: kept ? `${i.message} (${kept})` : i.message });
   }
   return issues;
 }
@@ -342,8 +358,11 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
       tags,
       summary: "Update an agent workflow",
       description:
-        "Every update creates a new version (the previous one stays in the version history). A new definition is validated as on create; " +
-        "a new `agentConfig` is checked as on create (problems at `body.agentConfig…`).",
+        "Every update creates a new version (the previous one stays in the version history). An update that sends a `definition` or an `agentConfig` " +
+        "is checked as the workflow will be after it, as on create and as execute will check it: what it sends (problems at `body.definition…`, " +
+        "`body.agentConfig…`), and the stored definition or agentConfig that it keeps (problems at `definition…` or `agentConfig…`, e.g. a model " +
+        "whose provider is no longer configured; each message says to send that field to replace it). All problems come in one 400 " +
+        "`BATON_GATEWAY_WORKFLOW_INVALID`; nothing is written. An update of other fields only (`name`, `enabled`, …) is not checked.",
       security: API_SECURITY,
       params: idParams,
       body: workflowUpdateBody,
@@ -353,13 +372,17 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
       const { tenantId } = request.auth;
       const { id } = request.params;
       const { definition, agentConfig } = request.body;
-      const own: OwnAgentConfig = { agentConfig, at: "body.agentConfig" };
       let warnings: string[] = [];
-      if (definition !== undefined) warnings = await checkDefinition(deps, definition, definitionAt(), own);
-      else if (agentConfig !== undefined) {
-        // Only the agentConfig enters: checked alone; the stored definition's own problems are not this request's.
-        const details = await agentConfigIssues(deps, own);
-        if (details.length > 0) throw WorkflowDefinitionInvalid(details.length, { details });
+      if (definition !== undefined || agentConfig !== undefined) {
+        // Checked as the workflow will be after the update, as execute will check it: the
+        // definition and the agentConfig sent, with the stored one of the two that is not.
+        const stored = definition === undefined || agentConfig === undefined ? await getWorkflow(tenantId, id) : undefined;
+        const own: OwnAgentConfig = agentConfig !== undefined
+          ? { agentConfig, at: "body.agentConfig" }
+          : { agentConfig: stored?.agentConfig, at: "agentConfig", kept: keptByUpdate("agentConfig") };
+        if (definition !== undefined) warnings = await checkDefinition(deps, definition, definitionAt(), own);
+        // The stored definition's warnings were answered when it was saved.
+        else await checkDefinition(deps, stored?.definition, keptDefinition(), own);
       }
       const record = await orNotFound("workflow", id, () =>
         store.workflows.update(tenantId, id, defined(request.body) as typeof request.body),
