@@ -12,6 +12,8 @@
  *   resolve answers the latest pending review once (a second resolve gets null);
  * - the reviews a run waits on are its own pending ones and those of its paused sub-runs, at
  *   any depth through paused sub-runs only, newest first, and only for the run's tenant;
+ * - the reviews of a run are its own and those of all its sub-runs at any depth, whatever
+ *   their status, newest first, filtered by status, paged, and only for the run's tenant;
  * - deleting an execution (or its workflow) deletes its journal and reviews.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
@@ -204,6 +206,42 @@ describe("reviews", () => {
     expect(await store.reviews.pendingInRun(tenant, parent.id, { limit: 1 })).toHaveLength(1);
     const other = (await store.tenants.create("Other")).id;
     expect(await store.reviews.pendingInRun(other, parent.id)).toEqual([]);
+  });
+
+  it("lists the reviews of a run and of all its sub-runs, at any depth, newest first, by status and page", async () => {
+    const parent = await newExecution();
+    const child = async (of: number, key: string, status: "paused" | "running" | "completed") => {
+      const { row } = await store.executions.createChild({ tenantId: tenant, parentExecutionId: of, parentNodeId: "sub", childKey: key, agentWorkflowId: wf.id, workflowVersion: 1, input: {} });
+      await store.executions.update(row.id, { status });
+      return row;
+    };
+    const pending = (executionId: number, nodeId: string) => store.reviews.createPending({ tenantId: tenant, executionId, nodeId, pauseSeq: 1, reason: nodeId, payload: {} }).then((r) => r.review);
+    const c1 = await child(parent.id, "1", "paused");
+    const c2 = await child(parent.id, "2", "completed");
+    const g1 = await child(c2.id, "1", "completed");
+    const gg = await child(c1.id, "1", "running");
+    const own = await pending(parent.id, "own");
+    const inChild = await pending(c1.id, "r1");
+    const decided = await pending(g1.id, "done");
+    await store.reviews.resolve(tenant, g1.id, "done", { status: "approved", decision: null });
+    const deep = await pending(gg.id, "deep");
+    // Not of this run: another run's.
+    await pending((await newExecution()).id, "other");
+
+    const ids = async (executionId: number, opts: Parameters<typeof store.reviews.listInRun>[2] = {}) =>
+      (await store.reviews.listInRun(tenant, executionId, opts)).map((r) => [r.id, r.executionId, r.status]);
+    expect(await ids(parent.id)).toEqual([[deep.id, gg.id, "pending"], [decided.id, g1.id, "approved"], [inChild.id, c1.id, "pending"], [own.id, parent.id, "pending"]]);
+    expect(await ids(parent.id, { status: "pending" })).toEqual([[deep.id, gg.id, "pending"], [inChild.id, c1.id, "pending"], [own.id, parent.id, "pending"]]);
+    expect(await ids(parent.id, { status: "approved" })).toEqual([[decided.id, g1.id, "approved"]]);
+    expect(await ids(c1.id)).toEqual([[deep.id, gg.id, "pending"], [inChild.id, c1.id, "pending"]]);
+    // Paged: the pages, one after the other, are the whole list once.
+    const pages = [...await ids(parent.id, { limit: 3, offset: 0 }), ...await ids(parent.id, { limit: 3, offset: 3 })];
+    expect(pages).toEqual(await ids(parent.id));
+    expect(await ids(parent.id, { limit: 3, offset: 3 })).toHaveLength(1);
+    const other = (await store.tenants.create("Other of listInRun")).id;
+    expect(await store.reviews.listInRun(other, parent.id)).toEqual([]);
+    expect(await store.reviews.listInRun(tenant, 999999)).toEqual([]);
+    await expect(store.reviews.listInRun(tenant, parent.id, { status: "done" as never })).rejects.toMatchObject({ code: "BATON_STORE_INVALID_INPUT" });
   });
 
   it("is tied to an existing execution of the tenant", async () => {

@@ -35,6 +35,16 @@ export function reviewsRepo(prisma: PrismaClient, schema: string, pool: Pool): R
     )
     SELECT r.* FROM ${reviews} r JOIN tree t ON r."executionId" = t."id"
      WHERE r."tenantId" = $2 AND r."status" = 'pending' ORDER BY r."id" DESC LIMIT $3`);
+  // The run, then every sub-run below it, whatever its status, level by level through the parent index.
+  const IN_RUN = namedStatement("review_in_run", `WITH RECURSIVE tree AS (
+      SELECT x."id", 0 AS "depth" FROM ${runs} x WHERE x."id" = $1 AND x."tenantId" = $2
+      UNION ALL
+      SELECT c."id", t."depth" + 1 FROM tree t JOIN ${runs} c ON c."parentExecutionId" = t."id"
+       WHERE c."tenantId" = $2 AND t."depth" < ${MAX_TREE_DEPTH}
+    )
+    SELECT r.* FROM ${reviews} r JOIN tree t ON r."executionId" = t."id"
+     WHERE r."tenantId" = $2 AND ($3::varchar IS NULL OR r."status" = $3::varchar)
+     ORDER BY r."id" DESC LIMIT $4 OFFSET $5`);
   return {
     async createPending(entry) {
       if (typeof entry !== "object" || entry === null) throw StoreInvalidInput("entry must be an object");
@@ -103,6 +113,15 @@ export function reviewsRepo(prisma: PrismaClient, schema: string, pool: Pool): R
       if (!isDbId(executionId)) return [];
       const { take } = page({ limit: opts.limit ?? 100 });
       const res = await guard({ entity: "review" }, () => pool.query<Review>({ ...PENDING_IN_RUN, values: [executionId, tenantId, take] }));
+      return res.rows.map(toReview);
+    },
+
+    async listInRun(tenantId, executionId, opts = {}) {
+      requireTenantId(tenantId);
+      const { take, skip } = page(opts);
+      const status = opts.status === undefined ? null : oneOf("status", opts.status, REVIEW_STATUSES);
+      if (!isDbId(executionId)) return [];
+      const res = await guard({ entity: "review" }, () => pool.query<Review>({ ...IN_RUN, values: [executionId, tenantId, status, take, skip] }));
       return res.rows.map(toReview);
     },
   };

@@ -744,6 +744,12 @@ export interface ReviewsRepo {
    * tenant's run.
    */
   pendingInRun(tenantId: string, executionId: number, opts?: { limit?: number }): Promise<ReviewRecord[]>;
+  /**
+   * The reviews of a run and of all its sub-runs (child executions: subworkflow, forEach and
+   * subagent runs), at any depth whatever their status, newest first, paged like `list`, with
+   * `status` only those in it. Each names its own execution. Empty for another tenant's run.
+   */
+  listInRun(tenantId: string, executionId: number, opts?: { status?: ReviewStatus } & PageOptions): Promise<ReviewRecord[]>;
 }
 
 /** Long-term agent memory. */
