@@ -13,6 +13,8 @@
  * - cancelling a parent paused in a sub-run cancels the child and closes its review;
  * - a review in a grandchild pauses the child and the top run, whose detail shows the
  *   grandchild's review; deciding it resumes both and everything completes;
+ * - a run's review list (GET /api/reviews?executionId=) holds its sub-runs' reviews, naming
+ *   them; with subRuns=false it holds none for a pause in a sub-run;
  * - a parent paused in a sub-run whose Redis checkpoint is lost is rebuilt from its journal
  *   and learns the pause again from the child's row (still paused, no pause announced twice);
  *   one whose child was decided meanwhile is rebuilt running, its pause ended by one
@@ -47,7 +49,10 @@ interface Review {
   decision: { decision: string } | null;
 }
 
+/** The reviews of `id` and of its sub-runs at any depth (GET /api/reviews?executionId=). */
 const reviewsOf = async (id: number): Promise<Review[]> => (await a.call<{ items: Review[] }>("GET", `/api/reviews?executionId=${id}`)).body.items;
+/** The reviews of `id` itself (`subRuns=false`). */
+const ownReviewsOf = async (id: number): Promise<Review[]> => (await a.call<{ items: Review[] }>("GET", `/api/reviews?executionId=${id}&subRuns=false`)).body.items;
 const pendingReviewOf = (id: number): Promise<Review> =>
   waitFor(`a pending review of ${id}`, async () => (await reviewsOf(id)).find((r) => r.status === "pending"));
 const decide = async (id: number, body: Record<string, unknown> = { action: "approve" }): Promise<void> => {
@@ -138,7 +143,9 @@ describe("a subworkflow whose child pauses at a review", () => {
     await eventsOf(child.id);
     // Only the child's review exists; it was resolved (so the review service took the parent's pause and resume before).
     await waitFor("the child's review resolved", async () => ((await reviewsOf(child.id))[0]?.status === "approved" ? true : undefined));
-    expect(await reviewsOf(id)).toEqual([]);
+    expect(await ownReviewsOf(id)).toEqual([]);
+    // The parent's review list shows it, naming the child.
+    expect((await reviewsOf(id)).map((r) => [r.id, r.executionId, r.status])).toEqual([[review.id, child.id, "approved"]]);
   }, 60_000);
 });
 
@@ -177,7 +184,7 @@ describe("a forEach whose children both pause", () => {
       { event: "execution.paused", node_id: "each", sub_execution_id: expect.any(Number), reason: expect.stringMatching(/^review in sub-run \d+: item$/) },
       { event: "execution.resumed", node_id: "each", sub_execution_id: second!.id, decision: "sub_run" },
     ]);
-    expect(await reviewsOf(id)).toEqual([]);
+    expect(await ownReviewsOf(id)).toEqual([]);
   }, 60_000);
 });
 
@@ -201,7 +208,7 @@ describe("cancel of a parent paused in a sub-run", () => {
     const events = await eventsOf(id);
     expect(pauses(events).map((p) => p.event)).toEqual(["execution.paused"]);
     expect(events.at(-1)!.event).toBe("execution.cancelled");
-    expect(await reviewsOf(id)).toEqual([]);
+    expect(await ownReviewsOf(id)).toEqual([]);
   }, 60_000);
 });
 
@@ -226,6 +233,8 @@ describe("a review in a grandchild", () => {
     const refused = await a.call<{ code: string; pendingReviews: { executionId: number }[] }>("POST", `/api/agent-workflow-executions/${id}/resume`, { action: "approve" });
     expect({ status: refused.status, code: refused.body.code, at: refused.body.pendingReviews.map((r) => r.executionId) })
       .toEqual({ status: 409, code: "BATON_GATEWAY_REVIEW_IN_SUBRUN", at: [grandchild.id] });
+    // The top run's pending reviews are the grandchild's, as the 409 says.
+    expect((await reviewsOf(id)).filter((r) => r.status === "pending").map((r) => [r.id, r.executionId, r.nodeId])).toEqual([[review.id, grandchild.id, "check"]]);
 
     await decide(grandchild.id);
     const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"]);
@@ -238,8 +247,8 @@ describe("a review in a grandchild", () => {
       { event: "execution.paused", node_id: "outer", sub_execution_id: mid.id, reason: `review in sub-run ${mid.id}: review in sub-run ${grandchild.id}: deep` },
       { event: "execution.resumed", node_id: "outer", sub_execution_id: mid.id, decision: "sub_run" },
     ]);
-    expect(await reviewsOf(id)).toEqual([]);
-    expect(await reviewsOf(mid.id)).toEqual([]);
+    expect(await ownReviewsOf(id)).toEqual([]);
+    expect(await ownReviewsOf(mid.id)).toEqual([]);
   }, 60_000);
 });
 

@@ -3,7 +3,8 @@
  * - /openapi.json is an OpenAPI 3 document titled "Baton API", generated from the route
  *   schemas: it lists every route of seed 004 §4 that the gateway serves (and every route the
  *   app has, apart from the docs' own), with tags and summaries, the API-key security schemes
- *   on /api routes, problem+json error answers, and the engine's definition schema;
+ *   on /api routes, problem+json error answers, and the engine's definition schema; the
+ *   reviews list's query options (`subRuns`);
  * - /docs serves Swagger UI; /healthz, /readyz, /docs and /openapi.json need no key;
  * - /readyz is 200 only when the process is ready and lists module states, else 503.
  */
@@ -174,6 +175,13 @@ describe("OpenAPI document", () => {
     // execute and cancel take no body at all, so their bodies are documented as optional.
     for (const path of ["/api/agent-workflows/{id}/execute", "/api/agent-workflow-executions/{id}/cancel"]) expect(doc.paths[path]!.post!.requestBody!.required).toBe(false);
     expect(doc.paths["/api/agent-workflows"]!.post!.requestBody!.required).toBe(true);
+  });
+
+  test("the reviews list documents its subRuns option, which says whether an execution's sub-runs are listed", () => {
+    const op = doc.paths["/api/reviews"]!.get! as Operation & { parameters: { name: string; in: string; required: boolean; schema: unknown; description?: string }[] };
+    expect(op.parameters.map((p) => p.name)).toEqual(expect.arrayContaining(["status", "executionId", "subRuns", "limit", "offset"]));
+    expect(op.parameters.find((p) => p.name === "subRuns")).toMatchObject({ in: "query", required: false, schema: { enum: ["true", "false"] }, description: expect.stringContaining("sub-runs") });
+    expect((op as { description?: string }).description).toContain("BATON_GATEWAY_REVIEW_IN_SUBRUN");
   });
 
   test("tool-source bodies are documented as strictly as they are checked", () => {

@@ -17,7 +17,10 @@
  *   `edit` needs `data`; cancel: 409 once ended, 202 otherwise;
  * - another tenant's executions, memory entries and reviews are 404 / absent from lists;
  * - memory: create (memory.created), list with filters, delete (memory.deleted, then 404);
- *   reviews: list with status and execution filters.
+ *   reviews: list with status and execution filters; an execution's reviews include those of
+ *   its sub-runs at any depth (each with its own executionId; the pending ones are those its
+ *   resume's 409 lists), newest first and paged across them; `subRuns=false` lists its own
+ *   only; `subRuns` other than true/false, or without executionId, is a 400 naming it.
  */
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import type { TestGateway } from "./test-support.ts";
@@ -446,5 +449,75 @@ describe("reviews", () => {
     expect(pending.json<{ items: { id: number; reason: string }[] }>().items).toEqual([expect.objectContaining({ id: r2.id, reason: "second", status: "pending" })]);
     const approved = await gw.app.inject({ method: "GET", url: `/api/reviews?executionId=${ex.id}&status=approved`, headers: bearer(gw.a.viewer) });
     expect(approved.json<{ items: unknown[] }>().items).toEqual([expect.objectContaining({ id: r1.id, reviewer: "ana", resolvedAt: expect.any(String) })]);
+  });
+});
+
+describe("reviews of a run with sub-runs", () => {
+  type Item = { id: number; executionId: number; nodeId: string; status: string };
+  const list = async (query: string): Promise<Item[]> => {
+    const res = await gw.app.inject({ method: "GET", url: `/api/reviews?${query}`, headers: bearer(gw.a.viewer) });
+    expect(res.statusCode).toBe(200);
+    return res.json<{ items: Item[] }>().items;
+  };
+  const child = async (of: number, key: string, status: "paused" | "completed", currentState?: string) => {
+    const { row } = await gw.store.executions.createChild({ tenantId: gw.a.tenantId, parentExecutionId: of, parentNodeId: "sub", childKey: key, agentWorkflowId: workflowId, workflowVersion: 2, input: {} });
+    await gw.store.executions.update(row.id, { status, ...(currentState ? { currentState } : {}) });
+    return row;
+  };
+  const review = async (executionId: number, nodeId: string) =>
+    (await gw.store.reviews.createPending({ tenantId: gw.a.tenantId, executionId, nodeId, pauseSeq: 1, reason: nodeId, payload: {} })).review;
+
+  /** A parent paused in a forEach whose item 1 waits at a review and whose item 2 waits on its own sub-run's review; item 3 was decided and completed. */
+  async function run() {
+    const parent = await gw.store.executions.create(gw.a.tenantId, { workflowId, workflowVersion: 2, input: {} });
+    await gw.store.executions.update(parent.id, { status: "paused", currentState: "sub" });
+    const c3 = await child(parent.id, "3", "completed");
+    const decided = await review(c3.id, "r");
+    await gw.store.reviews.resolve(gw.a.tenantId, c3.id, "r", { status: "approved", decision: {}, reviewer: "ana" });
+    const c1 = await child(parent.id, "1", "paused", "r");
+    const c2 = await child(parent.id, "2", "paused", "sub");
+    const g = await child(c2.id, "1", "paused", "r");
+    const inChild = await review(c1.id, "r");
+    const inGrandchild = await review(g.id, "r");
+    // Another run's review is not listed.
+    await review((await gw.store.executions.create(gw.a.tenantId, { workflowId, workflowVersion: 2, input: {} })).id, "r");
+    return { parent, c1, c2, c3, g, decided, inChild, inGrandchild };
+  }
+
+  test("an execution's reviews are its own and its sub-runs' at any depth, each naming its execution; the pending ones are those its resume's 409 lists", async () => {
+    const { parent, c1, c3, g, decided, inChild, inGrandchild } = await run();
+    expect((await list(`executionId=${parent.id}`)).map((r) => [r.id, r.executionId, r.nodeId, r.status])).toEqual([
+      [inGrandchild.id, g.id, "r", "pending"],
+      [inChild.id, c1.id, "r", "pending"],
+      [decided.id, c3.id, "r", "approved"],
+    ]);
+    const pending = await list(`executionId=${parent.id}&status=pending`);
+    const res = await gw.app.inject({ method: "POST", url: `/api/agent-workflow-executions/${parent.id}/resume`, headers: bearer(gw.a.operator), payload: { action: "approve" } });
+    const waiting = (problemOf(res, 409, "BATON_GATEWAY_REVIEW_IN_SUBRUN") as unknown as { pendingReviews: { reviewId: number; executionId: number; nodeId: string }[] }).pendingReviews;
+    expect(pending.map((r) => [r.id, r.executionId, r.nodeId])).toEqual(waiting.map((w) => [w.reviewId, w.executionId, w.nodeId]));
+    expect((await list(`executionId=${parent.id}&status=approved`)).map((r) => r.id)).toEqual([decided.id]);
+    // A sub-run's list holds what is below it, not what is above or beside it.
+    expect((await list(`executionId=${c1.id}`)).map((r) => r.id)).toEqual([inChild.id]);
+  });
+
+  test("paged across the sub-runs: the pages, one after the other, are the whole list once", async () => {
+    const { parent } = await run();
+    const whole = (await list(`executionId=${parent.id}`)).map((r) => r.id);
+    expect(whole).toHaveLength(3);
+    const pages = [...await list(`executionId=${parent.id}&limit=2&offset=0`), ...await list(`executionId=${parent.id}&limit=2&offset=2`)].map((r) => r.id);
+    expect(pages).toEqual(whole);
+    expect(await list(`executionId=${parent.id}&limit=2&offset=4`)).toEqual([]);
+  });
+
+  test("subRuns=false lists the execution's own reviews only; a bad subRuns, or one without executionId, is 400 naming it", async () => {
+    const { parent, c2 } = await run();
+    const own = await review(parent.id, "own");
+    expect((await list(`executionId=${parent.id}&subRuns=false`)).map((r) => r.id)).toEqual([own.id]);
+    expect(await list(`executionId=${c2.id}&subRuns=false`)).toEqual([]);
+    expect((await list(`executionId=${parent.id}&subRuns=true`)).map((r) => r.id)).toEqual((await list(`executionId=${parent.id}`)).map((r) => r.id));
+    for (const query of ["executionId=1&subRuns=no", "subRuns=false", "subRuns=true"]) {
+      const p = problemOf(await gw.app.inject({ method: "GET", url: `/api/reviews?${query}`, headers: bearer(gw.a.viewer) }), 400, "BATON_GATEWAY_REQUEST_INVALID");
+      expect({ query, paths: p.errors!.map((e) => e.path) }).toEqual({ query, paths: ["query.subRuns"] });
+    }
   });
 });

@@ -207,11 +207,24 @@ export const memoryCreateBody = z.strictObject({
 });
 
 export const REVIEW_STATUSES = ["pending", "approved", "edited", "rejected"] as const;
-export const reviewListQuery = z.object({
-  status: z.enum(REVIEW_STATUSES).optional(),
-  executionId: rowId.optional(),
-  ...pageQuery,
-});
+export const reviewListQuery = z
+  .object({
+    status: z.enum(REVIEW_STATUSES).optional(),
+    executionId: rowId.optional().describe("Only the reviews of this execution and, unless `subRuns=false`, of its sub-runs at any depth"),
+    subRuns: z
+      .enum(["true", "false"])
+      .optional()
+      .describe(
+        "With `executionId`: `true` (the default) lists the reviews of its sub-runs too (subworkflow, forEach and subagent child executions, at any depth), " +
+          "which pause it; `false` only the execution's own",
+      ),
+    ...pageQuery,
+  })
+  .superRefine((q, ctx) => {
+    if (q.subRuns !== undefined && q.executionId === undefined) {
+      ctx.addIssue({ code: "custom", path: ["subRuns"], message: "subRuns needs executionId: it says whether that execution's sub-runs are listed" });
+    }
+  });
 
 // ---------------------------------------------------------------- outputs
 
@@ -299,7 +312,7 @@ export const nodeExecutionSchema = z
 export const reviewSchema = z
   .object({
     id: z.number().int(),
-    executionId: z.number().int(),
+    executionId: z.number().int().describe("The execution paused at the review, whose resume decides it: a sub-run's for a review inside a sub-run"),
     nodeId: z.string(),
     pauseSeq: z.number().int(),
     status: z.string().describe(`One of: ${REVIEW_STATUSES.join(", ")}`),
