@@ -328,6 +328,11 @@ export const executionsPlugin: FastifyPluginAsyncZod<ExecutionsPluginOptions> = 
     schema: {
       tags,
       summary: "Cancel a queued, running or paused execution",
+      description:
+        "Answers 202 with the run's status when the cancel is handed to the executor, which cancels the run (its tools, children and timers too) and " +
+        "makes it `cancelled`. Cancel is idempotent: a second cancel while the first is still being carried out (the run not `cancelled` yet) is " +
+        "202 too and changes nothing; the run is cancelled once, with one `execution.cancelled` carrying the first cancel's reason. Once the run " +
+        "has ended, cancel is 409 `BATON_GATEWAY_EXECUTION_FINISHED`.",
       security: API_SECURITY,
       params: idParams,
       body: cancelBody,
