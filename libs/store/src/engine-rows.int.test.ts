@@ -20,6 +20,9 @@
  *   changes only the columns it carries (null clears, updatedAt moves), patches of one
  *   execution merge in order, and a patch or entry of another tenant's execution makes the
  *   whole batch write nothing;
+ * - an execution row's `subRunPauses` (node → sub-run id) starts `{}`, is set by a step's patch
+ *   or update and kept by patches that do not carry it; a map whose values are not ids is
+ *   refused; migration 0009 fills it for paused rows written before it, from their sub-runs;
  * - listForReplay orders by stepVersion (nulls last), then completedAt (rows still running first), then id;
  * - blobs are stored once per tenant under the sha256 of their canonical JSON
  *   (key order does not matter), read back singly or in bulk, and are tenant-scoped;
@@ -35,7 +38,7 @@ import { createHash } from "node:crypto";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "@jest/globals";
 import { canonicalJson } from "./blobs.ts";
-import { openTwoTenantStore } from "./testing.ts";
+import { migratedThrough, openTwoTenantStore } from "./testing.ts";
 import type { NodeExecutionEntry } from "./types.ts";
 
 // Opened while the module loads (top-level await): two tenants with a workflow each.
@@ -339,6 +342,26 @@ describe("journal batches", () => {
       .rejects.toMatchObject({ code: "BATON_STORE_INVALID_INPUT" });
   });
 
+  it("keeps an execution row's pauses in sub-runs as a patch or update sets them", async () => {
+    const ex = await newExecution();
+    expect(ex.subRunPauses).toEqual({});
+    expect(await store.nodeExecutions.recordSteps({
+      entries: [], executions: [{ id: ex.id, tenantId: tenant, stepVersion: 3, patch: { status: "paused", currentState: "b", subRunPauses: { a: 41, b: 42 } } }],
+    })).toEqual({ journaled: 0, updated: 1 });
+    expect(await store.executions.getById(ex.id)).toMatchObject({ status: "paused", currentState: "b", subRunPauses: { a: 41, b: 42 } });
+    await store.nodeExecutions.recordSteps({ entries: [], executions: [{ id: ex.id, tenantId: tenant, stepVersion: 4, patch: { currentState: "a" } }] });
+    expect((await store.executions.getById(ex.id))!.subRunPauses).toEqual({ a: 41, b: 42 });
+    await store.nodeExecutions.recordSteps({ entries: [], executions: [{ id: ex.id, tenantId: tenant, stepVersion: 5, patch: { status: "running", subRunPauses: {} } }] });
+    expect((await store.executions.getById(ex.id))!.subRunPauses).toEqual({});
+    expect((await store.executions.update(ex.id, { subRunPauses: { c: 7 } })).subRunPauses).toEqual({ c: 7 });
+    for (const bad of [{ c: 0 }, { c: "7" }, [7], null]) {
+      await expect(store.executions.update(ex.id, { subRunPauses: bad as never })).rejects.toMatchObject({ code: "BATON_STORE_INVALID_INPUT" });
+      await expect(store.nodeExecutions.recordSteps({ entries: [], executions: [{ id: ex.id, tenantId: tenant, patch: { subRunPauses: bad as never } }] }))
+        .rejects.toMatchObject({ code: "BATON_STORE_INVALID_INPUT" });
+    }
+    expect((await store.executions.getById(ex.id))!.subRunPauses).toEqual({ c: 7 });
+  });
+
   it("lists for replay by stepVersion, nulls last, then id", async () => {
     const ex = await newExecution();
     const base = { tenantId: tenant, executionId: ex.id, nodeType: "t", attempt: 1, status: "completed" };
@@ -471,5 +494,45 @@ describe("learned sequences from the journal", () => {
     // Its own tenant still records it (nothing was written under the executionId).
     expect(await store.learning.recordFromJournal({ tenantId: other, executionId: theirs.id, successful: true })).toEqual({ tools: [] });
     expect((await store.learning.list(other)).map((r) => r.executionId)).toContain(theirs.id);
+  });
+});
+
+describe("migration 0009", () => {
+  it("fills the pauses in sub-runs of paused rows from their paused sub-runs and the sub-runs at their pause point", async () => {
+    const { client, migrateRest, dispose } = await migratedThrough("subrun_mig", "0008_version_configs");
+    try {
+      await client.query(`INSERT INTO tenants (id, name) VALUES ('t1', 'one')`);
+      await client.query(`INSERT INTO agent_workflows (id, "tenantId", name, slug, definition) VALUES (1, 't1', 'w', 'w', '{}')`);
+      const run = (id: number, status: string, currentState: string | null, parent?: [number, string, string]) =>
+        client.query(`INSERT INTO agent_workflow_executions (id, "tenantId", "agentWorkflowId", "workflowVersion", status, "currentState", "parentExecutionId", "parentNodeId", "childKey")
+          VALUES ($1, 't1', 1, 1, $2, $3, $4, $5, $6)`, [id, status, currentState, parent?.[0] ?? null, parent?.[1] ?? null, parent?.[2] ?? null]);
+      // 1: paused at `each` (a forEach: items 11 and 12 paused, 13 running) and at `sub`
+      // (14, paused); `done`'s child ended long ago.
+      await run(1, "paused", "sub");
+      await run(11, "paused", "r", [1, "each", "1.0"]);
+      await run(12, "paused", "r", [1, "each", "1.1"]);
+      await run(13, "running", null, [1, "each", "1.2"]);
+      await run(14, "paused", "r", [1, "sub", "1"]);
+      await run(15, "completed", null, [1, "done", "1"]);
+      // 2: paused at `sub`, whose child was decided (running again): the pause at its pause point is kept.
+      await run(2, "paused", "sub");
+      await run(21, "completed", null, [2, "sub", "1"]);
+      await run(22, "running", null, [2, "sub", "2"]);
+      // 3: paused at a review of its own; 4: running while a sub-run is paused (not announced yet).
+      await run(3, "paused", "r");
+      await run(4, "running", "a");
+      await run(41, "paused", "r", [4, "a", "1"]);
+
+      await migrateRest();
+      const { rows } = await client.query<{ id: number; subRunPauses: unknown }>(`SELECT id, "subRunPauses" FROM agent_workflow_executions WHERE id < 10 ORDER BY id`);
+      expect(rows).toEqual([
+        { id: 1, subRunPauses: { each: 11, sub: 14 } },
+        { id: 2, subRunPauses: { sub: 22 } },
+        { id: 3, subRunPauses: {} },
+        { id: 4, subRunPauses: {} },
+      ]);
+    } finally {
+      await dispose();
+    }
   });
 });

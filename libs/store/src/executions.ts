@@ -16,6 +16,7 @@ import {
   page,
   lockKey,
   quoteIdent,
+  requireIdMap,
   requireJson,
   requireJsonObject,
   requireTenantId,
@@ -52,6 +53,7 @@ function executionPatch(patch: ExecutionPatch): Prisma.AgentWorkflowExecutionUnc
   if (patch.output !== undefined) data.output = optionalJson("output", patch.output);
   if (patch.error !== undefined) data.error = optionalText("error", patch.error, ERROR_MAX);
   if (patch.tokenUsage !== undefined) data.tokenUsage = jsonIn(requireJsonObject("tokenUsage", patch.tokenUsage));
+  if (patch.subRunPauses !== undefined) data.subRunPauses = requireIdMap("subRunPauses", patch.subRunPauses);
   if (patch.startedAt !== undefined) data.startedAt = optionalDate("startedAt", patch.startedAt);
   if (patch.completedAt !== undefined) data.completedAt = optionalDate("completedAt", patch.completedAt);
   if (patch.deadlineAt !== undefined) data.deadlineAt = optionalDate("deadlineAt", patch.deadlineAt);
@@ -68,6 +70,7 @@ function executionPatchDoc(id: unknown, tenantId: unknown, patch: ExecutionPatch
   if (data.error !== undefined) doc.error = data.error ?? null;
   if (patch.context !== undefined) doc.context = patch.context;
   if (patch.tokenUsage !== undefined) doc.tokenUsage = patch.tokenUsage;
+  if (patch.subRunPauses !== undefined) doc.subRunPauses = patch.subRunPauses;
   if (patch.output !== undefined) doc.output = patch.output ?? null;
   if (patch.checkpoint !== undefined) doc.checkpoint = patch.checkpoint ?? null;
   for (const key of ["startedAt", "completedAt", "deadlineAt"] as const) {
@@ -519,6 +522,7 @@ export function recordStepsSql(schema: string, opts: { patches?: boolean } = {})
           patchCol("currentState", "p.doc->>'currentState'"),
           patchCol("context", "p.doc->'context'"),
           patchCol("tokenUsage", "p.doc->'tokenUsage'"),
+          patchCol("subRunPauses", "p.doc->'subRunPauses'"),
           patchCol("output", "NULLIF(p.doc->'output', 'null'::jsonb)"),
           patchCol("checkpoint", "NULLIF(p.doc->'checkpoint', 'null'::jsonb)"),
           patchCol("error", "p.doc->>'error'"),

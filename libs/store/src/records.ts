@@ -32,7 +32,7 @@ import type {
   WorkflowRecord,
   WorkflowVersionRecord,
 } from "./types.ts";
-import { jsonOut, objectOut } from "./values.ts";
+import { idMapOut, jsonOut, objectOut } from "./values.ts";
 
 export function toTenant(r: TenantRow): Tenant {
   return { id: r.id, name: r.name, createdAt: r.createdAt };
@@ -99,6 +99,7 @@ export function toExecution(r: AgentWorkflowExecution): ExecutionRecord {
     checkpoint: r.checkpoint === null ? null : jsonOut(r.checkpoint),
     triggerEvent: r.triggerEvent,
     tokenUsage: objectOut(r.tokenUsage),
+    subRunPauses: idMapOut(r.subRunPauses),
     parentExecutionId: r.parentExecutionId,
     parentNodeId: r.parentNodeId,
     childKey: r.childKey,

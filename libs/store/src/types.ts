@@ -159,6 +159,12 @@ export interface ExecutionRecord {
   checkpoint: JsonValue | null;
   triggerEvent: string | null;
   tokenUsage: JsonObject;
+  /**
+   * The run's nodes paused in sub-runs (a review waits in a child run below them), as last
+   * announced: node id → the sub-run its pause names. Written with the row, before the step's
+   * events; a checkpoint rebuilt from the journal compares it with what it learns again.
+   */
+  subRunPauses: Record<string, number>;
   parentExecutionId: number | null;
   /** Sub-workflow runs: the parent's node that waits for this run. */
   parentNodeId: string | null;
@@ -279,6 +285,8 @@ export interface ExecutionPatch {
   output?: JsonValue | null;
   error?: string | null;
   tokenUsage?: JsonObject;
+  /** Node id → sub-run execution id (positive integers). */
+  subRunPauses?: Record<string, number>;
   startedAt?: Date | null;
   completedAt?: Date | null;
   deadlineAt?: Date | null;

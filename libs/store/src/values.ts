@@ -107,6 +107,18 @@ export function objectOut(v: unknown): JsonObject {
   return isJsonObject(v) ? v : {};
 }
 
+/** A map of names to database ids (an execution row's `subRunPauses`); `name` for the error. */
+export function requireIdMap(name: string, v: unknown): Record<string, number> {
+  if (!isJsonObject(v)) throw StoreInvalidInput(`${name} must be a JSON object`);
+  for (const [k, id] of Object.entries(v)) if (!isDbId(id)) throw StoreInvalidInput(`${name}.${k} must be a positive integer id`);
+  return v as Record<string, number>;
+}
+
+/** Reads a jsonb column that holds a map of names to ids; entries that are no id are left out. */
+export function idMapOut(v: unknown): Record<string, number> {
+  return isJsonObject(v) ? Object.fromEntries(Object.entries(v).filter((e): e is [string, number] => isDbId(e[1]))) : {};
+}
+
 export function jsonOut(v: unknown): JsonValue {
   return (v ?? null) as JsonValue;
 }
