@@ -16,9 +16,11 @@
  * - a run's review list (GET /api/reviews?executionId=) holds its sub-runs' reviews, naming
  *   them; with subRuns=false it holds none for a pause in a sub-run;
  * - a parent paused in a sub-run whose Redis checkpoint is lost is rebuilt from its journal
- *   and learns the pause again from the child's row (still paused, no pause announced twice);
- *   one whose child was decided meanwhile is rebuilt running, its pause ended by one
- *   `execution.resumed`; either way it completes and no node runs again;
+ *   and learns the pause again from the child's row (still paused, no pause announced twice),
+ *   with the reason it had (`review in sub-run <id>: <the child's reason>`), also when the
+ *   checkpoints of the runs below were lost too (a grandchild's review); one whose child was
+ *   decided meanwhile is rebuilt running, its pause ended by one `execution.resumed`; each
+ *   completes and no node runs again;
  * - every run's events make a whole timeline (timelineProblems).
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
@@ -47,6 +49,18 @@ interface Review {
   status: string;
   reason: string;
   decision: { decision: string } | null;
+}
+
+/** The state of the run's latest checkpoint (through the API). */
+interface CheckpointedState {
+  status: string;
+  pause?: { nodeId: string; reason: string; subExecutionId?: number };
+  subRuns?: Record<string, { nodeId: string; paused: boolean }>;
+}
+async function stateOf(id: number): Promise<CheckpointedState> {
+  const list = await a.call<{ items: { version: number }[] }>("GET", `/api/agent-workflow-executions/${id}/checkpoints?limit=1`);
+  const version = list.body.items[0]!.version;
+  return (await a.call<{ state: CheckpointedState }>("GET", `/api/agent-workflow-executions/${id}/checkpoints/${version}`)).body.state;
 }
 
 /** The reviews of `id` and of its sub-runs at any depth (GET /api/reviews?executionId=). */
@@ -277,6 +291,8 @@ describe("a parent paused in a sub-run loses its checkpoint", () => {
     await new Promise((r) => setTimeout(r, 300));
     expect((await getExecution(a, id)).status).toBe("paused");
     expect(await h!.redis.exists(checkpointKeys(id)[0]!)).toBe(1);
+    // The rebuilt pause has the reason the lost one had.
+    expect((await stateOf(id)).pause).toEqual({ nodeId: "sub", reason: `review in sub-run ${child.id}: still waiting`, seq: expect.any(Number), subExecutionId: child.id });
 
     await pendingReviewOf(child.id);
     await decide(child.id);
@@ -286,6 +302,51 @@ describe("a parent paused in a sub-run loses its checkpoint", () => {
     expect(pauses(await eventsOf(id))).toEqual([
       { event: "execution.paused", node_id: "sub", sub_execution_id: child.id, reason: `review in sub-run ${child.id}: still waiting` },
       { event: "execution.resumed", node_id: "sub", sub_execution_id: child.id, decision: "sub_run" },
+    ]);
+  }, 60_000);
+
+  it("rebuilt while a grandchild's review waits and every checkpoint below was lost too, it has the nested reason", async () => {
+    const leaf = await reviewWorkflow("deep and lost");
+    const middle = `lost-middle-${uniq()}`;
+    await createDefinition(a, middle, { nodes: [{ id: "inner", type: "subworkflow", config: { workflow: { slug: leaf } } }] }, { slug: middle });
+    const tag = uniq();
+    const wf = await createDefinition(a, `lost-top-${uniq()}`, {
+      start: "s",
+      nodes: [
+        { id: "s", type: "setVariable", config: { values: { go: true } } },
+        { id: "outer", type: "subworkflow", config: { workflow: { slug: middle } } },
+        { id: "slow", type: "tool", config: { tool: "rec.sleep" }, input: { ms: 1500, tag } },
+        { id: "end", type: "transform", config: { expression: "outer & ' ' & $string(slow.slept)" } },
+      ],
+      edges: [{ from: "s", to: "outer" }, { from: "s", to: "slow" }, { from: "outer", to: "end" }, { from: "slow", to: "end" }],
+    });
+    const id = await startExecution(a, wf);
+    await paused(id);
+    const mid = await onlyChild(id);
+    const grandchild = await onlyChild(mid.id);
+    await paused(mid.id);
+    await paused(grandchild.id);
+    await pendingReviewOf(grandchild.id);
+    const reason = `review in sub-run ${mid.id}: review in sub-run ${grandchild.id}: deep and lost`;
+    expect((await stateOf(id)).pause?.reason).toBe(reason);
+    for (const x of [id, mid.id, grandchild.id]) expect(await h!.redis.del(...checkpointKeys(x))).toBeGreaterThanOrEqual(1);
+    // The tool's answer rebuilds the top run; the runs below have no checkpoint to read.
+    await waitFor("slow completed", async () => ((await journal(a, id)).some((n) => n.nodeId === "slow" && n.status === "completed") ? true : undefined));
+    await waitFor("the top run's checkpoint rebuilt", async () => ((await h!.redis.exists(checkpointKeys(id)[0]!)) === 1 ? true : undefined));
+    expect((await stateOf(id)).pause).toEqual({ nodeId: "outer", reason, seq: expect.any(Number), subExecutionId: mid.id });
+    expect((await getExecution(a, id)).status).toBe("paused");
+
+    await decide(grandchild.id);
+    const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"]);
+    expect({ status: done.status, output: done.output }).toEqual({ status: "completed", output: "approve 1500" });
+    expect((await rec.calls()).filter((c) => c.endsWith(`|${tag}`))).toHaveLength(1);
+    expect(pauses(await eventsOf(id))).toEqual([
+      { event: "execution.paused", node_id: "outer", sub_execution_id: mid.id, reason },
+      { event: "execution.resumed", node_id: "outer", sub_execution_id: mid.id, decision: "sub_run" },
+    ]);
+    expect(pauses(await eventsOf(mid.id)).map((p) => [p.event, p.node_id, p.sub_execution_id])).toEqual([
+      ["execution.paused", "inner", grandchild.id],
+      ["execution.resumed", "inner", grandchild.id],
     ]);
   }, 60_000);
 

@@ -24,7 +24,7 @@ export type { Command, Effect, EngineEvent, ExecutionError, ExecutionState, Exec
 export { forkStartOf, forkStartRecord, keptForkStart } from "./fork.ts";
 export type { ForkStart } from "./fork.ts";
 export { replayJournal } from "./replay.ts";
-export type { ReplayInput, ReplayResult } from "./replay.ts";
+export type { LearnedSubRunPause, ReplayInput, ReplayResult } from "./replay.ts";
 export { importSynthDev, perspective, scriptFunctions, synthdevWorkflowSchema, synthdevRoleSchema } from "./synthdev.ts";
 export type { SynthdevImportResult, SynthdevSource, SynthdevWorkflow } from "./synthdev.ts";
 export { DEFAULT_MAX_VISITS, guardToCondition, IMPORT_FORMATS, importStateMachine, importToolSequence, importWorkflow, importWorkflowPlan, PARTIAL_IMPORT_CODES } from "./importers/index.ts";

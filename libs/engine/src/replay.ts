@@ -29,9 +29,18 @@ export interface ReplayInput {
   /**
    * The run's sub-runs that are paused (their rows say so): a pause in sub-runs is not in the
    * journal, so it is learned again from them, as news of step 0 (older than any news a
-   * sub-run sends), after the journal. Their reasons are not known.
+   * sub-run sends), after the journal; with the reason each would tell (its own pause
+   * reason), when known.
    */
-  pausedSubRuns?: { nodeId: string; childKey: string; childExecutionId: number }[];
+  pausedSubRuns?: LearnedSubRunPause[];
+}
+
+/** A sub-run that is paused, as its row (and its own pause) says: the node that waits for it, which child it is, its reason. */
+export interface LearnedSubRunPause {
+  nodeId: string;
+  childKey: string;
+  childExecutionId: number;
+  reason?: string;
 }
 
 export interface ReplayResult {
@@ -102,7 +111,9 @@ export async function replayJournal(input: ReplayInput): Promise<ReplayResult> {
   const subRunPauses: EngineEvent[] = [];
   for (const p of input.pausedSubRuns ?? []) {
     const from = effects.length;
-    const next = await apply(state, { kind: "childPaused", nodeId: p.nodeId, childKey: p.childKey, childExecutionId: p.childExecutionId, paused: true, seq: 0 });
+    const next = await apply(state, {
+      kind: "childPaused", nodeId: p.nodeId, childKey: p.childKey, childExecutionId: p.childExecutionId, paused: true, seq: 0, ...(p.reason ? { reason: p.reason } : {}),
+    });
     for (const e of effects.slice(from)) if (e.kind === "emit" && e.event.kind === "execution.paused") subRunPauses.push(e.event);
     state = next;
   }

@@ -17,8 +17,8 @@
 import { randomUUID } from "node:crypto";
 import type { Checkpoint, CheckpointStore } from "@baton/checkpoints";
 import { encode, ToolCancelSchema, valueFromJson, valueToJson } from "@baton/contracts";
-import type { Command, Effect, EngineEvent, ExecutionState, ForkStart, JsonObject, JsonValue, WorkflowDefinition } from "@baton/engine";
-import { BlobsNeeded, DEADLINE_TIMER_ID, SUB_RUN_DECISION, forkStartOf, isJsonObject, forkStartRecord, isFinished, keptForkStart, outstandingCalls, outstandingCount, referencedTools, replayJournal, settledFanCall, step, validateInput, validateWorkflow } from "@baton/engine";
+import type { Command, Effect, EngineEvent, ExecutionState, ForkStart, JsonObject, JsonValue, LearnedSubRunPause, WorkflowDefinition } from "@baton/engine";
+import { BlobsNeeded, DEADLINE_TIMER_ID, SUB_RUN_DECISION, forkStartOf, isJsonObject, forkStartRecord, isFinished, keptForkStart, outstandingCalls, outstandingCount, referencedTools, replayJournal, settledFanCall, step, subRunReason, validateInput, validateWorkflow } from "@baton/engine";
 import { defineError, errorMessage, hasCode } from "@baton/errors";
 import type { AnyCommand, Messaging } from "@baton/messaging";
 import type { Service } from "@baton/runtime";
@@ -921,9 +921,9 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     const journal = await store.nodeExecutions.listForReplay(row.id);
     if (journal.length === 0) return null;
     const identity = { executionId: row.id, tenantId: row.tenantId, workflowId: row.agentWorkflowId, workflowVersion: row.workflowVersion, ...(row.agentId !== null ? { agentId: row.agentId } : {}) };
-    // A pause in sub-runs is not journaled: it is learned again from the sub-runs' rows.
-    const pausedSubRuns = (await store.executions.listChildren(row.tenantId, row.id, { status: "paused" }))
-      .flatMap((c) => (c.parentNodeId && c.childKey !== null ? [{ nodeId: c.parentNodeId, childKey: c.childKey, childExecutionId: c.id }] : []));
+    // A pause in sub-runs is not journaled: it is learned again from the sub-runs' rows, with
+    // the reasons they would tell.
+    const pausedSubRuns = await pausedSubRunsOf(row);
     let replay: Awaited<ReturnType<typeof replayJournal>> | undefined;
     for (;;) {
       try {
@@ -985,6 +985,43 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     // The sub-run it names: the node's newest (which one's change ended the pause is not known).
     const sub = (await store.executions.listChildren(row.tenantId, row.id)).filter((c) => c.parentNodeId === at).at(-1);
     return [{ kind: "emit", event: { kind: "execution.resumed", nodeId: at, decision: SUB_RUN_DECISION, ...(sub ? { subExecutionId: sub.id } : {}) } }];
+  }
+
+  /**
+   * A run's sub-runs that are paused (their rows say so), each with the reason it would tell
+   * its parent (pauseReasonOf), as a checkpoint rebuilt from the journal learns them again.
+   */
+  async function pausedSubRunsOf(row: ExecutionRecord): Promise<LearnedSubRunPause[]> {
+    const learned: LearnedSubRunPause[] = [];
+    // One after another: a forEach may have many paused, and a rebuild is rare.
+    for (const c of await store.executions.listChildren(row.tenantId, row.id, { status: "paused" })) {
+      if (!c.parentNodeId || c.childKey === null) continue;
+      const reason = await pauseReasonOf(c);
+      learned.push({ nodeId: c.parentNodeId, childKey: c.childKey, childExecutionId: c.id, ...(reason ? { reason } : {}) });
+    }
+    return learned;
+  }
+
+  /**
+   * The reason a paused run gives its parent (its pause point's): its checkpoint's; when Redis
+   * lost that too, from its rows — its own review's (the review node's journal row, else its
+   * pending review), else that of its paused sub-run at that node (the one its row names),
+   * nested. Undefined when nothing says (the parent's pause then reads `review in sub-run <id>`).
+   */
+  async function pauseReasonOf(run: ExecutionRecord, depth = 0): Promise<string | undefined> {
+    const cp = await checkpoints.get(run.id);
+    if (cp?.state.status === "paused" && cp.state.pause) return cp.state.pause.reason;
+    const at = run.currentState;
+    if (!at || depth >= MAX_NESTING) return undefined;
+    const own = await store.nodeExecutions.latest(run.id, at);
+    if (own?.status === "paused") {
+      const reason = isJsonObject(own.input) ? own.input.reason : undefined;
+      if (typeof reason === "string") return reason;
+      return (await store.reviews.list(run.tenantId, { status: "pending", executionId: run.id })).find((r) => r.nodeId === at)?.reason;
+    }
+    const below = (await store.executions.listChildren(run.tenantId, run.id, { status: "paused" })).filter((c) => c.parentNodeId === at);
+    const sub = below.find((c) => c.id === run.subRunPauses[at]) ?? below[0];
+    return sub ? subRunReason(sub.id, await pauseReasonOf(sub, depth + 1)) : undefined;
   }
 
   /**
