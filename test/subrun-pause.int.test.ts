@@ -19,7 +19,9 @@
  *   and learns the pause again from the child's row (still paused, no pause announced twice),
  *   with the reason it had (`review in sub-run <id>: <the child's reason>`), also when the
  *   checkpoints of the runs below were lost too (a grandchild's review); one whose child was
- *   decided meanwhile is rebuilt running, its pause ended by one `execution.resumed`; each
+ *   decided meanwhile is rebuilt running, its pause ended by one `execution.resumed`; one
+ *   paused at two nodes, one of whose sub-runs was decided meanwhile, ends that node's pause
+ *   at once (not at the run's end) and stays paused at the other, with its reason; each
  *   completes and no node runs again;
  * - every run's events make a whole timeline (timelineProblems).
  */
@@ -373,6 +375,60 @@ describe("a parent paused in a sub-run loses its checkpoint", () => {
     expect(pauses(events).map((p) => [p.event, p.node_id, p.sub_execution_id, p.decision])).toEqual([
       ["execution.paused", "sub", child.id, undefined],
       ["execution.resumed", "sub", child.id, "sub_run"],
+    ]);
+  }, 60_000);
+
+  // The run pauses at `first`, then at `second` (its row's pause point); one of them is
+  // decided while the checkpoint is lost.
+  it.each(["first", "second"])("paused at two nodes, rebuilt after %s's sub-run was decided, ends that pause at once and stays paused at the other", async (decided) => {
+    const slugs = { first: await reviewWorkflow("first check"), second: await reviewWorkflow("second check") };
+    const wf = await createDefinition(a, `lost-two-${uniq()}`, {
+      start: "s",
+      nodes: [
+        { id: "s", type: "setVariable", config: { values: { go: true } } },
+        { id: "first", type: "subworkflow", config: { workflow: { slug: slugs.first } } },
+        { id: "wait", type: "tool", config: { tool: "rec.sleep" }, input: { ms: 500 } },
+        { id: "second", type: "subworkflow", config: { workflow: { slug: slugs.second } } },
+        { id: "end", type: "transform", config: { expression: "first & ' ' & second" } },
+      ],
+      edges: [{ from: "s", to: "first" }, { from: "s", to: "wait" }, { from: "wait", to: "second" }, { from: "first", to: "end" }, { from: "second", to: "end" }],
+    });
+    const id = await startExecution(a, wf);
+    const kids = await waitFor("both children paused, the parent at second", async () => {
+      const k = await children(a, id);
+      const row = await getExecution(a, id);
+      const first = k.find((c) => c.parentNodeId === "first");
+      const second = k.find((c) => c.parentNodeId === "second");
+      return first?.status === "paused" && second?.status === "paused" && row.status === "paused" && row.currentState === "second" ? { first, second } : undefined;
+    });
+    const other = decided === "first" ? "second" : "first";
+    const [gone, left] = [kids[decided as "first" | "second"], kids[other]];
+    await pendingReviewOf(gone.id);
+    // Both pauses announced (the parent's step is over) before the checkpoint goes.
+    await collectEvents(a, config.apiKey!, id, (ev) => ev.filter((e) => e.event === "execution.paused").length === 2);
+    expect(await h!.redis.del(...checkpointKeys(id))).toBeGreaterThanOrEqual(1);
+    // The decided child's news is the parent's next command: it rebuilds the parent.
+    await decide(gone.id);
+    const resumed = (ev: SseEvent[]) => ev.some((e) => e.event === "execution.resumed" && e.data.data.node_id === decided);
+    const so = await collectEvents(a, config.apiKey!, id, resumed, 10_000);
+    expect(pauses(so).at(-1)).toEqual({ event: "execution.resumed", node_id: decided, sub_execution_id: gone.id, decision: "sub_run" });
+    // Still paused at the other node, with its reason.
+    await waitFor(`${decided} completed`, async () => ((await journal(a, id)).some((n) => n.nodeId === decided && n.status === "completed") ? true : undefined));
+    expect(await getExecution(a, id)).toMatchObject({ status: "paused", currentState: other });
+    const state = await stateOf(id);
+    expect({ status: state.status, pause: state.pause }).toEqual({
+      status: "paused", pause: { nodeId: other, reason: `review in sub-run ${left.id}: ${other} check`, seq: expect.any(Number), subExecutionId: left.id },
+    });
+
+    await pendingReviewOf(left.id);
+    await decide(left.id);
+    const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"]);
+    expect({ status: done.status, output: done.output }).toEqual({ status: "completed", output: "approve approve" });
+    expect(pauses(await eventsOf(id))).toEqual([
+      { event: "execution.paused", node_id: "first", sub_execution_id: kids.first.id, reason: `review in sub-run ${kids.first.id}: first check` },
+      { event: "execution.paused", node_id: "second", sub_execution_id: kids.second.id, reason: `review in sub-run ${kids.second.id}: second check` },
+      { event: "execution.resumed", node_id: decided, sub_execution_id: gone.id, decision: "sub_run" },
+      { event: "execution.resumed", node_id: other, sub_execution_id: left.id, decision: "sub_run" },
     ]);
   }, 60_000);
 });

@@ -18,7 +18,7 @@ export { BlobsNeeded, collectRefs, isBlobRef, resolveRefs, usageOf } from "./ref
 export type { BlobRef } from "./refs.ts";
 export { graphOf } from "./graph.ts";
 export { evaluateCondition, evaluateGuard } from "./condition.ts";
-export { backoffDelay, DEADLINE_TIMER_ID, forkState, isFinished, isInline, outstandingCalls, outstandingCount, settledFanCall, step, SUB_RUN_DECISION, subRunReason, TIMEOUT_GRACE_MS, toolCallId } from "./step.ts";
+export { backoffDelay, DEADLINE_TIMER_ID, forkState, isFinished, isInline, outstandingCalls, outstandingCount, settledFanCall, step, SUB_RUN_DECISION, subRunPauses, subRunReason, TIMEOUT_GRACE_MS, toolCallId } from "./step.ts";
 export type { StepInput, StepResult } from "./step.ts";
 export type { Command, Effect, EngineEvent, ExecutionError, ExecutionState, ExecutionStatus, FanItem, FanState, JournalEntry, NodeRun, NodeStatus, SubRunPause, TimerState } from "./state.ts";
 export { forkStartOf, forkStartRecord, keptForkStart } from "./fork.ts";

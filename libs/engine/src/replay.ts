@@ -13,7 +13,7 @@ import { isJsonObject } from "./json.ts";
 import type { WorkflowDefinition } from "./model.ts";
 import { NODE_TYPES } from "./model.ts";
 import type { Command, Effect, EngineEvent, ExecutionState, JournalEntry } from "./state.ts";
-import { step } from "./step.ts";
+import { isFinished, step, SUB_RUN_DECISION, subRunPauses } from "./step.ts";
 import type { StepInput } from "./step.ts";
 
 export interface ReplayInput {
@@ -33,6 +33,15 @@ export interface ReplayInput {
    * reason), when known.
    */
   pausedSubRuns?: LearnedSubRunPause[];
+  /**
+   * What the run had announced of its pauses in sub-runs when the checkpoint was lost (the
+   * execution row's, written before a step's events): the nodes paused in sub-runs with the
+   * sub-run each names ({@link subRunPauses}), and the pause point (`currentState`). Absent:
+   * none announced. See {@link ReplayResult.subRunNews}; the pauses are learned again so that
+   * the pause point, and the sub-run each node's pause names, are the announced ones where
+   * they still wait.
+   */
+  announced?: { subRunPauses: Readonly<Record<string, number>>; pausePoint?: string | null };
 }
 
 /** A sub-run that is paused, as its row (and its own pause) says: the node that waits for it, which child it is, its reason. */
@@ -49,8 +58,15 @@ export interface ReplayResult {
   rearm: Effect[];
   /** Journal rows the replay could not place (should be empty). */
   unplaced: JournalEntry[];
-  /** The `execution.paused` events of the pauses in sub-runs learned again (see {@link ReplayInput.pausedSubRuns}). */
-  subRunPauses: EngineEvent[];
+  /**
+   * What the run owes of its pauses in sub-runs (nothing once it has ended): the
+   * `execution.paused` of each node learned paused that was not announced, and the
+   * `execution.resumed` (decision `sub_run`, naming the announced sub-run) of each node
+   * announced paused in which no review waits any more (its sub-runs were decided, or ended,
+   * while the checkpoint was lost) — the events the run would have published had it kept its
+   * checkpoint. See {@link ReplayInput.announced}.
+   */
+  subRunNews: EngineEvent[];
 }
 
 export async function replayJournal(input: ReplayInput): Promise<ReplayResult> {
@@ -108,17 +124,42 @@ export async function replayJournal(input: ReplayInput): Promise<ReplayResult> {
     state = await apply(state, cmd);
   }
 
-  const subRunPauses: EngineEvent[] = [];
-  for (const p of input.pausedSubRuns ?? []) {
+  const announced = input.announced?.subRunPauses ?? {};
+  const pausePoint = input.announced?.pausePoint ?? undefined;
+  // The pause point after the journal: a review of the run's own, if one waits.
+  const own = state.pause;
+  const learned: EngineEvent[] = [];
+  for (const p of learningOrder(input.pausedSubRuns ?? [], announced, pausePoint)) {
     const from = effects.length;
     const next = await apply(state, {
       kind: "childPaused", nodeId: p.nodeId, childKey: p.childKey, childExecutionId: p.childExecutionId, paused: true, seq: 0, ...(p.reason ? { reason: p.reason } : {}),
     });
-    for (const e of effects.slice(from)) if (e.kind === "emit" && e.event.kind === "execution.paused") subRunPauses.push(e.event);
+    for (const e of effects.slice(from)) if (e.kind === "emit" && e.event.kind === "execution.paused") learned.push(e.event);
     state = next;
   }
+  // Learning moves the pause point to the pauses learned; the row's was the run's own review.
+  if (own && own.subExecutionId === undefined && own.nodeId === pausePoint && state.nodes[own.nodeId]?.status === "paused") state = { ...state, pause: own };
 
-  return { state, rearm: stillOutstanding(state, effects), unplaced, subRunPauses };
+  const subRunNews: EngineEvent[] = [];
+  if (!isFinished(state)) {
+    const now = subRunPauses(state);
+    for (const [nodeId, sub] of Object.entries(announced)) {
+      if (now[nodeId] === undefined) subRunNews.push({ kind: "execution.resumed", nodeId, decision: SUB_RUN_DECISION, subExecutionId: sub });
+    }
+    for (const e of learned) if (e.kind === "execution.paused" && announced[e.nodeId] === undefined) subRunNews.push(e);
+  }
+
+  return { state, rearm: stillOutstanding(state, effects), unplaced, subRunNews };
+}
+
+/**
+ * The order in which pauses in sub-runs are learned again: a node's pause names the first of
+ * its sub-runs learned, and the pause point is the last node learned. So each node's
+ * announced sub-run comes first, and the announced pause point's sub-runs last.
+ */
+function learningOrder(pauses: readonly LearnedSubRunPause[], announced: Readonly<Record<string, number>>, pausePoint: string | undefined): LearnedSubRunPause[] {
+  const rank = (p: LearnedSubRunPause): number => (p.nodeId === pausePoint ? 2 : 0) + (announced[p.nodeId] === p.childExecutionId ? 0 : 1);
+  return [...pauses].sort((a, b) => rank(a) - rank(b) || a.childExecutionId - b.childExecutionId);
 }
 
 /** Of the effects issued on the way, those whose work the final state still waits for. */

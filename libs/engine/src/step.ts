@@ -69,6 +69,20 @@ export function subRunReason(id: number | string, reason: string | undefined): s
   return `review in sub-run ${id}${reason ? `: ${reason}` : ""}`;
 }
 
+/**
+ * The run's nodes paused in sub-runs, each with a sub-run its pause waits on: the pause
+ * point's, else the node's paused sub-run of the lowest id. The executor keeps it on the
+ * execution row as what was announced (written before a step's events), which a checkpoint
+ * rebuilt from the journal compares with the pauses it learns again (replay.ts).
+ */
+export function subRunPauses(s: ExecutionState): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [id, p] of Object.entries(s.subRuns ?? {})) if (p.paused && out[p.nodeId] === undefined) out[p.nodeId] = Number(id);
+  const at = s.pause;
+  if (at?.subExecutionId !== undefined && out[at.nodeId] !== undefined) out[at.nodeId] = at.subExecutionId;
+  return out;
+}
+
 export function isFinished(s: ExecutionState): boolean {
   return s.status === "completed" || s.status === "failed" || s.status === "cancelled";
 }

@@ -14,11 +14,17 @@
  *   cancelled forgets its sub-runs, cancels them, and announces no resume (its end closes it);
  * - the run's own reviews and pauses in sub-runs add up: the newest pause is the pause point,
  *   and deciding the run's own review leaves it paused while a sub-run's review waits;
- * - a fork of a state paused in a sub-run starts the sub-run again, knowing no pause.
+ * - a fork of a state paused in a sub-run starts the sub-run again, knowing no pause;
+ * - a state rebuilt from the journal (replayJournal) learns its pauses in sub-runs again from
+ *   the sub-runs that are paused, with their reasons, its pause point and the sub-run each
+ *   node's pause names as announced where they still wait (also the run's own review), and
+ *   owes what the announced pauses (the row's `subRunPauses`) say it did not publish: the
+ *   `execution.resumed` of a node whose sub-runs no longer wait (decided meanwhile), while it
+ *   stays paused at the others, and the `execution.paused` of a node not announced.
  */
 import { describe, expect, it } from "@jest/globals";
-import { forkState, step, validateWorkflow } from "./index.ts";
-import type { Command, Effect, EngineEvent, ExecutionState, WorkflowDefinition } from "./index.ts";
+import { forkState, replayJournal, step, subRunPauses, validateWorkflow } from "./index.ts";
+import type { Command, Effect, EngineEvent, ExecutionState, JournalEntry, LearnedSubRunPause, ReplayInput, WorkflowDefinition } from "./index.ts";
 
 function def(d: unknown): WorkflowDefinition {
   const v = validateWorkflow(d);
@@ -249,5 +255,120 @@ describe("a loop that goes round past a node paused in a sub-run", () => {
     expect(round.state.subRuns).toBeUndefined();
     expect(children(round)).toMatchObject([{ nodeId: "other", childKey: "2" }]);
     expect((await apply(race, round.state, news("other", "1", 90, false, 3))).ignored).toMatch(/no outstanding child/);
+  });
+});
+
+describe("a checkpoint rebuilt from the journal", () => {
+  /** `first` and `second` wait for a sub-run each; `second` starts once `t` answers, so it pauses last. */
+  const two = def({
+    start: "s",
+    nodes: [
+      { id: "s", type: "setVariable", config: { values: { x: 1 } } },
+      { id: "first", type: "subworkflow", config: { workflow: { slug: "child" } } },
+      { id: "t", type: "tool", config: { tool: "t" } },
+      { id: "second", type: "subworkflow", config: { workflow: { slug: "child" } } },
+    ],
+    edges: [{ from: "s", to: "first" }, { from: "s", to: "t" }, { from: "t", to: "second" }],
+  });
+  const journalOf = (...steps: Applied[]): JournalEntry[] => steps.flatMap((r) => r.effects.flatMap((e) => (e.kind === "journal" ? [e.entry] : [])));
+  const callOf = (r: Applied) => r.effects.find((e): e is Effect & { kind: "callTool" } => e.kind === "callTool")!;
+  const rebuild = (d: WorkflowDefinition, journal: JournalEntry[], pausedSubRuns: LearnedSubRunPause[], announced?: ReplayInput["announced"]) =>
+    replayJournal({ definition: d, identity, start: { kind: "start", input: {} }, journal, startedAt: new Date(clock).toISOString(), pausedSubRuns, ...(announced ? { announced } : {}) });
+  const learned = { first: { nodeId: "first", childKey: "1", childExecutionId: 70, reason: "first?" }, second: { nodeId: "second", childKey: "1", childExecutionId: 71, reason: "second?" } };
+
+  /** The live run: paused at `first` (sub-run 70), then at `second` (71), its pause point. */
+  async function pausedAtBoth(): Promise<{ live: ExecutionState; journal: JournalEntry[] }> {
+    const started = await apply(two, null, { kind: "start", input: {} });
+    const atFirst = await apply(two, started.state, news("first", "1", 70, true, 3, "first?"));
+    const answered = await apply(two, atFirst.state, { kind: "toolResult", nodeId: "t", callId: callOf(started).callId, ok: true, output: 1, durationMs: 1 });
+    const atBoth = await apply(two, answered.state, news("second", "1", 71, true, 3, "second?"));
+    expect(atBoth.state.pause).toEqual({ nodeId: "second", reason: "review in sub-run 71: second?", seq: 2, subExecutionId: 71 });
+    expect(subRunPauses(atBoth.state)).toEqual({ first: 70, second: 71 });
+    return { live: atBoth.state, journal: journalOf(started, atFirst, answered, atBoth) };
+  }
+
+  it("learns the pauses again with their reasons, the pause point as announced, and owes nothing when they were announced", async () => {
+    const { live, journal } = await pausedAtBoth();
+    const r = await rebuild(two, journal, [learned.first, learned.second], { subRunPauses: { first: 70, second: 71 }, pausePoint: "second" });
+    expect(r.state.status).toBe("paused");
+    expect(r.state.pause).toEqual({ ...live.pause, seq: expect.any(Number) });
+    expect(subRunPauses(r.state)).toEqual({ first: 70, second: 71 });
+    expect(r.subRunNews).toEqual([]);
+    // Listed the other way round, or with `first` the announced pause point: the pause point is the row's.
+    const other = await rebuild(two, journal, [learned.second, learned.first], { subRunPauses: { first: 70, second: 71 }, pausePoint: "first" });
+    expect(other.state.pause).toEqual({ nodeId: "first", reason: "review in sub-run 70: first?", seq: expect.any(Number), subExecutionId: 70 });
+    // A reason not known: the pause names the sub-run alone.
+    const bare = await rebuild(two, journal, [{ nodeId: "first", childKey: "1", childExecutionId: 70 }], { subRunPauses: { first: 70 }, pausePoint: "first" });
+    expect(bare.state.pause?.reason).toBe("review in sub-run 70");
+  });
+
+  it.each(["first", "second"])("owes the resume of a node whose sub-run was decided meanwhile (the pause point was %s) and stays paused at the other", async (pausePoint) => {
+    const { journal } = await pausedAtBoth();
+    const r = await rebuild(two, journal, [learned.second], { subRunPauses: { first: 70, second: 71 }, pausePoint });
+    expect(r.subRunNews).toEqual([{ kind: "execution.resumed", nodeId: "first", decision: "sub_run", subExecutionId: 70 }]);
+    expect(r.state.status).toBe("paused");
+    expect(r.state.pause).toEqual({ nodeId: "second", reason: "review in sub-run 71: second?", seq: expect.any(Number), subExecutionId: 71 });
+    const other = await rebuild(two, journal, [learned.first], { subRunPauses: { first: 70, second: 71 }, pausePoint });
+    expect(other.subRunNews).toEqual([{ kind: "execution.resumed", nodeId: "second", decision: "sub_run", subExecutionId: 71 }]);
+    expect(other.state.pause).toMatchObject({ nodeId: "first", subExecutionId: 70 });
+    // Both decided: both pauses end, and the run runs on.
+    const none = await rebuild(two, journal, [], { subRunPauses: { first: 70, second: 71 }, pausePoint });
+    expect(none.subRunNews.map((e) => e.kind === "execution.resumed" && [e.nodeId, e.subExecutionId])).toEqual([["first", 70], ["second", 71]]);
+    expect(none.state.status).toBe("running");
+  });
+
+  it("owes the pause of a node that was not announced, and every pause when nothing was", async () => {
+    const { journal } = await pausedAtBoth();
+    const r = await rebuild(two, journal, [learned.first, learned.second], { subRunPauses: { first: 70 }, pausePoint: "first" });
+    expect(r.subRunNews).toEqual([{ kind: "execution.paused", nodeId: "second", reason: "review in sub-run 71: second?", subExecutionId: 71 }]);
+    const fresh = await rebuild(two, journal, [learned.first, learned.second]);
+    expect(fresh.subRunNews).toEqual([
+      { kind: "execution.paused", nodeId: "first", reason: "review in sub-run 70: first?", subExecutionId: 70 },
+      { kind: "execution.paused", nodeId: "second", reason: "review in sub-run 71: second?", subExecutionId: 71 },
+    ]);
+  });
+
+  it("a forEach's pause names its announced sub-run; one of its sub-runs still paused keeps the node paused, owing nothing", async () => {
+    const each = def({ nodes: [{ id: "each", type: "forEach", config: { items: "$.input.xs", body: { nodes: [{ id: "r", type: "humanReview", config: { reason: "item?" } }] } } }] });
+    const started = await apply(each, null, { kind: "start", input: { xs: [1, 2] } });
+    // The second item paused first: its sub-run (81) is the one the pause names.
+    const one = await apply(each, started.state, news("each", "1.1", 81, true, 4, "item?"));
+    const both = await apply(each, one.state, news("each", "1.0", 80, true, 4, "item?"));
+    expect(subRunPauses(both.state)).toEqual({ each: 81 });
+    const items = [{ nodeId: "each", childKey: "1.0", childExecutionId: 80, reason: "item?" }, { nodeId: "each", childKey: "1.1", childExecutionId: 81, reason: "item?" }];
+    const replay = (pausedSubRuns: LearnedSubRunPause[]) => replayJournal({
+      definition: each, identity, start: { kind: "start", input: { xs: [1, 2] } }, journal: journalOf(started, one, both), startedAt: new Date(clock).toISOString(),
+      pausedSubRuns, announced: { subRunPauses: { each: 81 }, pausePoint: "each" },
+    });
+    const r = await replay(items);
+    expect(r.state.pause).toMatchObject({ nodeId: "each", subExecutionId: 81 });
+    expect(r.subRunNews).toEqual([]);
+    const left = await replay([items[0]!]);
+    expect(left.subRunNews).toEqual([]);
+    expect(left.state.pause).toMatchObject({ nodeId: "each", subExecutionId: 80, reason: "review in sub-run 80: item?" });
+  });
+
+  it("keeps the run's own review the pause point when the row says so", async () => {
+    const mixed = def({
+      start: "s",
+      nodes: [
+        { id: "s", type: "setVariable", config: { values: { x: 1 } } },
+        { id: "sub", type: "subworkflow", config: { workflow: { slug: "child" } } },
+        { id: "t", type: "tool", config: { tool: "t" } },
+        { id: "own", type: "humanReview", config: { reason: "mine" } },
+      ],
+      edges: [{ from: "s", to: "sub" }, { from: "s", to: "t" }, { from: "t", to: "own" }],
+    });
+    const started = await apply(mixed, null, { kind: "start", input: {} });
+    const inSub = await apply(mixed, started.state, news("sub", "1", 70, true, 3));
+    const own = await apply(mixed, inSub.state, { kind: "toolResult", nodeId: "t", callId: callOf(started).callId, ok: true, output: 1, durationMs: 1 });
+    expect(own.state.pause).toMatchObject({ nodeId: "own", reason: "mine" });
+    const r = await rebuild(mixed, journalOf(started, inSub, own), [{ nodeId: "sub", childKey: "1", childExecutionId: 70, reason: "ok?" }], { subRunPauses: { sub: 70 }, pausePoint: "own" });
+    expect(r.state.pause).toMatchObject({ nodeId: "own", reason: "mine" });
+    expect(r.state.pause?.subExecutionId).toBeUndefined();
+    expect(r.subRunNews).toEqual([]);
+    // Deciding it leaves the run paused in the sub-run.
+    const decided = await step({ definition: mixed, state: r.state, command: { kind: "resume", nodeId: "own", action: "approve" }, now: new Date(clock).toISOString(), identity });
+    expect(decided.state.pause).toMatchObject({ nodeId: "sub", subExecutionId: 70, reason: "review in sub-run 70: ok?" });
   });
 });

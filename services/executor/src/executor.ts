@@ -17,8 +17,8 @@
 import { randomUUID } from "node:crypto";
 import type { Checkpoint, CheckpointStore } from "@baton/checkpoints";
 import { encode, ToolCancelSchema, valueFromJson, valueToJson } from "@baton/contracts";
-import type { Command, Effect, EngineEvent, ExecutionState, ForkStart, JsonObject, JsonValue, LearnedSubRunPause, WorkflowDefinition } from "@baton/engine";
-import { BlobsNeeded, DEADLINE_TIMER_ID, SUB_RUN_DECISION, forkStartOf, isJsonObject, forkStartRecord, isFinished, keptForkStart, outstandingCalls, outstandingCount, referencedTools, replayJournal, settledFanCall, step, subRunReason, validateInput, validateWorkflow } from "@baton/engine";
+import type { Command, Effect, ExecutionState, ForkStart, JsonObject, JsonValue, LearnedSubRunPause, WorkflowDefinition } from "@baton/engine";
+import { BlobsNeeded, DEADLINE_TIMER_ID, forkStartOf, isJsonObject, forkStartRecord, isFinished, keptForkStart, outstandingCalls, outstandingCount, referencedTools, replayJournal, settledFanCall, step, subRunPauses, subRunReason, validateInput, validateWorkflow } from "@baton/engine";
 import { defineError, errorMessage, hasCode } from "@baton/errors";
 import type { AnyCommand, Messaging } from "@baton/messaging";
 import type { Service } from "@baton/runtime";
@@ -142,6 +142,12 @@ const NestingTooDeep = defineError(
 
 /** Sub-workflow runs nest at most this deep (the top-level run is level 1). */
 export const MAX_NESTING = 32;
+
+/** Whether two maps of names to ids (pauses in sub-runs) hold the same entries. */
+function sameIds(a: Readonly<Record<string, number>>, b: Readonly<Record<string, number>>): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
+}
 
 type EngineStart = Command & { kind: "start" };
 
@@ -662,15 +668,21 @@ export function createExecutor(opts: ExecutorOptions): Executor {
             ...(state.finishedAt ? { completedAt: new Date(state.finishedAt) } : {}),
             ...(state.deadlineAt ? { deadlineAt: new Date(state.deadlineAt) } : {}),
             ...(state.tokenUsage ? { tokenUsage: state.tokenUsage } : {}),
+            subRunPauses: subRunPauses(state),
           },
         }]
       : [];
     return { entries, executions };
   }
 
-  /** Whether a step changes the execution row: its status or pause point changed (or a redo, which writes everything). */
+  /**
+   * Whether a step changes the execution row: its status, pause point or pauses in sub-runs
+   * changed (or a redo, which writes everything). The row is written before the step's events,
+   * so it says what was announced (rebuild() relies on it).
+   */
   function changesRow(prev: ExecutionState | null, state: ExecutionState): boolean {
-    return prev === null || prev.status !== state.status || prev.pause?.nodeId !== state.pause?.nodeId;
+    return prev === null || prev.status !== state.status || prev.pause?.nodeId !== state.pause?.nodeId
+      || ((prev.subRuns !== undefined || state.subRuns !== undefined) && !sameIds(subRunPauses(prev), subRunPauses(state)));
   }
 
   async function finished(state: ExecutionState): Promise<void> {
@@ -922,13 +934,14 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     if (journal.length === 0) return null;
     const identity = { executionId: row.id, tenantId: row.tenantId, workflowId: row.agentWorkflowId, workflowVersion: row.workflowVersion, ...(row.agentId !== null ? { agentId: row.agentId } : {}) };
     // A pause in sub-runs is not journaled: it is learned again from the sub-runs' rows, with
-    // the reasons they would tell.
+    // the reasons they would tell, and compared with what the row says was announced.
     const pausedSubRuns = await pausedSubRunsOf(row);
+    const announced = { subRunPauses: row.subRunPauses, pausePoint: row.status === "paused" ? row.currentState : null };
     let replay: Awaited<ReturnType<typeof replayJournal>> | undefined;
     for (;;) {
       try {
         replay = await replayJournal({
-          definition, identity, start: await startCommandOf(row), startedAt: (row.startedAt ?? row.createdAt).toISOString(), blobs, pausedSubRuns,
+          definition, identity, start: await startCommandOf(row), startedAt: (row.startedAt ?? row.createdAt).toISOString(), blobs, pausedSubRuns, announced,
           journal: journal.map((j) => ({
             nodeId: j.nodeId, nodeType: j.nodeType, attempt: j.attempt, status: j.status as never,
             ...(j.output !== null ? { output: j.output } : {}), ...(j.error !== null ? { error: j.error } : {}),
@@ -960,31 +973,20 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       written = await writeCheckpoint(row.id, { ...state, outbox: rearm }, written.version);
     }
     logger.warn("checkpoint rebuilt from the journal", { executionId: row.id, status: state.status, rearmed: rearm.length });
-    // The row says which pauses in sub-runs were announced: the row is written before a step's
-    // events, and only a pause in sub-runs can leave it paused while the journal says running.
-    const told = await announceRebuilt(row, state, replay.subRunPauses);
-    // A row whose status the rebuilt state does not have is written again, whole.
-    await perform(row.status !== state.status && !isFinished(state) ? null : state, state, [...rearm, ...told], written.version);
+    // The events of the pauses in sub-runs that changed while the checkpoint was lost (the
+    // journal does not hold them; the row says what was announced).
+    const told: Effect[] = replay.subRunNews.map((event) => ({ kind: "emit", event }));
+    // A row that does not say what the rebuilt state does is written again, whole.
+    await perform(rowOutdated(row, state) ? null : state, state, [...rearm, ...told], written.version);
     const cleared = await writeCheckpoint(row.id, { ...state, outbox: [] }, written.version);
     return { state, version: cleared.version };
   }
 
-  /**
-   * The events a checkpoint rebuilt from the journal owes about pauses in sub-runs (which the
-   * journal does not hold): those learned again from sub-runs that are paused, when the row
-   * (running) says they were not announced; and the end of the pause the row names, when it
-   * says paused while no review waits in the rebuilt run (its sub-runs ran on while the
-   * checkpoint was lost). A pause announced before the loss, at a node other than the row's
-   * pause point, whose sub-runs ran on meanwhile gets no `execution.resumed`.
-   */
-  async function announceRebuilt(row: ExecutionRecord, state: ExecutionState, learned: readonly EngineEvent[]): Promise<Effect[]> {
-    if (isFinished(state)) return [];
-    if (row.status !== "paused") return learned.map((event) => ({ kind: "emit", event }));
-    const at = row.currentState;
-    if (state.status !== "running" || !at || state.nodes[at]?.status === "paused") return [];
-    // The sub-run it names: the node's newest (which one's change ended the pause is not known).
-    const sub = (await store.executions.listChildren(row.tenantId, row.id)).filter((c) => c.parentNodeId === at).at(-1);
-    return [{ kind: "emit", event: { kind: "execution.resumed", nodeId: at, decision: SUB_RUN_DECISION, ...(sub ? { subExecutionId: sub.id } : {}) } }];
+  /** Whether an execution row differs from what a rebuilt, unfinished state would write: its status, pause point or pauses in sub-runs. */
+  function rowOutdated(row: ExecutionRecord, state: ExecutionState): boolean {
+    if (isFinished(state)) return false;
+    return row.status !== state.status || (state.status === "paused" && row.currentState !== (state.pause?.nodeId ?? null))
+      || !sameIds(row.subRunPauses, subRunPauses(state));
   }
 
   /**
