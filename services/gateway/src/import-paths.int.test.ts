@@ -13,8 +13,9 @@
  * - the validation warnings of a created import point into `body.source` the same way;
  * - an importer that gives no source map still answers with `body.source` paths;
  * - a source with problems of its own also gets, in the same answer, the tools no worker serves
- *   among its elements that did convert (plan, tool sequence), at their tool fields; nothing
- *   else of the partial definition (its graph is not the source's) is reported.
+ *   among its elements that did convert (plan and tool-sequence steps, state-machine states
+ *   whose invoke converted), at their tool fields; nothing else of the partial definition (its
+ *   graph is not the source's) is reported.
  */
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { importSynthDev, importWorkflow, validateWorkflowWithTools } from "@baton/engine";
@@ -184,6 +185,35 @@ describe("a source with problems of its own", () => {
     expect(at(p)).toEqual(["missing_tool@body.source[1].toolName", "invalid_params@body.source[1].parameters", "unknown_tool@body.source[0].toolName"]);
     const q = await refused("toolSequence", [{ parameters: {} }]);
     expect(at(q)).toEqual(["missing_tool@body.source[0].toolName"]);
+  });
+
+  test("stateMachine: the states' problems and the tools no worker serves in the states whose invoke converted, in one answer", async () => {
+    const p = await refused("stateMachine", {
+      initial: "lookup",
+      states: {
+        lookup: { invoke: { type: "crm.lookup", input: { id: "$.input.id" } }, on: { DONE: "ask" } },
+        ask: { invoke: { type: "agent.llm", config: { tools: ["echo", "no.such.search"] } }, on: { DONE: "each" } },
+        each: {
+          invoke: { type: "forEach", config: { items: "$.input.ids", body: { nodes: [{ id: "one", type: "tool", config: { tool: "no.such.tool" } }] } } },
+          on: { DONE: "post" },
+        },
+        // A bad transition: the state's node still converted, and its tool is checked.
+        post: { invoke: { type: "chat.post", input: { text: "$.ask.text" } }, on: { DONE: "broken", FAIL: "nowhere" } },
+        // A bad invoke: nothing of it is checked.
+        broken: { invoke: { type: "no.such.tool", config: 5 }, on: { DONE: "done" } },
+        done: { type: "final" },
+      },
+    });
+    expect(at(p)).toEqual([
+      "unknown_target@body.source.states.post.on.FAIL",
+      "invalid_config@body.source.states.broken.invoke.config",
+      "unknown_tool@body.source.states.lookup.invoke.type",
+      "unknown_tool@body.source.states.ask.invoke.type",
+      "unknown_tool@body.source.states.ask.invoke.config.tools[1]",
+      "unknown_tool@body.source.states.each.invoke.config.body.nodes[0].config.tool",
+      "unknown_tool@body.source.states.post.invoke.type",
+    ]);
+    expect(p.errors[3]!.message).toBe('tool "llm.chat" is not registered (no worker serves it, or this tenant may not call it)');
   });
 });
 

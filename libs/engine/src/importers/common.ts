@@ -54,11 +54,12 @@ export type ImportResult =
   | { ok: false; errors: ImportIssue[]; partial?: PartialImport };
 
 /**
- * What a failed import did convert: the tool nodes of the source elements that have no problem
- * of their own, alone (no edges), with their origins. Validating it finds what the source's own
- * checks cannot (a tool no worker serves), so a caller can report those problems in the same
- * answer as the source's. Its graph means nothing (elements are missing), so only the problems
- * of its nodes themselves are worth reporting: {@link PARTIAL_IMPORT_CODES}.
+ * What a failed import did convert: the nodes of the source elements that have no problem of
+ * their own, alone (no edges), with their origins (a plan's or tool sequence's steps: their tool
+ * nodes; a state machine's states: their nodes as imported). Validating it finds what the
+ * source's own checks cannot (a tool no worker serves), so a caller can report those problems in
+ * the same answer as the source's. Its graph means nothing (elements are missing), so only the
+ * problems of its nodes themselves are worth reporting: {@link PARTIAL_IMPORT_CODES}.
  */
 export interface PartialImport {
   definition: JsonObject;
@@ -83,23 +84,43 @@ function within(path: string, element: string): boolean {
   return path === element || path.startsWith(`${element}.`) || path.startsWith(`${element}[`);
 }
 
+/** A node an import converted, for a {@link PartialImport}. */
+export interface ConvertedNode {
+  /** The node as the import made it (with its `id`). */
+  node: JsonObject;
+  origin: SourceOrigin;
+  /** The part of the source whose problems make the node unusable; `origin.path` when not given. */
+  scope?: string;
+}
+
 /**
- * A failure that carries what did convert ({@link PartialImport}): of `tools` (a tool node's id,
- * its tool and its origin), those whose source element has no problem of its own.
+ * A failure that carries what did convert ({@link PartialImport}): of `converted`, the nodes
+ * with no problem in their scope. `top` adds top-level fields the nodes need (a SynthDev
+ * workflow's material), with where they came from.
  */
-export function failWithPartial(errors: ImportIssue[], tools: readonly { id: string; tool: string; origin: SourceOrigin }[]): ImportResult {
-  const clean = tools.filter((t) => t.tool !== "" && !errors.some((e) => within(e.path, t.origin.path)));
+export function failWithNodes(
+  errors: ImportIssue[], converted: readonly ConvertedNode[], top?: { fields: JsonObject; sourceMap: Record<string, string> },
+): ImportResult {
+  const clean = converted.filter((c) => !errors.some((e) => within(e.path, c.scope ?? c.origin.path)));
   if (clean.length === 0) return fail(errors);
   const nodes: Record<string, SourceOrigin> = {};
-  for (const t of clean) nodes[t.id] = t.origin;
+  for (const c of clean) nodes[c.node.id as string] = c.origin;
   return {
     ok: false,
     errors,
     partial: {
-      definition: { schemaVersion: 1, start: clean[0]!.id, nodes: clean.map((t) => ({ id: t.id, type: "tool", config: { tool: t.tool } })), edges: [] },
-      sourceMap: { fields: {}, nodes, edges: [] },
+      definition: { schemaVersion: 1, start: clean[0]!.node.id as string, nodes: clean.map((c) => c.node), edges: [], ...(top?.fields ?? {}) },
+      sourceMap: { fields: top?.sourceMap ?? {}, nodes, edges: [] },
     },
   };
+}
+
+/**
+ * {@link failWithNodes} for tool steps: of `tools` (a tool node's id, its tool and its origin),
+ * the tool nodes of those that name a tool and whose source element has no problem of its own.
+ */
+export function failWithPartial(errors: ImportIssue[], tools: readonly { id: string; tool: string; origin: SourceOrigin }[]): ImportResult {
+  return failWithNodes(errors, tools.filter((t) => t.tool !== "").map((t) => ({ node: { id: t.id, type: "tool", config: { tool: t.tool } }, origin: t.origin })));
 }
 
 /** `a.b` / `a[0]` / `a["x y"]` joined the way the issue paths are written. */

@@ -9,7 +9,8 @@
  *   become `when` labels; several entries → `join: "any"`;
  * - states on a cycle get `maxVisits` (own limit, else maxToolIterations, else 25), except
  *   cycles through a whileLoop; a re-entered initial state or initial `context` gets `_start`;
- * - a bad definition lists every problem with a path;
+ * - a bad definition lists every problem with a path, and carries the nodes of the states whose
+ *   invoke has no problem as a partial definition (nodes alone, with their origins);
  * - the source map names the state each node came from, with the invoke fields its type,
  *   config, input (each tool argument from config or input) and maxVisits came from; each edge
  *   its transition, with its target, guard and branch label (the `when`, or the event name);
@@ -19,7 +20,8 @@
  */
 import { describe, expect, it } from "@jest/globals";
 import { evaluateGuard } from "../condition.ts";
-import { guardToCondition, importStateMachine } from "./index.ts";
+import { guardToCondition, importStateMachine, PARTIAL_IMPORT_CODES } from "./index.ts";
+import { validateWorkflow } from "../validate.ts";
 import { reactAgent, reviewedReply } from "./fixtures/seeds.ts";
 
 describe("importStateMachine", () => {
@@ -195,7 +197,7 @@ describe("importStateMachine", () => {
         blank: { invoke: { config: {} }, on: { GO: "end" } },
         end: { type: "final", on: { AGAIN: "start" } },
       },
-    })).toEqual({
+    })).toMatchObject({
       ok: false,
       errors: [
         { path: "states.start.on.RETRY.target", code: "missing_target", message: "the transition has no target state" },
@@ -214,7 +216,43 @@ describe("importStateMachine", () => {
       ],
     });
     expect(importStateMachine({ initial: "a", states: {} })).toEqual({ ok: false, errors: [{ path: "states", code: "missing_states", message: "the definition needs a states object with at least one state" }] });
-    expect(importStateMachine({ initial: "b", states: { a: { type: "final" } } })).toEqual({ ok: false, errors: [{ path: "initial", code: "unknown_initial", message: 'initial state "b" is not one of the states' }] });
+    expect(importStateMachine({ initial: "b", states: { a: { type: "final" } } })).toMatchObject({ ok: false, errors: [{ path: "initial", code: "unknown_initial", message: 'initial state "b" is not one of the states' }] });
+  });
+
+  it("carries the nodes of the states whose invoke has no problem in a failed import, for the caller to check in the same answer", () => {
+    // The human-in-the-loop flow with one bad invoke (discard) and one bad transition (send's, whose API node no worker serves below).
+    const r = importStateMachine({
+      ...reviewedReply,
+      states: {
+        ...reviewedReply.states,
+        send: { ...reviewedReply.states.send, on: { DONE: { target: "done", guard: { type: "isSent" } } } },
+        discard: { invoke: { type: "emit", config: "reply.discarded" }, on: { DONE: "done" } },
+      },
+    });
+    expect(r.ok === false && r.errors.map((e) => `${e.code}@${e.path}`)).toEqual(["unsupported_guard@states.send.on.DONE.guard", "invalid_config@states.discard.invoke.config"]);
+    const partial = r.ok ? undefined : r.partial;
+    // send's transitions are not in its node, so its node goes along; discard's stand-in does not.
+    expect(partial?.definition).toEqual({
+      schemaVersion: 1, start: "draft", edges: [],
+      nodes: [
+        { id: "draft", type: "agent.llm", config: {}, input: { messages: "$.input.messages" } },
+        { id: "check", type: "condition", config: { left: "$.draft.confidence", op: "gte", right: 0.8 } },
+        { id: "review", type: "agent.humanReview", config: { reason: "low-confidence draft", subject: "$.draft.text" } },
+        { id: "send", type: "tool", config: { tool: "emails.send" }, input: { template: "reply", body: "$.draft.text" } },
+        { id: "done", type: "setVariable", config: { values: {} } },
+      ],
+    });
+    expect(partial?.sourceMap.nodes.send).toEqual({
+      path: "states.send",
+      fields: { type: "states.send.invoke.type", "config.tool": "states.send.invoke.type", "input.template": "states.send.invoke.config.template", "input.body": "states.send.invoke.input.body" },
+    });
+    // Validation finds the API node no worker serves; its graph is not the machine's, so a caller keeps only PARTIAL_IMPORT_CODES.
+    const v = partial && validateWorkflow(partial.definition, { hasTool: (n) => n === "llm.chat" });
+    expect(v?.ok === false && v.errors.filter((e) => PARTIAL_IMPORT_CODES.includes(e.code)).map((e) => e.path)).toEqual(["nodes[3].config.tool"]);
+    // A machine whose every state's invoke is broken carries nothing.
+    expect(importStateMachine({ initial: "a", states: { a: { invoke: { type: "no such" } } } })).toEqual({
+      ok: false, errors: [{ path: "states.a.invoke.type", code: "invalid_tool_name", message: '"no such" is neither a known node type nor a tool name (dot-separated words)' }],
+    });
   });
 
   it("warns about what it cannot carry over", () => {
@@ -262,7 +300,7 @@ describe("importStateMachine", () => {
       "definition.streamingEnabled: has no effect and is not imported (a definition has no such setting; a run's progress is followed through its events)",
     ]);
 
-    expect(importStateMachine({ ...machine, agentConfig: "gpt-4o" })).toEqual({
+    expect(importStateMachine({ ...machine, agentConfig: "gpt-4o" })).toMatchObject({
       ok: false, errors: [{ path: "agentConfig", code: "invalid_agent_config", message: "agentConfig is an object of LLM defaults (model, system, temperature, ...)" }],
     });
   });

@@ -50,11 +50,13 @@
  *   over; `memoryConfig`, `mcpExport` and `streamingEnabled` cannot be, with a warning.
  * - When the initial state is re-entered by a transition, or `context` has values, a `_start`
  *   `setVariable` node (writing the `context` values) comes first.
+ * - A machine with problems is refused with all of them, carrying the nodes of the states whose
+ *   invoke has none (`partial`), so that the tools they call are checked in the same answer.
  */
 import type { JsonObject, JsonValue } from "../json.ts";
 import { isJsonObject } from "../json.ts";
 import type { ImportIssue, ImportResult, SourceOrigin } from "./common.ts";
-import { ID_RULE, IdAllocator, RESERVED_IDS, TOOL_NAME, at, asJson, fail, jsonataSyntaxError, pick } from "./common.ts";
+import { ID_RULE, IdAllocator, RESERVED_IDS, TOOL_NAME, at, asJson, fail, failWithNodes, jsonataSyntaxError, pick } from "./common.ts";
 import { unboundedCycles } from "../graph.ts";
 import { CONDITION_OPS } from "../model.ts";
 import type { Comparison, Condition } from "../model.ts";
@@ -547,7 +549,15 @@ export function importStateMachine(def: unknown): ImportResult {
   if (source.output !== undefined && !isJsonObject(source.output)) {
     errors.push({ path: at(base, "output"), code: "invalid_output", message: "output maps keys to $.paths" });
   }
-  if (errors.length > 0) return fail(errors);
+  if (errors.length > 0) {
+    // The states' nodes go along, each unless its invoke has a problem (its transitions are not in it).
+    const converted = names.filter((n) => nodes.has(n)).map((name) => {
+      const path = at(at(base, "states"), name);
+      const { maxVisits: _bound, ...fields } = nodeFields.get(name)!;
+      return { node: nodes.get(name)!, origin: { path, ...(Object.keys(fields).length > 0 ? { fields } : {}) }, scope: at(path, "invoke") };
+    });
+    return failWithNodes(errors, converted);
+  }
 
   const stepEdges = names.flatMap((n) => (transitions.get(n) ?? []).map((t) => ({ from: n, to: t.target, ...(t.when !== undefined ? { when: t.when } : {}) })));
   const bounds = visitBounds(names, stepEdges, nodes, ownLimit, defaultLimit, limitCountsRounds, initial as string, warnings);
