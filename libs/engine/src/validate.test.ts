@@ -12,6 +12,8 @@
  * - a node whose output would land on a context key the engine writes is refused: `input`
  *   always, `messages`, `toolCalls`, `toolResults` and `synthdev` when a node of the same graph
  *   makes the engine write there; an output path of its own makes it fine;
+ * - the tools a SynthDev state's agent may call (its role's `includedTools`) must be registered,
+ *   like an agent node's `tools`; roles no state's agent has are not checked;
  * - paths are checked where the runtime reads them (whileLoop comparisons and edge guards
  *   written as comparisons, idempotency keys, setVariable keys, path-only fields,
  *   `{{$.path}}` placeholders), and text that merely starts with `$` stays text; a comparison
@@ -19,7 +21,7 @@
  */
 import { describe, expect, it } from "@jest/globals";
 import { readFileSync } from "node:fs";
-import { parsePath, readPath, validateInput, validateWorkflow, writePath } from "./index.ts";
+import { parsePath, readPath, referencedTools, validateInput, validateWorkflow, validateWorkflowWithTools, writePath } from "./index.ts";
 
 const quickstart = JSON.parse(readFileSync(new URL("../../../examples/quickstart/workflow.json", import.meta.url), "utf8")) as { definition: unknown };
 
@@ -301,6 +303,27 @@ describe("validateWorkflow: the complete model", () => {
     expect(codes(validateWorkflow({ nodes: [{ id: "p", type: "agent.prompt", config: { template: "hi", role: "user" } }, { id: "each", type: "forEach", config: { items: "$.input.xs", body } }], edges: [{ from: "p", to: "each" }] }))).toEqual([]);
     const inBody = { nodes: [{ id: "p", type: "agent.prompt", config: { template: "hi", role: "user" } }, { id: "messages", ...sv }], edges: [{ from: "p", to: "messages" }] };
     expect(codes(validateWorkflow({ nodes: [{ id: "each", type: "forEach", config: { items: "$.input.xs", body: inBody } }] }))).toEqual(["invalid_path@nodes[0].config.body.nodes[1].id"]);
+  });
+
+  it("checks the tools a SynthDev state's agent may call (its role's includedTools) like an agent node's tools, only for the roles its states' agents have", async () => {
+    const synthdev = {
+      workflow: {
+        workflow_name: "pair",
+        contexts: [{ name: "shared" }],
+        agents: [{ agent_role: "coder", context: "shared" }, { agent_role: "code reviewer", context: "shared" }, { agent_role: "idle", context: "shared" }],
+        states: [{ name: "write", agent: "coder", next_state: "review" }, { name: "review", agent: "code reviewer", next_state: "again" }, { name: "again", agent: "coder" }],
+      },
+      roles: { coder: { includedTools: ["repo.read", "no.such.tool"] }, "code reviewer": { includedTools: ["no.such.lint"] }, idle: { includedTools: ["no.such.thing"] } },
+    };
+    const state = (name: string) => ({ id: name, type: "synthdev.state", config: { state: name } });
+    const def = { synthdev, nodes: [state("write"), state("review"), state("again")], edges: [{ from: "write", to: "review" }, { from: "review", to: "again" }] };
+    const known = new Set(["sandbox.run", "llm.chat", "repo.read"]);
+    const expected = ["unknown_tool@synthdev.roles.coder.includedTools[1]", 'unknown_tool@synthdev.roles["code reviewer"].includedTools[0]'];
+    expect(codes(validateWorkflow(def, { hasTool: (n) => known.has(n) }))).toEqual(expected);
+    // Looked up asynchronously (a registry), the same tools are asked about; the idle role's are not.
+    expect(referencedTools(def).sort()).toEqual(["llm.chat", "no.such.lint", "no.such.tool", "repo.read", "sandbox.run"]);
+    expect(codes(await validateWorkflowWithTools(def, (n) => Promise.resolve(known.has(n))))).toEqual(expected);
+    expect(codes(validateWorkflow(def, { hasTool: () => true }))).toEqual([]);
   });
 
   it("takes input schemas of drafts 2019-09 and 2020-12 when $schema names them", () => {

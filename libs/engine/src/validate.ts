@@ -15,6 +15,8 @@ import {
   promptConfigSchema, setVariableConfigSchema, subagentConfigSchema, toolConfigSchema, toolExecutorConfigSchema, toolLoopConfigSchema, workflowDefinitionSchema,
 } from "./model.ts";
 import { expressionError } from "./expr.ts";
+import { synthdevMaterialSchema, synthdevStateConfigSchema } from "./synthdev.ts";
+import type { SynthdevMaterial } from "./synthdev.ts";
 import { cyclicComponents, dominators, reachableFrom, unboundedCycles } from "./graph.ts";
 import type { Dominance } from "./graph.ts";
 import type { JsonValue } from "./json.ts";
@@ -188,6 +190,11 @@ function validateGraph(input: unknown, opts: ValidateOptions, prefix: string, sc
   const warnings: ValidationIssue[] = [];
   const owned = engineKeys(parsed.map((p) => p.node));
   for (const { index, node } of parsed) checkNode(node, `nodes[${index}]`, opts, owned, errors, warnings);
+  if (opts.hasTool && top.synthdev !== undefined) {
+    for (const t of synthdevRoleTools(top.synthdev as SynthdevMaterial, parsed.map((p) => p.node))) {
+      if (!opts.hasTool(t.name)) errors.push({ path: t.path, code: "unknown_tool", message: `tool "${t.name}" is not registered (no worker serves it, or this tenant may not call it)` });
+    }
+  }
 
   // Edges, each on its own.
   const edgesList = input.edges === undefined || Array.isArray(input.edges);
@@ -853,12 +860,40 @@ function inputPath(pointer: string): string {
   return `input${pointer.replace(/\/([^/]*)/g, (_, seg: string) => (/^\d+$/.test(seg) ? `[${seg}]` : `.${seg.replace(/~1/g, "/").replace(/~0/g, "~")}`))}`;
 }
 
+/**
+ * The worker tools the agents of a SynthDev definition's states may call (seed 002's roles file):
+ * the `includedTools` of the role of each state's agent, for the `synthdev.state` nodes among
+ * `nodes`, each once, with where it is named (`synthdev.roles.coder.includedTools[0]`). Roles no
+ * state's agent has are not called, and not listed (a roles file may serve several workflows).
+ */
+function synthdevRoleTools(material: SynthdevMaterial, nodes: readonly { type: string; config?: unknown }[]): { name: string; path: string }[] {
+  const out = new Map<string, string>();
+  for (const n of nodes) {
+    if (canonicalType(n.type) !== "synthdev.state") continue;
+    const name = synthdevStateConfigSchema.safeParse(n.config).data?.state;
+    const agent = material.workflow.states.find((s) => s.name === name)?.agent;
+    const role = material.workflow.agents.find((a) => a.agent_role === agent)?.agent_role;
+    if (role === undefined || !Object.hasOwn(material.roles, role)) continue;
+    const at = `synthdev.roles${/^[A-Za-z_$][A-Za-z0-9_$]*$/.test(role) ? `.${role}` : `[${JSON.stringify(role)}]`}`;
+    material.roles[role]!.includedTools.forEach((tool, k) => out.set(`${at}.includedTools[${k}]`, tool));
+  }
+  return [...out].map(([path, name]) => ({ name, path }));
+}
+
 /** JSON Schema of the definition format, for the OpenAPI document. */
 export const workflowDefinitionJsonSchema = z.toJSONSchema(workflowDefinitionSchema, { io: "input", unrepresentable: "any" });
 
-/** Tool names a definition (valid or not) refers to: tool nodes, multi-call nodes and forEach, bodies included. */
+/**
+ * Tool names a definition (valid or not) refers to: tool nodes, multi-call nodes and forEach,
+ * bodies included; agent nodes' tools, and those of the roles of a SynthDev definition's agents.
+ */
 export function referencedTools(definition: unknown): string[] {
   const out = new Set<string>();
+  const material = isRecord(definition) ? synthdevMaterialSchema.safeParse(definition.synthdev) : undefined;
+  if (material?.success && isRecord(definition) && Array.isArray(definition.nodes)) {
+    const nodes = (definition.nodes as unknown[]).filter((n): n is { type: string } => isRecord(n) && typeof n.type === "string");
+    for (const t of synthdevRoleTools(material.data, nodes)) out.add(t.name);
+  }
   const walk = (d: unknown): void => {
     if (typeof d !== "object" || d === null) return;
     const nodes = (d as { nodes?: unknown }).nodes;

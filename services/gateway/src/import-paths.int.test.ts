@@ -217,6 +217,27 @@ describe("a source with problems of its own", () => {
   });
 });
 
+describe("a SynthDev source", () => {
+  /** The tools a SynthDev state runs on served too, so that only its agents' tools are in question. */
+  const withStateTools: ValidateWorkflow = (d) => validateWorkflowWithTools(d, (name) => Promise.resolve(registered.has(name) || name === "sandbox.run" || name === "llm.chat"));
+  const pair = {
+    workflow_name: "pair",
+    contexts: [{ name: "shared" }],
+    agents: [{ agent_role: "coder", context: "shared" }, { agent_role: "reviewer", context: "shared" }],
+    states: [{ name: "start", agent: "coder", next_state: "review" }, { name: "review", agent: "reviewer", next_state: "stop" }, { name: "stop" }],
+  };
+
+  test("a tool no worker serves in the role of a state's agent is reported in the roles file", async () => {
+    gw.setValidator(withStateTools);
+    try {
+      const p = await refused("synthdev", { workflow: pair, script: "", roles: { coder: { includedTools: ["echo", "no.such.tool"] }, reviewer: {}, unused: { includedTools: ["no.such.either"] } } });
+      expect(at(p)).toEqual(["unknown_tool@body.source.roles.coder.includedTools[1]"]);
+    } finally {
+      gw.setValidator(withTools);
+    }
+  });
+});
+
 describe("warnings of an imported definition", () => {
   test("point into body.source, after the importer's own", async () => {
     const res = await importDoc("stateMachine", {
