@@ -2,7 +2,9 @@
  * SynthDev (seed 002) import and execution, with the worker tools simulated:
  * `sandbox.run` runs handler stand-ins written in TypeScript against the JSON `this`,
  * `llm.chat` answers from a script. Rules checked: the import lists every missing
- * handler / state / context / agent / role; two agents sharing a context see each
+ * handler / state / context / agent / role, with every part of the wrong shape (each state,
+ * agent, context and role on its own), and carries the nodes of the states that parsed with the
+ * roles (partial) so that their tools are checked in the same answer; two agents sharing a context see each
  * other's messages with roles mapped; pre/post/transition handlers run in order and
  * their changes to common_data and contexts persist; loops end through the
  * transition handler; the final state's output is the execution's output;
@@ -10,7 +12,7 @@
  * the source map names each node's state and each edge's next_state / transition_handler.
  */
 import { describe, expect, it } from "@jest/globals";
-import { importSynthDev, perspective, replayJournal, scriptFunctions, step, validateWorkflow } from "./index.ts";
+import { importSynthDev, PARTIAL_IMPORT_CODES, perspective, replayJournal, scriptFunctions, step, validateWorkflow } from "./index.ts";
 import type { Command, Effect, ExecutionState, JournalEntry, JsonObject, JsonValue, WorkflowDefinition } from "./index.ts";
 
 const identity = { executionId: 9, tenantId: "t_1", workflowId: 1, workflowVersion: 1 };
@@ -128,6 +130,46 @@ describe("SynthDev import", () => {
       "missing_context@workflow.agents[2].context", "missing_role@workflow.agents[2].agent_role",
       "missing_agent@workflow.states[0].agent", "missing_handler@workflow.states[0].pre_handler", "missing_state@workflow.states[0].next_state",
     ]);
+  });
+
+  it("lists the problems of a workflow, script or roles file of the wrong shape with those of its references, in one answer", () => {
+    const r = importSynthDev({
+      workflow: {
+        ...workflow,
+        agents: [...workflow.agents, { agent_role: 5, context: "shared" }],
+        // review is of the wrong shape; start's transition to it is no problem of start's.
+        states: [{ ...workflow.states[0]!, pre_handler: "missingFn" }, { ...workflow.states[1]!, max_retries: -1 }, workflow.states[2]!],
+      },
+      script,
+      roles: { ...roles, coder: { ...roles.coder, includedTools: "repo.read" } },
+    });
+    expect(!r.ok && r.errors.map((e) => `${e.code}@${e.path}`)).toEqual([
+      "invalid_shape@workflow.states[1].max_retries", "invalid_shape@workflow.agents[2].agent_role", "invalid_shape@roles.coder.includedTools",
+      "missing_handler@workflow.states[0].pre_handler",
+    ]);
+    // A workflow that is no object, with a script that is no text, roles and agentConfig that are no objects: each said once.
+    const bad = importSynthDev({ workflow: [], script: 5 as unknown as string, roles: "coder", agentConfig: "gpt-4o" as unknown as JsonObject });
+    expect(!bad.ok && bad.errors.map((e) => `${e.code}@${e.path}`)).toEqual(["invalid_shape@workflow", "invalid_shape@script", "invalid_shape@roles", "invalid_shape@agentConfig"]);
+  });
+
+  it("carries the nodes of the states and the roles that parsed in a failed import, for the caller to check in the same answer", () => {
+    const r = importSynthDev({
+      workflow: { ...workflow, states: [...workflow.states, { name: "review", next_state: "stop" }] },
+      script: script.replace("countRound", "countRounds"),
+      roles: { ...roles, coder: { ...roles.coder, includedTools: ["repo.read", "no.such.tool"] } },
+    });
+    expect(!r.ok && r.errors.map((e) => `${e.code}@${e.path}`)).toEqual(["duplicate_state@workflow.states[3].name", "missing_handler@workflow.states[1].post_handler"]);
+    const partial = r.ok ? undefined : r.partial;
+    // review has a problem, but not in its node (its name); the second "review" has no node of its own.
+    expect(partial?.definition.nodes).toEqual(["start", "review", "stop"].map((name) => ({ id: name, type: "synthdev.state", name, config: { state: name } })));
+    expect(partial?.sourceMap).toEqual({
+      fields: { "synthdev.roles": "roles" },
+      nodes: Object.fromEntries(["start", "review", "stop"].map((name, i) => [name, { path: `workflow.states[${i}]`, fields: { name: `workflow.states[${i}].name`, "config.state": `workflow.states[${i}].name` } }])),
+      edges: [],
+    });
+    // Validation finds the tool the coder's role names that no worker serves; a caller keeps only PARTIAL_IMPORT_CODES.
+    const v = partial && validateWorkflow(partial.definition, { hasTool: (n) => n !== "no.such.tool" });
+    expect(v?.ok === false && v.errors.filter((e) => PARTIAL_IMPORT_CODES.includes(e.code)).map((e) => e.path)).toEqual(["synthdev.roles.coder.includedTools[1]"]);
   });
 
   it("never names a node after the context keys the engine owns (a state named input or synthdev)", () => {

@@ -15,7 +15,7 @@ import { z } from "zod";
 import type { JsonObject, JsonValue } from "./json.ts";
 import { isJsonObject } from "./json.ts";
 import type { ImportIssue, ImportResult, SourceOrigin } from "./importers/common.ts";
-import { RESERVED_IDS } from "./importers/common.ts";
+import { RESERVED_IDS, at, failWithNodes } from "./importers/common.ts";
 
 export const synthdevMessageSchema = z.object({ role: z.string(), content: z.string() }).passthrough();
 
@@ -194,56 +194,130 @@ function nodeId(name: string, used: Set<string>): string {
   return candidate;
 }
 
+/** Zod issues as import issues of code `invalid_shape`, at their paths under `base`. */
+function shapeIssues(base: string, issues: readonly z.core.$ZodIssue[], errors: SynthdevIssue[]): void {
+  for (const i of issues) errors.push({ path: i.path.reduce<string>((p, k) => at(p, typeof k === "number" ? k : String(k)), base), code: "invalid_shape", message: i.message });
+}
+
+/** The elements of `raw` that fit `schema`, with their indexes; the others' problems are recorded at `base[i]`. */
+function parseEach<T extends z.ZodType>(raw: unknown, schema: T, base: string, errors: SynthdevIssue[]): { index: number; value: z.infer<T> }[] {
+  if (!Array.isArray(raw)) return [];
+  const out: { index: number; value: z.infer<T> }[] = [];
+  raw.forEach((x: unknown, index) => {
+    const r = schema.safeParse(x);
+    if (r.success) out.push({ index, value: r.data });
+    else shapeIssues(at(base, index), r.error.issues, errors);
+  });
+  return out;
+}
+
+/** The workflow without its lists, which are parsed element by element. */
+const workflowShellSchema = synthdevWorkflowSchema.extend({ states: z.array(z.unknown()).min(1), agents: z.array(z.unknown()).default([]), contexts: z.array(z.unknown()).default([]) });
+
+/** A string field of each object in a list, also of elements that did not parse: what they were meant to name. */
+function namesIn(raw: unknown, key: string): Set<string> {
+  const out = new Set<string>();
+  if (!Array.isArray(raw)) return out;
+  for (const x of raw as unknown[]) {
+    const name = isJsonObject(x) ? x[key] : undefined;
+    if (typeof name === "string") out.add(name);
+  }
+  return out;
+}
+
 /**
  * Imports a SynthDev workflow (seed 002) with its script and roles into a canonical
- * definition. Refuses, listing every problem, a workflow that references a missing
- * handler, state, context, agent or role.
+ * definition. Refuses, listing every problem at once, a workflow, script or roles file of the
+ * wrong shape (each state, agent, context and role checked on its own) and a workflow that
+ * references a missing handler, state, context, agent or role; the failure carries the nodes of
+ * the states that parsed with a name of their own and the roles that parsed (`partial`), so that
+ * the tools they call are checked in the same answer.
  */
 export function importSynthDev(source: SynthdevSource): SynthdevImportResult {
   const errors: SynthdevIssue[] = [];
-  const parsed = synthdevWorkflowSchema.safeParse(source.workflow);
-  if (!parsed.success) {
-    return { ok: false, errors: parsed.error.issues.map((i) => ({ path: `workflow${i.path.map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("")}`, code: "invalid_shape", message: i.message })) };
-  }
-  const wf = parsed.data;
+  const raw: unknown = source.workflow;
+  const rawWorkflow = isJsonObject(raw) ? raw : undefined;
+  const shell = workflowShellSchema.safeParse(raw);
+  if (!shell.success) shapeIssues("workflow", shell.error.issues, errors);
+  const parsedStates = parseEach(rawWorkflow?.states, synthdevStateSchema, "workflow.states", errors);
+  const parsedAgents = parseEach(rawWorkflow?.agents, synthdevAgentSchema, "workflow.agents", errors);
+  const parsedContexts = parseEach(rawWorkflow?.contexts, synthdevContextSchema, "workflow.contexts", errors);
+
   const rawScript: unknown = source.script;
-  if (rawScript !== undefined && typeof rawScript !== "string") {
-    return { ok: false, errors: [{ path: "script", code: "invalid_shape", message: "script must be a string (the source of the script's functions)" }] };
+  const scriptOk = rawScript === undefined || typeof rawScript === "string";
+  if (!scriptOk) errors.push({ path: "script", code: "invalid_shape", message: "script must be a string (the source of the script's functions)" });
+  const script = typeof rawScript === "string" ? rawScript : "";
+
+  // Each role on its own; a role that does not parse still exists (no missing_role for it).
+  const rawRoles: unknown = source.roles ?? {};
+  const roles: Record<string, SynthdevRole> = {};
+  const roleNames = new Set<string>();
+  const rolesObject = isJsonObject(rawRoles) ? rawRoles : undefined;
+  if (rolesObject === undefined) {
+    shapeIssues("roles", z.record(z.string(), z.unknown()).safeParse(rawRoles).error?.issues ?? [], errors);
+  } else {
+    for (const [name, role] of Object.entries(rolesObject)) {
+      roleNames.add(name);
+      const r = synthdevRoleSchema.safeParse(role);
+      if (r.success) roles[name] = r.data;
+      else shapeIssues(at("roles", name), r.error.issues, errors);
+    }
   }
-  const script = rawScript ?? "";
-  const rolesParsed = z.record(z.string(), synthdevRoleSchema).safeParse(source.roles ?? {});
-  if (!rolesParsed.success) {
-    for (const i of rolesParsed.error.issues) errors.push({ path: `roles${i.path.map((p) => `.${String(p)}`).join("")}`, code: "invalid_shape", message: i.message });
+  const rolesKnown = source.roles !== undefined && rolesObject !== undefined;
+  if (source.agentConfig !== undefined && !isJsonObject(source.agentConfig)) {
+    errors.push({ path: "agentConfig", code: "invalid_shape", message: "agentConfig is an object of LLM defaults (model, levels, ...)" });
   }
-  const roles = rolesParsed.success ? rolesParsed.data : {};
+
   const functions = scriptFunctions(script);
   const stateNames = new Set<string>();
-  wf.states.forEach((s, i) => {
-    if (stateNames.has(s.name)) errors.push({ path: `workflow.states[${i}].name`, code: "duplicate_state", message: `state "${s.name}" is defined twice` });
+  for (const { index, value: s } of parsedStates) {
+    if (stateNames.has(s.name)) errors.push({ path: `workflow.states[${index}].name`, code: "duplicate_state", message: `state "${s.name}" is defined twice` });
     stateNames.add(s.name);
-  });
-  const contexts = new Set(wf.contexts.map((c) => c.name));
-  const agents = new Map(wf.agents.map((a) => [a.agent_role, a]));
-  wf.agents.forEach((a, i) => {
+  }
+  // Names of elements that did not parse count as there: their own problem is reported, not one in each reference to them.
+  const knownStates = new Set([...stateNames, ...namesIn(rawWorkflow?.states, "name")]);
+  const contexts = new Set([...parsedContexts.map((c) => c.value.name), ...namesIn(rawWorkflow?.contexts, "name")]);
+  const agents = new Set([...parsedAgents.map((a) => a.value.agent_role), ...namesIn(rawWorkflow?.agents, "agent_role")]);
+  for (const { index: i, value: a } of parsedAgents) {
     if (!contexts.has(a.context)) errors.push({ path: `workflow.agents[${i}].context`, code: "missing_context", message: `agent "${a.agent_role}" uses context "${a.context}", which is not in contexts` });
-    if (source.roles !== undefined && !Object.hasOwn(roles, a.agent_role)) errors.push({ path: `workflow.agents[${i}].agent_role`, code: "missing_role", message: `agent role "${a.agent_role}" is not in the roles file` });
-  });
-  wf.states.forEach((s, i) => {
+    if (rolesKnown && !roleNames.has(a.agent_role)) errors.push({ path: `workflow.agents[${i}].agent_role`, code: "missing_role", message: `agent role "${a.agent_role}" is not in the roles file` });
+  }
+  for (const { index: i, value: s } of parsedStates) {
     if (s.agent !== undefined && !agents.has(s.agent)) errors.push({ path: `workflow.states[${i}].agent`, code: "missing_agent", message: `state "${s.name}" names agent "${s.agent}", which is not in agents` });
     for (const key of ["pre_handler", "post_handler", "transition_handler", "error_handler"] as const) {
       const h = s[key];
-      if (h !== undefined && !functions.has(h)) errors.push({ path: `workflow.states[${i}].${key}`, code: "missing_handler", message: `handler "${h}" of state "${s.name}" is not defined in script.js` });
+      if (h !== undefined && scriptOk && !functions.has(h)) errors.push({ path: `workflow.states[${i}].${key}`, code: "missing_handler", message: `handler "${h}" of state "${s.name}" is not defined in script.js` });
     }
-    if (s.next_state !== undefined && !stateNames.has(s.next_state) && s.next_state !== "stop") {
+    if (s.next_state !== undefined && !knownStates.has(s.next_state) && s.next_state !== "stop") {
       errors.push({ path: `workflow.states[${i}].next_state`, code: "missing_state", message: `state "${s.name}" goes to "${s.next_state}", which is not a state` });
     }
-  });
-  if (errors.length) return { ok: false, errors };
+  }
 
-  const warnings: string[] = [];
   // A state named "input" or "synthdev" would write its output over the run's input or its SynthDev runtime.
   const used = new Set<string>(RESERVED_IDS);
-  const ids = new Map(wf.states.map((s) => [s.name, nodeId(s.name, used)]));
+  const ids = new Map<string, string>();
+  for (const { value: s } of parsedStates) if (!ids.has(s.name)) ids.set(s.name, nodeId(s.name, used));
+  const stateNode = (s: z.infer<typeof synthdevStateSchema>): JsonObject => ({ id: ids.get(s.name)!, type: "synthdev.state", name: s.name, config: { state: s.name } });
+  const stateOrigin = (index: number): SourceOrigin => ({ path: `workflow.states[${index}]`, fields: { name: `workflow.states[${index}].name`, "config.state": `workflow.states[${index}].name` } });
+
+  const parsed = synthdevWorkflowSchema.safeParse(raw);
+  // The parts parsed on their own make the whole; should they not, its problems are the answer.
+  if (!parsed.success && errors.length === 0) shapeIssues("workflow", parsed.error.issues, errors);
+  if (errors.length > 0 || !parsed.success) {
+    // A state's node is its name alone: problems elsewhere in the state (a missing handler) leave it as it is.
+    const converted = parsedStates.map(({ index, value: s }) => ({ node: stateNode(s), origin: stateOrigin(index), scope: `workflow.states[${index}].name` }));
+    const name = rawWorkflow !== undefined && typeof rawWorkflow.workflow_name === "string" && rawWorkflow.workflow_name !== "" ? rawWorkflow.workflow_name : "(partial)";
+    // The material the nodes' checks read (their agents' roles), as far as it parsed.
+    const material = {
+      workflow: { workflow_name: name, states: parsedStates.map((s) => s.value), agents: parsedAgents.map((a) => a.value), contexts: parsedContexts.map((c) => c.value) },
+      script,
+      roles,
+    };
+    return failWithNodes(errors, converted, { fields: { synthdev: material as unknown as JsonValue }, sourceMap: { "synthdev.roles": "roles" } });
+  }
+  const wf = parsed.data;
+
+  const warnings: string[] = [];
   const startState = wf.states.find((s) => s.name === "start") ?? wf.states[0]!;
   const edges: JsonObject[] = [];
   const edgeOrigins: SourceOrigin[] = [];

@@ -14,8 +14,10 @@
  * - an importer that gives no source map still answers with `body.source` paths;
  * - a source with problems of its own also gets, in the same answer, the tools no worker serves
  *   among its elements that did convert (plan and tool-sequence steps, state-machine states
- *   whose invoke converted), at their tool fields; nothing else of the partial definition (its
- *   graph is not the source's) is reported.
+ *   whose invoke converted, SynthDev states and the roles of their agents), at their tool fields;
+ *   nothing else of the partial definition (its graph is not the source's) is reported;
+ * - a SynthDev role's includedTools are checked for the roles of the states' agents, in the
+ *   roles file.
  */
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { importSynthDev, importWorkflow, validateWorkflowWithTools } from "@baton/engine";
@@ -235,6 +237,30 @@ describe("a SynthDev source", () => {
     } finally {
       gw.setValidator(withTools);
     }
+  });
+
+  test("a bad state, and a state whose agent may call a tool no worker serves, in one answer", async () => {
+    gw.setValidator(withStateTools);
+    try {
+      const p = await refused("synthdev", {
+        workflow: { ...pair, states: [pair.states[0], { ...pair.states[1], post_handler: "tally" }, { name: "stop", max_retries: "twice" }] },
+        script: "export function count() {}",
+        roles: { coder: { includedTools: ["echo", "no.such.tool"] }, reviewer: {} },
+      });
+      expect(at(p)).toEqual([
+        "invalid_shape@body.source.workflow.states[2].max_retries",
+        "missing_handler@body.source.workflow.states[1].post_handler",
+        "unknown_tool@body.source.roles.coder.includedTools[1]",
+      ]);
+    } finally {
+      gw.setValidator(withTools);
+    }
+    // Without sandbox.run and llm.chat, every state that converted cannot run: said at each, with where in the generated definition.
+    const q = await refused("synthdev", { workflow: { ...pair, states: [pair.states[0], { name: "review", next_state: "limbo" }] }, script: "", roles: { coder: {}, reviewer: {} } });
+    expect(q.errors.map((e) => `${e.code}@${e.path}: ${e.message}`)).toEqual([
+      'missing_state@body.source.workflow.states[1].next_state: state "review" goes to "limbo", which is not a state',
+      ...[0, 1].flatMap((i) => ["sandbox.run", "llm.chat"].map((t) => `unknown_tool@body.source.workflow.states[${i}]: tool "${t}" is not registered (no worker serves it, or this tenant may not call it) (in the generated definition at nodes[${i}].type)`)),
+    ]);
   });
 });
 

@@ -299,7 +299,7 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
           "Converts `source` to a workflow definition, then creates the workflow exactly like `POST /api/agent-workflows` (same validation). " +
           "An unusable source, or a converted definition the validation refuses, is a 400 `BATON_GATEWAY_IMPORT_INVALID` listing every problem " +
           "with a path into `body.source` (an unknown format: `body.format`); nothing is stored. A source with problems of its own also " +
-          "gets, in the same answer, `unknown_tool` for each tool no worker serves among what did convert (steps with no problem, states whose invoke has none). " +
+          "gets, in the same answer, `unknown_tool` for each tool no worker serves among what did convert (steps with no problem, states whose invoke has none, SynthDev states and their agents' roles). " +
           "A problem of the converted definition points at " +
           "the source element its node or edge came from (`body.source.steps[2].tool_name`, `body.source.states.review.on.next`); " +
           "when only the element is known, not the field, the message ends with where it is in the generated definition " +
