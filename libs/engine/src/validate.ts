@@ -341,16 +341,32 @@ function checkWritePath(path: string, at: string, what: string, errors: Validati
   }
 }
 
+/** The node that makes the engine write a context key: its id and type, and what the engine writes there ("adds to the conversation"). */
+export interface EngineKeyWriter {
+  id: string;
+  type: string;
+  what: string;
+}
+
+/**
+ * The context keys the engine writes (besides each node's output) for the nodes of one graph
+ * that fit the node schema, each with the first node that makes it write there: a node with such
+ * an id and no `output` is refused by validation. For importers, which name nodes.
+ */
+export function contextKeysWritten(nodes: readonly unknown[]): Map<string, EngineKeyWriter> {
+  return engineKeys(nodes.flatMap((n) => nodeSchema.safeParse(n).data ?? []));
+}
+
 /**
  * The context keys the engine writes for the nodes of one graph (besides each node's output),
  * each with who writes it: the conversation at `$.messages` (agent nodes that add to it), the
  * tool calls of an LLM answer at `$.toolCalls`, a toolExecutor's results at `$.toolResults`, a
  * SynthDev run's state at `$.synthdev`. A node with such an id and no `output` would collide.
  */
-function engineKeys(nodes: readonly NodeDefinition[]): Map<string, string> {
-  const keys = new Map<string, string>();
+function engineKeys(nodes: readonly NodeDefinition[]): Map<string, EngineKeyWriter> {
+  const keys = new Map<string, EngineKeyWriter>();
   const add = (key: string, n: NodeDefinition, what: string): void => {
-    if (!keys.has(key)) keys.set(key, `where ${canonicalType(n.type)} node "${n.id}" ${what}`);
+    if (!keys.has(key)) keys.set(key, { id: n.id, type: canonicalType(n.type), what });
   };
   // A conversation kept at another path (config.messages) is the definition's own choice.
   const atMessages = (path: string | undefined): boolean => {
@@ -397,7 +413,7 @@ function engineKeys(nodes: readonly NodeDefinition[]): Map<string, string> {
 
 /** The checks of one node that parsed: its type, config, paths and tools. */
 function checkNode(
-  n: NodeDefinition, at: string, opts: ValidateOptions, owned: ReadonlyMap<string, string>, errors: ValidationIssue[], warnings: ValidationIssue[],
+  n: NodeDefinition, at: string, opts: ValidateOptions, owned: ReadonlyMap<string, EngineKeyWriter>, errors: ValidationIssue[], warnings: ValidationIssue[],
 ): void {
   const type = canonicalType(n.type);
   const spec = NODE_TYPES[type];
@@ -440,7 +456,8 @@ function checkNode(
   else if (n.id === "input") {
     errors.push({ path: `${at}.id`, code: "invalid_path", message: `node "input" would write its output to $.input, the execution's input: give it another id, or an output path` });
   } else if (owned.has(n.id)) {
-    errors.push({ path: `${at}.id`, code: "invalid_path", message: `node "${n.id}" would write its output to $.${n.id}, ${owned.get(n.id)!}: give it another id, or an output path` });
+    const w = owned.get(n.id)!;
+    errors.push({ path: `${at}.id`, code: "invalid_path", message: `node "${n.id}" would write its output to $.${n.id}, where ${w.type} node "${w.id}" ${w.what}: give it another id, or an output path` });
   }
   if (n.idempotencyKey !== undefined && looksLikePath(n.idempotencyKey)) checkPath(n.idempotencyKey, `${at}.idempotencyKey`, errors);
 }

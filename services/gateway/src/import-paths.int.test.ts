@@ -16,6 +16,8 @@
  *   among its elements that did convert (plan and tool-sequence steps, state-machine states
  *   whose invoke converted, SynthDev states and the roles of their agents), at their tool fields;
  *   nothing else of the partial definition (its graph is not the source's) is reported;
+ * - a state-machine state named after a context key an agent state makes the engine write is
+ *   refused by the importer, with the source's other problems;
  * - a SynthDev role's includedTools are checked for the roles of the states' agents, in the
  *   roles file.
  */
@@ -216,6 +218,22 @@ describe("a source with problems of its own", () => {
       "unknown_tool@body.source.states.post.invoke.type",
     ]);
     expect(p.errors[3]!.message).toBe('tool "llm.chat" is not registered (no worker serves it, or this tenant may not call it)');
+  });
+
+  test("stateMachine: a state named after the conversation an agent state keeps is one of the source's problems, in the same answer", async () => {
+    const p = await refused("stateMachine", {
+      initial: "ask",
+      states: {
+        ask: { invoke: { type: "agent.llm", config: { prompt: "{{$.input.q}}" } }, on: { DONE: "messages" } },
+        messages: { invoke: { type: "echo", input: { text: "$.ask.text" } }, on: { DONE: "done", FAIL: "nowhere" } },
+        done: { type: "final" },
+      },
+    });
+    expect(at(p)).toEqual([
+      "unknown_target@body.source.states.messages.on.FAIL",
+      "reserved_state_name@body.source.states.messages",
+      "unknown_tool@body.source.states.ask.invoke.type",
+    ]);
   });
 });
 

@@ -80,7 +80,7 @@ export function fail(errors: ImportIssue[]): ImportResult {
 }
 
 /** Whether `path` is `element` or inside it (`steps[1].tool_name` is in `steps[1]`, `steps[10]` is not). */
-function within(path: string, element: string): boolean {
+export function within(path: string, element: string): boolean {
   return path === element || path.startsWith(`${element}.`) || path.startsWith(`${element}[`);
 }
 

@@ -9,6 +9,8 @@
  *   become `when` labels; several entries → `join: "any"`;
  * - states on a cycle get `maxVisits` (own limit, else maxToolIterations, else 25), except
  *   cycles through a whileLoop; a re-entered initial state or initial `context` gets `_start`;
+ * - a state named after a context key the engine writes for an agent state (`messages`,
+ *   `toolCalls`, `toolResults`) is refused unless its invoke has an output path: not renamed;
  * - a bad definition lists every problem with a path, and carries the nodes of the states whose
  *   invoke has no problem as a partial definition (nodes alone, with their origins);
  * - the source map names the state each node came from, with the invoke fields its type,
@@ -331,6 +333,33 @@ describe("importStateMachine", () => {
         'state "synthdev" became node "synthdev_2" (node ids are letters, digits, _ or -, and "input" and "synthdev" are reserved)',
       ],
     ]);
+  });
+
+  it("refuses a state named after a context key an agent state makes the engine write, rather than rename it under the machine's $.paths", () => {
+    // The ReAct flow with its memory write named "messages" and its tool executor "toolResults".
+    const renamed = JSON.parse(JSON.stringify(reactAgent).replaceAll('"remember"', '"messages"').replaceAll('"tools"', '"toolResults"')) as typeof reactAgent;
+    const r = importStateMachine(renamed);
+    expect(r.ok === false && r.errors).toEqual([
+      {
+        path: "states.toolResults", code: "reserved_state_name",
+        message: 'state "toolResults" would write its output to $.toolResults, where this agent.toolExecutor state itself puts the results of its calls: rename the state (and the paths that read its output), or give its invoke an output path',
+      },
+      {
+        path: "states.messages", code: "reserved_state_name",
+        message: 'state "messages" would write its output to $.messages, where the agent.memory.read state "recall" adds to the conversation: rename the state (and the paths that read its output), or give its invoke an output path',
+      },
+    ]);
+    // With output paths of their own they write nowhere near, and keep their names.
+    const states = renamed.states as unknown as Record<string, { invoke: Record<string, unknown> }>;
+    const placed = importStateMachine({
+      ...renamed,
+      states: { ...renamed.states, toolResults: { ...states.toolResults, invoke: { ...states.toolResults!.invoke, output: "$.ran" } }, messages: { ...states.messages, invoke: { ...states.messages!.invoke, output: "$.memo" } } },
+    });
+    expect(placed.ok && (placed.definition.nodes as Array<{ id: string }>).map((n) => n.id)).toEqual(["prompt", "recall", "llm", "toolResults", "messages", "done"]);
+    expect(placed.ok && validateWorkflow(placed.definition).ok).toBe(true);
+    // Where no state makes the engine write the key, the name is the state's to use.
+    const plain = importStateMachine({ initial: "messages", states: { messages: { invoke: "echo", always: "done" }, done: { type: "final" } } });
+    expect(plain.ok && [(plain.definition.nodes as Array<{ id: string }>).map((n) => n.id), plain.warnings, validateWorkflow(plain.definition).ok]).toEqual([["messages", "done"], [], true]);
   });
 
   it("bounds only cycles nothing else bounds, on states each pass visits once, per pass of the loops around them", () => {

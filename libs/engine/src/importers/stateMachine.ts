@@ -56,7 +56,8 @@
 import type { JsonObject, JsonValue } from "../json.ts";
 import { isJsonObject } from "../json.ts";
 import type { ImportIssue, ImportResult, SourceOrigin } from "./common.ts";
-import { ID_RULE, IdAllocator, RESERVED_IDS, TOOL_NAME, at, asJson, fail, failWithNodes, jsonataSyntaxError, pick } from "./common.ts";
+import { ID_RULE, IdAllocator, RESERVED_IDS, TOOL_NAME, at, asJson, fail, failWithNodes, jsonataSyntaxError, pick, within } from "./common.ts";
+import { contextKeysWritten } from "../validate.ts";
 import { unboundedCycles } from "../graph.ts";
 import { CONDITION_OPS } from "../model.ts";
 import type { Comparison, Condition } from "../model.ts";
@@ -512,6 +513,24 @@ export function importStateMachine(def: unknown): ImportResult {
     nodes.set(name, node);
     nodeFields.set(name, fields);
     transitions.set(name, ts);
+  }
+
+  // A state may not be named after a context key the engine writes for a state (an agent state's
+  // conversation at $.messages): its output would go there. It is not renamed, since the
+  // machine's $.messages references could mean either (docs/importers.md, "Names the engine writes").
+  const invokeOk = (n: string): boolean => !errors.some((e) => within(e.path, at(at(at(base, "states"), n), "invoke")));
+  const writers = contextKeysWritten(names.filter((n) => nodes.has(n) && invokeOk(n)).map((n) => nodes.get(n)!));
+  const stateOfId = new Map([...idOf].map(([name, id]) => [id, name]));
+  for (const name of names) {
+    const id = idOf.get(name)!;
+    const w = writers.get(id);
+    if (w === undefined || !nodes.has(name) || nodes.get(name)!.output !== undefined) continue;
+    const who = w.id === id ? `this ${w.type} state itself` : `the ${w.type} state "${stateOfId.get(w.id) ?? w.id}"`;
+    errors.push({
+      path: at(at(base, "states"), name),
+      code: "reserved_state_name",
+      message: `state "${name}" would write its output to $.${id}, where ${who} ${w.what}: rename the state (and the paths that read its output), or give its invoke an output path`,
+    });
   }
 
   // Reachability from the initial state.
