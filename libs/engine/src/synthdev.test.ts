@@ -9,7 +9,9 @@
  * their changes to common_data and contexts persist; loops end through the
  * transition handler; the final state's output is the execution's output;
  * error_handler "retry" re-runs a state; `this.last_response` has the chat-completion shape;
- * the source map names each node's state and each edge's next_state / transition_handler.
+ * the source map names each node's state and each edge's next_state / transition_handler; an
+ * edge's guard compares the state's decision with its target (`{ left, op: "eq", right }`),
+ * in JSONata only for a target whose name a comparison would read as a path.
  */
 import { describe, expect, it } from "@jest/globals";
 import { importSynthDev, PARTIAL_IMPORT_CODES, perspective, replayJournal, scriptFunctions, step, validateWorkflow } from "./index.ts";
@@ -102,7 +104,8 @@ describe("SynthDev import", () => {
   it("makes one node per state with guarded transitions, and passes validation", () => {
     const d = imported();
     expect(d.nodes.map((n) => [n.id, n.type])).toEqual([["start", "synthdev.state"], ["review", "synthdev.state"], ["stop", "synthdev.state"]]);
-    expect(d.edges.filter((e) => e.from === "start")).toEqual([{ from: "start", to: "review", condition: '$output.next = "review"' }]);
+    // The state's decision is compared as a condition node compares: with the target's name.
+    expect(d.edges.filter((e) => e.from === "start")).toEqual([{ from: "start", to: "review", condition: { left: "$.start.next", op: "eq", right: "review" } }]);
     expect(d.edges.filter((e) => e.from === "review").map((e) => e.to)).toEqual(["start", "review", "stop"]);
     expect(d.inputSchema).toEqual({ type: "object", properties: { task: { type: "string" } }, required: ["task"] });
   });
@@ -222,6 +225,19 @@ describe("SynthDev execution", () => {
     expect(rebuilt.unplaced).toEqual([]);
     expect(rebuilt.state.status).toBe("completed");
     expect(rebuilt.state.context.synthdev).toEqual(all.state.context.synthdev);
+  });
+
+  it("goes where the state decided, by comparison, or by JSONata for a state whose name a comparison would read as a path", async () => {
+    const r = importSynthDev({ workflow: { workflow_name: "w", states: [{ name: "start", next_state: "$.end" }, { name: "$.end", next_state: "last step" }, { name: "last step" }] } });
+    if (!r.ok) throw new Error(JSON.stringify(r.errors));
+    expect(r.definition.edges).toEqual([
+      { from: "start", to: "__end", condition: '$output.next = "$.end"' },
+      { from: "__end", to: "last_step", condition: { left: "$.__end.next", op: "eq", right: "last step" } },
+    ]);
+    const v = validateWorkflow(r.definition);
+    if (!v.ok) throw new Error(JSON.stringify(v.errors));
+    const { state, journal } = await run(v.workflow, () => ({ text: "" }), {});
+    expect([state.status, journal.filter((j) => j.status === "completed").map((j) => j.nodeId)]).toEqual(["completed", ["start", "__end", "last_step"]]);
   });
 
   it("an error handler returning 'retry' re-runs the state; without one the node fails with the handler's error", async () => {

@@ -15,7 +15,9 @@ import { z } from "zod";
 import type { JsonObject, JsonValue } from "./json.ts";
 import { isJsonObject } from "./json.ts";
 import type { ImportIssue, ImportResult, SourceOrigin } from "./importers/common.ts";
-import { RESERVED_IDS, at, failWithNodes } from "./importers/common.ts";
+import { RESERVED_IDS, at, failWithNodes, renderPath } from "./importers/common.ts";
+import type { Condition } from "./model.ts";
+import { looksLikePath } from "./path.ts";
 
 export const synthdevMessageSchema = z.object({ role: z.string(), content: z.string() }).passthrough();
 
@@ -194,6 +196,17 @@ function nodeId(name: string, used: Set<string>): string {
   return candidate;
 }
 
+/**
+ * The guard of the edge from node `from` to state `target`: the state decided to go there. A
+ * comparison of the decision its node wrote (`$.<from>.next`, the output of a `synthdev.state`
+ * node) with the target's name, `{ left: "$.review.next", op: "eq", right: "stop" }`; a name that
+ * a comparison would read as a path (`$.x`, `$[0]`, `$`) is compared in JSONata instead.
+ */
+function decidedFor(from: string, target: string): Condition {
+  if (looksLikePath(target)) return `$output.next = ${JSON.stringify(target)}`;
+  return { left: renderPath([from, "next"]), op: "eq", right: target };
+}
+
 /** Zod issues as import issues of code `invalid_shape`, at their paths under `base`. */
 function shapeIssues(base: string, issues: readonly z.core.$ZodIssue[], errors: SynthdevIssue[]): void {
   for (const i of issues) errors.push({ path: i.path.reduce<string>((p, k) => at(p, typeof k === "number" ? k : String(k)), base), code: "invalid_shape", message: i.message });
@@ -326,7 +339,7 @@ export function importSynthDev(source: SynthdevSource): SynthdevImportResult {
     const targets = dynamic ? wf.states.map((x) => x.name) : s.next_state !== undefined && stateNames.has(s.next_state) ? [s.next_state] : [];
     const origin = `workflow.states[${i}].${s.transition_handler !== undefined ? "transition_handler" : s.error_handler !== undefined ? "error_handler" : "next_state"}`;
     for (const t of targets) {
-      edges.push({ from: ids.get(s.name)!, to: ids.get(t)!, condition: `$output.next = ${JSON.stringify(t)}` });
+      edges.push({ from: ids.get(s.name)!, to: ids.get(t)!, condition: decidedFor(ids.get(s.name)!, t) });
       edgeOrigins.push({ path: origin });
     }
   });
