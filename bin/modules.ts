@@ -13,8 +13,7 @@ import { createRedis, redisCheckpointStore, redisIdempotencyStore } from "@baton
 import type { BatonConfig } from "@baton/config";
 import type { EventType } from "@baton/contracts";
 import { decode, TokenDeltaSchema } from "@baton/contracts";
-import { importSynthDev, importWorkflow, validateWorkflowWithTools, workflowDefinitionJsonSchema } from "@baton/engine";
-import type { SynthdevSource } from "@baton/engine";
+import { importWorkflow, validateWorkflowWithTools, workflowDefinitionJsonSchema } from "@baton/engine";
 import type { CheckpointState } from "@baton/executor";
 import { CHECKPOINT_STORE_OPTIONS, createExecutor } from "@baton/executor";
 import { buildApp } from "@baton/gateway";
@@ -124,7 +123,7 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
           },
         }),
         workflowDefinitionJsonSchema: workflowDefinitionJsonSchema,
-        importWorkflow: (format, source) => (format === "synthdev" ? importSynthDev((source ?? {}) as SynthdevSource) : importWorkflow(format, source)),
+        importWorkflow,
         tools,
         toolSources: createToolSourceStore(bus),
         largeValueBytes: config.largeResultBytes,

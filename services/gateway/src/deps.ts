@@ -5,7 +5,7 @@
  * interfaces. Tests pass the real store and small recording commands/events.
  */
 import type { CheckpointStore } from "@baton/checkpoints";
-import type { ImportSourceMap } from "@baton/engine";
+import type { ImportFormat, ImportSourceMap } from "@baton/engine";
 import type { ToolSourceStore } from "@baton/sdk";
 import type { Store } from "@baton/store";
 
@@ -58,7 +58,7 @@ export interface StartExecutionCommand {
  * problems (a tool no worker serves) with the source's, in one answer.
  */
 export type ImportWorkflow = (
-  format: "plan" | "toolSequence" | "stateMachine" | "synthdev",
+  format: ImportFormat,
   source: unknown,
 ) =>
   | { ok: true; definition: Record<string, unknown>; warnings: string[]; sourceMap?: ImportSourceMap }
@@ -174,8 +174,8 @@ export interface GatewayDeps {
    */
   checkpoints?: Pick<CheckpointStore, "history" | "getVersion">;
   /**
-   * Turns plans, tool sequences and state machines into definitions (the engine's
-   * `importWorkflow`). Without it `POST /api/agent-workflows/import` is not served.
+   * Turns plans, tool sequences, state machines and SynthDev workflows into definitions (the
+   * engine's `importWorkflow`). Without it `POST /api/agent-workflows/import` is not served.
    */
   importWorkflow?: ImportWorkflow;
   /** The tool registry behind `/api/tools`; without it those routes answer 503 `BATON_GATEWAY_TOOLS_UNAVAILABLE`. */

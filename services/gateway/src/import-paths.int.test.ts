@@ -19,17 +19,16 @@
  * - a state-machine state named after a context key an agent state makes the engine write is
  *   refused by the importer, with the source's other problems;
  * - a SynthDev role's includedTools are checked for the roles of the states' agents, in the
- *   roles file.
+ *   roles file; a SynthDev source goes through the engine's importWorkflow like the others.
  */
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
-import { importSynthDev, importWorkflow, validateWorkflowWithTools } from "@baton/engine";
-import type { SynthdevSource } from "@baton/engine";
+import { importWorkflow, validateWorkflowWithTools } from "@baton/engine";
 import type { ImportWorkflow, ValidateWorkflow } from "./deps.ts";
 import type { TestGateway } from "./test-support.ts";
 import { bearer, openTestGateway } from "./test-support.ts";
 
-/** The importer as bin/modules.ts wires it. */
-const importer: ImportWorkflow = (format, source) => (format === "synthdev" ? importSynthDev((source ?? {}) as SynthdevSource) : importWorkflow(format, source));
+/** The importer as bin/modules.ts wires it: the engine's, every format (SynthDev too) in one dispatch. */
+const importer: ImportWorkflow = importWorkflow;
 const registered = new Set(["echo", "http.get"]);
 const withTools: ValidateWorkflow = (d) => validateWorkflowWithTools(d, (name) => Promise.resolve(registered.has(name)));
 
@@ -246,6 +245,11 @@ describe("a SynthDev source", () => {
     agents: [{ agent_role: "coder", context: "shared" }, { agent_role: "reviewer", context: "shared" }],
     states: [{ name: "start", agent: "coder", next_state: "review" }, { name: "review", agent: "reviewer", next_state: "stop" }, { name: "stop" }],
   };
+
+  test("goes through the engine's importWorkflow: a source that is no object is refused as such", async () => {
+    const p = await refused("synthdev", [pair]);
+    expect(p.errors).toEqual([{ path: "body.source", code: "invalid_source", message: "a SynthDev source is an object { workflow, script?, roles?, agentConfig? }" }]);
+  });
 
   test("a tool no worker serves in the role of a state's agent is reported in the roles file", async () => {
     gw.setValidator(withStateTools);

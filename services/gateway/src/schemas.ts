@@ -4,7 +4,7 @@
  * to the store never leaks to clients unannounced, and timestamps become ISO text.
  */
 import { z } from "zod";
-import { agentConfigSchema } from "@baton/engine";
+import { agentConfigSchema, IMPORT_FORMATS } from "@baton/engine";
 import type {
   ExecutionRecord,
   JsonObject,
@@ -130,8 +130,6 @@ export const executeBody = z
       .describe("The whole run must end within this many milliseconds from now (1 ms to 30 days); it fails with a deadline error otherwise"),
   })
   .nullish();
-
-export const IMPORT_FORMATS = ["plan", "toolSequence", "stateMachine", "synthdev"] as const;
 
 export const importBody = z.strictObject({
   format: z.enum(IMPORT_FORMATS).describe(

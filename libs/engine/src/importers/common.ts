@@ -69,8 +69,8 @@ export interface PartialImport {
 /** The validation codes of a {@link PartialImport} that concern a node alone, not the graph it is in. */
 export const PARTIAL_IMPORT_CODES: readonly string[] = ["unknown_tool"];
 
-/** Source formats understood by {@link importWorkflow}. */
-export type ImportFormat = "plan" | "toolSequence" | "stateMachine";
+/** Source formats understood by `importWorkflow` (a SynthDev workflow's importer is in ../synthdev.ts). */
+export type ImportFormat = "plan" | "toolSequence" | "stateMachine" | "synthdev";
 
 export const TOOL_NAME = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
 const NODE_ID = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;

@@ -294,7 +294,7 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
     app.post("/agent-workflows/import", {
       schema: {
         tags,
-        summary: "Import a workflow from a plan, a tool sequence or a state machine",
+        summary: "Import a workflow from a plan, a tool sequence, a state machine or a SynthDev workflow",
         description:
           "Converts `source` to a workflow definition, then creates the workflow exactly like `POST /api/agent-workflows` (same validation). " +
           "An unusable source, or a converted definition the validation refuses, is a 400 `BATON_GATEWAY_IMPORT_INVALID` listing every problem " +
