@@ -15,7 +15,7 @@ import { z } from "zod";
 import type { JsonObject, JsonValue } from "./json.ts";
 import { isJsonObject } from "./json.ts";
 import type { ImportIssue, ImportResult, SourceOrigin } from "./importers/common.ts";
-import { RESERVED_IDS, at, failWithNodes, renderPath } from "./importers/common.ts";
+import { RESERVED_IDS, at, failWithNodes, renderPath, within } from "./importers/common.ts";
 import type { Condition } from "./model.ts";
 import { looksLikePath } from "./path.ts";
 
@@ -318,7 +318,10 @@ export function importSynthDev(source: SynthdevSource): SynthdevImportResult {
   if (!parsed.success && errors.length === 0) shapeIssues("workflow", parsed.error.issues, errors);
   if (errors.length > 0 || !parsed.success) {
     // A state's node is its name alone: problems elsewhere in the state (a missing handler) leave it as it is.
-    const converted = parsedStates.map(({ index, value: s }) => ({ node: stateNode(s), origin: stateOrigin(index), scope: `workflow.states[${index}].name` }));
+    const converted = parsedStates.map(({ index, value: s }) => {
+      const namePath = `workflow.states[${index}].name`;
+      return { node: stateNode(s), origin: stateOrigin(index), blockedBy: (e: SynthdevIssue) => within(e.path, namePath) };
+    });
     const name = rawWorkflow !== undefined && typeof rawWorkflow.workflow_name === "string" && rawWorkflow.workflow_name !== "" ? rawWorkflow.workflow_name : "(partial)";
     // The material the nodes' checks read (their agents' roles), as far as it parsed.
     const material = {

@@ -13,8 +13,9 @@
  * - the validation warnings of a created import point into `body.source` the same way;
  * - an importer that gives no source map still answers with `body.source` paths;
  * - a source with problems of its own also gets, in the same answer, the tools no worker serves
- *   among its elements that did convert (plan and tool-sequence steps, state-machine states
- *   whose invoke converted, SynthDev states and the roles of their agents), at their tool fields;
+ *   among its elements that did convert (plan and tool-sequence steps whose tool and params
+ *   converted, whatever their dependencies or order, state-machine states whose invoke
+ *   converted, SynthDev states and the roles of their agents), at their tool fields;
  *   nothing else of the partial definition (its graph is not the source's) is reported;
  * - a state-machine state named after a context key an agent state makes the engine write is
  *   refused by the importer, with the source's other problems;
@@ -172,12 +173,14 @@ describe("a source with problems of its own", () => {
         { name: "fetch", tool_name: "no.such.fetch", params: {} },
         { name: "broken", params: {}, dependencies: ["fetch"] },
         { name: "say", tool: "echo", params: { text: "{{fetch.body}}" }, dependencies: ["broken", "ghost"] },
-        { name: "tell", tool: "no.such.chat", params: {} },
+        // A wrong dependency is an edge: the step's made-up tool is reported with it.
+        { name: "tell", tool: "no.such.chat", params: {}, dependencies: ["nobody"] },
       ],
     });
     expect(at(p)).toEqual([
       "missing_tool@body.source.steps[1].tool_name",
       "unknown_dependency@body.source.steps[2].dependencies[1]",
+      "unknown_dependency@body.source.steps[3].dependencies[0]",
       "unknown_tool@body.source.steps[0].tool_name",
       "unknown_tool@body.source.steps[3].tool",
     ]);
@@ -188,6 +191,9 @@ describe("a source with problems of its own", () => {
     expect(at(p)).toEqual(["missing_tool@body.source[1].toolName", "invalid_params@body.source[1].parameters", "unknown_tool@body.source[0].toolName"]);
     const q = await refused("toolSequence", [{ parameters: {} }]);
     expect(at(q)).toEqual(["missing_tool@body.source[0].toolName"]);
+    // A wrong order only places a step in the chain: its made-up tool is reported with it.
+    const r = await refused("toolSequence", { steps: [{ order: 1, toolName: "echo" }, { order: 1, toolName: "no.such.tool", parameters: { text: "got {{step1.text}}" } }] });
+    expect(at(r)).toEqual(["duplicate_order@body.source.steps[1].order", "unknown_tool@body.source.steps[1].toolName"]);
   });
 
   test("stateMachine: the states' problems and the tools no worker serves in the states whose invoke converted, in one answer", async () => {

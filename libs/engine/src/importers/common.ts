@@ -54,9 +54,10 @@ export type ImportResult =
   | { ok: false; errors: ImportIssue[]; partial?: PartialImport };
 
 /**
- * What a failed import did convert: the nodes of the source elements that have no problem of
- * their own, alone (no edges), with their origins (a plan's or tool sequence's steps: their tool
- * nodes; a state machine's states: their nodes as imported). Validating it finds what the
+ * What a failed import did convert: the nodes of the source elements that have no problem in
+ * what their nodes are made of, alone (no edges), with their origins (a plan's or tool
+ * sequence's steps whose tool and params convert, whatever their dependencies or order; a state
+ * machine's states whose invoke converts: their nodes as imported). Validating it finds what the
  * source's own checks cannot (a tool no worker serves), so a caller can report those problems in
  * the same answer as the source's. Its graph means nothing (elements are missing), so only the
  * problems of its nodes themselves are worth reporting: {@link PARTIAL_IMPORT_CODES}.
@@ -89,19 +90,23 @@ export interface ConvertedNode {
   /** The node as the import made it (with its `id`). */
   node: JsonObject;
   origin: SourceOrigin;
-  /** The part of the source whose problems make the node unusable; `origin.path` when not given. */
-  scope?: string;
+  /**
+   * Whether a problem of the source keeps the node out: it lies in a part of the source the node
+   * is made of (a step's tool or params, a state's invoke), not in what becomes edges (a step's
+   * dependencies, a state's transitions). Default: a problem anywhere in `origin.path`.
+   */
+  blockedBy?: (issue: ImportIssue) => boolean;
 }
 
 /**
  * A failure that carries what did convert ({@link PartialImport}): of `converted`, the nodes
- * with no problem in their scope. `top` adds top-level fields the nodes need (a SynthDev
- * workflow's material), with where they came from.
+ * that no problem blocks. `top` adds top-level fields the nodes need (a SynthDev workflow's
+ * material), with where they came from.
  */
 export function failWithNodes(
   errors: ImportIssue[], converted: readonly ConvertedNode[], top?: { fields: JsonObject; sourceMap: Record<string, string> },
 ): ImportResult {
-  const clean = converted.filter((c) => !errors.some((e) => within(e.path, c.scope ?? c.origin.path)));
+  const clean = converted.filter((c) => !errors.some(c.blockedBy ?? ((e) => within(e.path, c.origin.path))));
   if (clean.length === 0) return fail(errors);
   const nodes: Record<string, SourceOrigin> = {};
   for (const c of clean) nodes[c.node.id as string] = c.origin;
@@ -113,14 +118,6 @@ export function failWithNodes(
       sourceMap: { fields: top?.sourceMap ?? {}, nodes, edges: [] },
     },
   };
-}
-
-/**
- * {@link failWithNodes} for tool steps: of `tools` (a tool node's id, its tool and its origin),
- * the tool nodes of those that name a tool and whose source element has no problem of its own.
- */
-export function failWithPartial(errors: ImportIssue[], tools: readonly { id: string; tool: string; origin: SourceOrigin }[]): ImportResult {
-  return failWithNodes(errors, tools.filter((t) => t.tool !== "").map((t) => ({ node: { id: t.id, type: "tool", config: { tool: t.tool } }, origin: t.origin })));
 }
 
 /** `a.b` / `a[0]` / `a["x y"]` joined the way the issue paths are written. */

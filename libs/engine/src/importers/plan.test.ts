@@ -7,8 +7,9 @@
  *   are computed by a `transform` node whose JSONata really produces the string;
  * - several roots hang off a `_start` node; a single root is the start; the output maps sinks;
  * - a bad plan lists every problem (missing tool, unknown dependency, cycle, duplicate, bad
- *   reference) with a path into the plan, and carries the tools of the steps that have no
- *   problem of their own as a partial definition (tool nodes alone, with their origins);
+ *   reference) with a path into the plan, and carries as a partial definition the nodes (tool
+ *   node, params transform) of the steps whose tool and params convert, with their origins,
+ *   however wrong their dependencies (edges, as a cycle is, also one made in params);
  * - the source map names, for every node and edge, the step (or its field) it came from: a
  *   step's node its `steps[i]` with tool/params/reason fields, a `*_params` transform and an
  *   implied dependency the step's params, a declared dependency its `dependencies[j]`, the
@@ -192,7 +193,7 @@ describe("importWorkflowPlan", () => {
         { tool_name: "tool.e" },
       ],
     });
-    expect(r).toEqual({
+    expect(r).toMatchObject({
       ok: false,
       errors: [
         { path: "steps[1].tool_name", code: "missing_tool", message: 'step "b" names no tool' },
@@ -206,53 +207,80 @@ describe("importWorkflowPlan", () => {
         { path: "steps[4].dependencies[0]", code: "dependency_cycle", message: 'step "d" depends on itself' },
       ],
     });
+    expect(!r.ok && r.errors).toHaveLength(9);
+    // Of the steps with a node of their own, only "a" has a tool and params that convert (its problem is a dependency).
+    expect(!r.ok && r.partial?.definition.nodes).toEqual([{ id: "a", type: "tool", config: { tool: "tool.a" }, input: {} }]);
   });
 
-  it("carries the tools of the steps without problems of their own, for the caller to check in the same answer", () => {
+  it("carries the nodes of the steps whose tool and params convert, for the caller to check in the same answer", () => {
     const r = importWorkflowPlan({
       steps: [
-        { name: "fetch", tool_name: "web.fetch", params: {} },
+        { name: "fetch", tool_name: "web.fetch", params: { url: "{{input.url}}" }, reason: "get the page" },
         { name: "broken", params: {}, dependencies: ["fetch"] },
-        { name: "notify", tool: "chat.post", params: { text: "{{fetch.body}}" }, dependencies: ["broken"] },
+        // A wrong dependency is an edge: the step's nodes are carried all the same.
+        { name: "notify", tool: "chat.post", params: { text: "got {{fetch.body}}" }, dependencies: ["broken", "ghost"] },
+        { name: "lost", tool: "echo", params: { x: "{{nowhere.y}}" } },
       ],
     });
     expect(r).toEqual({
       ok: false,
-      errors: [{ path: "steps[1].tool_name", code: "missing_tool", message: 'step "broken" names no tool' }],
+      errors: [
+        { path: "steps[1].tool_name", code: "missing_tool", message: 'step "broken" names no tool' },
+        { path: "steps[2].dependencies[1]", code: "unknown_dependency", message: 'step "notify" depends on unknown step "ghost"' },
+        { path: "steps[3].params.x", code: "unknown_reference", message: '"nowhere" is neither a step of this plan nor input/context' },
+      ],
       partial: {
         definition: {
           schemaVersion: 1, start: "fetch", edges: [],
-          nodes: [{ id: "fetch", type: "tool", config: { tool: "web.fetch" } }, { id: "notify", type: "tool", config: { tool: "chat.post" } }],
+          nodes: [
+            { id: "fetch", type: "tool", description: "get the page", config: { tool: "web.fetch" }, input: { url: "$.input.url" } },
+            { id: "notify_params", type: "transform", description: 'computes the templated parameters of "notify"', config: { expression: '{ "p0": "got " & $.fetch.body }' } },
+            { id: "notify", type: "tool", config: { tool: "chat.post" }, input: { text: "$.notify_params.p0" } },
+          ],
         },
         sourceMap: {
           fields: {}, edges: [],
-          nodes: { fetch: { path: "steps[0]", fields: { "config.tool": "steps[0].tool_name" } }, notify: { path: "steps[2]", fields: { "config.tool": "steps[2].tool" } } },
+          nodes: {
+            fetch: { path: "steps[0]", fields: { "config.tool": "steps[0].tool_name", input: "steps[0].params", description: "steps[0].reason" } },
+            notify_params: { path: "steps[2].params" },
+            notify: { path: "steps[2]", fields: { "config.tool": "steps[2].tool", input: "steps[2].params" } },
+          },
         },
       },
     });
     // Validation finds an unregistered tool among its nodes. Its graph is not the plan's (no
-    // edges: "notify" is unreachable), which is why a caller keeps only PARTIAL_IMPORT_CODES.
+    // edges: "notify_params" and "notify" are unreachable), which is why a caller keeps only PARTIAL_IMPORT_CODES.
     const v = r.ok || !r.partial ? undefined : validateWorkflow(r.partial.definition, { hasTool: (n) => n === "web.fetch" });
-    expect(v?.ok === false && v.errors.map((e) => [e.path, e.code])).toEqual([["nodes[1].config.tool", "unknown_tool"], ["nodes[1]", "unreachable_node"]]);
-    expect(v?.ok === false && v.errors.filter((e) => PARTIAL_IMPORT_CODES.includes(e.code)).map((e) => e.path)).toEqual(["nodes[1].config.tool"]);
+    expect(v?.ok === false && v.errors.map((e) => [e.path, e.code])).toEqual([["nodes[2].config.tool", "unknown_tool"], ["nodes[1]", "unreachable_node"], ["nodes[2]", "unreachable_node"]]);
+    expect(v?.ok === false && v.errors.filter((e) => PARTIAL_IMPORT_CODES.includes(e.code)).map((e) => e.path)).toEqual(["nodes[2].config.tool"]);
   });
 
   it("reports a cycle made by references in params at the parameter that makes it", () => {
     // No step has a dependencies field: the cycle is in the params alone.
-    expect(importWorkflowPlan({
+    const inParams = importWorkflowPlan({
       steps: [
         { name: "a", tool: "echo", params: { x: "$b.v", y: "{{input.k}}" } },
         { name: "b", tool: "echo", params: { nested: { list: ["literal", "{{a.result.v}}"] } } },
       ],
-    })).toMatchObject({ ok: false, errors: [{ path: "steps[0].params.x", code: "dependency_cycle", message: 'steps "a", "b" depend on each other in a cycle' }] });
+    });
+    expect(inParams).toMatchObject({ ok: false, errors: [{ path: "steps[0].params.x", code: "dependency_cycle", message: 'steps "a", "b" depend on each other in a cycle' }] });
+    // A cycle is edges, also where a reference in params makes it: both steps' nodes are carried.
+    expect(!inParams.ok && inParams.partial?.definition.nodes).toEqual([
+      { id: "a", type: "tool", config: { tool: "echo" }, input: { x: "$.b.v", y: "$.input.k" } },
+      { id: "b", type: "tool", config: { tool: "echo" }, input: { nested: { list: ["literal", "$.a.v"] } } },
+    ]);
     // A listed dependency in the cycle is where it is written, even when params also refer to it.
     const listed = importWorkflowPlan({
       steps: [{ name: "a", tool: "echo", params: { x: "{{b.v}}" }, depends_on: ["input_step", "b"] }, { name: "b", tool: "echo", params: { y: "$a.v" } }, { name: "input_step", tool: "echo" }],
     });
     expect(listed).toMatchObject({ ok: false, errors: [{ path: "steps[0].depends_on[1]", code: "dependency_cycle", message: 'steps "a", "b" depend on each other in a cycle' }] });
     expect(!listed.ok && listed.errors).toHaveLength(1);
-    // The steps the cycle is not reported at have no problem of their own: their tools are carried.
-    expect(!listed.ok && listed.partial?.definition.nodes).toEqual([{ id: "b", type: "tool", config: { tool: "echo" } }, { id: "input_step", type: "tool", config: { tool: "echo" } }]);
+    // The cycle is no problem of any step's node: every step's is carried.
+    expect(!listed.ok && listed.partial?.definition.nodes).toEqual([
+      { id: "a", type: "tool", config: { tool: "echo" }, input: { x: "$.b.v" } },
+      { id: "b", type: "tool", config: { tool: "echo" }, input: { y: "$.a.v" } },
+      { id: "input_step", type: "tool", config: { tool: "echo" }, input: {} },
+    ]);
   });
 
   it("rejects sources that are not plans", () => {

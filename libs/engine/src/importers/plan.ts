@@ -29,12 +29,16 @@
  * `description`, each dependency (and each referenced step not listed as one, with a warning)
  * → an edge. Several root steps hang off a `_start` node (`setVariable`, no values) so they
  * run in parallel; the output maps every sink step's id to its result.
+ *
+ * A plan with problems is refused with all of them, carrying the nodes of the steps whose tool
+ * and params convert (`partial`), however wrong their dependencies (edges), so that the tools
+ * they call are checked in the same answer.
  */
 import type { JsonObject } from "../json.ts";
 import { isJsonObject } from "../json.ts";
-import type { ImportIssue, ImportResult, SourceOrigin, TemplateOptions } from "./common.ts";
+import type { ConvertedNode, ImportIssue, ImportResult, SourceOrigin, TemplateOptions } from "./common.ts";
 import {
-  ID_RULE, IdAllocator, TOOL_NAME, at, asJson, computedExpression, fail, failWithPartial, inputSchemaFor, pick, renderPath, translateParams,
+  ID_RULE, IdAllocator, TOOL_NAME, at, asJson, computedExpression, fail, failWithNodes, inputSchemaFor, pick, renderPath, translateParams, within,
 } from "./common.ts";
 import { cyclicComponents } from "../graph.ts";
 
@@ -202,8 +206,33 @@ export function importWorkflowPlan(plan: unknown): ImportResult {
       message: comp.length === 1 ? `step "${first.name}" depends on itself` : `steps ${comp.map((c) => `"${c}"`).join(", ")} depend on each other in a cycle`,
     });
   }
+  /** The nodes a step becomes: the transform of its parameters when it has text templates to fill, then its tool node. */
+  const stepNodes = (s: PlanStep): { node: JsonObject; origin: SourceOrigin }[] => {
+    const t = translated.get(s.name)!;
+    const out: { node: JsonObject; origin: SourceOrigin }[] = [];
+    const paramsId = paramsNodeId.get(s.name);
+    if (paramsId !== undefined) {
+      out.push({
+        node: { id: paramsId, type: "transform", description: `computes the templated parameters of "${s.id}"`, config: { expression: computedExpression(t.computed) } },
+        origin: { path: s.paramsPath },
+      });
+    }
+    const node: JsonObject = { id: s.id, type: "tool" };
+    if (s.reason !== undefined) node.description = s.reason;
+    node.config = { tool: s.tool };
+    node.input = t.input;
+    out.push({ node, origin: { path: s.path, fields: { "config.tool": s.toolPath, input: s.paramsPath, ...(s.reasonPath !== undefined ? { description: s.reasonPath } : {}) } } });
+    return out;
+  };
+
   if (errors.length > 0) {
-    return failWithPartial(errors, steps.map((s) => ({ id: s.id, tool: s.tool, origin: { path: s.path, fields: { "config.tool": s.toolPath } } })));
+    // A step's nodes are made of its tool and its params; its dependencies (and a cycle through
+    // them, also one made by a reference in its params) are edges, and keep no node out.
+    const converted: ConvertedNode[] = steps.flatMap((s) => {
+      const blockedBy = (e: ImportIssue): boolean => e.code !== "dependency_cycle" && (within(e.path, s.toolPath) || within(e.path, s.paramsPath));
+      return stepNodes(s).map((n) => ({ ...n, blockedBy }));
+    });
+    return failWithNodes(errors, converted);
   }
 
   const nodes: JsonObject[] = [];
@@ -224,31 +253,17 @@ export function importWorkflowPlan(plan: unknown): ImportResult {
     for (const r of roots) edge(start, paramsNodeId.get(r.name) ?? r.id, r.path);
   }
   for (const s of steps) {
-    const t = translated.get(s.name)!;
     const entry = paramsNodeId.get(s.name) ?? s.id;
     for (const d of s.deps) {
       // A dependency the step lists, else one added because a parameter reads that step's result.
       const j = s.declared.find(([name]) => name === d)?.[1];
       edge(byName.get(d)!.id, entry, j === undefined ? s.paramsPath : at(s.depsPath, j));
     }
-    if (paramsNodeId.has(s.name)) {
-      nodes.push({
-        id: entry, type: "transform",
-        description: `computes the templated parameters of "${s.id}"`,
-        config: { expression: computedExpression(t.computed) },
-      });
-      nodeOrigins[entry] = { path: s.paramsPath };
-      edge(entry, s.id, s.paramsPath);
+    if (entry !== s.id) edge(entry, s.id, s.paramsPath);
+    for (const { node, origin } of stepNodes(s)) {
+      nodes.push(node);
+      nodeOrigins[node.id as string] = origin;
     }
-    const node: JsonObject = { id: s.id, type: "tool" };
-    if (s.reason !== undefined) node.description = s.reason;
-    node.config = { tool: s.tool };
-    node.input = t.input;
-    nodes.push(node);
-    nodeOrigins[s.id] = {
-      path: s.path,
-      fields: { "config.tool": s.toolPath, input: s.paramsPath, ...(s.reasonPath !== undefined ? { description: s.reasonPath } : {}) },
-    };
   }
   const dependedOn = new Set(steps.flatMap((s) => s.deps));
   const output: JsonObject = {};

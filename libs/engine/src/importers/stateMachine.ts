@@ -573,7 +573,8 @@ export function importStateMachine(def: unknown): ImportResult {
     const converted = names.filter((n) => nodes.has(n)).map((name) => {
       const path = at(at(base, "states"), name);
       const { maxVisits: _bound, ...fields } = nodeFields.get(name)!;
-      return { node: nodes.get(name)!, origin: { path, ...(Object.keys(fields).length > 0 ? { fields } : {}) }, scope: at(path, "invoke") };
+      const invokePath = at(path, "invoke");
+      return { node: nodes.get(name)!, origin: { path, ...(Object.keys(fields).length > 0 ? { fields } : {}) }, blockedBy: (e: ImportIssue) => within(e.path, invokePath) };
     });
     return failWithNodes(errors, converted);
   }

@@ -7,7 +7,8 @@
  *   make `x` a required input), `{{stepN.path}}` reads an earlier result; templates inside text
  *   are computed by a `transform` node whose JSONata really yields the string;
  * - `required: false` is reported as a warning; bad sources list every problem with a path,
- *   and carry the tools of the steps without problems of their own as a partial definition;
+ *   and carry as a partial definition the nodes of the steps whose tool and parameters convert
+ *   (a wrong order only places a step in the chain, so it keeps no node out);
  * - the source map names the step each node came from (where it is in the source, whatever the
  *   order it runs in), its toolName and parameters, and for each edge the step it leads to.
  */
@@ -123,13 +124,16 @@ describe("importToolSequence", () => {
     });
   });
 
-  it("carries the tools of the steps without problems of their own in a failed import", () => {
+  it("carries the nodes of the steps whose tool and parameters convert in a failed import", () => {
     const r = importToolSequence([{ toolName: "echo" }, { parameters: {} }, { toolName: "no.such", parameters: { x: "{{step1.text}}" } }]);
     expect(r).toEqual({
       ok: false,
       errors: [{ path: "[1].toolName", code: "missing_tool", message: "the step names no tool" }],
       partial: {
-        definition: { schemaVersion: 1, start: "step1", edges: [], nodes: [{ id: "step1", type: "tool", config: { tool: "echo" } }, { id: "step3", type: "tool", config: { tool: "no.such" } }] },
+        definition: {
+          schemaVersion: 1, start: "step1", edges: [],
+          nodes: [{ id: "step1", type: "tool", config: { tool: "echo" }, input: {} }, { id: "step3", type: "tool", config: { tool: "no.such" }, input: { x: "$.step1.text" } }],
+        },
         sourceMap: {
           fields: {}, edges: [],
           nodes: {
@@ -138,6 +142,25 @@ describe("importToolSequence", () => {
           },
         },
       },
+    });
+    // A step's order only places it in the chain (edges): a step with a wrong order is carried, its parameters' transform too.
+    const ordered = importToolSequence({
+      steps: [
+        { order: 1, toolName: "echo", parameters: { text: "{{input.q}}" } },
+        { order: 1, toolName: "no.such", description: "made up", parameters: { x: "a {{step1.text}}" } },
+        { order: 2, parameters: {} },
+      ],
+    });
+    expect(!ordered.ok && ordered.errors.map((e) => `${e.code}@${e.path}`)).toEqual(["duplicate_order@steps[1].order", "missing_tool@steps[2].toolName"]);
+    expect(!ordered.ok && ordered.partial?.definition.nodes).toEqual([
+      { id: "step1", type: "tool", config: { tool: "echo" }, input: { text: "$.input.q" } },
+      { id: "step2_params", type: "transform", description: 'computes the templated parameters of "step2"', config: { expression: '{ "p0": "a " & $.step1.text }' } },
+      { id: "step2", type: "tool", description: "made up", config: { tool: "no.such" }, input: { x: "$.step2_params.p0" } },
+    ]);
+    expect(!ordered.ok && ordered.partial?.sourceMap.nodes).toEqual({
+      step1: { path: "steps[0]", fields: { "config.tool": "steps[0].toolName", input: "steps[0].parameters" } },
+      step2_params: { path: "steps[1].parameters" },
+      step2: { path: "steps[1]", fields: { "config.tool": "steps[1].toolName", input: "steps[1].parameters", description: "steps[1].description" } },
     });
   });
 

@@ -23,11 +23,15 @@
  * Mapping: the steps become a chain of `tool` nodes; the output is the last step's result
  * (the definition's default). `required: false` cannot be expressed (every node must succeed)
  * and is reported as a warning.
+ *
+ * A sequence with problems is refused with all of them, carrying the nodes of the steps whose
+ * tool and parameters convert (`partial`), however wrong their order (it only places a step in
+ * the chain), so that the tools they call are checked in the same answer.
  */
 import type { JsonObject, JsonValue } from "../json.ts";
 import { isJsonObject } from "../json.ts";
-import type { ImportIssue, ImportResult, SourceOrigin } from "./common.ts";
-import { IdAllocator, TOOL_NAME, at, asJson, computedExpression, fail, failWithPartial, inputSchemaFor, pick, renderPath, translateParams } from "./common.ts";
+import type { ConvertedNode, ImportIssue, ImportResult, SourceOrigin } from "./common.ts";
+import { IdAllocator, TOOL_NAME, at, asJson, computedExpression, fail, failWithNodes, inputSchemaFor, pick, renderPath, translateParams, within } from "./common.ts";
 
 interface SeqStep {
   source: JsonObject;
@@ -110,6 +114,9 @@ export function importToolSequence(seq: unknown): ImportResult {
   const edges: JsonObject[] = [];
   const nodeOrigins: Record<string, SourceOrigin> = {};
   const edgeOrigins: SourceOrigin[] = [];
+  // For a failed import: each node with the parts of its step it is made of (its tool and its
+  // parameters; the step's order only places it in the chain, which is edges).
+  const converted: ConvertedNode[] = [];
   let prev: string | undefined;
 
   steps.forEach((s, i) => {
@@ -154,6 +161,8 @@ export function importToolSequence(seq: unknown): ImportResult {
       warnings.push(`${s.path || `step ${i + 1}`} (${tool || "?"}) is marked required: false; Baton runs every step as required, so its failure fails the workflow`);
     }
 
+    const toolPath = at(s.path, toolField?.key ?? "toolName");
+    const blockedBy = (e: ImportIssue): boolean => within(e.path, toolPath) || within(e.path, paramsPath);
     const entry = paramsId ?? id;
     // The edge into a step exists because of where the step is in the sequence.
     if (prev !== undefined) {
@@ -161,13 +170,15 @@ export function importToolSequence(seq: unknown): ImportResult {
       edgeOrigins.push({ path: s.path });
     }
     if (paramsId !== undefined) {
-      nodes.push({ id: paramsId, type: "transform", description: `computes the templated parameters of "${id}"`, config: { expression: computedExpression(t.computed) } });
+      const transform: JsonObject = { id: paramsId, type: "transform", description: `computes the templated parameters of "${id}"`, config: { expression: computedExpression(t.computed) } };
+      nodes.push(transform);
       nodeOrigins[paramsId] = { path: paramsPath };
+      converted.push({ node: transform, origin: { path: paramsPath }, blockedBy });
       edges.push({ from: paramsId, to: id });
       edgeOrigins.push({ path: paramsPath });
     }
     const node: JsonObject = { id, type: "tool" };
-    const fields: Record<string, string> = { "config.tool": at(s.path, toolField?.key ?? "toolName"), input: paramsPath };
+    const fields: Record<string, string> = { "config.tool": toolPath, input: paramsPath };
     if (typeof s.source.description === "string") {
       node.description = s.source.description;
       fields.description = at(s.path, "description");
@@ -176,12 +187,10 @@ export function importToolSequence(seq: unknown): ImportResult {
     node.input = t.input;
     nodes.push(node);
     nodeOrigins[id] = { path: s.path, fields };
+    converted.push({ node, origin: { path: s.path, fields }, blockedBy });
     prev = id;
   });
-  if (errors.length > 0) {
-    const tools = nodes.filter((n) => n.type === "tool").map((n) => ({ id: n.id as string, tool: (n.config as JsonObject).tool as string, origin: nodeOrigins[n.id as string]! }));
-    return failWithPartial(errors, tools);
-  }
+  if (errors.length > 0) return failWithNodes(errors, converted);
 
   const definition: JsonObject = { schemaVersion: 1, start: (nodes[0]!.id as string) };
   const schema = inputSchemaFor(inputKeys);
