@@ -27,5 +27,5 @@ export { replayJournal } from "./replay.ts";
 export type { LearnedSubRunPause, ReplayInput, ReplayResult } from "./replay.ts";
 export { importSynthDev, perspective, scriptFunctions, synthdevWorkflowSchema, synthdevRoleSchema } from "./synthdev.ts";
 export type { SynthdevImportResult, SynthdevSource, SynthdevWorkflow } from "./synthdev.ts";
-export { DEFAULT_MAX_VISITS, guardToCondition, IMPORT_FORMATS, importStateMachine, importToolSequence, importWorkflow, importWorkflowPlan, PARTIAL_IMPORT_CODES } from "./importers/index.ts";
+export { DEFAULT_MAX_VISITS, guardToCondition, IMPORT_FORMATS, importStateMachine, importToolSequence, importWorkflow, importWorkflowPlan, partialImportIssues } from "./importers/index.ts";
 export type { ImportFormat, ImportIssue, ImportResult, ImportSourceMap, PartialImport, SourceOrigin } from "./importers/index.ts";

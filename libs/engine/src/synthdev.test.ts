@@ -14,7 +14,7 @@
  * in JSONata only for a target whose name a comparison would read as a path.
  */
 import { describe, expect, it } from "@jest/globals";
-import { importSynthDev, PARTIAL_IMPORT_CODES, perspective, replayJournal, scriptFunctions, step, validateWorkflow } from "./index.ts";
+import { importSynthDev, partialImportIssues, perspective, replayJournal, scriptFunctions, step, validateWorkflow } from "./index.ts";
 import type { Command, Effect, ExecutionState, JournalEntry, JsonObject, JsonValue, WorkflowDefinition } from "./index.ts";
 
 const identity = { executionId: 9, tenantId: "t_1", workflowId: 1, workflowVersion: 1 };
@@ -170,9 +170,18 @@ describe("SynthDev import", () => {
       nodes: Object.fromEntries(["start", "review", "stop"].map((name, i) => [name, { path: `workflow.states[${i}]`, fields: { name: `workflow.states[${i}].name`, "config.state": `workflow.states[${i}].name` } }])),
       edges: [],
     });
-    // Validation finds the tool the coder's role names that no worker serves; a caller keeps only PARTIAL_IMPORT_CODES.
+    // Validation finds the tool the coder's role names that no worker serves (in the roles the
+    // partial carries), and the states no edge reaches, which a caller leaves out.
     const v = partial && validateWorkflow(partial.definition, { hasTool: (n) => n !== "no.such.tool" });
-    expect(v?.ok === false && v.errors.filter((e) => PARTIAL_IMPORT_CODES.includes(e.code)).map((e) => e.path)).toEqual(["synthdev.roles.coder.includedTools[1]"]);
+    expect(v?.ok === false && v.errors.map((e) => `${e.code}@${e.path}`)).toEqual(["unknown_tool@synthdev.roles.coder.includedTools[1]", "unreachable_node@nodes[1]", "unreachable_node@nodes[2]"]);
+    expect(partial && v?.ok === false && partialImportIssues(partial, v.errors).map((e) => e.path)).toEqual(["synthdev.roles.coder.includedTools[1]"]);
+    // Without the tools a state runs on, each state's node is refused at its type, unreachable or not.
+    const bare = partial && validateWorkflow(partial.definition, { hasTool: () => false });
+    expect(partial && bare?.ok === false && partialImportIssues(partial, bare.errors).map((e) => `${e.code}@${e.path}`)).toEqual([
+      ...[0, 1, 2].flatMap((i) => [`unknown_tool@nodes[${i}].type`, `unknown_tool@nodes[${i}].type`]),
+      "unknown_tool@synthdev.roles.coder.includedTools[0]",
+      "unknown_tool@synthdev.roles.coder.includedTools[1]",
+    ]);
   });
 
   it("never names a node after the context keys the engine owns (a state named input or synthdev)", () => {

@@ -15,8 +15,10 @@
  * - a source with problems of its own also gets, in the same answer, the tools no worker serves
  *   among its elements that did convert (plan and tool-sequence steps whose tool and params
  *   converted, whatever their dependencies or order, state-machine states whose invoke
- *   converted, SynthDev states and the roles of their agents), at their tool fields;
- *   nothing else of the partial definition (its graph is not the source's) is reported;
+ *   converted, SynthDev states and the roles of their agents), at their tool fields, and every
+ *   other problem in those nodes' own fields (a delay's config, a transform's expression, a
+ *   prompt's placeholder, an output path); nothing of the partial definition's graph (its
+ *   unreachable nodes, a loop without its body: it has no edges) is reported;
  * - a state-machine state named after a context key an agent state makes the engine write is
  *   refused by the importer, with the source's other problems;
  * - a SynthDev role's includedTools are checked for the roles of the states' agents, in the
@@ -177,6 +179,7 @@ describe("a source with problems of its own", () => {
         { name: "tell", tool: "no.such.chat", params: {}, dependencies: ["nobody"] },
       ],
     });
+    // The converted steps' nodes have no edges between them (they are unreachable in the partial definition): not reported.
     expect(at(p)).toEqual([
       "missing_tool@body.source.steps[1].tool_name",
       "unknown_dependency@body.source.steps[2].dependencies[1]",
@@ -223,6 +226,31 @@ describe("a source with problems of its own", () => {
       "unknown_tool@body.source.states.post.invoke.type",
     ]);
     expect(p.errors[3]!.message).toBe('tool "llm.chat" is not registered (no worker serves it, or this tenant may not call it)');
+  });
+
+  test("stateMachine: every problem of a converted state's own node comes with the source's, none of the partial graph's", async () => {
+    const p = await refused("stateMachine", {
+      initial: "wait",
+      states: {
+        wait: { invoke: { type: "delay", config: { ms: "soon" } }, on: { DONE: "shape" } },
+        shape: { invoke: { type: "transform", config: { expression: "$.a +" } }, on: { DONE: "ask" } },
+        ask: { invoke: { type: "agent.llm", config: { prompt: "Answer {{$.input.q[}}" }, output: "$.input.answer" }, on: { DONE: "loop" } },
+        loop: { invoke: { type: "whileLoop", config: { condition: "$.n < 3", maxIterations: 3 } }, on: { BODY: "wait", EXIT: "done" } },
+        done: { type: "final" },
+        post: { invoke: { type: "crm.post", input: { id: "$.ask.id" } }, on: { DONE: "nowhere" } },
+      },
+    });
+    // Not reported: the converted nodes unreachable and the loop without its body, for want of the edges a partial import has not.
+    expect(at(p)).toEqual([
+      "unknown_target@body.source.states.post.on.DONE",
+      "unreachable_state@body.source.states.post",
+      "invalid_config@body.source.states.wait.invoke.config.ms",
+      "invalid_expression@body.source.states.shape.invoke.config.expression",
+      "unknown_tool@body.source.states.ask.invoke.type",
+      "invalid_path@body.source.states.ask.invoke.config.prompt",
+      "invalid_path@body.source.states.ask.invoke.output",
+      "unknown_tool@body.source.states.post.invoke.type",
+    ]);
   });
 
   test("stateMachine: a state named after the conversation an agent state keeps is one of the source's problems, in the same answer", async () => {

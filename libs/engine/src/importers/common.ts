@@ -57,18 +57,41 @@ export type ImportResult =
  * What a failed import did convert: the nodes of the source elements that have no problem in
  * what their nodes are made of, alone (no edges), with their origins (a plan's or tool
  * sequence's steps whose tool and params convert, whatever their dependencies or order; a state
- * machine's states whose invoke converts: their nodes as imported). Validating it finds what the
- * source's own checks cannot (a tool no worker serves), so a caller can report those problems in
- * the same answer as the source's. Its graph means nothing (elements are missing), so only the
- * problems of its nodes themselves are worth reporting: {@link PARTIAL_IMPORT_CODES}.
+ * machine's states whose invoke converts: their nodes as imported), and the top-level material
+ * they read that converted (`sourceMap.fields` names each such field, e.g. a SynthDev
+ * workflow's roles). Validating it finds what the source's own checks cannot (a tool no worker
+ * serves, a config that does not fit its node type), so a caller can report those problems in
+ * the same answer as the source's. Its graph means nothing (elements are missing, there are no
+ * edges), so only the problems of its nodes and material themselves are worth reporting:
+ * {@link partialImportIssues}.
  */
 export interface PartialImport {
   definition: JsonObject;
   sourceMap: ImportSourceMap;
 }
 
-/** The validation codes of a {@link PartialImport} that concern a node alone, not the graph it is in. */
-export const PARTIAL_IMPORT_CODES: readonly string[] = ["unknown_tool"];
+/** `nodes[3].…` / `nodes[3][…`: a path into one field of a node of the top-level graph. */
+const NODE_FIELD = /^nodes\[\d+\][.[]/;
+
+/**
+ * Of the problems validation finds in a {@link PartialImport}'s definition, those the whole
+ * import has too, whatever the elements that did not convert: the problems in a node's own
+ * fields (`nodes[2].config.ms`, `nodes[0].input.url`, `nodes[1].config.tools[0]`, anything in a
+ * forEach body, which is whole in its node), and those in the top-level material the partial
+ * carries (a field its `sourceMap.fields` names, e.g. `synthdev.roles`). Left out are the
+ * problems of its graph, which lacks the elements that did not convert and every edge: a node
+ * unreachable or a whileLoop without its body (`nodes[i]` itself), a join that can never fire
+ * (`nodes[i].join`), cycles, edges and the start node (not under `nodes[i].`). The checks of a
+ * node that look at others (a duplicate id, an id where another node makes the engine write)
+ * only find what the whole import, which has every node of the partial, would find too.
+ */
+export function partialImportIssues<T extends { path: string; code: string }>(partial: PartialImport, issues: readonly T[]): T[] {
+  const material = Object.keys(partial.sourceMap.fields);
+  return issues.filter((i) => {
+    if (NODE_FIELD.test(i.path)) return !(i.code === "join_never_fires" && /^nodes\[\d+\]\.join$/.test(i.path));
+    return material.some((field) => within(i.path, field));
+  });
+}
 
 /** Source formats understood by `importWorkflow` (a SynthDev workflow's importer is in ../synthdev.ts). */
 export type ImportFormat = "plan" | "toolSequence" | "stateMachine" | "synthdev";

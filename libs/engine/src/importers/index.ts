@@ -12,7 +12,7 @@ import { importStateMachine } from "./stateMachine.ts";
 import { importToolSequence } from "./toolSequence.ts";
 
 export type { ImportFormat, ImportIssue, ImportResult, ImportSourceMap, PartialImport, SourceOrigin } from "./common.ts";
-export { PARTIAL_IMPORT_CODES } from "./common.ts";
+export { partialImportIssues } from "./common.ts";
 export { importWorkflowPlan } from "./plan.ts";
 export { importToolSequence } from "./toolSequence.ts";
 export { DEFAULT_MAX_VISITS, guardToCondition, importStateMachine } from "./stateMachine.ts";

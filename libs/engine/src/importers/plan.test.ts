@@ -19,7 +19,7 @@
  */
 import { describe, expect, it } from "@jest/globals";
 import jsonata from "jsonata";
-import { importWorkflowPlan, PARTIAL_IMPORT_CODES } from "./index.ts";
+import { importWorkflowPlan, partialImportIssues } from "./index.ts";
 import { validateWorkflow } from "../validate.ts";
 import { example1, example2, mockPlan } from "./fixtures/seeds.ts";
 
@@ -248,11 +248,13 @@ describe("importWorkflowPlan", () => {
         },
       },
     });
-    // Validation finds an unregistered tool among its nodes. Its graph is not the plan's (no
-    // edges: "notify_params" and "notify" are unreachable), which is why a caller keeps only PARTIAL_IMPORT_CODES.
-    const v = r.ok || !r.partial ? undefined : validateWorkflow(r.partial.definition, { hasTool: (n) => n === "web.fetch" });
+    // Validation finds the unregistered tool of the step with a wrong dependency. Its graph is not
+    // the plan's (no edges: "notify_params" and "notify" are unreachable), which is why a caller
+    // keeps only the problems in the nodes' own fields.
+    const partial = r.ok ? undefined : r.partial;
+    const v = partial && validateWorkflow(partial.definition, { hasTool: (n) => n === "web.fetch" });
     expect(v?.ok === false && v.errors.map((e) => [e.path, e.code])).toEqual([["nodes[2].config.tool", "unknown_tool"], ["nodes[1]", "unreachable_node"], ["nodes[2]", "unreachable_node"]]);
-    expect(v?.ok === false && v.errors.filter((e) => PARTIAL_IMPORT_CODES.includes(e.code)).map((e) => e.path)).toEqual(["nodes[2].config.tool"]);
+    expect(partial && v?.ok === false && partialImportIssues(partial, v.errors).map((e) => `${e.code}@${e.path}`)).toEqual(["unknown_tool@nodes[2].config.tool"]);
   });
 
   it("reports a cycle made by references in params at the parameter that makes it", () => {

@@ -12,7 +12,10 @@
  * - a state named after a context key the engine writes for an agent state (`messages`,
  *   `toolCalls`, `toolResults`) is refused unless its invoke has an output path: not renamed;
  * - a bad definition lists every problem with a path, and carries the nodes of the states whose
- *   invoke has no problem as a partial definition (nodes alone, with their origins);
+ *   invoke has no problem as a partial definition (nodes alone, with their origins; not a state
+ *   named after a key the engine writes), whose own problems (invalid_config, invalid_path,
+ *   invalid_expression, unknown_tool) validation finds and partialImportIssues keeps, and whose
+ *   graph's (unreachable nodes, a loop without its body) it leaves out;
  * - the source map names the state each node came from, with the invoke fields its type,
  *   config, input (each tool argument from config or input) and maxVisits came from; each edge
  *   its transition, with its target, guard and branch label (the `when`, or the event name);
@@ -22,7 +25,7 @@
  */
 import { describe, expect, it } from "@jest/globals";
 import { evaluateGuard } from "../condition.ts";
-import { guardToCondition, importStateMachine, PARTIAL_IMPORT_CODES } from "./index.ts";
+import { guardToCondition, importStateMachine, partialImportIssues } from "./index.ts";
 import { validateWorkflow } from "../validate.ts";
 import { reactAgent, reviewedReply } from "./fixtures/seeds.ts";
 
@@ -248,13 +251,58 @@ describe("importStateMachine", () => {
       path: "states.send",
       fields: { type: "states.send.invoke.type", "config.tool": "states.send.invoke.type", "input.template": "states.send.invoke.config.template", "input.body": "states.send.invoke.input.body" },
     });
-    // Validation finds the API node no worker serves; its graph is not the machine's, so a caller keeps only PARTIAL_IMPORT_CODES.
+    // Validation finds the API node no worker serves; its graph is not the machine's, so a caller keeps only its nodes' own problems.
     const v = partial && validateWorkflow(partial.definition, { hasTool: (n) => n === "llm.chat" });
-    expect(v?.ok === false && v.errors.filter((e) => PARTIAL_IMPORT_CODES.includes(e.code)).map((e) => e.path)).toEqual(["nodes[3].config.tool"]);
+    expect(partial && v?.ok === false && partialImportIssues(partial, v.errors).map((e) => e.path)).toEqual(["nodes[3].config.tool"]);
     // A machine whose every state's invoke is broken carries nothing.
     expect(importStateMachine({ initial: "a", states: { a: { invoke: { type: "no such" } } } })).toEqual({
       ok: false, errors: [{ path: "states.a.invoke.type", code: "invalid_tool_name", message: '"no such" is neither a known node type nor a tool name (dot-separated words)' }],
     });
+  });
+
+  it("carries nodes whose own problems validation finds, and none that only the partial's graph has", () => {
+    const r = importStateMachine({
+      initial: "wait",
+      states: {
+        wait: { invoke: { type: "delay", config: { ms: "soon" } }, on: { DONE: "shape" } },
+        shape: { invoke: { type: "transform", config: { expression: "$.a +" } }, on: { DONE: "ask" } },
+        ask: { invoke: { type: "agent.llm", config: { prompt: "Answer {{$.input.q[}}" }, output: "$.input.answer" }, on: { DONE: "loop" } },
+        loop: { invoke: { type: "whileLoop", config: { condition: "$.n < 3", maxIterations: 3 } }, on: { BODY: "wait", EXIT: "done" } },
+        done: { type: "final" },
+        // The machine's own problems: a transition to no state, and nothing leads here.
+        post: { invoke: { type: "crm.post", input: { id: "$.ask.id" } }, on: { DONE: "nowhere" } },
+      },
+    });
+    expect(!r.ok && r.errors.map((e) => `${e.code}@${e.path}`)).toEqual(["unknown_target@states.post.on.DONE", "unreachable_state@states.post"]);
+    const partial = r.ok ? undefined : r.partial;
+    expect(partial?.definition.nodes).toHaveLength(6);
+    const v = partial && validateWorkflow(partial.definition, { hasTool: (n) => n === "llm.chat" });
+    // The partial has no edges: every node but the first is unreachable, and the loop has no body.
+    expect(v?.ok === false && v.errors.filter((e) => ["unreachable_node", "loop_without_body"].includes(e.code)).map((e) => `${e.code}@${e.path}`)).toEqual([
+      "loop_without_body@nodes[3]", ...[1, 2, 3, 4, 5].map((i) => `unreachable_node@nodes[${i}]`),
+    ]);
+    // Each node's own problems are the machine's too, found now rather than once its transitions are fixed.
+    expect(partial && v?.ok === false && partialImportIssues(partial, v.errors).map((e) => `${e.code}@${e.path}`)).toEqual([
+      "invalid_config@nodes[0].config.ms",
+      "invalid_expression@nodes[1].config.expression",
+      "invalid_path@nodes[2].config.prompt",
+      "invalid_path@nodes[2].output",
+      "unknown_tool@nodes[5].config.tool",
+    ]);
+  });
+
+  it("leaves out of a failed import the node of a state named after a key the engine writes", () => {
+    const r = importStateMachine({
+      initial: "ask",
+      states: {
+        ask: { invoke: { type: "agent.llm", config: { prompt: "{{$.input.q}}" } }, on: { DONE: "messages" } },
+        messages: { invoke: { type: "echo", input: { text: "$.ask.text" } }, on: { DONE: "done" } },
+        done: { type: "final" },
+      },
+    });
+    expect(!r.ok && r.errors.map((e) => `${e.code}@${e.path}`)).toEqual(["reserved_state_name@states.messages"]);
+    // Its node's id is the problem: validation would only say it again (invalid_path at its id).
+    expect(!r.ok && (r.partial?.definition.nodes as { id: string }[]).map((n) => n.id)).toEqual(["ask", "done"]);
   });
 
   it("warns about what it cannot carry over", () => {

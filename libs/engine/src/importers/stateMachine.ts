@@ -51,7 +51,8 @@
  * - When the initial state is re-entered by a transition, or `context` has values, a `_start`
  *   `setVariable` node (writing the `context` values) comes first.
  * - A machine with problems is refused with all of them, carrying the nodes of the states whose
- *   invoke has none (`partial`), so that the tools they call are checked in the same answer.
+ *   invoke has none (`partial`; not a state named after a key the engine writes), so that their
+ *   nodes' own problems (the tools they call, their configs) are checked in the same answer.
  */
 import type { JsonObject, JsonValue } from "../json.ts";
 import { isJsonObject } from "../json.ts";
@@ -569,12 +570,14 @@ export function importStateMachine(def: unknown): ImportResult {
     errors.push({ path: at(base, "output"), code: "invalid_output", message: "output maps keys to $.paths" });
   }
   if (errors.length > 0) {
-    // The states' nodes go along, each unless its invoke has a problem (its transitions are not in it).
+    // The states' nodes go along, each unless its invoke has a problem, or its name (the node's
+    // id) is one the engine writes (its transitions are not in it).
     const converted = names.filter((n) => nodes.has(n)).map((name) => {
       const path = at(at(base, "states"), name);
       const { maxVisits: _bound, ...fields } = nodeFields.get(name)!;
       const invokePath = at(path, "invoke");
-      return { node: nodes.get(name)!, origin: { path, ...(Object.keys(fields).length > 0 ? { fields } : {}) }, blockedBy: (e: ImportIssue) => within(e.path, invokePath) };
+      const blockedBy = (e: ImportIssue): boolean => within(e.path, invokePath) || (e.path === path && e.code === "reserved_state_name");
+      return { node: nodes.get(name)!, origin: { path, ...(Object.keys(fields).length > 0 ? { fields } : {}) }, blockedBy };
     });
     return failWithNodes(errors, converted);
   }

@@ -14,7 +14,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { errorMessage } from "@baton/errors";
-import { PARTIAL_IMPORT_CODES, validateInput } from "@baton/engine";
+import { partialImportIssues, validateInput } from "@baton/engine";
 import type { FastifyBaseLogger } from "fastify";
 import type { JsonObject } from "@baton/store";
 import type { ImportSourceMap } from "@baton/engine";
@@ -119,14 +119,14 @@ function importedDefinitionIssues(issues: readonly DefinitionIssue[], definition
 }
 
 /**
- * The problems validation finds in the nodes of a failed import that did convert (the engine's
- * `PartialImport`), at their paths in `body.source`: only those of a node alone
- * (`PARTIAL_IMPORT_CODES`), since the graph of a partial import is not the source's.
+ * The problems validation finds in what a failed import did convert (the engine's
+ * `PartialImport`), at their paths in `body.source`: those in its nodes' own fields and in the
+ * material it carries (`partialImportIssues`), not those of its graph, which is not the source's.
  */
-async function partialImportIssues(deps: GatewayDeps, partial: { definition: Record<string, unknown>; sourceMap: ImportSourceMap }): Promise<Issue[]> {
+async function checkPartialImport(deps: GatewayDeps, partial: { definition: Record<string, unknown>; sourceMap: ImportSourceMap }): Promise<Issue[]> {
   const result = await deps.validateWorkflow(partial.definition);
   if (result.ok) return [];
-  const own = result.errors.filter((i) => PARTIAL_IMPORT_CODES.includes(i.code));
+  const own = partialImportIssues({ definition: partial.definition as JsonObject, sourceMap: partial.sourceMap }, result.errors);
   return importedDefinitionIssues(own, partial.definition, partial.sourceMap);
 }
 
@@ -299,7 +299,10 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
           "Converts `source` to a workflow definition, then creates the workflow exactly like `POST /api/agent-workflows` (same validation). " +
           "An unusable source, or a converted definition the validation refuses, is a 400 `BATON_GATEWAY_IMPORT_INVALID` listing every problem " +
           "with a path into `body.source` (an unknown format: `body.format`); nothing is stored. A source with problems of its own also " +
-          "gets, in the same answer, `unknown_tool` for each tool no worker serves among what did convert (steps with no problem, states whose invoke has none, SynthDev states and their agents' roles). " +
+          "gets, in the same answer, the validation's problems of what did convert (plan and tool-sequence steps whose tool and params convert, " +
+          "state-machine states whose invoke does, SynthDev states and their agents' roles): those in the converted nodes' own fields " +
+          "(`unknown_tool` for a tool no worker serves, `invalid_config`, `invalid_path`, `invalid_expression`, …), not those of the graph, " +
+          "which lacks the rest (unreachable nodes, joins, cycles, edges). " +
           "A problem of the converted definition points at " +
           "the source element its node or edge came from (`body.source.steps[2].tool_name`, `body.source.states.review.on.next`); " +
           "when only the element is known, not the field, the message ends with where it is in the generated definition " +
@@ -313,8 +316,9 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
         const result = importWorkflow(format, source);
         if (!result.ok) {
           const details = definitionIssues(result.errors, "body.source").map((i) => (i.path === "body.source.format" ? { ...i, path: "body.format" } : i));
-          // What did convert is checked too, so that a tool no worker serves is reported now, not after the source is fixed.
-          if (result.partial) details.push(...(await partialImportIssues(deps, result.partial)));
+          // What did convert is checked too, so that its nodes' problems (a tool no worker serves, a
+          // config that does not fit) are reported now, not after the source is fixed.
+          if (result.partial) details.push(...(await checkPartialImport(deps, result.partial)));
           throw ImportInvalid(format, details.length, { details });
         }
         const { definition, sourceMap } = result;
