@@ -20,7 +20,7 @@ import {
   setVariableConfigSchema, subworkflowConfigSchema, toolConfigSchema, transformConfigSchema, whileLoopConfigSchema,
 } from "./model.ts";
 import type { ToolCall } from "./state.ts";
-import { addToContext, absorbHandler, fillSynthdev, handlerThis, initialRuntime, perspective, synthdevStateConfigSchema } from "./synthdev.ts";
+import { addToContext, absorbHandler, fillSynthdev, handlerThis, initialRuntime, perspective, synthdevAgentModel, synthdevStateConfigSchema } from "./synthdev.ts";
 import type { SynthdevMaterial, SynthdevRuntime } from "./synthdev.ts";
 import { looksLikePath, PLACEHOLDER, readPath, resolveTemplate, writePath } from "./path.ts";
 import { evaluateCondition, evaluateGuard } from "./condition.ts";
@@ -1243,7 +1243,7 @@ class Stepper {
       this.sdSave(rt);
     }
     const ac = this.def.agentConfig ?? {};
-    const model = (role?.level && ac.levels?.[role.level]) || ac.model;
+    const model = synthdevAgentModel(role, ac);
     if (!model) throw new NodeInputError("BATON_AGENT_NO_MODEL", `agent "${agent.agent_role}" has no model: set agentConfig.model${role?.level ? ` or agentConfig.levels.${role.level}` : ""}`);
     const tools = [...(role?.includedTools ?? [])];
     const parsing = (role?.parsingTools ?? []).map((t) => ({ name: t.name, description: t.description, inputSchema: t.parameters as JsonObject }));

@@ -4,9 +4,10 @@
  * `llm.chat` answers from a script. Rules checked: the import lists every missing
  * handler / state / context / agent / role, with every part of the wrong shape (each state,
  * agent, context and role on its own), and carries the nodes of the states that parsed with the
- * roles (partial) so that their tools are checked in the same answer; two agents sharing a context see each
- * other's messages with roles mapped; pre/post/transition handlers run in order and
- * their changes to common_data and contexts persist; loops end through the
+ * agents, roles and agentConfig (partial) so that their tools and models are checked in the
+ * same answer; two agents sharing a context see each other's messages with roles mapped;
+ * pre/post/transition handlers run in order and their changes to common_data and contexts
+ * persist; loops end through the
  * transition handler; the final state's output is the execution's output;
  * error_handler "retry" re-runs a state; `this.last_response` has the chat-completion shape;
  * the source map names each node's state and each edge's next_state / transition_handler; an
@@ -14,7 +15,7 @@
  * in JSONata only for a target whose name a comparison would read as a path.
  */
 import { describe, expect, it } from "@jest/globals";
-import { importSynthDev, partialImportIssues, perspective, replayJournal, scriptFunctions, step, validateWorkflow } from "./index.ts";
+import { importSynthDev, partialImportIssues, perspective, replayJournal, scriptFunctions, step, synthdevAgentsWithoutModel, validateWorkflow } from "./index.ts";
 import type { Command, Effect, ExecutionState, JournalEntry, JsonObject, JsonValue, WorkflowDefinition } from "./index.ts";
 
 const identity = { executionId: 9, tenantId: "t_1", workflowId: 1, workflowVersion: 1 };
@@ -166,7 +167,8 @@ describe("SynthDev import", () => {
     // review has a problem, but not in its node (its name); the second "review" has no node of its own.
     expect(partial?.definition.nodes).toEqual(["start", "review", "stop"].map((name) => ({ id: name, type: "synthdev.state", name, config: { state: name } })));
     expect(partial?.sourceMap).toEqual({
-      fields: { "synthdev.roles": "roles" },
+      // The agents the partial carries are mapped one by one: one that does not parse would shift their places.
+      fields: { "synthdev.roles": "roles", "synthdev.workflow.agents[0]": "workflow.agents[0]", "synthdev.workflow.agents[1]": "workflow.agents[1]" },
       nodes: Object.fromEntries(["start", "review", "stop"].map((name, i) => [name, { path: `workflow.states[${i}]`, fields: { name: `workflow.states[${i}].name`, "config.state": `workflow.states[${i}].name` } }])),
       edges: [],
     });
@@ -182,6 +184,23 @@ describe("SynthDev import", () => {
       "unknown_tool@synthdev.roles.coder.includedTools[0]",
       "unknown_tool@synthdev.roles.coder.includedTools[1]",
     ]);
+  });
+
+  it("carries the agentConfig and the agents in a failed import, so that an agent without a model is found in the same answer", () => {
+    const r = importSynthDev({
+      workflow: { ...workflow, agents: [{ agent_role: 5, context: "shared" }, ...workflow.agents], states: [...workflow.states.slice(0, 2), { name: "stop", next_state: "nowhere" }] },
+      script,
+      roles,
+      agentConfig: { levels: { smart: "openai:smart" } },
+    });
+    expect(!r.ok && r.errors.map((e) => `${e.code}@${e.path}`)).toEqual(["invalid_shape@workflow.agents[0].agent_role", "missing_state@workflow.states[2].next_state"]);
+    const partial = r.ok ? undefined : r.partial;
+    expect(partial?.definition.agentConfig).toEqual({ levels: { smart: "openai:smart" } });
+    expect(partial?.sourceMap.fields).toEqual({
+      "synthdev.roles": "roles", "synthdev.workflow.agents[0]": "workflow.agents[1]", "synthdev.workflow.agents[1]": "workflow.agents[2]", agentConfig: "agentConfig",
+    });
+    // The coder's level is mapped; the reviewer's role has none, and there is no model to fall back on.
+    expect(partial && partialImportIssues(partial, synthdevAgentsWithoutModel(partial.definition)).map((e) => `${e.code}@${e.path}`)).toEqual(["missing_model@synthdev.workflow.agents[1]"]);
   });
 
   it("never names a node after the context keys the engine owns (a state named input or synthdev)", () => {

@@ -83,6 +83,19 @@ export type SynthdevMaterial = z.infer<typeof synthdevMaterialSchema>;
 /** Config of a `synthdev.state` node: the state's name in `definition.synthdev.workflow.states`. */
 export const synthdevStateConfigSchema = z.object({ state: z.string().min(1) });
 
+/**
+ * The model an agent's LLM calls use: its role's `level` through `agentConfig.levels`, else
+ * `agentConfig.model` (`agentConfig` as the run has it: the workflow's own under the
+ * definition's). Neither an agent nor its role names a model of its own, and the engine takes no
+ * other default: undefined means the agent's call fails `BATON_AGENT_NO_MODEL`.
+ */
+export function synthdevAgentModel(role: { level?: string | undefined } | undefined, agentConfig: { model?: unknown; levels?: unknown } | undefined): string | undefined {
+  const levels = agentConfig?.levels;
+  const byLevel = role?.level !== undefined && isJsonObject(levels) ? levels[role.level] : undefined;
+  if (typeof byLevel === "string" && byLevel !== "") return byLevel;
+  return typeof agentConfig?.model === "string" && agentConfig.model !== "" ? agentConfig.model : undefined;
+}
+
 /** Fills `{input.x}`, `{common_data.x}` and `{variables.x}` placeholders (SynthDev's template syntax). */
 export function fillSynthdev(template: string, data: JsonObject): string {
   return template.replace(/\{([A-Za-z_][\w]*(?:\.[\w]+)*)\}/g, (whole, path: string) => {
@@ -243,8 +256,9 @@ function namesIn(raw: unknown, key: string): Set<string> {
  * definition. Refuses, listing every problem at once, a workflow, script or roles file of the
  * wrong shape (each state, agent, context and role checked on its own) and a workflow that
  * references a missing handler, state, context, agent or role; the failure carries the nodes of
- * the states that parsed with a name of their own and the roles that parsed (`partial`), so that
- * the tools they call are checked in the same answer.
+ * the states that parsed with a name of their own, with the agents and roles that parsed and the
+ * agentConfig (`partial`), so that the tools they call and their agents' models are checked in
+ * the same answer.
  */
 export function importSynthDev(source: SynthdevSource): SynthdevImportResult {
   const errors: SynthdevIssue[] = [];
@@ -323,13 +337,21 @@ export function importSynthDev(source: SynthdevSource): SynthdevImportResult {
       return { node: stateNode(s), origin: stateOrigin(index), blockedBy: (e: SynthdevIssue) => within(e.path, namePath) };
     });
     const name = rawWorkflow !== undefined && typeof rawWorkflow.workflow_name === "string" && rawWorkflow.workflow_name !== "" ? rawWorkflow.workflow_name : "(partial)";
-    // The material the nodes' checks read (their agents' roles), as far as it parsed.
+    // The material the nodes' checks read (their agents, their roles and the LLM defaults that
+    // give the agents their models), as far as it parsed; each agent is mapped to where it is.
     const material = {
       workflow: { workflow_name: name, states: parsedStates.map((s) => s.value), agents: parsedAgents.map((a) => a.value), contexts: parsedContexts.map((c) => c.value) },
       script,
       roles,
     };
-    return failWithNodes(errors, converted, { fields: { synthdev: material as unknown as JsonValue }, sourceMap: { "synthdev.roles": "roles" } });
+    const fields: JsonObject = { synthdev: material as unknown as JsonValue };
+    const sourceMap: Record<string, string> = { "synthdev.roles": "roles" };
+    parsedAgents.forEach(({ index }, k) => (sourceMap[`synthdev.workflow.agents[${k}]`] = `workflow.agents[${index}]`));
+    if (isJsonObject(source.agentConfig)) {
+      fields.agentConfig = source.agentConfig;
+      sourceMap.agentConfig = "agentConfig";
+    }
+    return failWithNodes(errors, converted, { fields, sourceMap });
   }
   const wf = parsed.data;
 

@@ -8,11 +8,15 @@
  *   at all, and when every LLM node names its own model (chat nodes have no other default:
  *   without config.model or agentConfig.model a run fails BATON_AGENT_NO_MODEL);
  * - configured refs pass; every problem comes in one answer with the definition's others;
- * - without a lookup (the executor's re-validation) no ref is checked.
+ * - without a lookup (the executor's re-validation) no ref is checked;
+ * - a SynthDev agent that no agentConfig gives a model (its role's level through `levels`, else
+ *   `model`; the workflow's own under the definition's, field by field) is `missing_model` at
+ *   the agent, once per agent, for the agents of the definition's states only; exactly those
+ *   agents' runs fail BATON_AGENT_NO_MODEL.
  */
 import { describe, expect, it } from "@jest/globals";
-import { validateWorkflow } from "./index.ts";
-import type { ValidateOptions } from "./index.ts";
+import { importSynthDev, step, synthdevAgentsWithoutModel, validateWorkflow } from "./index.ts";
+import type { JsonObject, ValidateOptions } from "./index.ts";
 
 /** Only the `openai` provider is configured. */
 const checkModel = (ref: string): string | undefined =>
@@ -60,5 +64,58 @@ describe("model refs", () => {
 
   it("checks no ref without a lookup", () => {
     expect(problems({ agentConfig: { model: "anthropic:claude-x", levels: { smart: "nobody:x" } }, nodes: [llm("a", { model: "anthropic:claude-y" })] }, {})).toEqual([]);
+  });
+});
+
+describe("SynthDev agents' models", () => {
+  const workflow = {
+    workflow_name: "pair",
+    contexts: [{ name: "c" }],
+    agents: [{ agent_role: "idle", context: "c" }, { agent_role: "coder", context: "c" }, { agent_role: "reviewer", context: "c" }],
+    states: [{ name: "start", agent: "coder", next_state: "review" }, { name: "review", agent: "reviewer", next_state: "again" }, { name: "again", agent: "coder", next_state: "stop" }, { name: "stop" }],
+  };
+  const roles = { idle: { level: "smart" }, coder: { level: "smart" }, reviewer: {} };
+  const definition = (agentConfig?: JsonObject): JsonObject => {
+    const r = importSynthDev({ workflow, roles, ...(agentConfig ? { agentConfig } : {}) });
+    if (!r.ok) throw new Error(JSON.stringify(r.errors));
+    return r.definition;
+  };
+  const missing = (d: JsonObject, own?: JsonObject) => synthdevAgentsWithoutModel(d, own).map((i) => `${i.code}@${i.path}`);
+
+  it("names each agent of a state that no agentConfig gives a model, once, at the agent", () => {
+    expect(synthdevAgentsWithoutModel(definition())).toEqual([
+      { path: "synthdev.workflow.agents[1]", code: "missing_model", message: 'agent "coder" has no model: agentConfig has neither levels.smart (its role\'s level) nor model; set one of them' },
+      { path: "synthdev.workflow.agents[2]", code: "missing_model", message: 'agent "reviewer" has no model: its role has no level and agentConfig has no model; set agentConfig.model (or give the role a level that agentConfig.levels maps)' },
+    ]);
+    // A level the agentConfig does not map falls back to its model; the reviewer (no level) has that model too.
+    expect(missing(definition({ levels: { base: "openai:gpt-4o-mini" } }))).toEqual(["missing_model@synthdev.workflow.agents[1]", "missing_model@synthdev.workflow.agents[2]"]);
+    expect(missing(definition({ levels: { smart: "openai:gpt-4o" } }))).toEqual(["missing_model@synthdev.workflow.agents[2]"]);
+    expect(missing(definition({ model: "openai:gpt-4o-mini" }))).toEqual([]);
+    // A definition that is not a SynthDev one has no agents.
+    expect(missing({ nodes: [{ id: "a", type: "agent.llm", config: {} }] })).toEqual([]);
+  });
+
+  it("takes the workflow's own agentConfig under the definition's, field by field, as a run does", () => {
+    expect(missing(definition(), { model: "openai:gpt-4o-mini" })).toEqual([]);
+    // The definition's levels replace the workflow's whole: the coder's level is no longer mapped, and nothing gives a model.
+    expect(missing(definition({ levels: { base: "openai:gpt-4o-mini" } }), { levels: { smart: "openai:gpt-4o" } })).toEqual([
+      "missing_model@synthdev.workflow.agents[1]", "missing_model@synthdev.workflow.agents[2]",
+    ]);
+    expect(missing(definition({ levels: { smart: "openai:gpt-4o" } }), { model: "openai:gpt-4o-mini" })).toEqual([]);
+  });
+
+  it("finds exactly the agents whose calls fail BATON_AGENT_NO_MODEL", async () => {
+    const identity = { executionId: 1, tenantId: "t_1", workflowId: 1, workflowVersion: 1 };
+    /** The error of a run of `d` as far as its first agent call (the start state's coder). */
+    const firstCall = async (d: JsonObject) => {
+      const v = validateWorkflow(d);
+      if (!v.ok) throw new Error(JSON.stringify(v.errors));
+      const r = await step({ definition: v.workflow, state: null, command: { kind: "start", input: {} }, now: new Date(0).toISOString(), identity });
+      return r.state.error?.code ?? (r.effects.some((e) => e.kind === "callTool" && e.tool === "llm.chat") ? "llm.chat" : "none");
+    };
+    expect(missing(definition({ levels: { base: "openai:x" } }))).toContain("missing_model@synthdev.workflow.agents[1]");
+    expect(await firstCall(definition({ levels: { base: "openai:x" } }))).toBe("BATON_AGENT_NO_MODEL");
+    expect(missing(definition({ levels: { smart: "openai:x" } }))).not.toContain("missing_model@synthdev.workflow.agents[1]");
+    expect(await firstCall(definition({ levels: { smart: "openai:x" } }))).toBe("llm.chat");
   });
 });

@@ -15,7 +15,7 @@ import {
   promptConfigSchema, setVariableConfigSchema, subagentConfigSchema, toolConfigSchema, toolExecutorConfigSchema, toolLoopConfigSchema, workflowDefinitionSchema,
 } from "./model.ts";
 import { expressionError } from "./expr.ts";
-import { synthdevMaterialSchema, synthdevStateConfigSchema } from "./synthdev.ts";
+import { synthdevAgentModel, synthdevMaterialSchema, synthdevStateConfigSchema } from "./synthdev.ts";
 import type { SynthdevMaterial } from "./synthdev.ts";
 import { cyclicComponents, dominators, reachableFrom, unboundedCycles } from "./graph.ts";
 import type { Dominance } from "./graph.ts";
@@ -895,6 +895,43 @@ function synthdevRoleTools(material: SynthdevMaterial, nodes: readonly { type: s
     material.roles[role]!.includedTools.forEach((tool, k) => out.set(`${at}.includedTools[${k}]`, tool));
   }
   return [...out].map(([path, name]) => ({ name, path }));
+}
+
+/**
+ * The agents of a SynthDev definition's states that no model would be found for when they run
+ * (`synthdevAgentModel`: the role's level through `agentConfig.levels`, else `agentConfig.model`),
+ * so that their first call would fail `BATON_AGENT_NO_MODEL`: each once, as `missing_model` at
+ * the agent (`synthdev.workflow.agents[1]`). The agentConfig is the one a run of the definition
+ * has: `workflowAgentConfig` (the workflow's own, seed 004's column) under the definition's,
+ * field by field, as the executor merges them. Only the agents of the `synthdev.state` nodes
+ * among the definition's nodes are looked at; a definition whose material does not parse has
+ * none to look at (validation reports it).
+ */
+export function synthdevAgentsWithoutModel(definition: unknown, workflowAgentConfig?: unknown): ValidationIssue[] {
+  if (!isRecord(definition) || !Array.isArray(definition.nodes)) return [];
+  const material = synthdevMaterialSchema.safeParse(definition.synthdev);
+  if (!material.success) return [];
+  const { workflow, roles } = material.data;
+  const agentConfig = { ...(isRecord(workflowAgentConfig) ? workflowAgentConfig : {}), ...(isRecord(definition.agentConfig) ? definition.agentConfig : {}) };
+  const issues = new Map<number, ValidationIssue>();
+  for (const n of definition.nodes as unknown[]) {
+    if (!isRecord(n) || typeof n.type !== "string" || canonicalType(n.type) !== "synthdev.state") continue;
+    const name = synthdevStateConfigSchema.safeParse(n.config).data?.state;
+    const agentRole = workflow.states.find((st) => st.name === name)?.agent;
+    const j = workflow.agents.findIndex((a) => a.agent_role === agentRole);
+    if (j < 0 || issues.has(j)) continue;
+    const role = Object.hasOwn(roles, agentRole!) ? roles[agentRole!] : undefined;
+    if (synthdevAgentModel(role, agentConfig) !== undefined) continue;
+    const level = role?.level;
+    issues.set(j, {
+      path: `synthdev.workflow.agents[${j}]`,
+      code: "missing_model",
+      message: level !== undefined
+        ? `agent "${agentRole!}" has no model: agentConfig has neither levels.${level} (its role's level) nor model; set one of them`
+        : `agent "${agentRole!}" has no model: its role has no level and agentConfig has no model; set agentConfig.model (or give the role a level that agentConfig.levels maps)`,
+    });
+  }
+  return [...issues.entries()].sort(([a], [b]) => a - b).map(([, i]) => i);
 }
 
 /** JSON Schema of the definition format, for the OpenAPI document. */

@@ -15,13 +15,18 @@
  *   execute, the stored one (`agentConfig.model`: a provider may have gone since);
  * - nothing is written when refused: no workflow, no version, no execution, no event, no
  *   start command; configured refs pass;
+ * - a SynthDev agent that neither the definition's agentConfig nor the workflow's own (merged as
+ *   a run merges them) gives a model is `missing_model` at the agent
+ *   (`body.definition.synthdev.workflow.agents[1]`), on create, on an update that leaves it
+ *   without one (the kept definition's agent, `definition.…`) and on execute, with the other
+ *   problems; the workflow's own agentConfig may be what gives it;
  * - checking the workflow's agentConfig does not validate the definition again: create, update,
  *   restore and execute look each tool of the definition up once, and no check is lost (the
  *   definition's agentConfig is checked where the workflow's overrides it, and a stored
  *   definition whose agentConfig is broken hides no problem of the workflow's).
  */
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
-import { validateWorkflow, validateWorkflowWithTools } from "@baton/engine";
+import { importWorkflow, validateWorkflow, validateWorkflowWithTools } from "@baton/engine";
 import type { TestGateway } from "./test-support.ts";
 import { bearer, openTestGateway, problemOf } from "./test-support.ts";
 
@@ -193,6 +198,62 @@ describe("update, restore and execute", () => {
     expect(await written()).toEqual(before);
     // The one configured earlier in this file runs.
     expect((await send("POST", `/api/agent-workflows/${id}/execute`, {})).statusCode).toBe(202);
+  });
+});
+
+describe("SynthDev agents", () => {
+  /** A SynthDev definition whose coder's role has level "smart" and whose reviewer's role has none. */
+  const synthdev = (agentConfig?: Record<string, unknown>): Record<string, unknown> => {
+    const r = importWorkflow("synthdev", {
+      workflow: {
+        workflow_name: "pair",
+        contexts: [{ name: "c" }],
+        agents: [{ agent_role: "coder", context: "c" }, { agent_role: "reviewer", context: "c" }],
+        states: [{ name: "start", agent: "coder", next_state: "review" }, { name: "review", agent: "reviewer", next_state: "stop" }, { name: "stop" }],
+      },
+      roles: { coder: { level: "smart" }, reviewer: {} },
+      ...(agentConfig ? { agentConfig } : {}),
+    });
+    if (!r.ok) throw new Error(JSON.stringify(r.errors));
+    return r.definition;
+  };
+
+  test("an agent no agentConfig gives a model is refused at the agent on create, with the other problems; the workflow's own may give it", async () => {
+    const before = await written();
+    const p = problemOf(await send("POST", "/api/agent-workflows", { name: "No model", definition: synthdev({ levels: { smart: "openai:gpt-4o" } }), agentConfig: { levels: { smart: "anthropic:claude-x" } } }), 400, "BATON_GATEWAY_WORKFLOW_INVALID");
+    expect(p.errors).toEqual([
+      {
+        path: "body.definition.synthdev.workflow.agents[1]",
+        code: "missing_model",
+        message: 'agent "reviewer" has no model: its role has no level and agentConfig has no model; set agentConfig.model (or give the role a level that agentConfig.levels maps)',
+      },
+      { path: "body.agentConfig.levels.smart", code: "model_not_configured", message: expect.stringContaining("ANTHROPIC_API_KEY") as unknown },
+    ]);
+    expect(refused(await send("POST", "/api/agent-workflows", { name: "No model at all", definition: synthdev() }))).toEqual([
+      ["body.definition.synthdev.workflow.agents[0]", "missing_model"],
+      ["body.definition.synthdev.workflow.agents[1]", "missing_model"],
+    ]);
+    expect(await written()).toEqual(before);
+    // The workflow's own agentConfig gives the model the definition's does not.
+    expect((await send("POST", "/api/agent-workflows", { name: "Own model", definition: synthdev({ levels: { smart: "openai:gpt-4o" } }), agentConfig: { model: "openai:gpt-4o-mini" } })).statusCode).toBe(201);
+  });
+
+  test("an update that leaves an agent without a model is refused, and a stored workflow whose agent has none is not run", async () => {
+    const created = await send("POST", "/api/agent-workflows", { name: "Own model, replaced", definition: synthdev(), agentConfig: { model: "openai:gpt-4o-mini" } });
+    expect(created.statusCode).toBe(201);
+    const { id } = created.json<{ id: number }>();
+    // Stored without any check (the store checks nothing), to be run below.
+    const stored = await gw.store.workflows.create(gw.a.tenantId, { name: "Stored without a model", definition: synthdev({ levels: { smart: "openai:gpt-4o" } }) as never });
+    const before = await written();
+    const p = problemOf(await send("PUT", `/api/agent-workflows/${id}`, { agentConfig: { levels: { smart: "openai:gpt-4o" } } }), 400, "BATON_GATEWAY_WORKFLOW_INVALID");
+    expect(p.errors).toEqual([{
+      path: "definition.synthdev.workflow.agents[1]",
+      code: "missing_model",
+      message: expect.stringMatching(/^agent "reviewer" has no model: .*\(in the workflow's current definition, which this update keeps: send definition to replace it\)$/) as unknown,
+    }]);
+    // Execute refuses the stored one rather than start a run that fails BATON_AGENT_NO_MODEL.
+    expect(refused(await send("POST", `/api/agent-workflows/${stored.id}/execute`, {}))).toEqual([["definition.synthdev.workflow.agents[1]", "missing_model"]]);
+    expect(await written()).toEqual(before);
   });
 });
 

@@ -22,7 +22,10 @@
  * - a state-machine state named after a context key an agent state makes the engine write is
  *   refused by the importer, with the source's other problems;
  * - a SynthDev role's includedTools are checked for the roles of the states' agents, in the
- *   roles file; a SynthDev source goes through the engine's importWorkflow like the others.
+ *   roles file; a SynthDev source goes through the engine's importWorkflow like the others;
+ * - a SynthDev agent its agentConfig gives no model is `missing_model` at the agent in the
+ *   source, also with the source's own problems (and a model of the source's agentConfig no
+ *   provider serves with them).
  */
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { importWorkflow, validateWorkflowWithTools } from "@baton/engine";
@@ -279,6 +282,7 @@ describe("a SynthDev source", () => {
     agents: [{ agent_role: "coder", context: "shared" }, { agent_role: "reviewer", context: "shared" }],
     states: [{ name: "start", agent: "coder", next_state: "review" }, { name: "review", agent: "reviewer", next_state: "stop" }, { name: "stop" }],
   };
+  const agentConfig = { model: "openai:gpt-4o-mini" };
 
   test("goes through the engine's importWorkflow: a source that is no object is refused as such", async () => {
     const p = await refused("synthdev", [pair]);
@@ -288,7 +292,7 @@ describe("a SynthDev source", () => {
   test("a tool no worker serves in the role of a state's agent is reported in the roles file", async () => {
     gw.setValidator(withStateTools);
     try {
-      const p = await refused("synthdev", { workflow: pair, script: "", roles: { coder: { includedTools: ["echo", "no.such.tool"] }, reviewer: {}, unused: { includedTools: ["no.such.either"] } } });
+      const p = await refused("synthdev", { workflow: pair, script: "", roles: { coder: { includedTools: ["echo", "no.such.tool"] }, reviewer: {}, unused: { includedTools: ["no.such.either"] } }, agentConfig });
       expect(at(p)).toEqual(["unknown_tool@body.source.roles.coder.includedTools[1]"]);
     } finally {
       gw.setValidator(withTools);
@@ -302,6 +306,7 @@ describe("a SynthDev source", () => {
         workflow: { ...pair, states: [pair.states[0], { ...pair.states[1], post_handler: "tally" }, { name: "stop", max_retries: "twice" }] },
         script: "export function count() {}",
         roles: { coder: { includedTools: ["echo", "no.such.tool"] }, reviewer: {} },
+        agentConfig,
       });
       expect(at(p)).toEqual([
         "invalid_shape@body.source.workflow.states[2].max_retries",
@@ -312,11 +317,61 @@ describe("a SynthDev source", () => {
       gw.setValidator(withTools);
     }
     // Without sandbox.run and llm.chat, every state that converted cannot run: said at each, with where in the generated definition.
-    const q = await refused("synthdev", { workflow: { ...pair, states: [pair.states[0], { name: "review", next_state: "limbo" }] }, script: "", roles: { coder: {}, reviewer: {} } });
+    const q = await refused("synthdev", { workflow: { ...pair, states: [pair.states[0], { name: "review", next_state: "limbo" }] }, script: "", roles: { coder: {}, reviewer: {} }, agentConfig });
     expect(q.errors.map((e) => `${e.code}@${e.path}: ${e.message}`)).toEqual([
       'missing_state@body.source.workflow.states[1].next_state: state "review" goes to "limbo", which is not a state',
       ...[0, 1].flatMap((i) => ["sandbox.run", "llm.chat"].map((t) => `unknown_tool@body.source.workflow.states[${i}]: tool "${t}" is not registered (no worker serves it, or this tenant may not call it) (in the generated definition at nodes[${i}].type)`)),
     ]);
+  });
+});
+
+describe("a SynthDev agent without a model", () => {
+  const withStateTools: ValidateWorkflow = (d) => validateWorkflowWithTools(d, (name) => Promise.resolve(registered.has(name) || name === "sandbox.run" || name === "llm.chat"), {
+    checkModel: (ref) => (ref.startsWith("openai:") ? undefined : `model "${ref}": provider "${ref.split(":")[0]}" is not configured`),
+  });
+  const pair = {
+    workflow_name: "pair",
+    contexts: [{ name: "shared" }],
+    agents: [{ agent_role: "coder", context: "shared" }, { agent_role: "reviewer", context: "shared" }],
+    states: [{ name: "start", agent: "coder", next_state: "review" }, { name: "review", agent: "reviewer", next_state: "stop" }, { name: "stop" }],
+  };
+  const roles = { coder: { level: "smart" }, reviewer: {} };
+
+  test("is refused at the agent in the source, its run would fail BATON_AGENT_NO_MODEL", async () => {
+    gw.setValidator(withStateTools);
+    try {
+      const p = await refused("synthdev", { workflow: pair, roles, agentConfig: { levels: { smart: "openai:gpt-4o" } } });
+      expect(p.errors).toEqual([{
+        path: "body.source.workflow.agents[1]",
+        code: "missing_model",
+        message: 'agent "reviewer" has no model: its role has no level and agentConfig has no model; set agentConfig.model (or give the role a level that agentConfig.levels maps)',
+      }]);
+      expect((await importDoc("synthdev", { workflow: pair, roles, agentConfig: { model: "openai:gpt-4o-mini" } }, "with a model")).statusCode).toBe(201);
+    } finally {
+      gw.setValidator(withTools);
+    }
+  });
+
+  test("comes with the source's own problems, and so does a model of the source's agentConfig no provider serves", async () => {
+    gw.setValidator(withStateTools);
+    try {
+      const p = await refused("synthdev", {
+        // An agent that does not parse shifts the others' places in the partial import: each is still named where it is in the source.
+        workflow: { ...pair, agents: [{ agent_role: 7, context: "shared" }, ...pair.agents], states: [...pair.states.slice(0, 2), { name: "stop", max_retries: "twice" }] },
+        roles,
+        agentConfig: { levels: { smart: "anthropic:claude-x" } },
+      });
+      expect(at(p)).toEqual([
+        "invalid_shape@body.source.workflow.states[2].max_retries",
+        "invalid_shape@body.source.workflow.agents[0].agent_role",
+        // The coder's level names a model, which no provider serves; the reviewer has none at all.
+        "model_not_configured@body.source.agentConfig.levels.smart",
+        "missing_model@body.source.workflow.agents[2]",
+      ]);
+      expect(p.errors[3]!.message).toMatch(/^agent "reviewer" has no model: /);
+    } finally {
+      gw.setValidator(withTools);
+    }
   });
 });
 

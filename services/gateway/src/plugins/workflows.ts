@@ -14,7 +14,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { errorMessage } from "@baton/errors";
-import { partialImportIssues, validateInput } from "@baton/engine";
+import { partialImportIssues, synthdevAgentsWithoutModel, validateInput } from "@baton/engine";
 import type { FastifyBaseLogger } from "fastify";
 import type { JsonObject } from "@baton/store";
 import type { ImportSourceMap } from "@baton/engine";
@@ -120,13 +120,15 @@ function importedDefinitionIssues(issues: readonly DefinitionIssue[], definition
 
 /**
  * The problems validation finds in what a failed import did convert (the engine's
- * `PartialImport`), at their paths in `body.source`: those in its nodes' own fields and in the
- * material it carries (`partialImportIssues`), not those of its graph, which is not the source's.
+ * `PartialImport`), and its SynthDev agents without a model, at their paths in `body.source`:
+ * those in its nodes' own fields and in the material it carries (`partialImportIssues`), not
+ * those of its graph, which is not the source's.
  */
 async function checkPartialImport(deps: GatewayDeps, partial: { definition: Record<string, unknown>; sourceMap: ImportSourceMap }): Promise<Issue[]> {
   const result = await deps.validateWorkflow(partial.definition);
-  if (result.ok) return [];
-  const own = partialImportIssues({ definition: partial.definition as JsonObject, sourceMap: partial.sourceMap }, result.errors);
+  // An import gives the workflow no agentConfig of its own: the definition's is all its agents have.
+  const found = [...(result.ok ? [] : result.errors), ...synthdevAgentsWithoutModel(partial.definition)];
+  const own = partialImportIssues({ definition: partial.definition as JsonObject, sourceMap: partial.sourceMap }, found);
   return importedDefinitionIssues(own, partial.definition, partial.sourceMap);
 }
 
@@ -195,11 +197,14 @@ async function agentConfigIssues(deps: GatewayDeps, own: OwnAgentConfig): Promis
 /**
  * Throws the definition's problems, and those of the workflow's own agentConfig that comes with
  * it, as one 400; returns the definition's warnings (fields with no effect) as `path: message`.
- * The definition is validated once, with its own agentConfig (the workflow's is checked apart).
+ * The definition is validated once, with its own agentConfig (the workflow's is checked apart);
+ * a SynthDev agent that neither agentConfig gives a model, as a run merges them, is a problem of
+ * the definition (`missing_model` at its agent): its run would fail `BATON_AGENT_NO_MODEL`.
  */
 async function checkDefinition(deps: GatewayDeps, definition: unknown, report: IssueReport = definitionAt(), own?: OwnAgentConfig): Promise<string[]> {
   const [result, ownIssues] = await Promise.all([deps.validateWorkflow(definition), own ? agentConfigIssues(deps, own) : Promise.resolve([])]);
-  const issues = [...(result.ok ? [] : report.paths(result.errors)), ...ownIssues];
+  const withoutModel = synthdevAgentsWithoutModel(definition, own?.agentConfig);
+  const issues = [...(result.ok ? [] : report.paths(result.errors)), ...report.paths(withoutModel), ...ownIssues];
   if (issues.length > 0) throw report.refuse(issues);
   return report.paths((result.ok && result.warnings) || []).map((w) => `${w.path}: ${w.message}`);
 }
@@ -278,7 +283,9 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
       description:
         "Validates the definition (every problem is reported at once) and stores version 1. The workflow's `agentConfig` is checked with it " +
         "as the definition's own agentConfig is: each model ref in it (`model`, the values of `levels`) must name a configured provider, " +
-        "else 400 `BATON_GATEWAY_WORKFLOW_INVALID` with `model_not_configured` at `body.agentConfig.model` (or `body.definition.agentConfig.model`).",
+        "else 400 `BATON_GATEWAY_WORKFLOW_INVALID` with `model_not_configured` at `body.agentConfig.model` (or `body.definition.agentConfig.model`). " +
+        "A SynthDev agent that neither agentConfig gives a model (its role's `level` in `levels`, else `model`; the definition's over the workflow's, " +
+        "field by field, as a run merges them) is `missing_model` at the agent (`body.definition.synthdev.workflow.agents[1]`): its run would fail `BATON_AGENT_NO_MODEL`.",
       security: API_SECURITY,
       body: workflowCreateBody,
       response: { 201: writtenWorkflowSchema, ...apiErrors, 409: problemSchema },
@@ -301,7 +308,8 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
           "with a path into `body.source` (an unknown format: `body.format`); nothing is stored. A source with problems of its own also " +
           "gets, in the same answer, the validation's problems of what did convert (plan and tool-sequence steps whose tool and params convert, " +
           "state-machine states whose invoke does, SynthDev states and their agents' roles): those in the converted nodes' own fields " +
-          "(`unknown_tool` for a tool no worker serves, `invalid_config`, `invalid_path`, `invalid_expression`, …), not those of the graph, " +
+          "(`unknown_tool` for a tool no worker serves, `invalid_config`, `invalid_path`, `invalid_expression`, …) and the SynthDev material they read " +
+          "(their agents' roles' tools, `source.agentConfig`'s model refs, `missing_model` for an agent it gives no model), not those of the graph, " +
           "which lacks the rest (unreachable nodes, joins, cycles, edges). " +
           "A problem of the converted definition points at " +
           "the source element its node or edge came from (`body.source.steps[2].tool_name`, `body.source.states.review.on.next`); " +
