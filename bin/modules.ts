@@ -122,6 +122,8 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
             return c.ok ? undefined : c.message;
           },
         }),
+        // An LLM call that names no model takes BATON_LLM_DEFAULT_MODEL, when one a provider serves is set.
+        hasDefaultModel: llm.check().ok,
         workflowDefinitionJsonSchema: workflowDefinitionJsonSchema,
         importWorkflow,
         tools,

@@ -35,11 +35,13 @@ const seedTools = ["Bash", "Grep", "assess_quality_batch", "rank_images", "selec
 const doc = readFileSync(new URL("../docs/importers.md", import.meta.url), "utf8");
 const docExamples = [...doc.matchAll(/<<'EOF'[^\n]*\n([\s\S]*?)\nEOF\n/g)].map((m) => JSON.parse(m[1]!) as { format: ImportFormat; source: unknown; name: string });
 
-const savedEnv = { aliases: process.env.BATON_LLM_ALIASES, key: process.env.BATON_OPENAI_API_KEY };
+const savedEnv = { aliases: process.env.BATON_LLM_ALIASES, key: process.env.BATON_OPENAI_API_KEY, model: process.env.BATON_LLM_DEFAULT_MODEL };
 
 beforeAll(async () => {
-  // Seed 004's agents name the model alias "default": an installation that runs them configures it.
+  // Seed 004's agents name the model alias "default", and its human-in-the-loop draft names no
+  // model (the installation's default model): an installation that runs them configures both.
   process.env.BATON_LLM_ALIASES = JSON.stringify({ default: "openai:gpt-4o-mini" });
+  process.env.BATON_LLM_DEFAULT_MODEL = "default";
   process.env.BATON_OPENAI_API_KEY = "sk-test";
   baton = await startBaton({ config, logger: createLogger("import-int", "warn"), tools: seedTools });
   a = api(baton.gatewayPort!, config.apiKey!);
@@ -48,7 +50,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await baton?.stop();
   await removeIsolated(config);
-  for (const [name, value] of [["BATON_LLM_ALIASES", savedEnv.aliases], ["BATON_OPENAI_API_KEY", savedEnv.key]] as const) {
+  for (const [name, value] of [["BATON_LLM_ALIASES", savedEnv.aliases], ["BATON_OPENAI_API_KEY", savedEnv.key], ["BATON_LLM_DEFAULT_MODEL", savedEnv.model]] as const) {
     if (value === undefined) delete process.env[name];
     else process.env[name] = value;
   }

@@ -11,7 +11,7 @@ export {
   bodySchema, edgeSchema, nodeSchema, workflowDefinitionSchema, jsonValue, retryPolicySchema,
 } from "./model.ts";
 export type { Comparison, Condition, EdgeDefinition, Join, NodeDefinition, NodeTypeSpec, RetryPolicy, WorkflowDefinition, WorkflowRef } from "./model.ts";
-export { jsonSchemaCheck, referencedTools, synthdevAgentsWithoutModel, validateInput, validateWorkflow, validateWorkflowWithTools, workflowDefinitionJsonSchema } from "./validate.ts";
+export { jsonSchemaCheck, referencedTools, agentsWithoutModel, validateInput, validateWorkflow, validateWorkflowWithTools, workflowDefinitionJsonSchema } from "./validate.ts";
 export type { ValidateOptions, ValidationIssue, ValidationResult } from "./validate.ts";
 export { compileExpression, evaluateExpression, expressionError } from "./expr.ts";
 export { BlobsNeeded, collectRefs, isBlobRef, resolveRefs, usageOf } from "./refs.ts";

@@ -1330,9 +1330,10 @@ describe("step: agent nodes", () => {
     expect(JSON.stringify(r.state.output)).toContain("E_CITY");
   });
 
-  it("a node without a model fails with a clear code; memory.read injects memories; subagent merges its answer", async () => {
-    const noModel = await drive(def({ nodes: [{ id: "a", type: "agent.llm", config: {} }] }), {}, null, { kind: "start", input: {} });
-    expect(noModel.state.error).toMatchObject({ code: "BATON_AGENT_NO_MODEL", nodeId: "a" });
+  it("a node without a model calls llm.chat naming none (the installation's default); memory.read injects memories; subagent merges its answer", async () => {
+    const noModel = await drive(def({ nodes: [{ id: "a", type: "agent.llm", config: {} }] }), { tools: { "llm.chat": () => ({ ok: true, output: { text: "hi" } }) } }, null, { kind: "start", input: {} });
+    expect(calls(noModel)[0]!.args).not.toHaveProperty("model");
+    expect(noModel.state.status).toBe("completed");
     const mem = def({ nodes: [{ id: "m", type: "agent.memory.read", config: { query: "{{$.input.q}}", agentId: 4 } }] });
     const rm = await drive(mem, { tools: { "memory.search": (a) => ({ ok: true, output: { entries: [{ key: "tz", content: `prefers UTC (${a.query as string})` }] } }) } }, null, { kind: "start", input: { q: "time" } });
     expect(calls(rm)[0]!.args).toEqual({ agentId: 4, query: "time", limit: 5 });

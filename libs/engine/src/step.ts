@@ -1075,11 +1075,11 @@ class Stepper {
 
   llmRequest(n: NodeDefinition, cfg: { model?: string | undefined; system?: string | undefined; temperature?: number | undefined; maxTokens?: number | undefined; timeoutMs?: number | undefined; prompt?: string | undefined; tools?: string[] | undefined; responseFormat?: JsonObject | undefined }, messages: JsonObject[]): JsonObject {
     const ac = this.def.agentConfig ?? {};
+    // No model: the call names none, and llm.chat takes the installation's BATON_LLM_DEFAULT_MODEL.
     const model = cfg.model ?? ac.model;
-    if (!model) throw new NodeInputError("BATON_AGENT_NO_MODEL", `node "${n.id}" has no model: set config.model or the workflow's agentConfig.model`);
     const system = cfg.system ?? ac.system;
     const req: JsonObject = {
-      model,
+      ...(model ? { model } : {}),
       messages: [...messages, ...(cfg.prompt ? [{ role: "user", content: this.fill(cfg.prompt) }] : [])],
     };
     if (system !== undefined) req.system = this.fill(system);
@@ -1243,12 +1243,12 @@ class Stepper {
       this.sdSave(rt);
     }
     const ac = this.def.agentConfig ?? {};
+    // No model: the call names none, and llm.chat takes the installation's BATON_LLM_DEFAULT_MODEL.
     const model = synthdevAgentModel(role, ac);
-    if (!model) throw new NodeInputError("BATON_AGENT_NO_MODEL", `agent "${agent.agent_role}" has no model: set agentConfig.model${role?.level ? ` or agentConfig.levels.${role.level}` : ""}`);
     const tools = [...(role?.includedTools ?? [])];
     const parsing = (role?.parsingTools ?? []).map((t) => ({ name: t.name, description: t.description, inputSchema: t.parameters as JsonObject }));
     const args: JsonObject = {
-      model,
+      ...(model ? { model } : {}),
       messages: perspective(context.messages, agent.agent_role),
       ...(role?.systemMessage ? { system: role.systemMessage } : {}),
       ...(tools.length ? { tools } : {}),

@@ -15,7 +15,7 @@
  * in JSONata only for a target whose name a comparison would read as a path.
  */
 import { describe, expect, it } from "@jest/globals";
-import { importSynthDev, partialImportIssues, perspective, replayJournal, scriptFunctions, step, synthdevAgentsWithoutModel, validateWorkflow } from "./index.ts";
+import { importSynthDev, partialImportIssues, perspective, replayJournal, scriptFunctions, step, agentsWithoutModel, validateWorkflow } from "./index.ts";
 import type { Command, Effect, ExecutionState, JournalEntry, JsonObject, JsonValue, WorkflowDefinition } from "./index.ts";
 
 const identity = { executionId: 9, tenantId: "t_1", workflowId: 1, workflowVersion: 1 };
@@ -200,7 +200,7 @@ describe("SynthDev import", () => {
       "synthdev.roles": "roles", "synthdev.workflow.agents[0]": "workflow.agents[1]", "synthdev.workflow.agents[1]": "workflow.agents[2]", agentConfig: "agentConfig",
     });
     // The coder's level is mapped; the reviewer's role has none, and there is no model to fall back on.
-    expect(partial && partialImportIssues(partial, synthdevAgentsWithoutModel(partial.definition)).map((e) => `${e.code}@${e.path}`)).toEqual(["missing_model@synthdev.workflow.agents[1]"]);
+    expect(partial && partialImportIssues(partial, agentsWithoutModel(partial.definition, undefined, false)).map((e) => `${e.code}@${e.path}`)).toEqual(["missing_model@synthdev.workflow.agents[1]"]);
   });
 
   it("never names a node after the context keys the engine owns (a state named input or synthdev)", () => {

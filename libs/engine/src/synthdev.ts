@@ -86,8 +86,9 @@ export const synthdevStateConfigSchema = z.object({ state: z.string().min(1) });
 /**
  * The model an agent's LLM calls use: its role's `level` through `agentConfig.levels`, else
  * `agentConfig.model` (`agentConfig` as the run has it: the workflow's own under the
- * definition's). Neither an agent nor its role names a model of its own, and the engine takes no
- * other default: undefined means the agent's call fails `BATON_AGENT_NO_MODEL`.
+ * definition's). Neither an agent nor its role names a model of its own: undefined means the
+ * agent's calls name no model, and `llm.chat` takes the installation's `BATON_LLM_DEFAULT_MODEL`
+ * (failing `BATON_LLM_MODEL_NOT_CONFIGURED` where none is set).
  */
 export function synthdevAgentModel(role: { level?: string | undefined } | undefined, agentConfig: { model?: unknown; levels?: unknown } | undefined): string | undefined {
   const levels = agentConfig?.levels;

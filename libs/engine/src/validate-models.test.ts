@@ -15,7 +15,7 @@
  *   agents' runs fail BATON_AGENT_NO_MODEL.
  */
 import { describe, expect, it } from "@jest/globals";
-import { importSynthDev, step, synthdevAgentsWithoutModel, validateWorkflow } from "./index.ts";
+import { importSynthDev, step, agentsWithoutModel, validateWorkflow } from "./index.ts";
 import type { JsonObject, ValidateOptions } from "./index.ts";
 
 /** Only the `openai` provider is configured. */
@@ -80,19 +80,17 @@ describe("SynthDev agents' models", () => {
     if (!r.ok) throw new Error(JSON.stringify(r.errors));
     return r.definition;
   };
-  const missing = (d: JsonObject, own?: JsonObject) => synthdevAgentsWithoutModel(d, own).map((i) => `${i.code}@${i.path}`);
+  const missing = (d: JsonObject, own?: JsonObject) => agentsWithoutModel(d, own, false).map((i) => `${i.code}@${i.path}`);
 
   it("names each agent of a state that no agentConfig gives a model, once, at the agent", () => {
-    expect(synthdevAgentsWithoutModel(definition())).toEqual([
-      { path: "synthdev.workflow.agents[1]", code: "missing_model", message: 'agent "coder" has no model: agentConfig has neither levels.smart (its role\'s level) nor model; set one of them' },
-      { path: "synthdev.workflow.agents[2]", code: "missing_model", message: 'agent "reviewer" has no model: its role has no level and agentConfig has no model; set agentConfig.model (or give the role a level that agentConfig.levels maps)' },
+    expect(agentsWithoutModel(definition(), undefined, false)).toEqual([
+      { path: "synthdev.workflow.agents[1]", code: "missing_model", message: 'agent "coder" has no model and the installation no default one (BATON_LLM_DEFAULT_MODEL): agentConfig has neither levels.smart (its role\'s level) nor model; set one of them' },
+      { path: "synthdev.workflow.agents[2]", code: "missing_model", message: 'agent "reviewer" has no model and the installation no default one (BATON_LLM_DEFAULT_MODEL): its role has no level and agentConfig has no model; set agentConfig.model (or give the role a level that agentConfig.levels maps)' },
     ]);
     // A level the agentConfig does not map falls back to its model; the reviewer (no level) has that model too.
     expect(missing(definition({ levels: { base: "openai:gpt-4o-mini" } }))).toEqual(["missing_model@synthdev.workflow.agents[1]", "missing_model@synthdev.workflow.agents[2]"]);
     expect(missing(definition({ levels: { smart: "openai:gpt-4o" } }))).toEqual(["missing_model@synthdev.workflow.agents[2]"]);
     expect(missing(definition({ model: "openai:gpt-4o-mini" }))).toEqual([]);
-    // A definition that is not a SynthDev one has no agents.
-    expect(missing({ nodes: [{ id: "a", type: "agent.llm", config: {} }] })).toEqual([]);
   });
 
   it("takes the workflow's own agentConfig under the definition's, field by field, as a run does", () => {
@@ -104,18 +102,60 @@ describe("SynthDev agents' models", () => {
     expect(missing(definition({ levels: { smart: "openai:gpt-4o" } }), { model: "openai:gpt-4o-mini" })).toEqual([]);
   });
 
-  it("finds exactly the agents whose calls fail BATON_AGENT_NO_MODEL", async () => {
+  it("finds exactly the agents whose calls name no model, and none where the installation has a default one", async () => {
     const identity = { executionId: 1, tenantId: "t_1", workflowId: 1, workflowVersion: 1 };
-    /** The error of a run of `d` as far as its first agent call (the start state's coder). */
-    const firstCall = async (d: JsonObject) => {
-      const v = validateWorkflow(d);
-      if (!v.ok) throw new Error(JSON.stringify(v.errors));
-      const r = await step({ definition: v.workflow, state: null, command: { kind: "start", input: {} }, now: new Date(0).toISOString(), identity });
-      return r.state.error?.code ?? (r.effects.some((e) => e.kind === "callTool" && e.tool === "llm.chat") ? "llm.chat" : "none");
-    };
     expect(missing(definition({ levels: { base: "openai:x" } }))).toContain("missing_model@synthdev.workflow.agents[1]");
-    expect(await firstCall(definition({ levels: { base: "openai:x" } }))).toBe("BATON_AGENT_NO_MODEL");
+    expect(await firstModel(definition({ levels: { base: "openai:x" } }), identity)).toBe("(none)");
     expect(missing(definition({ levels: { smart: "openai:x" } }))).not.toContain("missing_model@synthdev.workflow.agents[1]");
-    expect(await firstCall(definition({ levels: { smart: "openai:x" } }))).toBe("llm.chat");
+    expect(await firstModel(definition({ levels: { smart: "openai:x" } }), identity)).toBe("openai:x");
+    // llm.chat fills in BATON_LLM_DEFAULT_MODEL for a call that names none.
+    expect(agentsWithoutModel(definition(), undefined, true)).toEqual([]);
+  });
+});
+
+/** The model the first llm.chat call of a run of `d` names ("(none)" when it names none), or the run's error code. */
+async function firstModel(d: JsonObject, identity: { executionId: number; tenantId: string; workflowId: number; workflowVersion: number }): Promise<string> {
+  const v = validateWorkflow(d);
+  if (!v.ok) throw new Error(JSON.stringify(v.errors));
+  const r = await step({ definition: v.workflow, state: null, command: { kind: "start", input: {} }, now: new Date(0).toISOString(), identity });
+  const call = r.effects.find((e) => e.kind === "callTool" && e.tool === "llm.chat");
+  if (!call || call.kind !== "callTool") return r.state.error?.code ?? "no call";
+  const model = (call.args as { model?: unknown }).model;
+  return typeof model === "string" ? model : "(none)";
+}
+
+describe("LLM nodes' models", () => {
+  const identity = { executionId: 1, tenantId: "t_1", workflowId: 1, workflowVersion: 1 };
+  const graph = (agentConfig?: JsonObject): JsonObject => ({
+    ...(agentConfig ? { agentConfig } : {}),
+    nodes: [
+      { id: "ask", type: "agent.llm", config: { prompt: "hi" } },
+      { id: "pinned", type: "agent.llm", config: { model: "openai:gpt-4o", prompt: "hi" } },
+      { id: "each", type: "forEach", config: { items: "$.input.xs", body: { nodes: [{ id: "loop", type: "agent.toolLoop", config: { prompt: "{{$.item}}", tools: ["echo"] } }] } } },
+    ],
+    edges: [{ from: "ask", to: "pinned" }, { from: "pinned", to: "each" }],
+  });
+  const missing = (d: JsonObject, own?: JsonObject) => agentsWithoutModel(d, own, false).map((i) => `${i.code}@${i.path}`);
+
+  it("names each agent.llm and agent.toolLoop node, forEach bodies included, that neither its config nor agentConfig gives a model", () => {
+    expect(agentsWithoutModel(graph(), undefined, false)).toEqual([
+      { path: "nodes[0].config.model", code: "missing_model", message: 'node "ask" has no model and the installation no default one (BATON_LLM_DEFAULT_MODEL): set config.model, or agentConfig.model (the definition\'s or the workflow\'s) for all its LLM nodes' },
+      { path: "nodes[2].config.body.nodes[0].config.model", code: "missing_model", message: expect.stringContaining('node "loop" has no model') as unknown },
+    ]);
+    expect(missing(graph({ model: "openai:gpt-4o-mini" }))).toEqual([]);
+    // The workflow's own agentConfig gives it too; levels are a SynthDev agent's, not a node's.
+    expect(missing(graph(), { model: "openai:gpt-4o-mini" })).toEqual([]);
+    expect(missing(graph({ levels: { smart: "openai:gpt-4o" } }))).toEqual(["missing_model@nodes[0].config.model", "missing_model@nodes[2].config.body.nodes[0].config.model"]);
+  });
+
+  it("finds exactly the nodes whose calls name no model, and none where the installation has a default one", async () => {
+    const one = (config: JsonObject, agentConfig?: JsonObject): JsonObject => ({ ...(agentConfig ? { agentConfig } : {}), nodes: [{ id: "ask", type: "agent.llm", config }] });
+    expect(missing(one({ prompt: "hi" }))).toEqual(["missing_model@nodes[0].config.model"]);
+    expect(await firstModel(one({ prompt: "hi" }), identity)).toBe("(none)");
+    expect(missing(one({ prompt: "hi" }, { model: "openai:x" }))).toEqual([]);
+    expect(await firstModel(one({ prompt: "hi" }, { model: "openai:x" }), identity)).toBe("openai:x");
+    expect(missing(one({ prompt: "hi", model: "openai:y" }, { model: "openai:x" }))).toEqual([]);
+    expect(await firstModel(one({ prompt: "hi", model: "openai:y" }, { model: "openai:x" }), identity)).toBe("openai:y");
+    expect(agentsWithoutModel(graph(), undefined, true)).toEqual([]);
   });
 });

@@ -898,23 +898,51 @@ function synthdevRoleTools(material: SynthdevMaterial, nodes: readonly { type: s
 }
 
 /**
- * The agents of a SynthDev definition's states that no model would be found for when they run
- * (`synthdevAgentModel`: the role's level through `agentConfig.levels`, else `agentConfig.model`),
- * so that their first call would fail `BATON_AGENT_NO_MODEL`: each once, as `missing_model` at
- * the agent (`synthdev.workflow.agents[1]`). The agentConfig is the one a run of the definition
- * has: `workflowAgentConfig` (the workflow's own, seed 004's column) under the definition's,
- * field by field, as the executor merges them. Only the agents of the `synthdev.state` nodes
- * among the definition's nodes are looked at; a definition whose material does not parse has
- * none to look at (validation reports it).
+ * The LLM nodes and SynthDev agents of a definition that would run with no model while the
+ * installation has no default model (`hasDefaultModel` false: no `BATON_LLM_DEFAULT_MODEL`, or one
+ * no provider serves), so that their first `llm.chat` call would fail; none when it has one:
+ * - an `agent.llm` or `agent.toolLoop` node, forEach bodies included, with neither
+ *   `config.model` nor `agentConfig.model`: `missing_model` at its `config.model`;
+ * - a SynthDev state's agent for which `synthdevAgentModel` finds none (its role's level
+ *   through `agentConfig.levels`, else `agentConfig.model`): once per agent, at the agent
+ *   (`synthdev.workflow.agents[1]`); only the agents of the `synthdev.state` nodes among the
+ *   definition's nodes, and none when the material does not parse (validation reports it).
+ * The agentConfig is the one a run of the definition has: `workflowAgentConfig` (the workflow's
+ * own, seed 004's column) under the definition's, field by field, as the executor merges them.
  */
-export function synthdevAgentsWithoutModel(definition: unknown, workflowAgentConfig?: unknown): ValidationIssue[] {
-  if (!isRecord(definition) || !Array.isArray(definition.nodes)) return [];
-  const material = synthdevMaterialSchema.safeParse(definition.synthdev);
+export function agentsWithoutModel(definition: unknown, workflowAgentConfig: unknown, hasDefaultModel: boolean): ValidationIssue[] {
+  if (hasDefaultModel || !isRecord(definition) || !Array.isArray(definition.nodes)) return [];
+  const agentConfig = { ...(isRecord(workflowAgentConfig) ? workflowAgentConfig : {}), ...(isRecord(definition.agentConfig) ? definition.agentConfig : {}) };
+  const nodes = definition.nodes as unknown[];
+  return [...llmNodesWithoutModel(nodes, "", agentConfig), ...synthdevAgentsWithoutModel(definition.synthdev, nodes, agentConfig)];
+}
+
+/** `agentsWithoutModel` for the LLM nodes of one graph (`at`: the path of its `nodes`, "" at the top) and the forEach bodies in it. */
+function llmNodesWithoutModel(nodes: readonly unknown[], at: string, agentConfig: Record<string, unknown>): ValidationIssue[] {
+  const issues: ValidationIssue[] = [];
+  const defaultModel = typeof agentConfig.model === "string" && agentConfig.model !== "";
+  nodes.forEach((n, i) => {
+    if (!isRecord(n) || typeof n.type !== "string" || !isRecord(n.config)) return;
+    const type = canonicalType(n.type);
+    const here = `${at}nodes[${i}].config`;
+    if ((type === "agent.llm" || type === "agent.toolLoop") && !defaultModel && (typeof n.config.model !== "string" || n.config.model === "")) {
+      const id = typeof n.id === "string" ? n.id : `nodes[${i}]`;
+      issues.push({ path: `${here}.model`, code: "missing_model", message: `node "${id}" has no model and the installation no default one (BATON_LLM_DEFAULT_MODEL): set config.model, or agentConfig.model (the definition's or the workflow's) for all its LLM nodes` });
+    }
+    if (type === "forEach" && isRecord(n.config.body) && Array.isArray(n.config.body.nodes)) {
+      issues.push(...llmNodesWithoutModel(n.config.body.nodes as unknown[], `${here}.body.`, agentConfig));
+    }
+  });
+  return issues;
+}
+
+/** `agentsWithoutModel` for a SynthDev definition's agents, with the run's merged agentConfig. */
+function synthdevAgentsWithoutModel(synthdev: unknown, nodes: readonly unknown[], agentConfig: Record<string, unknown>): ValidationIssue[] {
+  const material = synthdevMaterialSchema.safeParse(synthdev);
   if (!material.success) return [];
   const { workflow, roles } = material.data;
-  const agentConfig = { ...(isRecord(workflowAgentConfig) ? workflowAgentConfig : {}), ...(isRecord(definition.agentConfig) ? definition.agentConfig : {}) };
   const issues = new Map<number, ValidationIssue>();
-  for (const n of definition.nodes as unknown[]) {
+  for (const n of nodes) {
     if (!isRecord(n) || typeof n.type !== "string" || canonicalType(n.type) !== "synthdev.state") continue;
     const name = synthdevStateConfigSchema.safeParse(n.config).data?.state;
     const agentRole = workflow.states.find((st) => st.name === name)?.agent;
@@ -927,8 +955,8 @@ export function synthdevAgentsWithoutModel(definition: unknown, workflowAgentCon
       path: `synthdev.workflow.agents[${j}]`,
       code: "missing_model",
       message: level !== undefined
-        ? `agent "${agentRole!}" has no model: agentConfig has neither levels.${level} (its role's level) nor model; set one of them`
-        : `agent "${agentRole!}" has no model: its role has no level and agentConfig has no model; set agentConfig.model (or give the role a level that agentConfig.levels maps)`,
+        ? `agent "${agentRole!}" has no model and the installation no default one (BATON_LLM_DEFAULT_MODEL): agentConfig has neither levels.${level} (its role's level) nor model; set one of them`
+        : `agent "${agentRole!}" has no model and the installation no default one (BATON_LLM_DEFAULT_MODEL): its role has no level and agentConfig has no model; set agentConfig.model (or give the role a level that agentConfig.levels maps)`,
     });
   }
   return [...issues.entries()].sort(([a], [b]) => a - b).map(([, i]) => i);

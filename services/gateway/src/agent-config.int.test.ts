@@ -110,6 +110,25 @@ describe("create", () => {
     ]);
   });
 
+  test("an LLM node no agentConfig gives a model is refused at its config.model; the workflow's own agentConfig may give it", async () => {
+    const before = await written();
+    const p = problemOf(await send("POST", "/api/agent-workflows", { name: "No model", definition: definition() }), 400, "BATON_GATEWAY_WORKFLOW_INVALID");
+    expect(p.errors).toEqual([
+      { path: "body.definition.nodes[0].config.model", code: "missing_model", message: expect.stringContaining('node "ask" has no model and the installation no default one (BATON_LLM_DEFAULT_MODEL)') as unknown },
+    ]);
+    expect(await written()).toEqual(before);
+    expect((await send("POST", "/api/agent-workflows", { name: "Own default", definition: definition(), agentConfig: { model: "openai:gpt-4o-mini" } })).statusCode).toBe(201);
+  });
+
+  test("an installation with a default model (BATON_LLM_DEFAULT_MODEL) takes an LLM node without one", async () => {
+    gw.deps.hasDefaultModel = true;
+    try {
+      expect((await send("POST", "/api/agent-workflows", { name: "Installation default", definition: definition() })).statusCode).toBe(201);
+    } finally {
+      gw.deps.hasDefaultModel = false;
+    }
+  });
+
   test("configured refs pass", async () => {
     const res = await send("POST", "/api/agent-workflows", { name: "Configured", definition: definition({ model: "openai:gpt-4o" }), agentConfig: { model: "openai:gpt-4o-mini", levels: { smart: "openai:o3" } } });
     expect(res.statusCode).toBe(201);
@@ -122,6 +141,13 @@ describe("update, restore and execute", () => {
     const res = await send("POST", "/api/agent-workflows", { name: "Later", definition: definition(), agentConfig: { model: "openai:gpt-4o-mini" } });
     expect(res.statusCode).toBe(201);
     id = res.json<{ id: number }>().id;
+  });
+
+  test("a new agentConfig that leaves the stored definition's LLM node without a model is refused at the kept definition", async () => {
+    const before = await written();
+    const p = problemOf(await send("PUT", `/api/agent-workflows/${id}`, { agentConfig: { system: "Be brief" } }), 400, "BATON_GATEWAY_WORKFLOW_INVALID");
+    expect(p.errors).toEqual([{ path: "definition.nodes[0].config.model", code: "missing_model", message: expect.stringContaining("send definition to replace it") as unknown }]);
+    expect(await written()).toEqual(before);
   });
 
   test("a new agentConfig is checked alone, or with a new definition", async () => {
@@ -192,7 +218,7 @@ describe("update, restore and execute", () => {
   });
 
   test("a stored agentConfig naming a provider not configured now is not run (agentConfig.model)", async () => {
-    const wf = await gw.store.workflows.create(gw.a.tenantId, { name: "Gone provider", definition: definition() as never, agentConfig: { levels: { smart: "anthropic:claude-x" } } });
+    const wf = await gw.store.workflows.create(gw.a.tenantId, { name: "Gone provider", definition: definition() as never, agentConfig: { model: "openai:gpt-4o-mini", levels: { smart: "anthropic:claude-x" } } });
     const before = await written();
     expect(refused(await send("POST", `/api/agent-workflows/${wf.id}/execute`, {}))).toEqual([["agentConfig.levels.smart", "model_not_configured"]]);
     expect(await written()).toEqual(before);
@@ -225,7 +251,7 @@ describe("SynthDev agents", () => {
       {
         path: "body.definition.synthdev.workflow.agents[1]",
         code: "missing_model",
-        message: 'agent "reviewer" has no model: its role has no level and agentConfig has no model; set agentConfig.model (or give the role a level that agentConfig.levels maps)',
+        message: 'agent "reviewer" has no model and the installation no default one (BATON_LLM_DEFAULT_MODEL): its role has no level and agentConfig has no model; set agentConfig.model (or give the role a level that agentConfig.levels maps)',
       },
       { path: "body.agentConfig.levels.smart", code: "model_not_configured", message: expect.stringContaining("ANTHROPIC_API_KEY") as unknown },
     ]);
@@ -249,9 +275,9 @@ describe("SynthDev agents", () => {
     expect(p.errors).toEqual([{
       path: "definition.synthdev.workflow.agents[1]",
       code: "missing_model",
-      message: expect.stringMatching(/^agent "reviewer" has no model: .*\(in the workflow's current definition, which this update keeps: send definition to replace it\)$/) as unknown,
+      message: expect.stringMatching(/^agent "reviewer" has no model and the installation no default one .*\(in the workflow's current definition, which this update keeps: send definition to replace it\)$/) as unknown,
     }]);
-    // Execute refuses the stored one rather than start a run that fails BATON_AGENT_NO_MODEL.
+    // Execute refuses the stored one rather than start a run whose LLM call has no model.
     expect(refused(await send("POST", `/api/agent-workflows/${stored.id}/execute`, {}))).toEqual([["definition.synthdev.workflow.agents[1]", "missing_model"]]);
     expect(await written()).toEqual(before);
   });

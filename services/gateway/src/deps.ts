@@ -159,6 +159,13 @@ export interface ToolCatalog {
 export interface GatewayDeps {
   store: Store;
   validateWorkflow: ValidateWorkflow;
+  /**
+   * Whether an LLM call that names no model has one to use: `BATON_LLM_DEFAULT_MODEL` set, to a
+   * model a configured provider serves. Without it, an LLM node or SynthDev agent that its
+   * workflow gives no model is refused (`missing_model`), since its run would fail.
+   * @default false
+   */
+  hasDefaultModel?: boolean;
   commands: GatewayCommands;
   events: GatewayEvents;
   readiness: () => Readiness;

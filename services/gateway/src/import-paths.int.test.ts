@@ -207,7 +207,7 @@ describe("a source with problems of its own", () => {
       initial: "lookup",
       states: {
         lookup: { invoke: { type: "crm.lookup", input: { id: "$.input.id" } }, on: { DONE: "ask" } },
-        ask: { invoke: { type: "agent.llm", config: { tools: ["echo", "no.such.search"] } }, on: { DONE: "each" } },
+        ask: { invoke: { type: "agent.llm", config: { model: "openai:gpt-4o-mini", tools: ["echo", "no.such.search"] } }, on: { DONE: "each" } },
         each: {
           invoke: { type: "forEach", config: { items: "$.input.ids", body: { nodes: [{ id: "one", type: "tool", config: { tool: "no.such.tool" } }] } } },
           on: { DONE: "post" },
@@ -237,7 +237,7 @@ describe("a source with problems of its own", () => {
       states: {
         wait: { invoke: { type: "delay", config: { ms: "soon" } }, on: { DONE: "shape" } },
         shape: { invoke: { type: "transform", config: { expression: "$.a +" } }, on: { DONE: "ask" } },
-        ask: { invoke: { type: "agent.llm", config: { prompt: "Answer {{$.input.q[}}" }, output: "$.input.answer" }, on: { DONE: "loop" } },
+        ask: { invoke: { type: "agent.llm", config: { model: "openai:gpt-4o-mini", prompt: "Answer {{$.input.q[}}" }, output: "$.input.answer" }, on: { DONE: "loop" } },
         loop: { invoke: { type: "whileLoop", config: { condition: "$.n < 3", maxIterations: 3 } }, on: { BODY: "wait", EXIT: "done" } },
         done: { type: "final" },
         post: { invoke: { type: "crm.post", input: { id: "$.ask.id" } }, on: { DONE: "nowhere" } },
@@ -260,7 +260,7 @@ describe("a source with problems of its own", () => {
     const p = await refused("stateMachine", {
       initial: "ask",
       states: {
-        ask: { invoke: { type: "agent.llm", config: { prompt: "{{$.input.q}}" } }, on: { DONE: "messages" } },
+        ask: { invoke: { type: "agent.llm", config: { model: "openai:gpt-4o-mini", prompt: "{{$.input.q}}" } }, on: { DONE: "messages" } },
         messages: { invoke: { type: "echo", input: { text: "$.ask.text" } }, on: { DONE: "done", FAIL: "nowhere" } },
         done: { type: "final" },
       },
@@ -337,14 +337,14 @@ describe("a SynthDev agent without a model", () => {
   };
   const roles = { coder: { level: "smart" }, reviewer: {} };
 
-  test("is refused at the agent in the source, its run would fail BATON_AGENT_NO_MODEL", async () => {
+  test("is refused at the agent in the source, its run would fail for want of a model", async () => {
     gw.setValidator(withStateTools);
     try {
       const p = await refused("synthdev", { workflow: pair, roles, agentConfig: { levels: { smart: "openai:gpt-4o" } } });
       expect(p.errors).toEqual([{
         path: "body.source.workflow.agents[1]",
         code: "missing_model",
-        message: 'agent "reviewer" has no model: its role has no level and agentConfig has no model; set agentConfig.model (or give the role a level that agentConfig.levels maps)',
+        message: 'agent "reviewer" has no model and the installation no default one (BATON_LLM_DEFAULT_MODEL): its role has no level and agentConfig has no model; set agentConfig.model (or give the role a level that agentConfig.levels maps)',
       }]);
       expect((await importDoc("synthdev", { workflow: pair, roles, agentConfig: { model: "openai:gpt-4o-mini" } }, "with a model")).statusCode).toBe(201);
     } finally {
@@ -368,7 +368,7 @@ describe("a SynthDev agent without a model", () => {
         "model_not_configured@body.source.agentConfig.levels.smart",
         "missing_model@body.source.workflow.agents[2]",
       ]);
-      expect(p.errors[3]!.message).toMatch(/^agent "reviewer" has no model: /);
+      expect(p.errors[3]!.message).toMatch(/^agent "reviewer" has no model and the installation no default one /);
     } finally {
       gw.setValidator(withTools);
     }

@@ -14,7 +14,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { errorMessage } from "@baton/errors";
-import { partialImportIssues, synthdevAgentsWithoutModel, validateInput } from "@baton/engine";
+import { partialImportIssues, agentsWithoutModel, validateInput } from "@baton/engine";
 import type { FastifyBaseLogger } from "fastify";
 import type { JsonObject } from "@baton/store";
 import type { ImportSourceMap } from "@baton/engine";
@@ -127,7 +127,7 @@ function importedDefinitionIssues(issues: readonly DefinitionIssue[], definition
 async function checkPartialImport(deps: GatewayDeps, partial: { definition: Record<string, unknown>; sourceMap: ImportSourceMap }): Promise<Issue[]> {
   const result = await deps.validateWorkflow(partial.definition);
   // An import gives the workflow no agentConfig of its own: the definition's is all its agents have.
-  const found = [...(result.ok ? [] : result.errors), ...synthdevAgentsWithoutModel(partial.definition)];
+  const found = [...(result.ok ? [] : result.errors), ...agentsWithoutModel(partial.definition, undefined, deps.hasDefaultModel ?? false)];
   const own = partialImportIssues({ definition: partial.definition as JsonObject, sourceMap: partial.sourceMap }, found);
   return importedDefinitionIssues(own, partial.definition, partial.sourceMap);
 }
@@ -198,12 +198,13 @@ async function agentConfigIssues(deps: GatewayDeps, own: OwnAgentConfig): Promis
  * Throws the definition's problems, and those of the workflow's own agentConfig that comes with
  * it, as one 400; returns the definition's warnings (fields with no effect) as `path: message`.
  * The definition is validated once, with its own agentConfig (the workflow's is checked apart);
- * a SynthDev agent that neither agentConfig gives a model, as a run merges them, is a problem of
- * the definition (`missing_model` at its agent): its run would fail `BATON_AGENT_NO_MODEL`.
+ * an LLM node or SynthDev agent that neither its config nor either agentConfig gives a model, as a
+ * run merges them, is a problem of the definition (`missing_model`) while the installation has
+ * no default model: its run would fail.
  */
 async function checkDefinition(deps: GatewayDeps, definition: unknown, report: IssueReport = definitionAt(), own?: OwnAgentConfig): Promise<string[]> {
   const [result, ownIssues] = await Promise.all([deps.validateWorkflow(definition), own ? agentConfigIssues(deps, own) : Promise.resolve([])]);
-  const withoutModel = synthdevAgentsWithoutModel(definition, own?.agentConfig);
+  const withoutModel = agentsWithoutModel(definition, own?.agentConfig, deps.hasDefaultModel ?? false);
   const issues = [...(result.ok ? [] : report.paths(result.errors)), ...report.paths(withoutModel), ...ownIssues];
   if (issues.length > 0) throw report.refuse(issues);
   return report.paths((result.ok && result.warnings) || []).map((w) => `${w.path}: ${w.message}`);
@@ -284,8 +285,10 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
         "Validates the definition (every problem is reported at once) and stores version 1. The workflow's `agentConfig` is checked with it " +
         "as the definition's own agentConfig is: each model ref in it (`model`, the values of `levels`) must name a configured provider, " +
         "else 400 `BATON_GATEWAY_WORKFLOW_INVALID` with `model_not_configured` at `body.agentConfig.model` (or `body.definition.agentConfig.model`). " +
-        "A SynthDev agent that neither agentConfig gives a model (its role's `level` in `levels`, else `model`; the definition's over the workflow's, " +
-        "field by field, as a run merges them) is `missing_model` at the agent (`body.definition.synthdev.workflow.agents[1]`): its run would fail `BATON_AGENT_NO_MODEL`.",
+        "An LLM call that names no model uses the installation's `BATON_LLM_DEFAULT_MODEL`. Where none is configured, an `agent.llm` or " +
+        "`agent.toolLoop` node with no `config.model` and no `model` in either agentConfig is `missing_model` at `body.definition.nodes[0].config.model`, " +
+        "and a SynthDev agent that neither agentConfig gives a model (its role's `level` in `levels`, else `model`) is `missing_model` at the agent " +
+        "(`body.definition.synthdev.workflow.agents[1]`). Both agentConfigs count as a run merges them, the definition's over the workflow's, field by field.",
       security: API_SECURITY,
       body: workflowCreateBody,
       response: { 201: writtenWorkflowSchema, ...apiErrors, 409: problemSchema },
