@@ -5,14 +5,15 @@
  *   its path: an agent node's `nodes[i].config.model`, the definition's `agentConfig.model`
  *   and each `agentConfig.levels.<level>`;
  * - the definition's agentConfig refs are checked always, as the node's own: with no LLM node
- *   at all, and when every LLM node names its own model (chat nodes have no other default:
- *   without config.model or agentConfig.model a run fails BATON_AGENT_NO_MODEL);
+ *   at all, and when every LLM node names its own model;
  * - configured refs pass; every problem comes in one answer with the definition's others;
  * - without a lookup (the executor's re-validation) no ref is checked;
- * - a SynthDev agent that no agentConfig gives a model (its role's level through `levels`, else
- *   `model`; the workflow's own under the definition's, field by field) is `missing_model` at
- *   the agent, once per agent, for the agents of the definition's states only; exactly those
- *   agents' runs fail BATON_AGENT_NO_MODEL.
+ * - where the installation has no default model: a SynthDev agent that no agentConfig gives a
+ *   model (its role's level through `levels`, else `model`; the workflow's own under the
+ *   definition's, field by field) is `missing_model` at the agent, once per agent, for the agents
+ *   of the definition's states only; an agent.llm or agent.toolLoop node with neither
+ *   config.model nor agentConfig.model is `missing_model` at its config.model, forEach bodies
+ *   included; exactly those make llm.chat calls that name no model. With a default model none is.
  */
 import { describe, expect, it } from "@jest/globals";
 import { importSynthDev, step, agentsWithoutModel, validateWorkflow } from "./index.ts";
