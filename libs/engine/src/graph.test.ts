@@ -7,11 +7,13 @@
  *   cycle are cyclic; a chain of 20,000 nodes is taken without a set per node;
  * - loopRegion: the back edge's natural region — nested loops do not take in the loop around
  *   them (reached only through the inner loop's exit);
+ * - loopHeads: the targets of edges from nodes they dominate, and the nodes of cycles that have
+ *   no such edge; a join in a loop body is none;
  * - loopBody: what a whileLoop's body edges lead back to it, nested loops included; passNodes:
  *   that, less what its exit edges also lead to (whose visits no pass of it restarts).
  */
 import { describe, expect, it } from "@jest/globals";
-import { dominators, graphOf, loopBody, loopRegion, passNodes, reachableFrom } from "./graph.ts";
+import { dominators, graphOf, loopBody, loopHeads, loopRegion, passNodes, reachableFrom } from "./graph.ts";
 import type { PlainGraph } from "./graph.ts";
 import type { WorkflowDefinition } from "./model.ts";
 
@@ -102,6 +104,32 @@ describe("loopRegion", () => {
     const g = graphOf(def);
     expect([...loopRegion(g, "inner", "inc")].sort()).toEqual(["inc", "inner"]);
     expect([...loopRegion(g, "outer", "onext")].sort()).toEqual(["inc", "inner", "onext", "outer", "ri"]);
+  });
+});
+
+describe("loopHeads", () => {
+  const heads = (nodes: string[], edges: { from: string; to: string; when?: string }[], start = nodes[0]!) =>
+    [...loopHeads(graphOf({ nodes: nodes.map((id) => ({ id })), edges } as unknown as WorkflowDefinition), start)].sort();
+
+  it("are the nodes edges come back to from nodes that only run after them: a join in a loop body is none", () => {
+    // A whileLoop whose body joins two branches.
+    expect(heads(["init", "loop", "a", "b", "j", "done"], [
+      { from: "init", to: "loop" }, { from: "loop", to: "a", when: "body" }, { from: "loop", to: "b", when: "body" }, { from: "a", to: "j" },
+      { from: "b", to: "j" }, { from: "j", to: "loop" }, { from: "loop", to: "done", when: "exit" },
+    ])).toEqual(["loop"]);
+    // Nested loops, and a retry cycle (work → chk → work) in the inner body.
+    expect(heads(["i", "outer", "ri", "inner", "work", "chk", "onext"], [
+      { from: "i", to: "outer" }, { from: "outer", to: "ri", when: "body" }, { from: "ri", to: "inner" }, { from: "inner", to: "work", when: "body" },
+      { from: "work", to: "chk" }, { from: "chk", to: "work" }, { from: "chk", to: "inner" }, { from: "inner", to: "onext", when: "exit" }, { from: "onext", to: "outer" },
+    ])).toEqual(["inner", "outer", "work"]);
+    // The start on a cycle.
+    expect(heads(["ask", "count", "win"], [{ from: "ask", to: "count" }, { from: "count", to: "ask" }, { from: "ask", to: "win" }])).toEqual(["ask"]);
+  });
+
+  it("take in every node of a cycle entered at several nodes, none of which comes first", () => {
+    expect(heads(["s", "x", "y"], [{ from: "s", to: "x" }, { from: "s", to: "y" }, { from: "x", to: "y" }, { from: "y", to: "x" }])).toEqual(["x", "y"]);
+    // Inside a loop body too: the body's own cycle has no head of its own.
+    expect(heads(["loop", "a", "b"], [{ from: "loop", to: "a" }, { from: "loop", to: "b" }, { from: "a", to: "b" }, { from: "b", to: "a" }, { from: "a", to: "loop" }])).toEqual(["a", "b", "loop"]);
   });
 });
 

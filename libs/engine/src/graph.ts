@@ -153,6 +153,35 @@ export function passNodes(g: GraphInfo, loop: string): Set<string> {
   return loopSets(g, loop).pass;
 }
 
+const heads = new WeakMap<GraphInfo, Map<string, Set<string>>>();
+
+/**
+ * The nodes that join as `any` when their definition leaves `join` out: the loop heads. A
+ * node is one when an edge closes a loop back to it (the edge's source only runs after it: it
+ * dominates the source, every way from `start` to the source passing through it), or when it
+ * is on a cycle that has no such head (entered at several of its nodes, none of which comes
+ * first). Every other node, inside a loop body or not, waits for all its incoming edges, so a
+ * join in a loop body waits for the branches of its pass.
+ */
+export function loopHeads(g: GraphInfo, start: string): Set<string> {
+  let cached = heads.get(g);
+  if (!cached) heads.set(g, (cached = new Map<string, Set<string>>()));
+  const hit = cached.get(start);
+  if (hit) return hit;
+  const edges = [...g.edgeKey.keys()];
+  const dom = dominators({ nodes: [...g.incoming.keys()], edges }, start);
+  const out = new Set<string>();
+  const forward: EdgeDefinition[] = [];
+  for (const e of edges) {
+    if (dom.get(e.from)?.has(e.to) === true) out.add(e.to);
+    else forward.push(e);
+  }
+  // Cycles left without their back edges have no head that comes first (or are not reached from the start).
+  for (const comp of cyclicComponents({ nodes: [...g.incoming.keys()], edges: forward })) for (const v of comp) out.add(v);
+  cached.set(start, out);
+  return out;
+}
+
 /** A graph as validation sees it: node ids and the edges between them (possibly a part of a broken definition). */
 export interface PlainGraph {
   nodes: readonly string[];

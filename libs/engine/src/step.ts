@@ -25,7 +25,7 @@ import type { SynthdevMaterial, SynthdevRuntime } from "./synthdev.ts";
 import { looksLikePath, PLACEHOLDER, readPath, resolveTemplate, writePath } from "./path.ts";
 import { evaluateCondition, evaluateGuard } from "./condition.ts";
 import { evaluateExpression, ExpressionFailed, truthy } from "./expr.ts";
-import { edgeKeySource, graphOf, loopBody, loopRegion, passNodes } from "./graph.ts";
+import { edgeKeySource, graphOf, loopBody, loopHeads, loopRegion, passNodes } from "./graph.ts";
 import type { GraphInfo } from "./graph.ts";
 import { isBlobRef, resolveRefs } from "./refs.ts";
 import type { Command, Effect, ExecutionState, FanItem, FanState, JournalEntry, NodeRun, SubRunPause, TimerState } from "./state.ts";
@@ -661,9 +661,7 @@ class Stepper {
   joinOf(id: string): "all" | "any" | { n: number } {
     const n = this.node(id);
     if (n.join) return n.join;
-    const scc = this.g.scc.get(id);
-    const loopHead = this.g.cyclic.has(id) && (this.g.incoming.get(id) ?? []).some((e) => this.g.scc.get(e.from) === scc);
-    return loopHead ? "any" : "all";
+    return loopHeads(this.g, this.def.start).has(id) ? "any" : "all";
   }
 
   /** Dead-path elimination with joins: ready, skipped or still waiting. */
