@@ -6,7 +6,7 @@
  * - graphOf: nodes share a component exactly when each reaches the other; only nodes on a
  *   cycle are cyclic; a chain of 20,000 nodes is taken without a set per node;
  * - loopRegion: the back edge's natural region — nested loops do not take in the loop around
- *   them (reached only through the inner loop's exit);
+ *   them (reached only through the inner loop's exit) — and a whileLoop's whole body;
  * - loopHeads: the targets of edges from nodes they dominate, and the nodes of cycles that have
  *   no such edge; a join in a loop body is none;
  * - loopBody: what a whileLoop's body edges lead back to it, nested loops included; passNodes:
@@ -104,6 +104,22 @@ describe("loopRegion", () => {
     const g = graphOf(def);
     expect([...loopRegion(g, "inner", "inc")].sort()).toEqual(["inc", "inner"]);
     expect([...loopRegion(g, "outer", "onext")].sort()).toEqual(["inc", "inner", "onext", "outer", "ri"]);
+  });
+});
+
+describe("loopRegion of a whileLoop", () => {
+  it("takes in the loop's whole body: the branches that went back to it on other edges too", () => {
+    const def = {
+      nodes: ["init", "loop", "inc", "c", "x", "y", "done"].map((id) => ({ id })),
+      edges: [
+        { from: "init", to: "loop" }, { from: "loop", to: "inc", when: "body" }, { from: "inc", to: "c" }, { from: "c", to: "x", when: "true" },
+        { from: "c", to: "y", when: "false" }, { from: "x", to: "loop" }, { from: "y", to: "loop" }, { from: "loop", to: "done", when: "exit" },
+      ],
+    } as unknown as WorkflowDefinition;
+    const g = graphOf(def);
+    expect([...loopRegion(g, "loop", "x")].sort()).toEqual(["c", "inc", "loop", "x", "y"]);
+    // A cycle's head that is no whileLoop has no body: its region is the natural one.
+    expect([...loopRegion(g, "c", "x")].sort()).toEqual(["c", "x"]);
   });
 });
 

@@ -73,7 +73,9 @@ const regions = new WeakMap<GraphInfo, Map<string, Set<string>>>();
 
 /**
  * Nodes re-run when the back edge `from → head` is taken: the head and every node reachable
- * from it that reaches `from` without passing through the head (the loop's natural region).
+ * from it that reaches `from` without passing through the head (the loop's natural region),
+ * and, when the head is a whileLoop, its whole body ({@link loopBody}): a pass starts with
+ * nothing left of the one before, also on the branches that went back to the loop another way.
  * A path back to `from` only through the head again leaves a node out: an enclosing loop's
  * head, reached through this loop's exit, is not part of this loop, so an inner loop's
  * iteration does not restart (and reset the count of) the loop around it.
@@ -98,6 +100,7 @@ export function loopRegion(g: GraphInfo, head: string, from: string): Set<string
       stack.push(u);
     }
   }
+  for (const v of loopBody(g, head)) region.add(v);
   cached.set(key, region);
   return region;
 }

@@ -1,12 +1,21 @@
 /**
  * Loop bodies across passes, step by step: each pass of a whileLoop sees that pass's state.
- * Rules checked, for bodies holding a join:
+ * Rules checked, for bodies holding a join, a condition and branches that race back to the
+ * loop:
  * - a join waits for this pass's branches: a branch that arrived in an earlier pass counts
  *   nothing now; a join left out waits for all (only a node entered by an edge that closes a
- *   loop joins as `any` by default).
+ *   loop joins as `any` by default);
+ * - a branch not taken in this pass is skipped, whatever it did in the pass before, and the
+ *   loop node and the nodes before the branch keep this pass's runs (nothing restarts mid-pass);
+ *   a branch still running when the pass went back to the loop on another edge is stopped then,
+ *   and starts afresh in the next pass;
+ * - `$.path` reads see the latest values: what this pass wrote, else what an earlier pass
+ *   left (the output of a branch not taken now, or not yet arrived, stays from the pass that ran it);
+ * - time travel: a fork of a checkpoint taken mid-pass, and a state rebuilt from the journal,
+ *   go on from that pass and end as the run itself does.
  */
 import { describe, expect, it } from "@jest/globals";
-import { step, validateWorkflow } from "./index.ts";
+import { replayJournal, step, validateWorkflow } from "./index.ts";
 import type { Command, Effect, EngineEvent, ExecutionState, JournalEntry, JsonObject, JsonValue, WorkflowDefinition } from "./index.ts";
 
 function def(d: unknown): WorkflowDefinition {
@@ -149,6 +158,27 @@ function result(e: Effect & { kind: "callTool" }, a: Answer): Command {
 const ok = (output: JsonValue): Answer => ({ ok: true, output });
 const hold: ToolFn = () => "hold";
 
+/** A fork of a checkpoint (time travel), run as far as it goes. */
+async function fork(d: WorkflowDefinition, source: ExecutionState, tools: Record<string, ToolFn>, contextPatch?: JsonObject): Promise<Sim> {
+  const f = new Sim(d, tools, { ...identity, executionId: 8 });
+  return f.run({ kind: "start", input: {}, fork: { state: source, executionId: 7, version: 5, ...(contextPatch ? { contextPatch } : {}) } });
+}
+
+/** Node runs without their times (a state rebuilt from the journal has the journal's). */
+function untimed(s: ExecutionState): Record<string, JsonObject> {
+  return Object.fromEntries(Object.entries(s.nodes).map(([id, r]) => {
+    const { startedAt: _s, completedAt: _c, ...rest } = r;
+    return [id, rest as unknown as JsonObject];
+  }));
+}
+
+/** The run rebuilt from its journal (a lost checkpoint). */
+async function rebuilt(sim: Sim, input: JsonObject = {}): Promise<ExecutionState> {
+  const r = await replayJournal({ definition: sim.d, identity, start: { kind: "start", input }, journal: sim.journal, startedAt: new Date(START + 1).toISOString() });
+  expect(r.unplaced).toEqual([]);
+  return r.state;
+}
+
 describe("loop passes: a join in the body", () => {
   /** Three parallel branches joined by `j`, then `k`; each pass appends what `j` saw to `$.vars.seen`. */
   const body = (join: JsonValue | undefined, passes = 3) => def({
@@ -192,5 +222,90 @@ describe("loop passes: a join in the body", () => {
       expect(sim.effects.filter((e) => e.kind === "cancelTools")).toEqual([]);
       expect(sim.s.nodes.loop).toMatchObject({ status: "completed", iterations: 3, attempt: 4 });
     }
+  });
+});
+
+describe("loop passes: a condition in the body", () => {
+  /** Odd passes go through x, even ones through y; each branch goes back to the loop on its own edge. */
+  const d = def({
+    start: "init",
+    nodes: [
+      { id: "init", type: "setVariable", config: { values: { "$.vars.i": 0 } } },
+      { id: "loop", type: "whileLoop", config: { condition: "vars.i < 3", maxIterations: 5 } },
+      { id: "inc", type: "transform", config: { expression: "vars.i + 1" }, output: "$.vars.i" },
+      { id: "c", type: "condition", config: { expression: "vars.i % 2 = 1" } },
+      { id: "x", type: "tool", config: { tool: "t" }, input: { branch: "x", i: "$.vars.i" } },
+      { id: "y", type: "tool", config: { tool: "t" }, input: { branch: "y", i: "$.vars.i" } },
+      { id: "done", type: "transform", config: { expression: "{ 'x': x, 'y': y, 'loops': loop.iterations }" } },
+    ],
+    edges: [
+      { from: "init", to: "loop" }, { from: "loop", to: "inc", when: "body" }, { from: "inc", to: "c" },
+      { from: "c", to: "x", when: "true" }, { from: "c", to: "y", when: "false" }, { from: "x", to: "loop" }, { from: "y", to: "loop" },
+      { from: "loop", to: "done", when: "exit" },
+    ],
+  });
+
+  it("a branch not taken is skipped in this pass, whatever it did in the pass before; nothing before it restarts", async () => {
+    const sim = await new Sim(d, { t: hold }).start();
+    await sim.answer("x", ok({ from: "x", i: 1 }));
+    // Pass 2 takes y, which the pass before skipped; x ran then, and is skipped now.
+    expect(sim.statuses()).toEqual({ init: "completed#1", loop: "completed#2", inc: "completed#2", c: "completed#2", x: "skipped#1", y: "running#1" });
+    // x's output is the one of the pass that ran it: the latest value.
+    expect(sim.s.context.x).toEqual({ from: "x", i: 1 });
+    const mid = sim.s;
+    await sim.answer("y", ok({ from: "y", i: 2 }));
+    expect(sim.statuses()).toMatchObject({ loop: "completed#3", inc: "completed#3", c: "completed#3", x: "running#2", y: "skipped#1" });
+    await sim.answer("x", ok({ from: "x", i: 3 }));
+    expect([sim.s.status, sim.s.output]).toEqual(["completed", { x: { from: "x", i: 3 }, y: { from: "y", i: 2 }, loops: 3 }]);
+    expect(sim.rows("x")).toEqual(["1:running", "1:completed", "2:running", "2:completed"]);
+    // y: skipped in pass 1, run in pass 2, skipped in pass 3, and, as all the body, when the loop exits.
+    expect(sim.nodeEvents("y")).toEqual(["skipped", "started:1", "completed:1", "skipped", "skipped"]);
+    expect(sim.rows("inc").filter((r) => r.endsWith("completed"))).toEqual(["1:completed", "2:completed", "3:completed"]);
+
+    // A fork of the checkpoint taken in pass 2 goes on from there and ends as the run did.
+    const f = await fork(d, mid, { t: (a) => ok({ from: a.branch!, i: a.i! }) });
+    expect([f.s.status, f.s.output]).toEqual(["completed", { x: { from: "x", i: 3 }, y: { from: "y", i: 2 }, loops: 3 }]);
+    expect(f.calls().map((c) => `${c.nodeId}:${c.callId}`)).toEqual(["y:8.y.2", "x:8.x.2"]);
+    // Rebuilt from its journal, the run is where it was in pass 2.
+    const at2 = new Sim(d, { t: hold });
+    await at2.start();
+    await at2.answer("x", ok({ from: "x", i: 1 }));
+    const again = await rebuilt(at2);
+    expect([again.context, untimed(again)]).toEqual([at2.s.context, untimed(at2.s)]);
+  });
+});
+
+describe("loop passes: branches that go back to the loop each on its own edge", () => {
+  /** work races a delay: whichever goes back to the loop first ends the pass. */
+  const d = def({
+    start: "loop",
+    nodes: [
+      { id: "loop", type: "whileLoop", config: { condition: "$iteration < 2", maxIterations: 5 } },
+      { id: "work", type: "tool", config: { tool: "t" } },
+      { id: "tick", type: "delay", config: { ms: 1000 } },
+      { id: "done", type: "transform", config: { expression: "loop.iterations" } },
+    ],
+    edges: [
+      { from: "loop", to: "work", when: "body" }, { from: "loop", to: "tick", when: "body" }, { from: "work", to: "loop" }, { from: "tick", to: "loop" },
+      { from: "loop", to: "done", when: "exit" },
+    ],
+  });
+
+  it("the first branch back ends the pass: the other branch's work is stopped then, and starts afresh in the next pass", async () => {
+    // Pass 1: the delay wins.
+    const sim = new Sim(d, { t: hold });
+    sim.autoTimers = false;
+    await sim.start();
+    await sim.fire();
+    expect(sim.statuses()).toMatchObject({ loop: "completed#2", work: "running#2", tick: "running#2" });
+    expect(sim.rows("work")).toEqual(["1:running", "1:failed(BATON_CANCELLED)", "2:running"]);
+    expect(sim.effects.flatMap((e) => (e.kind === "cancelTools" ? e.callIds : []))).toEqual(["7.work.1"]);
+    // Pass 2: work wins; the delay of pass 2 is stopped, the loop exits.
+    await sim.answer("work", ok("w"));
+    expect([sim.s.status, sim.s.output, sim.s.timers]).toEqual(["completed", 2, undefined]);
+    expect(sim.rows("tick")).toEqual(["1:running", "1:completed", "2:running", "2:failed(BATON_CANCELLED)"]);
+    // The call of pass 1 answering late changes nothing.
+    const late = await step({ definition: d, state: sim.s, command: { kind: "toolResult", nodeId: "work", callId: "7.work.1", ok: true, output: 1, durationMs: 1 }, now: new Date(START + 99_999).toISOString() });
+    expect(late.ignored).toBeDefined();
   });
 });
