@@ -4,7 +4,8 @@
  * loop:
  * - a join waits for this pass's branches: a branch that arrived in an earlier pass counts
  *   nothing now; a join left out waits for all (only a node entered by an edge that closes a
- *   loop joins as `any` by default);
+ *   loop joins as `any` by default); a branch arriving after an `any` or `n` join fired in this
+ *   pass is ignored, as outside a loop: the join runs once per pass and what follows it goes on;
  * - a branch not taken in this pass is skipped, whatever it did in the pass before, and the
  *   loop node and the nodes before the branch keep this pass's runs (nothing restarts mid-pass);
  *   a branch still running when the pass went back to the loop on another edge is stopped then,
@@ -222,6 +223,49 @@ describe("loop passes: a join in the body", () => {
       expect(sim.effects.filter((e) => e.kind === "cancelTools")).toEqual([]);
       expect(sim.s.nodes.loop).toMatchObject({ status: "completed", iterations: 3, attempt: 4 });
     }
+  });
+
+  it("an any join fires once per pass on that pass's first branch; later arrivals are ignored and what follows it goes on", async () => {
+    const sim = await new Sim(body("any", 2), tools).start();
+    await sim.answer("b", ok({ i: 0 }));
+    expect(sim.s.nodes.j).toMatchObject({ status: "completed", attempt: 1 });
+    expect(sim.s.nodes.k).toMatchObject({ status: "running", attempt: 1 });
+    // a and c arrive while k runs: j does not run again, k is not cancelled, the loop node keeps its pass.
+    await sim.answer("a", ok({ i: 0 }));
+    await sim.answer("c", ok({ i: 0 }));
+    expect(sim.statuses()).toMatchObject({ loop: "completed#1", a: "completed#1", b: "completed#1", c: "completed#1", j: "completed#1", k: "running#1" });
+    expect(sim.effects.filter((e) => e.kind === "cancelTools")).toEqual([]);
+    await sim.answer("k", ok("k"));
+    // Pass 2: the first branch is c. j sees c's value of this pass, and a's and b's of the pass before (the latest values).
+    expect(sim.statuses()).toMatchObject({ loop: "completed#2", a: "running#2", b: "running#2", c: "running#2", j: "waiting#1" });
+    await sim.answer("c", ok({ i: 1 }));
+    // Pass 1's j saw only b ([a.i, b.i, c.i] drops what is missing).
+    expect(sim.s.context.vars).toEqual({ i: 2, seen: [[0], [0, 0, 1]] });
+    await sim.answer("k", ok("k"));
+    // The loop exits. a and b of pass 2 were still out: the pass's end stopped them, as a loop going round does.
+    expect(sim.s.status).toBe("completed");
+    expect(sim.rows("j")).toEqual(["1:running", "1:completed", "2:running", "2:completed"]);
+    expect(sim.rows("k")).toEqual(["1:running", "1:completed", "2:running", "2:completed"]);
+    expect(sim.effects.flatMap((e) => (e.kind === "cancelTools" ? e.callIds : []))).toEqual(["7.a.2", "7.b.2"]);
+    expect(sim.rows("a")).toEqual(["1:running", "1:completed", "2:running", "2:failed(BATON_CANCELLED)"]);
+  });
+
+  it("an n-of join waits for n branches of this pass", async () => {
+    const sim = await new Sim(body({ n: 2 }, 2), tools).start();
+    await sim.answer("a", ok({ i: 0 }));
+    await sim.answer("c", ok({ i: 0 }));
+    expect(sim.statuses()).toMatchObject({ j: "completed#1", k: "running#1", b: "running#1" });
+    // b comes late: ignored.
+    await sim.answer("b", ok({ i: 0 }));
+    expect(sim.statuses()).toMatchObject({ loop: "completed#1", j: "completed#1", k: "running#1" });
+    await sim.answer("k", ok("k"));
+    // Pass 2: one branch of this pass is not enough, though all three arrived in the pass before.
+    await sim.answer("b", ok({ i: 1 }));
+    expect(sim.statuses()).toMatchObject({ loop: "completed#2", j: "waiting#1", b: "completed#2" });
+    await sim.answer("a", ok({ i: 1 }));
+    expect(sim.s.context.vars).toEqual({ i: 2, seen: [[0, 0], [1, 1, 0]] });
+    await sim.answer("k", ok("k"));
+    expect([sim.s.status, sim.rows("j").length]).toEqual(["completed", 4]);
   });
 });
 

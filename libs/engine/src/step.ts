@@ -424,10 +424,35 @@ class Stepper {
   take(e: EdgeDefinition): void {
     const { from, to } = e;
     const target = this.run(to);
-    // Taking an edge into a node that already ran in this pass closes a loop: run the region again.
-    if (target.status !== "waiting" && this.g.cyclic.has(to) && this.g.scc.get(to) === this.g.scc.get(from)) this.resetRegion(to, from);
+    if (target.status !== "waiting" && this.g.cyclic.has(to) && this.g.scc.get(to) === this.g.scc.get(from)) {
+      // The node ran in this pass already. When the edge's source ran after it and because of
+      // it, the edge closes a loop: run the region again. Otherwise the edge arrives late at a
+      // node that started without it (an `any` or `n` join): ignored, as outside a loop.
+      if (target.status !== "skipped" && !this.leadsTo(to, from)) {
+        this.s.edges[this.edgeKey(e)] = "taken";
+        return;
+      }
+      this.resetRegion(to, from);
+    }
     this.s.edges[this.edgeKey(e)] = "taken";
     this.settle(to);
+  }
+
+  /** Whether `to` can be reached from `from` along edges taken (in this pass), within their cycle. */
+  leadsTo(from: string, to: string): boolean {
+    if (from === to) return true;
+    const scc = this.g.scc.get(from);
+    const seen = new Set<string>([from]);
+    const stack = [from];
+    while (stack.length) {
+      for (const e of this.g.outgoing.get(stack.pop()!) ?? []) {
+        if (seen.has(e.to) || this.g.scc.get(e.to) !== scc || this.s.edges[this.edgeKey(e)] !== "taken") continue;
+        if (e.to === to) return true;
+        seen.add(e.to);
+        stack.push(e.to);
+      }
+    }
+    return false;
   }
 
   kill(e: EdgeDefinition, flushing = false): void {
