@@ -1,7 +1,7 @@
 /**
  * Loop bodies across passes, step by step: each pass of a whileLoop sees that pass's state.
- * Rules checked, for bodies holding a join, a condition and branches that race back to the
- * loop:
+ * Rules checked, for bodies holding a join, a condition, branches that race back to the loop, a
+ * retried node and a cycle bounded by maxVisits:
  * - a join waits for this pass's branches: a branch that arrived in an earlier pass counts
  *   nothing now; a join left out waits for all (only a node entered by an edge that closes a
  *   loop joins as `any` by default); a branch arriving after an `any` or `n` join fired in this
@@ -12,8 +12,12 @@
  *   and starts afresh in the next pass;
  * - `$.path` reads see the latest values: what this pass wrote, else what an earlier pass
  *   left (the output of a branch not taken now, or not yet arrived, stays from the pass that ran it);
+ * - counts: a node's attempts go on across passes (the journal's key), its retries count per
+ *   visit, a loop's iterations per entry into it, `maxVisits` per pass; each journal row and
+ *   event names the attempt it is about;
  * - time travel: a fork of a checkpoint taken mid-pass, and a state rebuilt from the journal,
- *   go on from that pass and end as the run itself does.
+ *   go on from that pass and end as the run itself does; a node the fork starts again is the
+ *   same visit (maxVisits counts it once, its idempotency key is the visit's).
  */
 import { describe, expect, it } from "@jest/globals";
 import { replayJournal, step, validateWorkflow } from "./index.ts";
@@ -157,6 +161,7 @@ function result(e: Effect & { kind: "callTool" }, a: Answer): Command {
 }
 
 const ok = (output: JsonValue): Answer => ({ ok: true, output });
+const echo: ToolFn = (a) => ok(a);
 const hold: ToolFn = () => "hold";
 
 /** A fork of a checkpoint (time travel), run as far as it goes. */
@@ -351,5 +356,83 @@ describe("loop passes: branches that go back to the loop each on its own edge", 
     // The call of pass 1 answering late changes nothing.
     const late = await step({ definition: d, state: sim.s, command: { kind: "toolResult", nodeId: "work", callId: "7.work.1", ok: true, output: 1, durationMs: 1 }, now: new Date(START + 99_999).toISOString() });
     expect(late.ignored).toBeDefined();
+  });
+});
+
+describe("loop passes: a retried node in the body", () => {
+  const d = def({
+    start: "init",
+    nodes: [
+      { id: "init", type: "setVariable", config: { values: { "$.vars.i": 0 } } },
+      { id: "loop", type: "whileLoop", config: { condition: "vars.i < 3", maxIterations: 5 } },
+      { id: "work", type: "tool", config: { tool: "t" }, input: { i: "$.vars.i" }, retry: { maxAttempts: 2, initialDelayMs: 1000, jitter: 0 }, maxVisits: 1 },
+      { id: "inc", type: "transform", config: { expression: "vars.i + 1" }, output: "$.vars.i" },
+    ],
+    edges: [{ from: "init", to: "loop" }, { from: "loop", to: "work", when: "body" }, { from: "work", to: "inc" }, { from: "inc", to: "loop" }],
+  });
+  const fail: Answer = { ok: false, retryable: true, message: "busy" };
+
+  it("attempts go on across passes, retries count per visit, and each row and event names its attempt", async () => {
+    // Pass 1 fails once, pass 2 not at all, pass 3 twice: the run fails there after 2 attempts of that visit.
+    const plan: Record<number, Answer[]> = { 0: [fail, ok("a")], 1: [ok("b")], 2: [fail, fail] };
+    const sim = await new Sim(d, { t: (a) => plan[a.i as number]!.shift()! }).start();
+    expect(sim.s.status).toBe("failed");
+    expect(sim.s.error).toMatchObject({ code: "E_TOOL", nodeId: "work", message: 'node "work" failed after 2 attempt(s): busy' });
+    expect(sim.rows("work")).toEqual(["1:running", "1:failed(E_TOOL)", "2:running", "2:completed", "3:running", "3:completed", "4:running", "4:failed(E_TOOL)", "5:running", "5:failed(E_TOOL)"]);
+    expect(sim.events.flatMap((e) => (e.kind === "node.failed" ? [`${e.attempt}:${e.retrying}`] : []))).toEqual(["1:true", "4:true", "5:false"]);
+    expect(sim.effects.flatMap((e) => (e.kind === "setTimer" ? [e.timerId] : []))).toEqual(["retry:work:1", "retry:work:4"]);
+    // A new call per attempt; the idempotency key is the visit's, the same on its retries.
+    expect(sim.calls("work").map((c) => [c.callId, c.attempt, c.idempotencyKey])).toEqual([
+      ["7.work.1", 1, "7.work"], ["7.work.2", 2, "7.work"], ["7.work.3", 3, "7.work.v2"], ["7.work.4", 4, "7.work.v3"], ["7.work.5", 5, "7.work.v3"],
+    ]);
+    expect(sim.s.nodes.work).toMatchObject({ attempt: 5, visits: 3, visitStartAttempt: 3 });
+  });
+
+  it("a checkpoint taken while a retry waits in a later pass: rebuilt from the journal, or forked, it goes on from that attempt", async () => {
+    let first = true;
+    const sim = await new Sim(d, { t: (a) => (a.i === 1 && first ? ((first = false), fail) : a.i === 1 ? "hold" : ok(a.i!)) }).start();
+    // Pass 2: attempt 2 failed, attempt 3 is out.
+    expect(sim.s.nodes.work).toMatchObject({ status: "running", attempt: 3, callId: "7.work.3", visits: 2, visitStartAttempt: 1 });
+    const again = await rebuilt(sim);
+    expect(again.nodes.work).toMatchObject({ status: "running", attempt: 3, callId: "7.work.3", visits: 2, visitStartAttempt: 1 });
+    expect(again.nodes.loop).toMatchObject({ iterations: 2 });
+    // The fork runs pass 2's visit again: not a visit more (work may be visited once a pass), and with that visit's key.
+    const f = await fork(d, sim.s, { t: (a) => ok(a.i!) });
+    expect([f.s.status, f.s.context.vars, f.s.nodes.loop!.iterations, f.s.nodes.work!.visits]).toEqual(["completed", { i: 3 }, 3, 3]);
+    expect(f.calls("work").map((c) => [c.callId, c.idempotencyKey])).toEqual([["8.work.4", "8.work.v2"], ["8.work.5", "8.work.v3"]]);
+  });
+});
+
+describe("loop passes: a cycle bounded by maxVisits in the body", () => {
+  /** `work` retries (work → chk → work) until it has tried more often than the pass's number: once in pass 0, twice in pass 1. */
+  const d = def({
+    start: "init",
+    nodes: [
+      { id: "init", type: "setVariable", config: { values: { "$.vars.i": 0, "$.vars.tries": 0 } } },
+      { id: "loop", type: "whileLoop", config: { condition: "vars.i < 2", maxIterations: 10 } },
+      { id: "work", type: "tool", config: { tool: "t" }, input: { i: "$.vars.i", tries: "$.vars.tries" }, maxVisits: 2 },
+      { id: "count", type: "transform", config: { expression: "{ 'i': vars.i, 'tries': vars.tries + 1 }" }, output: "$.vars" },
+      { id: "chk", type: "condition", config: { expression: "vars.tries <= vars.i" } },
+      { id: "next", type: "transform", config: { expression: "{ 'i': vars.i + 1, 'tries': 0 }" }, output: "$.vars" },
+      { id: "done", type: "transform", config: { expression: "{ 'i': vars.i, 'work': work.visits }" } },
+    ],
+    edges: [
+      { from: "init", to: "loop" }, { from: "loop", to: "work", when: "body" }, { from: "work", to: "count" }, { from: "count", to: "chk" },
+      { from: "chk", to: "work", when: "true" }, { from: "chk", to: "next", when: "false" }, { from: "next", to: "loop" },
+      { from: "loop", to: "done", when: "exit" },
+    ],
+  });
+
+  it("counts visits per pass; a fork mid-cycle counts the visit it runs again once", async () => {
+    const sim = await new Sim(d, { t: echo }).start();
+    expect([sim.s.status, sim.s.nodes.work!.visits, sim.s.nodes.loop!.iterations]).toEqual(["completed", 3, 2]);
+    expect(sim.calls("work").map((c) => [c.idempotencyKey, c.args])).toEqual([["7.work", { i: 0, tries: 0 }], ["7.work.v2", { i: 1, tries: 0 }], ["7.work.v3", { i: 1, tries: 1 }]]);
+    // Held at the second visit of pass 2, its last allowed one.
+    let n = 0;
+    const mid = await new Sim(d, { t: (a, c) => (++n === 3 ? "hold" : echo(a, c)) }).start();
+    expect(mid.s.nodes.work).toMatchObject({ status: "running", visits: 3, visitsBeforePass: 1 });
+    const f = await fork(d, mid.s, { t: echo });
+    expect([f.s.status, f.s.error, f.s.nodes.work!.visits]).toEqual(["completed", undefined, 3]);
+    expect(f.calls("work").map((c) => [c.idempotencyKey, c.args])).toEqual([["8.work.v3", { i: 1, tries: 1 }]]);
   });
 });

@@ -1792,6 +1792,9 @@ export function forkState(source: ExecutionState, identity: NonNullable<StepInpu
       delete run.childKey;
       delete run.fan;
       delete run.error;
+      // Its start in the fork is the same visit again, not one more: `maxVisits` counts it once,
+      // and the visit keeps its idempotency key.
+      if (run.visits) run.visits -= 1;
       if (fan) {
         run.fan = {
           ...fan,
