@@ -1,7 +1,7 @@
 /**
  * Loop bodies across passes, step by step: each pass of a whileLoop sees that pass's state.
  * Rules checked, for bodies holding a join, a condition, branches that race back to the loop, a
- * retried node and a cycle bounded by maxVisits:
+ * retried node, a review, a nested loop, a cycle bounded by maxVisits and a forEach:
  * - a join waits for this pass's branches: a branch that arrived in an earlier pass counts
  *   nothing now; a join left out waits for all (only a node entered by an edge that closes a
  *   loop joins as `any` by default); a branch arriving after an `any` or `n` join fired in this
@@ -14,7 +14,7 @@
  *   left (the output of a branch not taken now, or not yet arrived, stays from the pass that ran it);
  * - counts: a node's attempts go on across passes (the journal's key), its retries count per
  *   visit, a loop's iterations per entry into it, `maxVisits` per pass; each journal row and
- *   event names the attempt it is about;
+ *   event names the attempt it is about, and a decision for an earlier pass's review is ignored;
  * - time travel: a fork of a checkpoint taken mid-pass, and a state rebuilt from the journal,
  *   go on from that pass and end as the run itself does; a node the fork starts again is the
  *   same visit (maxVisits counts it once, its idempotency key is the visit's).
@@ -403,6 +403,107 @@ describe("loop passes: a retried node in the body", () => {
   });
 });
 
+describe("loop passes: a review in the body", () => {
+  /** Each pass asks for a review of vars.i; approved or edited, nx counts on; rejected, the pass goes back to the loop as it is. */
+  const d = def({
+    start: "init",
+    nodes: [
+      { id: "init", type: "setVariable", config: { values: { "$.vars.i": 0 } } },
+      { id: "loop", type: "whileLoop", config: { condition: "vars.i < 3", maxIterations: 10 } },
+      { id: "r", type: "humanReview", config: { reason: "ok?", subject: { i: "$.vars.i" } } },
+      { id: "nx", type: "transform", config: { expression: "r.data.i + 1" }, output: "$.vars.i" },
+      { id: "done", type: "transform", config: { expression: "{ 'i': vars.i, 'r': r.decision }" } },
+    ],
+    edges: [
+      { from: "init", to: "loop" }, { from: "loop", to: "r", when: "body" }, { from: "r", to: "nx", when: "approved" },
+      { from: "r", to: "loop", when: "rejected" }, { from: "nx", to: "loop" }, { from: "loop", to: "done", when: "exit" },
+    ],
+  });
+  const decide = (action: "approve" | "edit" | "reject", attempt: number, data?: JsonObject): Command => ({ kind: "resume", nodeId: "r", action, attempt, ...(data ? { data } : {}) });
+
+  it("each pass pauses at its own attempt of the review; a decision for an earlier pass's is ignored", async () => {
+    const sim = await new Sim(d).start();
+    const reviews = () => sim.effects.flatMap((e) => (e.kind === "review" ? [[e.seq, e.subject]] : []));
+    expect([sim.s.status, sim.s.pause, sim.s.nodes.r!.attempt]).toEqual(["paused", { nodeId: "r", reason: "ok?", seq: 1 }, 1]);
+    await sim.run(decide("approve", 1));
+    expect([sim.s.status, sim.s.pause, sim.s.nodes.r!.attempt]).toEqual(["paused", { nodeId: "r", reason: "ok?", seq: 2 }, 2]);
+    // The first pass's decision again (sent twice): it is for attempt 1, and changes nothing.
+    const stale = await step({ definition: d, state: sim.s, command: decide("reject", 1), now: new Date(START + 99_999).toISOString() });
+    expect(stale.ignored).toMatch(/attempt 1 .* paused at attempt 2/);
+    await sim.run(decide("reject", 2));
+    // Rejected: nx was skipped in pass 2, and waits in pass 3, which reviews the same i again.
+    expect(sim.nodeEvents("nx").slice(-2)).toEqual(["completed:1", "skipped"]);
+    expect([sim.s.nodes.nx!.status, sim.s.context.vars, sim.s.nodes.r!.attempt]).toEqual(["waiting", { i: 1 }, 3]);
+    expect(sim.s.context.r).toMatchObject({ decision: "reject" });
+    const paused3 = sim.s;
+    await sim.run(decide("edit", 3, { i: 1 }));
+    await sim.run(decide("approve", 4));
+    expect([sim.s.status, sim.s.output, sim.s.nodes.loop!.iterations]).toEqual(["completed", { i: 3, r: "approve" }, 4]);
+    expect(reviews()).toEqual([[1, { i: 0 }], [2, { i: 1 }], [3, { i: 1 }], [4, { i: 2 }]]);
+    expect(sim.rows("r")).toEqual(["1:paused", "1:completed", "2:paused", "2:completed", "3:paused", "3:completed", "4:paused", "4:completed"]);
+    expect(sim.events.flatMap((e) => (e.kind === "execution.resumed" ? [e.decision] : []))).toEqual(["approve", "reject", "edit", "approve"]);
+    expect(sim.rows("nx").filter((r) => r.endsWith("completed"))).toEqual(["1:completed", "2:completed", "3:completed"]);
+
+    // Rebuilt from the journal while paused in pass 3: paused at that attempt, and its decision goes on from there.
+    const at3 = new Sim(d);
+    await at3.start();
+    await at3.run(decide("approve", 1));
+    await at3.run(decide("reject", 2));
+    const again = await rebuilt(at3);
+    expect([again.status, again.pause, again.nodes.r!.attempt, again.context]).toEqual(["paused", paused3.pause, 3, paused3.context]);
+    // A fork of that checkpoint asks for the review again, at its own next attempt, and goes on.
+    const f = await fork(d, paused3, {});
+    expect([f.s.status, f.s.nodes.r!.attempt, f.s.nodes.r!.visits, f.s.nodes.loop!.iterations]).toEqual(["paused", 4, 3, 3]);
+    await f.run(decide("approve", 4));
+    await f.run(decide("approve", 5));
+    expect([f.s.status, f.s.output]).toEqual(["completed", { i: 3, r: "approve" }]);
+  });
+});
+
+describe("loop passes: a nested loop in the body", () => {
+  /** Two outer passes of two inner ones; `work` (a tool) runs in each inner pass. */
+  const d = def({
+    start: "i",
+    nodes: [
+      { id: "i", type: "setVariable", config: { values: { "$.vars.o": 0, "$.vars.log": [] } } },
+      { id: "outer", type: "whileLoop", config: { condition: "vars.o < 2", maxIterations: 2 } },
+      { id: "ri", type: "setVariable", config: { values: { "$.vars.n": 0 } } },
+      { id: "inner", type: "whileLoop", config: { condition: "vars.n < 2", maxIterations: 2 } },
+      { id: "work", type: "tool", config: { tool: "t" }, input: { o: "$.vars.o", n: "$.vars.n" }, maxVisits: 1 },
+      { id: "inc", type: "transform", config: { expression: "vars.n + 1" }, output: "$.vars.n" },
+      { id: "onext", type: "transform", config: { expression: "{ 'o': vars.o + 1, 'n': vars.n, 'log': $append(vars.log, [inner.iterations]) }" }, output: "$.vars" },
+      { id: "done", type: "transform", config: { expression: "vars" } },
+    ],
+    edges: [
+      { from: "i", to: "outer" }, { from: "outer", to: "ri", when: "body" }, { from: "ri", to: "inner" },
+      { from: "inner", to: "work", when: "body" }, { from: "work", to: "inc" }, { from: "inc", to: "inner" }, { from: "inner", to: "onext", when: "exit" },
+      { from: "onext", to: "outer" }, { from: "outer", to: "done", when: "exit" },
+    ],
+  });
+  const t: ToolFn = (a) => ok([a.o!, a.n!]);
+
+  it("the inner loop counts its iterations afresh in each outer pass; counts and keys go on; a fork mid-inner-pass goes on from there", async () => {
+    const sim = await new Sim(d, { t }).start();
+    // maxIterations 2 for each loop: the inner's count restarts in every outer pass.
+    expect([sim.s.status, sim.s.output]).toEqual(["completed", { o: 2, n: 2, log: [2, 2] }]);
+    expect(sim.calls("work").map((c) => [c.callId, c.idempotencyKey, c.args])).toEqual([
+      ["7.work.1", "7.work", { o: 0, n: 0 }], ["7.work.2", "7.work.v2", { o: 0, n: 1 }], ["7.work.3", "7.work.v3", { o: 1, n: 0 }], ["7.work.4", "7.work.v4", { o: 1, n: 1 }],
+    ]);
+    expect(sim.s.nodes.inner).toMatchObject({ attempt: 6 });
+    expect(sim.s.nodes.outer).toMatchObject({ iterations: 2, attempt: 3 });
+
+    // Held in the second inner pass of the second outer pass.
+    let calls = 0;
+    const mid = await new Sim(d, { t: (a, c) => (++calls === 4 ? "hold" : t(a, c)) }).start();
+    expect([mid.s.nodes.outer!.iterations, mid.s.nodes.inner!.iterations, mid.s.nodes.work!.status]).toEqual([2, 2, "running"]);
+    const again = await rebuilt(mid);
+    expect([again.context, untimed(again)]).toEqual([mid.s.context, untimed(mid.s)]);
+    const f = await fork(d, mid.s, { t });
+    expect([f.s.status, f.s.output]).toEqual(["completed", { o: 2, n: 2, log: [2, 2] }]);
+    expect(f.calls("work").map((c) => [c.idempotencyKey, c.args])).toEqual([["8.work.v4", { o: 1, n: 1 }]]);
+  });
+});
+
 describe("loop passes: a cycle bounded by maxVisits in the body", () => {
   /** `work` retries (work → chk → work) until it has tried more often than the pass's number: once in pass 0, twice in pass 1. */
   const d = def({
@@ -434,5 +535,40 @@ describe("loop passes: a cycle bounded by maxVisits in the body", () => {
     const f = await fork(d, mid.s, { t: echo });
     expect([f.s.status, f.s.error, f.s.nodes.work!.visits]).toEqual(["completed", undefined, 3]);
     expect(f.calls("work").map((c) => [c.idempotencyKey, c.args])).toEqual([["8.work.v3", { i: 1, tries: 1 }]]);
+  });
+});
+
+describe("loop passes: a forEach in the body", () => {
+  /** Each pass maps `sq` over the pass's list, then the next list is the results. */
+  const d = def({
+    start: "init",
+    nodes: [
+      { id: "init", type: "setVariable", config: { values: { "$.vars.i": 0, "$.vars.xs": [1, 2] } } },
+      { id: "loop", type: "whileLoop", config: { condition: "vars.i < 2", maxIterations: 5 } },
+      { id: "each", type: "forEach", config: { items: "$.vars.xs", tool: "sq", concurrency: 1 } },
+      { id: "nx", type: "transform", config: { expression: "{ 'i': vars.i + 1, 'xs': each }" }, output: "$.vars" },
+      { id: "done", type: "transform", config: { expression: "vars.xs" } },
+    ],
+    edges: [
+      { from: "init", to: "loop" }, { from: "loop", to: "each", when: "body" }, { from: "each", to: "nx" }, { from: "nx", to: "loop" },
+      { from: "loop", to: "done", when: "exit" },
+    ],
+  });
+  const sq: ToolFn = (a) => ok((a.value as number) ** 2);
+
+  it("each pass maps its own list with calls of that pass; a fork mid-forEach keeps only that pass's items done", async () => {
+    const sim = await new Sim(d, { sq }).start();
+    expect([sim.s.status, sim.s.output]).toEqual(["completed", [1, 16]]);
+    expect(sim.calls("each").map((c) => [c.callId, c.idempotencyKey, c.args])).toEqual([
+      ["7.each.1.0", "7.each.0", { value: 1 }], ["7.each.1.1", "7.each.1", { value: 2 }],
+      ["7.each.2.0", "7.each.v2.0", { value: 1 }], ["7.each.2.1", "7.each.v2.1", { value: 4 }],
+    ]);
+    // Held at the second item of pass 2: the fork runs that item only.
+    let n = 0;
+    const mid = await new Sim(d, { sq: (a, c) => (++n === 4 ? "hold" : sq(a, c)) }).start();
+    expect(mid.s.nodes.each!.fan!.items.map((it) => [it.status, it.result ?? null])).toEqual([["done", 1], ["running", null]]);
+    const f = await fork(d, mid.s, { sq });
+    expect([f.s.status, f.s.output]).toEqual(["completed", [1, 16]]);
+    expect(f.calls("each").map((c) => [c.callId, c.idempotencyKey, c.args])).toEqual([["8.each.3.1", "8.each.v2.1", { value: 4 }]]);
   });
 });
