@@ -5,8 +5,9 @@
  *   unreachable nodes are absent; a long chain is answered without building a set per node;
  * - graphOf: nodes share a component exactly when each reaches the other; only nodes on a
  *   cycle are cyclic; a chain of 20,000 nodes is taken without a set per node;
- * - loopRegion: the back edge's natural region — nested loops do not take in the loop around
- *   them (reached only through the inner loop's exit) — and a whileLoop's whole body;
+ * - loopRegion: the natural regions of every edge that closes a loop to the head — nested loops
+ *   do not take in the loop around them (reached only through the inner loop's exit) — and a
+ *   whileLoop's whole body;
  * - loopHeads: the targets of edges from nodes they dominate, and the nodes of cycles that have
  *   no such edge; a join in a loop body is none;
  * - loopBody: what a whileLoop's body edges lead back to it, nested loops included; passNodes:
@@ -102,8 +103,25 @@ describe("loopRegion", () => {
       ],
     } as unknown as WorkflowDefinition;
     const g = graphOf(def);
-    expect([...loopRegion(g, "inner", "inc")].sort()).toEqual(["inc", "inner"]);
-    expect([...loopRegion(g, "outer", "onext")].sort()).toEqual(["inc", "inner", "onext", "outer", "ri"]);
+    expect([...loopRegion(g, "inner", "inc", "i")].sort()).toEqual(["inc", "inner"]);
+    expect([...loopRegion(g, "outer", "onext", "i")].sort()).toEqual(["inc", "inner", "onext", "outer", "ri"]);
+  });
+});
+
+describe("loopRegion of a cycle with several ways back to its head", () => {
+  it("takes in every branch back to the head, not only the one a round came back on", () => {
+    const def = {
+      nodes: ["s", "work", "chk", "fixA", "fixB", "out"].map((id) => ({ id })),
+      edges: [
+        { from: "s", to: "work" }, { from: "work", to: "chk" }, { from: "chk", to: "fixA" }, { from: "chk", to: "fixB" },
+        { from: "fixA", to: "work" }, { from: "fixB", to: "work" }, { from: "chk", to: "out" },
+      ],
+    } as unknown as WorkflowDefinition;
+    const g = graphOf(def);
+    expect([...loopRegion(g, "work", "fixA", "s")].sort()).toEqual(["chk", "fixA", "fixB", "work"]);
+    // A cycle entered at two nodes has no edge closing a loop to either: the region is the edge's own.
+    const twoEntries = graphOf({ nodes: ["s", "x", "y"].map((id) => ({ id })), edges: [{ from: "s", to: "x" }, { from: "s", to: "y" }, { from: "x", to: "y" }, { from: "y", to: "x" }] } as unknown as WorkflowDefinition);
+    expect([...loopRegion(twoEntries, "x", "y", "s")].sort()).toEqual(["x", "y"]);
   });
 });
 
@@ -117,9 +135,9 @@ describe("loopRegion of a whileLoop", () => {
       ],
     } as unknown as WorkflowDefinition;
     const g = graphOf(def);
-    expect([...loopRegion(g, "loop", "x")].sort()).toEqual(["c", "inc", "loop", "x", "y"]);
+    expect([...loopRegion(g, "loop", "x", "init")].sort()).toEqual(["c", "inc", "loop", "x", "y"]);
     // A cycle's head that is no whileLoop has no body: its region is the natural one.
-    expect([...loopRegion(g, "c", "x")].sort()).toEqual(["c", "x"]);
+    expect([...loopRegion(g, "c", "x", "init")].sort()).toEqual(["c", "x"]);
   });
 });
 

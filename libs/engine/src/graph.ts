@@ -72,32 +72,39 @@ export function graphOf(def: Pick<WorkflowDefinition, "nodes" | "edges">): Graph
 const regions = new WeakMap<GraphInfo, Map<string, Set<string>>>();
 
 /**
- * Nodes re-run when the back edge `from → head` is taken: the head and every node reachable
- * from it that reaches `from` without passing through the head (the loop's natural region),
- * and, when the head is a whileLoop, its whole body ({@link loopBody}): a pass starts with
- * nothing left of the one before, also on the branches that went back to the loop another way.
- * A path back to `from` only through the head again leaves a node out: an enclosing loop's
- * head, reached through this loop's exit, is not part of this loop, so an inner loop's
- * iteration does not restart (and reset the count of) the loop around it.
+ * Nodes re-run when the edge `from → head` closes a loop: the head and every node on a way
+ * from it back to one of the edges that close a loop to it (the edges from the nodes it
+ * dominates, and `from → head`): each node that reaches the source of one of them without
+ * passing through the head (their natural regions). So a round of a cycle starts with nothing
+ * left of the one before, also on a branch that went back to the head on another edge. When
+ * the head is a whileLoop its whole body ({@link loopBody}) is taken in as well, a body node
+ * with an edge from outside the loop included. A path back only through the head again
+ * leaves a node out: an enclosing loop's head, reached through this loop's exit, is not part
+ * of this loop, so an inner loop's iteration does not restart (and reset the count of) the
+ * loop around it.
  */
-export function loopRegion(g: GraphInfo, head: string, from: string): Set<string> {
+export function loopRegion(g: GraphInfo, head: string, from: string, start: string): Set<string> {
   let cached = regions.get(g);
   if (!cached) regions.set(g, (cached = new Map<string, Set<string>>()));
-  const key = `${from}->${head}`;
+  const key = `${from}->${head}@${start}`;
   const hit = cached.get(key);
   if (hit) return hit;
-  // A node on a way back to `from` reaches the head (through the back edge); the head reaches
+  // A node on a way back to a source reaches the head (through its edge); the head reaches
   // it exactly when the two share a component.
   const loop = g.scc.get(head);
-  const region = new Set<string>([head, from]);
-  const stack = [from];
-  while (stack.length) {
-    const v = stack.pop()!;
-    for (const e of g.incoming.get(v) ?? []) {
-      const u = e.from;
-      if (u === head || region.has(u) || g.scc.get(u) !== loop) continue;
-      region.add(u);
-      stack.push(u);
+  const region = new Set<string>([head]);
+  for (const source of [from, ...(loopsOf(g, start).back.get(head) ?? [])]) {
+    if (region.has(source)) continue;
+    region.add(source);
+    const stack = [source];
+    while (stack.length) {
+      const v = stack.pop()!;
+      for (const e of g.incoming.get(v) ?? []) {
+        const u = e.from;
+        if (u === head || region.has(u) || g.scc.get(u) !== loop) continue;
+        region.add(u);
+        stack.push(u);
+      }
     }
   }
   for (const v of loopBody(g, head)) region.add(v);
@@ -156,7 +163,40 @@ export function passNodes(g: GraphInfo, loop: string): Set<string> {
   return loopSets(g, loop).pass;
 }
 
-const heads = new WeakMap<GraphInfo, Map<string, Set<string>>>();
+/** The loop heads of a graph from a start, and the sources of the edges that close a loop to each. */
+interface Loops {
+  heads: Set<string>;
+  back: Map<string, string[]>;
+}
+
+const loops = new WeakMap<GraphInfo, Map<string, Loops>>();
+
+function loopsOf(g: GraphInfo, start: string): Loops {
+  let cached = loops.get(g);
+  if (!cached) loops.set(g, (cached = new Map<string, Loops>()));
+  const hit = cached.get(start);
+  if (hit) return hit;
+  const edges = [...g.edgeKey.keys()];
+  const dom = dominators({ nodes: [...g.incoming.keys()], edges }, start);
+  const heads = new Set<string>();
+  const back = new Map<string, string[]>();
+  const forward: EdgeDefinition[] = [];
+  for (const e of edges) {
+    if (dom.get(e.from)?.has(e.to) === true) {
+      heads.add(e.to);
+      const b = back.get(e.to);
+      if (b) b.push(e.from);
+      else back.set(e.to, [e.from]);
+    } else {
+      forward.push(e);
+    }
+  }
+  // Cycles left without their back edges have no head that comes first (or are not reached from the start).
+  for (const comp of cyclicComponents({ nodes: [...g.incoming.keys()], edges: forward })) for (const v of comp) heads.add(v);
+  const out = { heads, back };
+  cached.set(start, out);
+  return out;
+}
 
 /**
  * The nodes that join as `any` when their definition leaves `join` out: the loop heads. A
@@ -167,22 +207,7 @@ const heads = new WeakMap<GraphInfo, Map<string, Set<string>>>();
  * join in a loop body waits for the branches of its pass.
  */
 export function loopHeads(g: GraphInfo, start: string): Set<string> {
-  let cached = heads.get(g);
-  if (!cached) heads.set(g, (cached = new Map<string, Set<string>>()));
-  const hit = cached.get(start);
-  if (hit) return hit;
-  const edges = [...g.edgeKey.keys()];
-  const dom = dominators({ nodes: [...g.incoming.keys()], edges }, start);
-  const out = new Set<string>();
-  const forward: EdgeDefinition[] = [];
-  for (const e of edges) {
-    if (dom.get(e.from)?.has(e.to) === true) out.add(e.to);
-    else forward.push(e);
-  }
-  // Cycles left without their back edges have no head that comes first (or are not reached from the start).
-  for (const comp of cyclicComponents({ nodes: [...g.incoming.keys()], edges: forward })) for (const v of comp) out.add(v);
-  cached.set(start, out);
-  return out;
+  return loopsOf(g, start).heads;
 }
 
 /** A graph as validation sees it: node ids and the edges between them (possibly a part of a broken definition). */

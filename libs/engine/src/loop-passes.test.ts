@@ -538,6 +538,35 @@ describe("loop passes: a cycle bounded by maxVisits in the body", () => {
   });
 });
 
+describe("loop passes: a cycle bounded by maxVisits whose branches race back to its head", () => {
+  /** Each round of h races work against a delay; the third round leaves to done. */
+  const d = def({
+    start: "h",
+    nodes: [
+      { id: "h", type: "transform", config: { expression: "$exists(vars.r) ? vars.r + 1 : 1" }, output: "$.vars.r", maxVisits: 3 },
+      { id: "work", type: "tool", config: { tool: "t" }, input: { r: "$.vars.r" } },
+      { id: "tick", type: "delay", config: { ms: 1000 } },
+      { id: "done", type: "transform", config: { expression: "vars.r" } },
+    ],
+    edges: [
+      { from: "h", to: "work", condition: "vars.r < 3" }, { from: "h", to: "tick", condition: "vars.r < 3" }, { from: "h", to: "done", condition: "vars.r >= 3" },
+      { from: "work", to: "h" }, { from: "tick", to: "h" },
+    ],
+  });
+
+  it("the first branch back ends the round: the other branch's work is stopped then, and starts afresh in the next round", async () => {
+    const sim = new Sim(d, { t: hold });
+    sim.autoTimers = false;
+    await sim.start();
+    await sim.fire();
+    expect(sim.statuses()).toMatchObject({ h: "completed#2", work: "running#2", tick: "running#2" });
+    expect(sim.rows("work")).toEqual(["1:running", "1:failed(BATON_CANCELLED)", "2:running"]);
+    await sim.answer("work", ok("w"));
+    expect([sim.s.status, sim.s.output, sim.s.timers]).toEqual(["completed", 3, undefined]);
+    expect(sim.rows("tick")).toEqual(["1:running", "1:completed", "2:running", "2:failed(BATON_CANCELLED)"]);
+  });
+});
+
 describe("loop passes: a forEach in the body", () => {
   /** Each pass maps `sq` over the pass's list, then the next list is the results. */
   const d = def({

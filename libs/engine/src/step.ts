@@ -486,7 +486,7 @@ class Stepper {
   }
 
   resetRegion(head: string, from: string): void {
-    const region = loopRegion(this.g, head, from);
+    const region = loopRegion(this.g, head, from, this.def.start);
     const calls: string[] = [];
     const reason = "loop iteration restarted";
     for (const id of region) {
