@@ -538,6 +538,69 @@ describe("loop passes: a cycle bounded by maxVisits in the body", () => {
   });
 });
 
+describe("loop passes: a cycle in the body with two ways back to its head", () => {
+  /**
+   * work → chk, then back to work through fixA or fixB (A, B, A in even passes, B, A, B in odd
+   * ones), or on to the loop's next pass through post. Joined: fixA and fixB go back through
+   * `note`; else each goes back to work on its own edge, and work notes them.
+   */
+  const d = (joined: boolean) => def({
+    start: "init",
+    nodes: [
+      { id: "init", type: "setVariable", config: { values: { "$.vars.i": 0, "$.vars.t": 0, "$.vars.log": [] } } },
+      { id: "loop", type: "whileLoop", config: { condition: "vars.i < 3", maxIterations: 5 } },
+      { id: "pre", type: "tool", config: { tool: "t" }, input: { i: "$.vars.i" } },
+      {
+        id: "work", type: "transform", output: "$.vars", maxVisits: 4,
+        config: { expression: joined ? "{ 'i': vars.i, 't': vars.t + 1, 'log': vars.log }" : "{ 'i': vars.i, 't': vars.t + 1, 'log': vars.t = 0 ? vars.log : $append(vars.log, fixA.fix & fixA.i & '/' & fixB.fix & fixB.i) }" },
+      },
+      { id: "chk", type: "transform", branching: "first", config: { expression: "vars.t = 4 ? 'ok' : (vars.i % 2 = 0) = (vars.t % 2 = 1) ? 'a' : 'b'" } },
+      { id: "fixA", type: "tool", config: { tool: "fix" }, input: { fix: "A", i: "$.vars.i" } },
+      { id: "fixB", type: "tool", config: { tool: "fix" }, input: { fix: "B", i: "$.vars.i" } },
+      ...(joined ? [{ id: "note", type: "transform", config: { expression: "{ 'i': vars.i, 't': vars.t, 'log': $append(vars.log, fixA.fix & fixA.i & '/' & fixB.fix & fixB.i) }" }, output: "$.vars" }] : []),
+      { id: "post", type: "tool", config: { tool: "t" }, input: { i: "$.vars.i" } },
+      { id: "next", type: "transform", config: { expression: "{ 'i': vars.i + 1, 't': 0, 'log': vars.log }" }, output: "$.vars" },
+      { id: "done", type: "transform", config: { expression: "vars.log" } },
+    ],
+    edges: [
+      { from: "init", to: "loop" }, { from: "loop", to: "pre", when: "body" }, { from: "pre", to: "work" }, { from: "work", to: "chk" },
+      { from: "chk", to: "fixA", condition: "$output = 'a'" }, { from: "chk", to: "fixB", condition: "$output = 'b'" }, { from: "chk", to: "post" },
+      ...(joined
+        ? [{ from: "fixA", to: "note" }, { from: "fixB", to: "note" }, { from: "note", to: "work" }]
+        : [{ from: "fixA", to: "work" }, { from: "fixB", to: "work" }]),
+      { from: "post", to: "next" }, { from: "next", to: "loop" }, { from: "loop", to: "done", when: "exit" },
+    ],
+  });
+
+  it("each round of the cycle starts with nothing left of the one before; the loop node and the nodes before the cycle keep their pass", async () => {
+    for (const joined of [true, false]) {
+      const sim = await new Sim(d(joined), { t: echo, fix: (a) => (a.fix === "B" && a.i === 0 ? "hold" : ok(a)) }).start();
+      // Pass 1, second round: fixB runs; fixA, which ran in the first round, is skipped in this one (and runs in the third).
+      expect([joined, sim.statuses()]).toEqual([joined, expect.objectContaining({
+        loop: "completed#1", pre: "completed#1", work: "completed#2", chk: "completed#2", fixA: "skipped#1", fixB: "running#1",
+      })]);
+      expect(sim.s.nodes.work!.visits).toBe(2);
+      const mid = sim.s;
+      await sim.answer("fixB", ok({ fix: "B", i: 0 }));
+      // What a round notes of the branch it did not take is that branch's output of its last run.
+      expect([joined, sim.s.status, sim.s.output]).toEqual([joined, "completed", ["A0/", "A0/B0", "A0/B0", "A0/B1", "A1/B1", "A1/B1", "A2/B1", "A2/B2", "A2/B2"]]);
+      expect(sim.rows("pre").filter((r) => r.endsWith("completed"))).toEqual(["1:completed", "2:completed", "3:completed"]);
+      expect(sim.rows("loop").filter((r) => r.endsWith("completed"))).toEqual(["1:completed", "2:completed", "3:completed", "4:completed"]);
+      expect(sim.s.nodes.work).toMatchObject({ visits: 12, visitsBeforePass: 8 });
+      const f = await fork(d(joined), mid, { t: echo, fix: (a) => ok(a) });
+      expect([joined, f.s.status, f.s.output]).toEqual([joined, "completed", sim.s.output]);
+
+      // Pass 2 leaves the cycle to post, which its rounds before skipped: post runs, and nothing before it restarts.
+      const left = await new Sim(d(joined), { t: (a, c) => (c.nodeId === "post" && a.i === 1 ? "hold" : ok(a)), fix: (a) => ok(a) }).start();
+      expect([joined, left.statuses()]).toEqual([joined, expect.objectContaining({
+        loop: "completed#2", pre: "completed#2", work: "completed#8", chk: "completed#8", fixA: "skipped#3", fixB: "skipped#3", post: "running#2", next: "waiting#1",
+      })]);
+      const f2 = await fork(d(joined), left.s, { t: echo, fix: (a) => ok(a) });
+      expect([joined, f2.s.status, f2.s.output, f2.rows("pre").length]).toEqual([joined, "completed", sim.s.output, 2]);
+    }
+  });
+});
+
 describe("loop passes: a cycle bounded by maxVisits whose branches race back to its head", () => {
   /** Each round of h races work against a delay; the third round leaves to done. */
   const d = def({

@@ -425,17 +425,46 @@ class Stepper {
     const { from, to } = e;
     const target = this.run(to);
     if (target.status !== "waiting" && this.g.cyclic.has(to) && this.g.scc.get(to) === this.g.scc.get(from)) {
-      // The node ran in this pass already. When the edge's source ran after it and because of
-      // it, the edge closes a loop: run the region again. Otherwise the edge arrives late at a
-      // node that started without it (an `any` or `n` join): ignored, as outside a loop.
-      if (target.status !== "skipped" && !this.leadsTo(to, from)) {
+      // The node was reached before in this pass. Skipped then (a round of a cycle before this
+      // one went another way), it has not run: it waits again. When it ran, and the edge's
+      // source ran after it and because of it, the edge closes a loop: run the region again.
+      // Otherwise the edge arrives late at a node that started without it (an `any` or `n`
+      // join): ignored, as outside a loop.
+      if (target.status === "skipped") {
+        this.unskip(to);
+      } else if (this.leadsTo(to, from)) {
+        this.resetRegion(to, from);
+      } else {
         this.s.edges[this.edgeKey(e)] = "taken";
         return;
       }
-      this.resetRegion(to, from);
     }
     this.s.edges[this.edgeKey(e)] = "taken";
     this.settle(to);
+  }
+
+  /**
+   * A node skipped in this pass is reached again: it waits again, and so does every node its
+   * skip skipped in turn (along its dead edges, within its cycle), their edges undecided. Each
+   * is decided again as the edges into it are.
+   */
+  unskip(id: string): void {
+    const scc = this.g.scc.get(id);
+    this.run(id).status = "waiting";
+    const stack = [id];
+    while (stack.length) {
+      const v = stack.pop()!;
+      for (const e of this.g.outgoing.get(v) ?? []) {
+        const key = this.edgeKey(e);
+        if (this.s.deferred?.includes(key)) this.s.deferred = this.s.deferred.filter((k) => k !== key);
+        if (this.s.edges[key] !== "dead") continue;
+        delete this.s.edges[key];
+        const next = this.s.nodes[e.to];
+        if (next?.status !== "skipped" || this.g.scc.get(e.to) !== scc) continue;
+        next.status = "waiting";
+        stack.push(e.to);
+      }
+    }
   }
 
   /** Whether `to` can be reached from `from` along edges taken (in this pass), within their cycle. */
