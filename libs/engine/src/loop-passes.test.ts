@@ -386,6 +386,10 @@ describe("loop passes: a retried node in the body", () => {
       ["7.work.1", 1, "7.work"], ["7.work.2", 2, "7.work"], ["7.work.3", 3, "7.work.v2"], ["7.work.4", 4, "7.work.v3"], ["7.work.5", 5, "7.work.v3"],
     ]);
     expect(sim.s.nodes.work).toMatchObject({ attempt: 5, visits: 3, visitStartAttempt: 3 });
+    // A fork of the failed run's last checkpoint runs pass 3's visit of work again, with its retries afresh, and completes.
+    const f = await fork(d, sim.s, { t: (a) => ok(a.i!) });
+    expect([f.s.status, f.s.context.vars, f.s.nodes.work!.visits]).toEqual(["completed", { i: 3 }, 3]);
+    expect(f.calls("work").map((c) => [c.callId, c.idempotencyKey])).toEqual([["8.work.6", "8.work.v3"]]);
   });
 
   it("a checkpoint taken while a retry waits in a later pass: rebuilt from the journal, or forked, it goes on from that attempt", async () => {
