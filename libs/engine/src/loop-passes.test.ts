@@ -359,6 +359,34 @@ describe("loop passes: branches that go back to the loop each on its own edge", 
   });
 });
 
+describe("loop passes: a loop entered again through a cycle through its exit", () => {
+  /** Two iterations per entry; `again` goes back to the loop from its exit twice. */
+  const d = (back: "loop" | "pre") => def({
+    start: "init",
+    nodes: [
+      { id: "init", type: "setVariable", config: { values: { "$.vars.rounds": 0 } } },
+      { id: "pre", type: "setVariable", config: { values: {} } },
+      { id: "loop", type: "whileLoop", config: { condition: "$iteration < 2", maxIterations: 3 } },
+      { id: "b", type: "transform", config: { expression: "vars.rounds" } },
+      { id: "again", type: "transform", config: { expression: "vars.rounds + 1" }, output: "$.vars.rounds", maxVisits: 3, branching: "first" },
+      { id: "done", type: "transform", config: { expression: "vars.rounds" } },
+    ],
+    edges: [
+      { from: "init", to: "pre" }, { from: "pre", to: "loop" }, { from: "loop", to: "b", when: "body" }, { from: "b", to: "loop" },
+      { from: "loop", to: "again", when: "exit" }, { from: "again", to: back, condition: "vars.rounds < 3" }, { from: "again", to: "done" },
+    ],
+  });
+
+  it("counts its iterations afresh on each entry, whether the cycle comes back to it or to a node before it", async () => {
+    for (const back of ["loop", "pre"] as const) {
+      const sim = await new Sim(d(back)).start();
+      expect([back, sim.s.status, sim.s.output]).toEqual([back, "completed", 3]);
+      // Two iterations on each of the three entries: b sees each entry's round.
+      expect([back, sim.journal.filter((j) => j.nodeId === "b" && j.status === "completed").map((j) => j.output)]).toEqual([back, [0, 0, 1, 1, 2, 2]]);
+    }
+  });
+});
+
 describe("loop passes: a retried node in the body", () => {
   const d = def({
     start: "init",

@@ -529,9 +529,11 @@ class Stepper {
       delete run.timerId;
       delete run.childKey;
       delete run.fan;
-      // A loop restarts its count with a pass of a loop around it (or of a cycle through its
-      // exit), not when a cycle inside its own body goes round: that is still the same pass.
-      if (id !== head && run.iterations !== undefined && !loopBody(this.g, id).has(head)) delete run.iterations;
+      // A loop restarts its count when it is entered again from outside its body: a pass of a
+      // loop around it, or a cycle through its exit (back to it, or to a node before it). Not
+      // when its own body comes back to it, or a cycle inside its body goes round: that is
+      // still the same run of the loop.
+      if (run.iterations !== undefined && !loopBody(this.g, id).has(id === head ? from : head)) delete run.iterations;
       this.clearNodeTimers(id);
       this.s.ready = this.s.ready.filter((r) => r !== id);
     }
