@@ -230,6 +230,28 @@ describe("loop passes: a join in the body", () => {
     }
   });
 
+  it("a fork of a run cancelled mid-pass runs that pass's branches that were out, and its join waits for them", async () => {
+    const sim = await new Sim(body(undefined), tools).start();
+    for (const id of ["a", "b", "c"]) await sim.answer(id, ok(at(sim)));
+    await sim.answer("k", ok("k"));
+    // Pass 2: a is back, b and c are out when the run is cancelled.
+    await sim.answer("a", ok(at(sim)));
+    await sim.run({ kind: "cancel", reason: "stop" });
+    expect(sim.statuses()).toMatchObject({ loop: "completed#2", a: "completed#2", b: "failed#2", c: "failed#2", j: "waiting#1" });
+    const f = await fork(body(undefined), sim.s, tools);
+    // The fork starts b and c again (resettle finds j reached by a, and j waits for the others).
+    expect(f.calls().map((c) => c.nodeId)).toEqual(["b", "c"]);
+    expect(f.statuses()).toMatchObject({ j: "waiting#1", a: "completed#2" });
+    await f.answer("c", ok(at(f)));
+    expect(f.s.nodes.j!.status).toBe("waiting");
+    await f.answer("b", ok(at(f)));
+    await f.answer("k", ok("k"));
+    for (const id of ["a", "b", "c"]) await f.answer(id, ok(at(f)));
+    await f.answer("k", ok("k"));
+    expect([f.s.status, f.s.output]).toEqual(["completed", { i: 3, seen: [[0, 0, 0], [1, 1, 1], [2, 2, 2]] }]);
+    expect(f.s.nodes.loop!.iterations).toBe(3);
+  });
+
   it("an any join fires once per pass on that pass's first branch; later arrivals are ignored and what follows it goes on", async () => {
     const sim = await new Sim(body("any", 2), tools).start();
     await sim.answer("b", ok({ i: 0 }));
