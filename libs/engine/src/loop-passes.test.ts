@@ -291,6 +291,9 @@ describe("loop passes: a join in the body", () => {
     expect(sim.statuses()).toMatchObject({ loop: "completed#2", j: "waiting#1", b: "completed#2" });
     await sim.answer("a", ok({ i: 1 }));
     expect(sim.s.context.vars).toEqual({ i: 2, seen: [[0, 0], [1, 1, 0]] });
+    // Rebuilt from its journal (the late arrival's row included), the run is where it is.
+    const again = await rebuilt(sim);
+    expect([again.context, untimed(again)]).toEqual([sim.s.context, untimed(sim.s)]);
     await sim.answer("k", ok("k"));
     expect([sim.s.status, sim.rows("j").length]).toEqual(["completed", 4]);
   });
