@@ -375,6 +375,35 @@ describe("a SynthDev agent without a model", () => {
   });
 });
 
+describe("a state machine's agentConfig in a failed import", () => {
+  const withModels: ValidateWorkflow = (d) => validateWorkflowWithTools(d, (name) => Promise.resolve(registered.has(name) || name === "llm.chat"), {
+    checkModel: (ref) => (ref.startsWith("openai:") ? undefined : `model "${ref}": provider "${ref.split(":")[0]}" is not configured`),
+  });
+  const machine = (agentConfig: Record<string, unknown>) => ({
+    initial: "ask",
+    agentConfig,
+    states: {
+      ask: { invoke: { type: "agent.llm", config: { prompt: "{{$.input.q}}" } }, on: { DONE: "done", FAIL: "nowhere" } },
+      done: { type: "final" },
+    },
+  });
+
+  test("gives its LLM states their model, and its model refs are checked in the same answer", async () => {
+    gw.setValidator(withModels);
+    try {
+      // The source's agentConfig gives the state a model: no missing_model for it.
+      expect(at(await refused("stateMachine", machine({ model: "openai:gpt-4o-mini" })))).toEqual(["unknown_target@body.source.states.ask.on.FAIL"]);
+      // A model no provider serves is found in the first answer, where it is in the source.
+      expect(at(await refused("stateMachine", machine({ model: "anthropic:claude-x" })))).toEqual([
+        "unknown_target@body.source.states.ask.on.FAIL",
+        "model_not_configured@body.source.agentConfig.model",
+      ]);
+    } finally {
+      gw.setValidator(withTools);
+    }
+  });
+});
+
 describe("warnings of an imported definition", () => {
   test("point into body.source, after the importer's own", async () => {
     const res = await importDoc("stateMachine", {

@@ -579,7 +579,9 @@ export function importStateMachine(def: unknown): ImportResult {
       const blockedBy = (e: ImportIssue): boolean => within(e.path, invokePath) || (e.path === path && e.code === "reserved_state_name");
       return { node: nodes.get(name)!, origin: { path, ...(Object.keys(fields).length > 0 ? { fields } : {}) }, blockedBy };
     });
-    return failWithNodes(errors, converted);
+    // With the agentConfig the definition would have (when it is an object): it gives the
+    // LLM states their model, and its model refs are checked with the rest.
+    return failWithNodes(errors, converted, agentConfig ? { fields: { agentConfig: agentConfig.value }, sourceMap: agentConfig.fields } : undefined);
   }
 
   const stepEdges = names.flatMap((n) => (transitions.get(n) ?? []).map((t) => ({ from: n, to: t.target, ...(t.when !== undefined ? { when: t.when } : {}) })));
