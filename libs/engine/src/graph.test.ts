@@ -9,12 +9,13 @@
  *   do not take in the loop around them (reached only through the inner loop's exit) — and a
  *   whileLoop's whole body;
  * - loopHeads: the targets of edges from nodes they dominate, and the nodes of cycles that have
- *   no such edge; a join in a loop body is none;
+ *   no such edge; a join in a loop body is none; joinOf: a node's own join, else `any` at a loop
+ *   head and `all` elsewhere (the engine's and validation's one rule);
  * - loopBody: what a whileLoop's body edges lead back to it, nested loops included; passNodes:
  *   that, less what its exit edges also lead to (whose visits no pass of it restarts).
  */
 import { describe, expect, it } from "@jest/globals";
-import { dominators, graphOf, loopBody, loopHeads, loopRegion, passNodes, reachableFrom } from "./graph.ts";
+import { dominators, graphOf, joinOf, loopBody, loopHeads, loopRegion, passNodes, reachableFrom } from "./graph.ts";
 import type { PlainGraph } from "./graph.ts";
 import type { WorkflowDefinition } from "./model.ts";
 
@@ -71,7 +72,7 @@ describe("graphOf", () => {
   it("components: shared exactly by nodes that reach each other; cyclic only on a cycle", () => {
     for (let seed = 1; seed <= 100; seed++) {
       const { nodes, edges } = randomGraph(seed);
-      const g = graphOf({ nodes: nodes.map((id) => ({ id })), edges } as unknown as WorkflowDefinition);
+      const g = graphOf({ nodes: nodes.map((id) => ({ id })), edges });
       // reachableFrom counts a node as reaching itself; a cycle needs an edge back to it.
       const reaches = (a: string, b: string) => (a === b ? edges.some((e) => e.from === a && reachableFrom({ nodes, edges }, e.to).has(a)) : reachableFrom({ nodes, edges }, a).has(b));
       for (const a of nodes) {
@@ -87,7 +88,7 @@ describe("graphOf", () => {
   it("a chain of 20,000 nodes closed into a cycle", () => {
     const ids = Array.from({ length: 20_000 }, (_, i) => `n${i}`);
     const edges = [...ids.slice(1).map((to, i) => ({ from: ids[i]!, to })), { from: "n19999", to: "n0" }];
-    const g = graphOf({ nodes: ids.map((id) => ({ id })), edges } as unknown as WorkflowDefinition);
+    const g = graphOf({ nodes: ids.map((id) => ({ id })), edges });
     expect(g.cyclic.size).toBe(20_000);
     expect(g.scc.get("n0")).toBe(g.scc.get("n12345"));
   });
@@ -120,7 +121,7 @@ describe("loopRegion of a cycle with several ways back to its head", () => {
     const g = graphOf(def);
     expect([...loopRegion(g, "work", "fixA", "s")].sort()).toEqual(["chk", "fixA", "fixB", "work"]);
     // A cycle entered at two nodes has no edge closing a loop to either: the region is the edge's own.
-    const twoEntries = graphOf({ nodes: ["s", "x", "y"].map((id) => ({ id })), edges: [{ from: "s", to: "x" }, { from: "s", to: "y" }, { from: "x", to: "y" }, { from: "y", to: "x" }] } as unknown as WorkflowDefinition);
+    const twoEntries = graphOf({ nodes: ["s", "x", "y"].map((id) => ({ id })), edges: [{ from: "s", to: "x" }, { from: "s", to: "y" }, { from: "x", to: "y" }, { from: "y", to: "x" }] });
     expect([...loopRegion(twoEntries, "x", "y", "s")].sort()).toEqual(["x", "y"]);
   });
 });
@@ -143,7 +144,7 @@ describe("loopRegion of a whileLoop", () => {
 
 describe("loopHeads", () => {
   const heads = (nodes: string[], edges: { from: string; to: string; when?: string }[], start = nodes[0]!) =>
-    [...loopHeads(graphOf({ nodes: nodes.map((id) => ({ id })), edges } as unknown as WorkflowDefinition), start)].sort();
+    [...loopHeads(graphOf({ nodes: nodes.map((id) => ({ id })), edges }), start)].sort();
 
   it("are the nodes edges come back to from nodes that only run after them: a join in a loop body is none", () => {
     // A whileLoop whose body joins two branches.
@@ -164,6 +165,17 @@ describe("loopHeads", () => {
     expect(heads(["s", "x", "y"], [{ from: "s", to: "x" }, { from: "s", to: "y" }, { from: "x", to: "y" }, { from: "y", to: "x" }])).toEqual(["x", "y"]);
     // Inside a loop body too: the body's own cycle has no head of its own.
     expect(heads(["loop", "a", "b"], [{ from: "loop", to: "a" }, { from: "loop", to: "b" }, { from: "a", to: "b" }, { from: "b", to: "a" }, { from: "a", to: "loop" }])).toEqual(["a", "b", "loop"]);
+  });
+});
+
+describe("joinOf", () => {
+  it("is a node's own join, else any at a loop head and all elsewhere, a join in a loop body included", () => {
+    const g = graphOf({ nodes: ["init", "loop", "a", "b", "j"].map((id) => ({ id })), edges: [
+      { from: "init", to: "loop" }, { from: "loop", to: "a", when: "body" }, { from: "loop", to: "b", when: "body" }, { from: "a", to: "j" },
+      { from: "b", to: "j" }, { from: "j", to: "loop" },
+    ] });
+    expect(["init", "loop", "a", "j"].map((id) => joinOf(g, "init", id, undefined))).toEqual(["all", "any", "all", "all"]);
+    expect([joinOf(g, "init", "loop", "all"), joinOf(g, "init", "j", "any"), joinOf(g, "init", "j", { n: 1 })]).toEqual(["all", "any", { n: 1 }]);
   });
 });
 

@@ -1,5 +1,5 @@
 /** Static facts about a definition's graph, computed once per definition. */
-import type { EdgeDefinition, WorkflowDefinition } from "./model.ts";
+import type { EdgeDefinition, Join } from "./model.ts";
 
 export interface GraphInfo {
   incoming: Map<string, EdgeDefinition[]>;
@@ -29,7 +29,7 @@ export function edgeKeySource(key: string): string {
 
 const cache = new WeakMap<object, GraphInfo>();
 
-export function graphOf(def: Pick<WorkflowDefinition, "nodes" | "edges">): GraphInfo {
+export function graphOf(def: { readonly nodes: readonly { id: string }[]; readonly edges: readonly EdgeDefinition[] }): GraphInfo {
   const hit = cache.get(def);
   if (hit) return hit;
   const incoming = new Map<string, EdgeDefinition[]>();
@@ -208,6 +208,16 @@ function loopsOf(g: GraphInfo, start: string): Loops {
  */
 export function loopHeads(g: GraphInfo, start: string): Set<string> {
   return loopsOf(g, start).heads;
+}
+
+/**
+ * The join a node runs with: its own `join`, else `any` for a loop head ({@link loopHeads}) and
+ * `all` for every other node. The engine joins by it, and validation checks the joins it gives,
+ * so a definition is refused for the joins it would run with.
+ */
+export function joinOf(g: GraphInfo, start: string, id: string, join: Join | undefined): Join {
+  if (join !== undefined) return join;
+  return loopHeads(g, start).has(id) ? "any" : "all";
 }
 
 /** A graph as validation sees it: node ids and the edges between them (possibly a part of a broken definition). */

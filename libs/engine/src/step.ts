@@ -12,7 +12,7 @@
  */
 import type { JsonObject, JsonValue } from "./json.ts";
 import { clonePlain, isJsonObject } from "./json.ts";
-import type { EdgeDefinition, ForEachConfig, NodeDefinition, RetryPolicy, WorkflowDefinition } from "./model.ts";
+import type { EdgeDefinition, ForEachConfig, Join, NodeDefinition, RetryPolicy, WorkflowDefinition } from "./model.ts";
 import {
   AGENT_TOOLS, embedConfigSchema, imageGenConfigSchema, llmConfigSchema, memoryReadConfigSchema, memoryWriteConfigSchema, promptConfigSchema,
   ragConfigSchema, subagentConfigSchema, toolExecutorConfigSchema, toolLoopConfigSchema,
@@ -25,7 +25,7 @@ import type { SynthdevMaterial, SynthdevRuntime } from "./synthdev.ts";
 import { looksLikePath, PLACEHOLDER, readPath, resolveTemplate, writePath } from "./path.ts";
 import { evaluateCondition, evaluateGuard } from "./condition.ts";
 import { evaluateExpression, ExpressionFailed, truthy } from "./expr.ts";
-import { edgeKeySource, graphOf, loopBody, loopHeads, loopRegion, passNodes } from "./graph.ts";
+import { edgeKeySource, graphOf, joinOf, loopBody, loopRegion, passNodes } from "./graph.ts";
 import type { GraphInfo } from "./graph.ts";
 import { isBlobRef, resolveRefs } from "./refs.ts";
 import type { Command, Effect, ExecutionState, FanItem, FanState, JournalEntry, NodeRun, SubRunPause, TimerState } from "./state.ts";
@@ -714,10 +714,8 @@ class Stepper {
     run.fan = { ...fan, items, done: items.filter((it) => it.status === "done").length, running: 0, next: next < 0 ? items.length : next };
   }
 
-  joinOf(id: string): "all" | "any" | { n: number } {
-    const n = this.node(id);
-    if (n.join) return n.join;
-    return loopHeads(this.g, this.def.start).has(id) ? "any" : "all";
+  joinOf(id: string): Join {
+    return joinOf(this.g, this.def.start, id, this.node(id).join);
   }
 
   /** Dead-path elimination with joins: ready, skipped or still waiting. */
