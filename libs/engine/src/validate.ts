@@ -9,15 +9,15 @@ import { Ajv2019 } from "ajv/dist/2019.js";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { collectPaths, looksLikePath, parsePath, placeholderPaths } from "./path.ts";
 import type { ParsedPath } from "./path.ts";
-import type { Condition, NodeDefinition, WorkflowDefinition } from "./model.ts";
+import type { Condition, Join, NodeDefinition, WorkflowDefinition } from "./model.ts";
 import {
-  AGENT_TOOLS, NODE_TYPES, PLANNED_NODE_TYPES, bodySchema, canonicalType, conditionConfigSchema, edgeSchema, llmConfigSchema, memoryReadConfigSchema, nodeSchema,
+  AGENT_TOOLS, NODE_TYPES, PLANNED_NODE_TYPES, bodySchema, canonicalType, conditionConfigSchema, edgeSchema, joinSchema, llmConfigSchema, memoryReadConfigSchema, nodeSchema,
   promptConfigSchema, setVariableConfigSchema, subagentConfigSchema, toolConfigSchema, toolExecutorConfigSchema, toolLoopConfigSchema, workflowDefinitionSchema,
 } from "./model.ts";
 import { expressionError } from "./expr.ts";
 import { synthdevAgentModel, synthdevMaterialSchema, synthdevStateConfigSchema } from "./synthdev.ts";
 import type { SynthdevMaterial } from "./synthdev.ts";
-import { cyclicComponents, dominators, reachableFrom, unboundedCycles } from "./graph.ts";
+import { cyclicComponents, dominators, graphOf, joinOf, reachableFrom, unboundedCycles } from "./graph.ts";
 import type { Dominance } from "./graph.ts";
 import type { JsonValue } from "./json.ts";
 
@@ -87,6 +87,8 @@ interface GraphNode {
   type?: string;
   /** Whether the node bounds every cycle through it: maxVisits, or a broken node that might be a bound. A whileLoop bounds the cycles along its body edges (graphChecks). */
   bounded: boolean;
+  /** Its `join`, also of a node broken elsewhere: undefined when left out, null when the join itself is broken. */
+  join: Join | undefined | null;
 }
 
 /** An edge between two named nodes (its other fields may be broken). */
@@ -176,6 +178,8 @@ function validateGraph(input: unknown, opts: ValidateOptions, prefix: string, sc
     }
     const rawType = isRecord(raw) && typeof raw.type === "string" ? canonicalType(raw.type) : undefined;
     const maxVisits = isRecord(raw) ? raw.maxVisits : undefined;
+    const rawJoin = isRecord(raw) ? raw.join : undefined;
+    const join = r.success ? r.data.join : rawJoin === undefined ? undefined : (joinSchema.safeParse(rawJoin).data ?? null);
     graphNodes.set(id, {
       id,
       index: i,
@@ -183,6 +187,7 @@ function validateGraph(input: unknown, opts: ValidateOptions, prefix: string, sc
       ...(rawType !== undefined ? { type: rawType } : {}),
       // A broken node counts as bounded when it may be meant as one: no check then blames a cycle through it.
       bounded: maxVisits !== undefined || (!r.success && rawType === undefined),
+      join,
     });
   });
 
@@ -506,7 +511,11 @@ function graphChecks(nodes: GraphNode[], edges: GraphEdge[], start: string | und
   for (const n of nodes) {
     if (!reach.has(n.id)) errors.push({ path: `nodes[${n.index}]`, code: "unreachable_node", message: `node "${n.id}" cannot be reached from the start node "${start}"` });
   }
-  const joins = nodes.filter((n) => reach.has(n.id) && n.node?.join !== undefined && n.node.join !== "any");
+  // Each node's join as the engine runs it: its own, else `any` at a loop head and `all` elsewhere
+  // (null: its join is broken, so it is not checked, and counts as running on any edge).
+  const g = graphOf({ nodes, edges });
+  const joinAt = new Map(nodes.map((n) => [n.id, n.join === null ? null : joinOf(g, start, n.id, n.join)]));
+  const joins = nodes.filter((n) => reach.has(n.id) && joinAt.get(n.id) !== null && joinAt.get(n.id) !== "any");
   if (joins.length === 0) return;
   const dom = dominators(plain, start);
   const incoming = new Map<string, GraphEdge[]>();
@@ -549,7 +558,7 @@ function graphChecks(nodes: GraphNode[], edges: GraphEdge[], start: string | und
   };
   const reported = new Set<string>();
   for (const j of joins) {
-    const join = j.node!.join!;
+    const join = joinAt.get(j.id)!;
     if (join === "any") continue;
     const into = incoming.get(j.id) ?? [];
     // An edge from a node that only runs after j (j dominates it) is decided only after j ran: j's first run cannot wait for it.
@@ -596,15 +605,16 @@ function graphChecks(nodes: GraphNode[], edges: GraphEdge[], start: string | und
   // Joins that wait on each other: in a cycle none of whose nodes comes before the others
   // (s → x, s → y, x ⇄ y), explicit joins can each wait for an edge from the other, which no
   // dominator shows. A node can run a first time once its join can be met by nodes that can
-  // run before it; every condition is taken as possibly true, and a node without an explicit
-  // join as running on any edge, so what is found here can never run.
+  // run before it; every condition is taken as possibly true, and each node joins as the
+  // engine has it join (a loop head without `join` on any edge), so what is found here can
+  // never run.
   // A worklist: each node counts its incoming edges from nodes found runnable so far.
   const needs = new Map<string, number>();
   for (const n of nodes) {
     if (!reach.has(n.id)) continue;
     const from = (incoming.get(n.id) ?? []).filter((e) => reach.has(e.from)).length;
-    const join = n.node?.join;
-    needs.set(n.id, join === "all" ? Math.max(from, 1) : typeof join === "object" ? join.n : 1);
+    const join = joinAt.get(n.id);
+    needs.set(n.id, join === "all" ? Math.max(from, 1) : typeof join === "object" && join !== null ? join.n : 1);
   }
   const met = new Map<string, number>();
   const runnable = new Set<string>([start]);
@@ -621,13 +631,26 @@ function graphChecks(nodes: GraphNode[], edges: GraphEdge[], start: string | und
       }
     }
   }
+  // A node left out by default only where the wait starts: on a cycle of nodes that cannot run,
+  // none of them reported already (what follows such a cycle runs once it is mended).
+  const stuck = [...reach].filter((id) => !runnable.has(id));
+  const stuckSet = new Set(stuck);
+  const starts = new Set<string>();
+  for (const comp of cyclicComponents({ nodes: stuck, edges: edges.filter((e) => stuckSet.has(e.from) && stuckSet.has(e.to)) })) {
+    if (!comp.some((id) => reported.has(id))) for (const id of comp) starts.add(id);
+  }
   for (const j of joins) {
     if (runnable.has(j.id) || reported.has(j.id)) continue;
+    const explicit = j.join !== undefined;
+    if (!explicit && !starts.has(j.id)) continue;
+    reported.add(j.id);
     const waits = (incoming.get(j.id) ?? []).filter((e) => reach.has(e.from) && !runnable.has(e.from)).map((e) => `"${e.from}"`);
     errors.push({
       path: `nodes[${j.index}].join`,
       code: "join_never_fires",
-      message: `node "${j.id}" never runs: its join waits for edges from ${waits.join(", ")}, which wait, in turn, for it (joins that wait on each other); leave join out or use "any" on one of them`,
+      message: explicit
+        ? `node "${j.id}" never runs: its join waits for edges from ${waits.join(", ")}, which wait, in turn, for it (joins that wait on each other); leave join out or use "any" on one of them`
+        : `node "${j.id}" never runs: it joins as "all" (the default; it is no loop head), so it waits for edges from ${waits.join(", ")}, which wait, in turn, for it; give it join: "any"`,
     });
   }
 }
