@@ -211,6 +211,15 @@ export function loopHeads(g: GraphInfo, start: string): Set<string> {
 }
 
 /**
+ * The sources of the edges that close a loop back to `head` (each only runs after `head`: it
+ * dominates them), or undefined when none does. While `head` has not run in a pass, such an edge
+ * cannot be taken in it: a head whose other edges are all dead is skipped, not left waiting.
+ */
+export function backEdgeSources(g: GraphInfo, start: string, head: string): readonly string[] | undefined {
+  return loopsOf(g, start).back.get(head);
+}
+
+/**
  * The join a node runs with: its own `join`, else `any` for a loop head ({@link loopHeads}) and
  * `all` for every other node. The engine joins by it, and validation checks the joins it gives,
  * so a definition is refused for the joins it would run with.

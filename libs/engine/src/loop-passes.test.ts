@@ -721,3 +721,32 @@ describe("loop passes: a forEach in the body", () => {
     expect(f.calls("each").map((c) => [c.callId, c.idempotencyKey, c.args])).toEqual([["8.each.3.1", "8.each.v2.1", { value: 4 }]]);
   });
 });
+
+describe("a loop the run never enters", () => {
+  /** `c` goes into the loop or around it; both ways meet at `j` (default join: all). */
+  const d = (head: "whileLoop" | "cycle") => def({
+    start: "c",
+    nodes: [
+      { id: "c", type: "condition", config: { left: "$.input.go", op: "eq", right: true } },
+      head === "whileLoop"
+        ? { id: "loop", type: "whileLoop", config: { condition: "$iteration < 2", maxIterations: 5 } }
+        : { id: "loop", type: "transform", config: { expression: "1" }, maxVisits: 2 },
+      { id: "a", type: "transform", config: { expression: "1" } },
+      { id: "j", type: "transform", config: { expression: "'joined'" } },
+    ],
+    edges: head === "whileLoop"
+      ? [{ from: "c", to: "loop", when: "true" }, { from: "loop", to: "a", when: "body" }, { from: "a", to: "loop" }, { from: "loop", to: "j", when: "exit" }, { from: "c", to: "j", when: "false" }]
+      : [{ from: "c", to: "loop", when: "true" }, { from: "loop", to: "a" }, { from: "a", to: "loop", condition: "false" }, { from: "a", to: "j", condition: "true" }, { from: "c", to: "j", when: "false" }],
+  });
+
+  it("is skipped with its body, so a merge after it runs: its way back cannot be taken before it runs", async () => {
+    for (const head of ["whileLoop", "cycle"] as const) {
+      const around = await new Sim(d(head)).start({ go: false });
+      expect([head, around.s.status, around.s.output ?? around.s.context.j]).toEqual([head, "completed", "joined"]);
+      expect([head, around.s.nodes.loop?.status, around.s.nodes.a?.status]).toEqual([head, "skipped", "skipped"]);
+      expect(around.nodeEvents("loop")).toEqual(["skipped"]);
+      const through = await new Sim(d(head)).start({ go: true });
+      expect([head, through.s.status, through.s.nodes.j?.status]).toEqual([head, "completed", "completed"]);
+    }
+  });
+});

@@ -25,7 +25,7 @@ import type { SynthdevMaterial, SynthdevRuntime } from "./synthdev.ts";
 import { looksLikePath, PLACEHOLDER, readPath, resolveTemplate, writePath } from "./path.ts";
 import { evaluateCondition, evaluateGuard } from "./condition.ts";
 import { evaluateExpression, ExpressionFailed, truthy } from "./expr.ts";
-import { edgeKeySource, graphOf, joinOf, loopBody, loopRegion, passNodes } from "./graph.ts";
+import { backEdgeSources, edgeKeySource, graphOf, joinOf, loopBody, loopRegion, passNodes } from "./graph.ts";
 import type { GraphInfo } from "./graph.ts";
 import { isBlobRef, resolveRefs } from "./refs.ts";
 import type { Command, Effect, ExecutionState, FanItem, FanState, JournalEntry, NodeRun, SubRunPause, TimerState } from "./state.ts";
@@ -723,18 +723,26 @@ class Stepper {
     const run = this.run(id);
     if (run.status !== "waiting" || this.s.ready.includes(id)) return;
     const incoming = this.g.incoming.get(id) ?? [];
+    // An edge closing a loop back to this node comes from a node that only runs after it: while
+    // this node waits, that edge cannot be taken, so it does not keep the node from being
+    // skipped (a loop whose way in is dead is skipped with its body, and a merge after it runs).
+    const back = backEdgeSources(this.g, this.def.start, id);
     let taken = 0;
     let undecided = 0;
+    let undecidedBack = 0;
     for (const e of incoming) {
       const d = this.s.edges[this.edgeKey(e)];
       if (d === "taken") taken++;
-      else if (d === undefined) undecided++;
+      else if (d === undefined) {
+        if (back?.includes(e.from)) undecidedBack++;
+        else undecided++;
+      }
     }
     const join = this.joinOf(id);
-    const need = join === "all" ? (undecided > 0 ? Infinity : 1) : join === "any" ? 1 : join.n;
+    const need = join === "all" ? (undecided + undecidedBack > 0 ? Infinity : 1) : join === "any" ? 1 : join.n;
     if (taken >= need) {
       this.s.ready.push(id);
-    } else if (taken + undecided < (join === "all" ? 1 : need) || (join === "all" && undecided === 0)) {
+    } else if (taken + undecided < (join === "all" ? 1 : need)) {
       this.skip(id);
     }
   }
