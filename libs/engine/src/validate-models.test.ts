@@ -152,6 +152,8 @@ describe("LLM nodes' models", () => {
   it("finds exactly the nodes whose calls name no model, and none where the installation has a default one", async () => {
     const one = (config: JsonObject, agentConfig?: JsonObject): JsonObject => ({ ...(agentConfig ? { agentConfig } : {}), nodes: [{ id: "ask", type: "agent.llm", config }] });
     expect(missing(one({ prompt: "hi" }))).toEqual(["missing_model@nodes[0].config.model"]);
+    // A node without config has the default, {}: no model either.
+    expect(missing({ nodes: [{ id: "ask", type: "agent.llm" }] })).toEqual(["missing_model@nodes[0].config.model"]);
     expect(await firstModel(one({ prompt: "hi" }), identity)).toBe("(none)");
     expect(missing(one({ prompt: "hi" }, { model: "openai:x" }))).toEqual([]);
     expect(await firstModel(one({ prompt: "hi" }, { model: "openai:x" }), identity)).toBe("openai:x");

@@ -945,15 +945,17 @@ function llmNodesWithoutModel(nodes: readonly unknown[], at: string, agentConfig
   const issues: ValidationIssue[] = [];
   const defaultModel = typeof agentConfig.model === "string" && agentConfig.model !== "";
   nodes.forEach((n, i) => {
-    if (!isRecord(n) || typeof n.type !== "string" || !isRecord(n.config)) return;
+    if (!isRecord(n) || typeof n.type !== "string" || (n.config !== undefined && !isRecord(n.config))) return;
+    // A node without config has the default, {}.
+    const config: Record<string, unknown> = n.config ?? {};
     const type = canonicalType(n.type);
     const here = `${at}nodes[${i}].config`;
-    if ((type === "agent.llm" || type === "agent.toolLoop") && !defaultModel && (typeof n.config.model !== "string" || n.config.model === "")) {
+    if ((type === "agent.llm" || type === "agent.toolLoop") && !defaultModel && (typeof config.model !== "string" || config.model === "")) {
       const id = typeof n.id === "string" ? n.id : `nodes[${i}]`;
       issues.push({ path: `${here}.model`, code: "missing_model", message: `node "${id}" has no model and the installation no default one (BATON_LLM_DEFAULT_MODEL): set config.model, or agentConfig.model (the definition's or the workflow's) for all its LLM nodes` });
     }
-    if (type === "forEach" && isRecord(n.config.body) && Array.isArray(n.config.body.nodes)) {
-      issues.push(...llmNodesWithoutModel(n.config.body.nodes as unknown[], `${here}.body.`, agentConfig));
+    if (type === "forEach" && isRecord(config.body) && Array.isArray(config.body.nodes)) {
+      issues.push(...llmNodesWithoutModel(config.body.nodes as unknown[], `${here}.body.`, agentConfig));
     }
   });
   return issues;
