@@ -120,7 +120,8 @@ function importedDefinitionIssues(issues: readonly DefinitionIssue[], definition
 
 /**
  * The problems validation finds in what a failed import did convert (the engine's
- * `PartialImport`), and its SynthDev agents without a model, at their paths in `body.source`:
+ * `PartialImport`), and its LLM nodes and SynthDev agents without a model where the
+ * installation has no default one (`agentsWithoutModel`), at their paths in `body.source`:
  * those in its nodes' own fields and in the material it carries (`partialImportIssues`), not
  * those of its graph, which is not the source's.
  */
