@@ -750,3 +750,25 @@ describe("a loop the run never enters", () => {
     }
   });
 });
+
+describe("a whileLoop whose body edge goes straight back to it", () => {
+  /** No body node: `poll`'s own `body` edge goes back to it, its `exit` to `done`. */
+  const d = (condition: string) => def({
+    start: "init",
+    nodes: [
+      { id: "init", type: "setVariable", config: { values: { "$.vars.k": 0 } } },
+      { id: "poll", type: "whileLoop", config: { condition, maxIterations: 4 } },
+      { id: "done", type: "transform", config: { expression: "poll.iterations" } },
+    ],
+    edges: [{ from: "init", to: "poll" }, { from: "poll", to: "poll", when: "body" }, { from: "poll", to: "done", when: "exit" }],
+  });
+
+  it("counts each time round as an iteration, so it exits, or stops at maxIterations, instead of running forever", async () => {
+    const twice = await new Sim(d("$iteration < 2")).start();
+    expect([twice.s.status, twice.s.output]).toEqual(["completed", 2]);
+    expect(twice.rows("poll").filter((r) => r.endsWith(":completed"))).toHaveLength(3);
+    const always = await new Sim(d("true")).start();
+    expect([always.s.status, always.s.error?.code]).toEqual(["failed", "BATON_LOOP_LIMIT"]);
+    expect(always.rows("poll").filter((r) => r.endsWith(":completed"))).toHaveLength(4);
+  });
+});

@@ -433,7 +433,7 @@ class Stepper {
       if (target.status === "skipped") {
         this.unskip(to);
       } else if (this.leadsTo(to, from)) {
-        this.resetRegion(to, from);
+        this.resetRegion(to, from, from === to && e.when === "body");
       } else {
         this.s.edges[this.edgeKey(e)] = "taken";
         return;
@@ -514,7 +514,8 @@ class Stepper {
     }
   }
 
-  resetRegion(head: string, from: string): void {
+  /** `ownBody`: the edge back is the head's own `body` edge (a whileLoop with no body node: it goes round on itself). */
+  resetRegion(head: string, from: string, ownBody = false): void {
     const region = loopRegion(this.g, head, from, this.def.start);
     const calls: string[] = [];
     const reason = "loop iteration restarted";
@@ -532,8 +533,10 @@ class Stepper {
       // A loop restarts its count when it is entered again from outside its body: a pass of a
       // loop around it, or a cycle through its exit (back to it, or to a node before it). Not
       // when its own body comes back to it, or a cycle inside its body goes round: that is
-      // still the same run of the loop.
-      if (run.iterations !== undefined && !loopBody(this.g, id).has(id === head ? from : head)) delete run.iterations;
+      // still the same run of the loop, nor when its own `body` edge goes straight back to it
+      // (a loop with no body node: each time round is an iteration, or it would never end).
+      const inside = id === head ? ownBody || loopBody(this.g, id).has(from) : loopBody(this.g, id).has(head);
+      if (run.iterations !== undefined && !inside) delete run.iterations;
       this.clearNodeTimers(id);
       this.s.ready = this.s.ready.filter((r) => r !== id);
     }
