@@ -772,3 +772,41 @@ describe("a whileLoop whose body edge goes straight back to it", () => {
     expect(always.rows("poll").filter((r) => r.endsWith(":completed"))).toHaveLength(4);
   });
 });
+
+describe("a loop entered at two of its nodes that the run never enters", () => {
+  /**
+   * `mode` enters the loop at `draft` (then `loop`) or at `loop` itself; `loop`'s body goes back
+   * to `draft`. No node of the cycle comes first, so each joins as `any`. `gate` goes around it
+   * all, and both ways meet at `j` (default join: all).
+   */
+  const d = def({
+    start: "gate",
+    nodes: [
+      { id: "gate", type: "condition", config: { left: "$.input.go", op: "eq", right: true } },
+      { id: "mode", type: "condition", config: { left: "$.input.fresh", op: "eq", right: true } },
+      { id: "draft", type: "transform", config: { expression: "'draft'" } },
+      { id: "loop", type: "whileLoop", config: { condition: "$iteration < 2", maxIterations: 5 } },
+      { id: "publish", type: "transform", config: { expression: "'published'" } },
+      { id: "note", type: "transform", config: { expression: "'not now'" } },
+      { id: "j", type: "transform", config: { expression: "'joined'" } },
+    ],
+    edges: [
+      { from: "gate", to: "mode", when: "true" }, { from: "gate", to: "note", when: "false" },
+      { from: "mode", to: "draft", when: "true" }, { from: "mode", to: "loop", when: "false" },
+      { from: "draft", to: "loop" }, { from: "loop", to: "draft", when: "body" }, { from: "loop", to: "publish", when: "exit" },
+      { from: "publish", to: "j" }, { from: "note", to: "j" },
+    ],
+  });
+
+  it("is skipped once the run is quiet, so the merge after it runs instead of the run failing", async () => {
+    const around = await new Sim(d).start({ go: false });
+    expect([around.s.status, around.s.output]).toEqual(["completed", "joined"]);
+    expect([around.s.nodes.draft?.status, around.s.nodes.loop?.status, around.s.nodes.publish?.status]).toEqual(["skipped", "skipped", "skipped"]);
+    expect(around.nodeEvents("loop")).toEqual(["skipped"]);
+    for (const fresh of [true, false]) {
+      const through = await new Sim(d).start({ go: true, fresh });
+      expect([fresh, through.s.status, through.s.output]).toEqual([fresh, "completed", "joined"]);
+      expect([fresh, through.rows("draft").filter((r) => r.endsWith(":completed")).length]).toEqual([fresh, fresh ? 3 : 2]);
+    }
+  });
+});

@@ -809,19 +809,27 @@ class Stepper {
   maybeFinish(): void {
     if (this.s.status !== "running") return;
     if (this.s.ready.length > 0 || this.busy()) return;
-    while (this.s.deferred?.length) {
-      const keys = this.s.deferred;
-      delete this.s.deferred;
-      for (const key of keys) {
-        const e = this.g.edgeByKey.get(key);
-        if (e && this.s.edges[key] === undefined) this.kill(e, true);
+    let blocked: NodeDefinition[];
+    for (;;) {
+      while (this.s.deferred?.length) {
+        const keys = this.s.deferred;
+        delete this.s.deferred;
+        for (const key of keys) {
+          const e = this.g.edgeByKey.get(key);
+          if (e && this.s.edges[key] === undefined) this.kill(e, true);
+        }
+        if (this.s.ready.length > 0) return;
       }
+      blocked = this.def.nodes.filter((n) => (this.s.nodes[n.id]?.status ?? "waiting") === "waiting" && this.waitsForever(n.id));
+      // A reached node waits for an edge from nodes the run never entered: skip those, so the
+      // edges die and the join decides (a loop whose ways in are all dead, entered at more than
+      // one of its nodes, is skipped as one entered only at its head is: see settle).
+      if (blocked.length === 0 || !this.skipUnentered()) break;
       if (this.s.ready.length > 0) return;
     }
     // Nothing is left to run or decide, yet a node was reached (an edge into it was taken) and
     // its join still waits for edges that nothing will decide: nodes whose joins wait on each
     // other. The run cannot complete as the definition says; it fails naming them.
-    const blocked = this.def.nodes.filter((n) => (this.s.nodes[n.id]?.status ?? "waiting") === "waiting" && this.waitsForever(n.id));
     if (blocked.length > 0) {
       const ids = blocked.map((n) => `"${n.id}"`).join(", ");
       this.failExecution("BATON_JOIN_NEVER_FIRED", `node(s) ${ids} were reached but their joins wait for edges from nodes that never run (they wait on each other)`, blocked[0]!.id);
@@ -832,6 +840,36 @@ class Stepper {
     this.s.finishedAt = this.now;
     delete this.s.timers;
     this.emit({ kind: "execution.completed", output: this.s.output });
+  }
+
+  /**
+   * Skips the nodes the run can no longer enter, once nothing is ready, running or deferred:
+   * waiting nodes with no edge in taken whose undecided edges all come from such nodes (the
+   * largest such set). None of them can run first, since each needs an edge taken by another.
+   * A node skipped with them kills its edges out, so a join after them decides. Returns whether
+   * it skipped any.
+   */
+  skipUnentered(): boolean {
+    const out = new Set(this.def.nodes.filter((n) => (this.s.nodes[n.id]?.status ?? "waiting") === "waiting").map((n) => n.id));
+    for (const id of out) {
+      if ((this.g.incoming.get(id) ?? []).some((e) => this.s.edges[this.edgeKey(e)] === "taken")) out.delete(id);
+    }
+    for (let changed = true; changed; ) {
+      changed = false;
+      for (const id of out) {
+        if ((this.g.incoming.get(id) ?? []).some((e) => this.s.edges[this.edgeKey(e)] === undefined && !out.has(e.from))) {
+          out.delete(id);
+          changed = true;
+        }
+      }
+    }
+    if (out.size === 0) return false;
+    for (const id of out) {
+      this.run(id).status = "skipped";
+      this.emit({ kind: "node.skipped", nodeId: id, nodeType: this.node(id).type });
+    }
+    for (const id of out) for (const e of this.g.outgoing.get(id) ?? []) if (this.s.edges[this.edgeKey(e)] === undefined) this.kill(e, true);
+    return true;
   }
 
   /** A waiting node with an incoming edge taken and one still undecided (see maybeFinish). */
