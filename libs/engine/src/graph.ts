@@ -78,10 +78,11 @@ const regions = new WeakMap<GraphInfo, Map<string, Set<string>>>();
  * passing through the head (their natural regions). So a round of a cycle starts with nothing
  * left of the one before, also on a branch that went back to the head on another edge. When
  * the head is a whileLoop its whole body ({@link loopBody}) is taken in as well, a body node
- * with an edge from outside the loop included. A path back only through the head again
- * leaves a node out: an enclosing loop's head, reached through this loop's exit, is not part
- * of this loop, so an inner loop's iteration does not restart (and reset the count of) the
- * loop around it.
+ * with an edge from outside the loop included, but not one that dominates the head (a node
+ * before the loop that a branch of the body goes back to: the pass did not run it). A path
+ * back only through the head again leaves a node out: an enclosing loop's head, reached
+ * through this loop's exit, is not part of this loop, so an inner loop's iteration does not
+ * restart (and reset the count of) the loop around it.
  */
 export function loopRegion(g: GraphInfo, head: string, from: string, start: string): Set<string> {
   let cached = regions.get(g);
@@ -107,7 +108,10 @@ export function loopRegion(g: GraphInfo, head: string, from: string, start: stri
       }
     }
   }
-  for (const v of loopBody(g, head)) region.add(v);
+  // A body node that comes before the loop on every way from the start (a body branch that goes
+  // back to a node before the loop) ran before the loop was entered: a pass does not reset it.
+  const before = loopsOf(g, start).dom.get(head);
+  for (const v of loopBody(g, head)) if (before?.has(v) !== true) region.add(v);
   cached.set(key, region);
   return region;
 }
@@ -167,6 +171,7 @@ export function passNodes(g: GraphInfo, loop: string): Set<string> {
 interface Loops {
   heads: Set<string>;
   back: Map<string, string[]>;
+  dom: Dominance;
 }
 
 const loops = new WeakMap<GraphInfo, Map<string, Loops>>();
@@ -193,7 +198,7 @@ function loopsOf(g: GraphInfo, start: string): Loops {
   }
   // Cycles left without their back edges have no head that comes first (or are not reached from the start).
   for (const comp of cyclicComponents({ nodes: [...g.incoming.keys()], edges: forward })) for (const v of comp) heads.add(v);
-  const out = { heads, back };
+  const out = { heads, back, dom };
   cached.set(start, out);
   return out;
 }

@@ -810,3 +810,53 @@ describe("a loop entered at two of its nodes that the run never enters", () => {
     }
   });
 });
+
+describe("a loop whose body can go back to a node before it", () => {
+  /** `plan` → `loop` and `plan` → `report`; the body `work` goes back to the loop, or once to `plan` (replanning). */
+  const d = def({
+    start: "plan",
+    nodes: [
+      { id: "plan", type: "transform", config: { expression: "($exists(vars.plans) ? vars.plans : 0) + 1" }, output: "$.vars.plans", maxVisits: 2 },
+      { id: "loop", type: "whileLoop", config: { condition: "$iteration < 2", maxIterations: 5 } },
+      { id: "work", type: "transform", config: { expression: "($exists(vars.k) ? vars.k : 0) + 1" }, output: "$.vars.k" },
+      { id: "report", type: "transform", config: { expression: "{ 'plans': vars.plans, 'work': vars.k }" } },
+    ],
+    edges: [
+      { from: "plan", to: "loop" }, { from: "plan", to: "report" }, { from: "loop", to: "work", when: "body" },
+      { from: "work", to: "loop", condition: "$not(vars.k = input.replanAt and vars.plans = 1)" },
+      { from: "work", to: "plan", condition: "vars.k = input.replanAt and vars.plans = 1" },
+      { from: "loop", to: "report", when: "exit" },
+    ],
+  });
+
+  it("keeps that node's run through the loop's passes: it is not reset, nor reported skipped, until the body goes back to it", async () => {
+    const straight = await new Sim(d).start({ replanAt: 0 });
+    expect([straight.s.status, straight.s.output]).toEqual(["completed", { plans: 1, work: 2 }]);
+    expect(straight.nodeEvents("plan")).toEqual(["started:1", "completed:1"]);
+    expect(straight.s.nodes.plan?.status).toBe("completed");
+    const replanned = await new Sim(d).start({ replanAt: 1 });
+    expect([replanned.s.status, replanned.s.output]).toEqual(["completed", { plans: 2, work: 2 }]);
+    expect(replanned.nodeEvents("plan")).toEqual(["started:1", "completed:1", "started:2", "completed:2"]);
+  });
+
+  it("so a join on the way back that waits for the loop's exit and for that node's branch is not left waiting for ever", async () => {
+    // `back` joins `after` (behind `start`'s branch and the loop's exit) and the body's way back
+    // to `start`; a pass used to reset `start`, leaving its edge to `after` undecided.
+    const sim = await new Sim(def({
+      start: "start",
+      nodes: [
+        { id: "start", type: "transform", config: { expression: "1" }, maxVisits: 3 },
+        { id: "loop", type: "whileLoop", config: { condition: "$iteration < 3", maxIterations: 5 } },
+        { id: "work", type: "transform", config: { expression: "1" } },
+        { id: "after", type: "transform", config: { expression: "1" } },
+        { id: "back", type: "transform", config: { expression: "1" } },
+      ],
+      edges: [
+        { from: "start", to: "after" }, { from: "start", to: "loop" }, { from: "loop", to: "work", when: "body" }, { from: "work", to: "loop" },
+        { from: "work", to: "back" }, { from: "after", to: "back" }, { from: "loop", to: "after", when: "exit" }, { from: "back", to: "start" },
+      ],
+    })).start();
+    // The cycle start → after → back → start goes round until start's maxVisits stops it.
+    expect([sim.s.status, sim.s.error?.code, sim.s.error?.nodeId]).toEqual(["failed", "BATON_LOOP_LIMIT", "start"]);
+  });
+});
