@@ -471,6 +471,30 @@ describe("step: loops", () => {
     expect(r.state.error!.message).toContain('"x", "y"');
   });
 
+  it("a join on the start that an edge back restarts before its cycle can meet it fails the run (all) or never runs the start again (n)", async () => {
+    // Refused on create (join_never_fires); a definition stored before that check runs like this.
+    const sv = (id: string, extra: Record<string, unknown> = {}) => ({ id, type: "setVariable", config: { values: { [`$.vars.${id}`]: 1 } }, ...extra });
+    const all = {
+      start: "s",
+      nodes: [sv("s", { join: "all", maxVisits: 3 }), sv("a")],
+      edges: [{ from: "s", to: "a" }, { from: "a", to: "s" }, { from: "s", to: "s" }],
+    } as unknown as WorkflowDefinition;
+    const r = await drive(all, {}, null, { kind: "start", input: {} });
+    expect(r.state.status).toBe("failed");
+    expect(r.state.error).toMatchObject({ code: "BATON_JOIN_NEVER_FIRED", nodeId: "s" });
+    expect(r.journal.filter((j) => j.status === "completed").map((j) => j.nodeId)).toEqual(["s"]);
+    // The self-loop listed first restarts the round before s → a is decided: the join is met each round.
+    const ok = await drive(def({ ...all, edges: [{ from: "s", to: "s" }, { from: "s", to: "a" }, { from: "a", to: "s" }] }), {}, null, { kind: "start", input: {} });
+    expect(ok.journal.filter((j) => j.nodeId === "s" && j.status === "completed").length).toBeGreaterThan(1);
+    const ring = {
+      start: "s",
+      nodes: [sv("s", { join: { n: 2 }, maxVisits: 3 }), sv("a"), sv("b")],
+      edges: [{ from: "s", to: "a" }, { from: "a", to: "b" }, { from: "b", to: "s" }, { from: "s", to: "s" }],
+    } as unknown as WorkflowDefinition;
+    const n = await drive(ring, {}, null, { kind: "start", input: {} });
+    expect(n.journal.filter((j) => j.status === "completed").map((j) => j.nodeId)).toEqual(["s"]);
+  });
+
   it("nested loops keep their own counts: the inner's restarts with each outer pass, the outer's limit holds", async () => {
     const nested = (innerWhile: string, outerWhile: string, outerMax: number) => def({
       start: "i",

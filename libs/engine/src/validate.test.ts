@@ -483,6 +483,30 @@ describe("validateWorkflow: cycles and joins", () => {
     });
     expect(codes(startHead)).toEqual([]);
   });
+
+  it("refuses a join on the start that no round of its cycle can meet: an edge back starts the round over, and only edges decided after it count", () => {
+    type E = { from: string; to: string };
+    const start = (join: unknown, nodes: string[], edges: E[]) => validateWorkflow({
+      start: "s", nodes: [{ id: "s", ...sv, join, maxVisits: 3 }, ...nodes.map((id) => ({ id, ...sv }))], edges,
+    });
+    // s → a, a → s, s → s: the self-loop restarts the round after s → a was taken, so s waits for a, which waits for s.
+    const self = start("all", ["a"], [{ from: "s", to: "a" }, { from: "a", to: "s" }, { from: "s", to: "s" }]);
+    expect(codes(self)).toEqual(["join_never_fires@nodes[0].join"]);
+    expect(!self.ok && self.errors[0]!.message).toMatch(/"s" is the start and has join "all".*waits for the edge from "a".*leave join out/);
+    // Listed first, the self-loop restarts the round before s → a is decided: a runs in it and s runs again.
+    expect(codes(start("all", ["a"], [{ from: "s", to: "s" }, { from: "s", to: "a" }, { from: "a", to: "s" }]))).toEqual([]);
+    // a → s listed before a → b: b is restarted and waits for s; listed after it, b runs in the new round.
+    expect(codes(start("all", ["a", "b"], [{ from: "s", to: "a" }, { from: "a", to: "b" }, { from: "a", to: "s" }, { from: "b", to: "s" }]))).toEqual(["join_never_fires@nodes[0].join"]);
+    expect(codes(start("all", ["a", "b"], [{ from: "s", to: "a" }, { from: "a", to: "s" }, { from: "a", to: "b" }, { from: "b", to: "s" }]))).toEqual([]);
+    // n: 2 on s → a → b → s plus s → s, and on s ⇄ a plus s → s: one edge back per round.
+    const ring = start({ n: 2 }, ["a", "b"], [{ from: "s", to: "a" }, { from: "a", to: "b" }, { from: "b", to: "s" }, { from: "s", to: "s" }]);
+    expect(codes(ring)).toEqual(["join_never_fires@nodes[0].join"]);
+    expect(!ring.ok && ring.errors[0]!.message).toMatch(/waits for 2 incoming edges.*at most 1 can then arrive/);
+    expect(codes(start({ n: 2 }, ["a"], [{ from: "s", to: "a" }, { from: "a", to: "s" }, { from: "s", to: "s" }]))).toEqual(["join_never_fires@nodes[0].join"]);
+    expect(codes(start({ n: 2 }, ["a", "b"], [{ from: "s", to: "s" }, { from: "s", to: "a" }, { from: "a", to: "b" }, { from: "b", to: "s" }]))).toEqual([]);
+    // One edge back, or two from one node, can meet all.
+    expect(codes(start("all", ["a"], [{ from: "s", to: "a" }, { from: "a", to: "s" }, { from: "a", to: "s" }]))).toEqual([]);
+  });
 });
 
 describe("validateWorkflow: $.paths as the runtime reads them", () => {

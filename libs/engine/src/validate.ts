@@ -564,6 +564,14 @@ function graphChecks(nodes: GraphNode[], edges: GraphEdge[], start: string | und
     // An edge from a node that only runs after j (j dominates it) is decided only after j ran: j's first run cannot wait for it.
     const late = j.id === start ? [] : into.filter((e) => dom.get(e.from)?.has(j.id) === true);
     const lateNote = late.length === 0 ? "" : ` (the edge from "${late[0]!.from}" closes a loop back to "${j.id}", so it is decided only after "${j.id}" ran)`;
+    if (j.id === start) {
+      const again = startRound(j.id, join, into, outgoing);
+      if (again !== undefined) {
+        reported.add(j.id);
+        errors.push({ path: `nodes[${j.index}].join`, code: "join_never_fires", message: again });
+        continue;
+      }
+    }
     if (join === "all") {
       if (late.length > 0) {
         reported.add(j.id);
@@ -653,6 +661,48 @@ function graphChecks(nodes: GraphNode[], edges: GraphEdge[], start: string | und
         : `node "${j.id}" never runs: it joins as "all" (the default; it is no loop head), so it waits for edges from ${waits.join(", ")}, which wait, in turn, for it; give it join: "any"`,
     });
   }
+}
+
+/**
+ * Why the start node's own join can never let it run again, or undefined when some edge back to
+ * it can start a round in which the join is met. Every node on a cycle through the start is on a
+ * way back to it, so the first edge back taken after the start ran (e, from S) restarts them
+ * all: their edges are forgotten, and only what S decides after e (its edges listed after e, in
+ * definition order) can run them again. The start then waits, with e taken, for the edges it
+ * can still get: S's later edges into it and those from nodes reachable from S's later edges
+ * without passing through the start (as if every guard and branch could be taken). Every other
+ * node of the cycle waits on an edge from the start or from another such node, so it neither
+ * runs nor is skipped: `all` waits for its edges forever, `{n}` is skipped while too few can arrive.
+ */
+function startRound(start: string, join: "all" | { n: number }, into: readonly GraphEdge[], outgoing: ReadonlyMap<string, readonly GraphEdge[]>): string | undefined {
+  if (into.length === 0) return undefined;
+  let best: { e: GraphEdge; got: Set<GraphEdge> } | undefined;
+  for (const e of into) {
+    const out = outgoing.get(e.from) ?? [];
+    const after = out.slice(out.indexOf(e) + 1);
+    const runs = new Set<string>();
+    const todo = after.map((x) => x.to).filter((v) => v !== start);
+    for (const v of todo) runs.add(v);
+    while (todo.length > 0) {
+      for (const x of outgoing.get(todo.pop()!) ?? []) {
+        if (x.to === start || runs.has(x.to)) continue;
+        runs.add(x.to);
+        todo.push(x.to);
+      }
+    }
+    const got = new Set(into.filter((x) => x === e || after.includes(x) || runs.has(x.from)));
+    if (join === "all" ? got.size === into.length : got.size >= join.n) return undefined;
+    if (!best || got.size >= best.got.size) best = { e, got };
+  }
+  const { e, got } = best!;
+  const fix = 'leave join out (the start runs again on any edge back) or use "any"';
+  if (join === "all") {
+    const missing = into.find((x) => !got.has(x))!;
+    return `node "${start}" is the start and has join "all": an edge back to it, as the one from "${e.from}", starts its cycle's round over, and it then waits for the edge from "${missing.from}"` +
+      `, which that round can only decide after "${start}" ran again (edges are decided in definition order): it never runs again; ${fix}`;
+  }
+  return `node "${start}" is the start and waits for ${join.n} incoming edges, but an edge back to it starts its cycle's round over, and at most ${got.size} can then arrive before it runs again` +
+    ` (the others are decided only after it ran, edges in definition order): it never runs again; ${fix}, or a smaller n`;
 }
 
 /**
