@@ -503,7 +503,9 @@ describe("validateWorkflow: cycles and joins", () => {
     expect(codes(ring)).toEqual(["join_never_fires@nodes[0].join"]);
     expect(!ring.ok && ring.errors[0]!.message).toMatch(/waits for 2 incoming edges.*at most 1 can then arrive/);
     expect(codes(start({ n: 2 }, ["a"], [{ from: "s", to: "a" }, { from: "a", to: "s" }, { from: "s", to: "s" }]))).toEqual(["join_never_fires@nodes[0].join"]);
-    expect(codes(start({ n: 2 }, ["a", "b"], [{ from: "s", to: "s" }, { from: "s", to: "a" }, { from: "a", to: "b" }, { from: "b", to: "s" }]))).toEqual([]);
+    // Listing the self-loop first does not help n: 2: the start, skipped at once with one arrival, kills its edges out, the self-loop too.
+    expect(codes(start({ n: 2 }, ["a", "b"], [{ from: "s", to: "s" }, { from: "s", to: "a" }, { from: "a", to: "b" }, { from: "b", to: "s" }]))).toEqual(["join_never_fires@nodes[0].join"]);
+    expect(codes(start({ n: 1 }, ["a"], [{ from: "s", to: "a" }, { from: "a", to: "s" }, { from: "s", to: "s" }]))).toEqual([]);
     // One edge back, or two from one node, can meet all.
     expect(codes(start("all", ["a"], [{ from: "s", to: "a" }, { from: "a", to: "s" }, { from: "a", to: "s" }]))).toEqual([]);
   });

@@ -670,7 +670,8 @@ function graphChecks(nodes: GraphNode[], edges: GraphEdge[], start: string | und
  * all: their edges are forgotten, and only what S decides after e (its edges listed after e, in
  * definition order) can run them again. The start then waits, with e taken, for the edges it
  * can still get: S's later edges into it and those from nodes reachable from S's later edges
- * without passing through the start (as if every guard and branch could be taken). Every other
+ * without passing through the start (as if every guard and branch could be taken); for an n-join
+ * of two or more not e itself when it is a self-loop (see below). Every other
  * node of the cycle waits on an edge from the start or from another such node, so it neither
  * runs nor is skipped: `all` waits for its edges forever, `{n}` is skipped while too few can arrive.
  */
@@ -690,7 +691,10 @@ function startRound(start: string, join: "all" | { n: number }, into: readonly G
         todo.push(x.to);
       }
     }
-    const got = new Set(into.filter((x) => x === e || after.includes(x) || runs.has(x.from)));
+    // An n-join of two or more is skipped at once with only e taken: the skip kills its edges out,
+    // a self-loop e among them, and reaching it again forgets them, so such an e does not count.
+    const lost = e.from === start && join !== "all" && join.n > 1;
+    const got = new Set(into.filter((x) => (x === e && !lost) || after.includes(x) || runs.has(x.from)));
     if (join === "all" ? got.size === into.length : got.size >= join.n) return undefined;
     if (!best || got.size >= best.got.size) best = { e, got };
   }
