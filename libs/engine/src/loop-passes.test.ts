@@ -860,3 +860,30 @@ describe("a loop whose body can go back to a node before it", () => {
     expect([sim.s.status, sim.s.error?.code, sim.s.error?.nodeId]).toEqual(["failed", "BATON_LOOP_LIMIT", "start"]);
   });
 });
+
+describe("a nested loop whose body has an edge, never taken, back to the outer loop", () => {
+  /** outer →body→ inner →body→ work → inner, inner →exit→ outer; `work → outer` (when `$.input.leave`) only when asked. */
+  const d = (leave: boolean) => def({
+    start: "s",
+    nodes: [
+      { id: "s", type: "transform", config: { expression: "0" }, output: "$.vars.k" },
+      { id: "outer", type: "whileLoop", config: { condition: "$iteration < 2", maxIterations: 5 } },
+      { id: "inner", type: "whileLoop", config: { condition: "$iteration < 2", maxIterations: 5 } },
+      { id: "work", type: "transform", config: { expression: "vars.k + 1" }, output: "$.vars.k" },
+      { id: "done", type: "transform", config: { expression: "vars.k" } },
+    ],
+    edges: [
+      { from: "s", to: "outer" }, { from: "outer", to: "inner", when: "body" }, { from: "inner", to: "work", when: "body" },
+      { from: "work", to: "inner" }, { from: "inner", to: "outer", when: "exit" }, { from: "outer", to: "done", when: "exit" },
+      ...(leave ? [{ from: "work", to: "outer", condition: "false" }] : []),
+    ],
+  });
+
+  it("restarts the inner loop's count in each outer pass, as without that edge", async () => {
+    for (const leave of [false, true]) {
+      const sim = await new Sim(d(leave)).start();
+      expect([leave, sim.s.status, sim.s.output]).toEqual([leave, "completed", 4]);
+      expect([leave, sim.rows("work").filter((r) => r.endsWith(":completed")).length]).toEqual([leave, 4]);
+    }
+  });
+});

@@ -433,7 +433,7 @@ class Stepper {
       if (target.status === "skipped") {
         this.unskip(to);
       } else if (this.leadsTo(to, from)) {
-        this.resetRegion(to, from, from === to && e.when === "body");
+        this.resetRegion(e);
       } else {
         this.s.edges[this.edgeKey(e)] = "taken";
         return;
@@ -514,8 +514,22 @@ class Stepper {
     }
   }
 
-  /** `ownBody`: the edge back is the head's own `body` edge (a whileLoop with no body node: it goes round on itself). */
-  resetRegion(head: string, from: string, ownBody = false): void {
+  /**
+   * Whether whileLoop `id`'s last run went out by its exit: `e`, being taken now, is one of its
+   * `exit` edges, or it completed and its exit edges are not left open (as they are while it iterates).
+   */
+  exited(id: string, e: EdgeDefinition): boolean {
+    if (e.from === id && e.when === "exit") return true;
+    const exits = (this.g.outgoing.get(id) ?? []).filter((x) => x.when === "exit");
+    const open = this.s.deferred ?? [];
+    return this.s.nodes[id]?.status === "completed" && exits.length > 0 && !exits.some((x) => open.includes(this.edgeKey(x)));
+  }
+
+  /** The edge `e` closes a loop back to its target, the head: the head's region runs again. */
+  resetRegion(e: EdgeDefinition): void {
+    const { from, to: head } = e;
+    // The edge back is the head's own `body` edge (a whileLoop with no body node: it goes round on itself).
+    const ownBody = from === head && e.when === "body";
     const region = loopRegion(this.g, head, from, this.def.start);
     const calls: string[] = [];
     const reason = "loop iteration restarted";
@@ -535,8 +549,11 @@ class Stepper {
       // when its own body comes back to it, or a cycle inside its body goes round: that is
       // still the same run of the loop, nor when its own `body` edge goes straight back to it
       // (a loop with no body node: each time round is an iteration, or it would never end).
+      // A loop whose last run went out by its exit has ended that run, whichever way the run
+      // comes back to it: an edge from its body back to a loop around it (never taken, or not
+      // this time) puts that loop in its body too, and must not make its passes one run.
       const inside = id === head ? ownBody || loopBody(this.g, id).has(from) : loopBody(this.g, id).has(head);
-      if (run.iterations !== undefined && !inside) delete run.iterations;
+      if (run.iterations !== undefined && (!inside || this.exited(id, e))) delete run.iterations;
       this.clearNodeTimers(id);
       this.s.ready = this.s.ready.filter((r) => r !== id);
     }
