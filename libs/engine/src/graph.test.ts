@@ -196,4 +196,18 @@ describe("loopBody and passNodes", () => {
     expect([...loopBody(g, "outer")].sort()).toEqual(["again", "inc", "inner", "onext", "ri"]);
     expect([...passNodes(g, "outer")].sort()).toEqual(["again", "inc", "inner", "onext", "ri"]);
   });
+
+  it("two loops each in the other's body: neither's passes count the other's exit cycle", () => {
+    const def = {
+      nodes: ["n0", "n1", "n2", "n4", "n5", "n6"].map((id) => ({ id })),
+      edges: [
+        { from: "n0", to: "n1" }, { from: "n1", to: "n2" }, { from: "n0", to: "n4" }, { from: "n4", to: "n5" }, { from: "n5", to: "n6" },
+        { from: "n2", to: "n6", when: "body" }, { from: "n6", to: "n2", when: "body" }, { from: "n2", to: "n1", when: "exit" }, { from: "n6", to: "n5", when: "exit" },
+      ],
+    } as unknown as WorkflowDefinition;
+    const g = graphOf(def);
+    expect([[...loopBody(g, "n2")].sort(), [...loopBody(g, "n6")].sort()]).toEqual([["n5", "n6"], ["n1", "n2"]]);
+    // n5 → n6 →exit→ n5 is n6's exit cycle, n1 → n2 →exit→ n1 n2's: each loop's pass leaves the other's alone.
+    expect([[...passNodes(g, "n2")], [...passNodes(g, "n6")]]).toEqual([["n6"], ["n2"]]);
+  });
 });

@@ -116,15 +116,16 @@ export function loopRegion(g: GraphInfo, head: string, from: string, start: stri
   return region;
 }
 
-const bodies = new WeakMap<GraphInfo, Map<string, { body: Set<string>; pass: Set<string> }>>();
+const bodies = new WeakMap<GraphInfo, Map<string, Set<string>>>();
+const passes = new WeakMap<GraphInfo, Map<string, Set<string>>>();
 
-/** Nodes reachable from `from` along `next` without passing through `avoid`. */
-function reachAvoiding(from: readonly string[], next: (v: string) => readonly string[], avoid: string): Set<string> {
-  const seen = new Set(from.filter((v) => v !== avoid));
+/** Nodes reachable from `from` along `next` without passing through `avoid` (or `also`). */
+function reachAvoiding(from: readonly string[], next: (v: string) => readonly string[], avoid: string, also?: string): Set<string> {
+  const seen = new Set(from.filter((v) => v !== avoid && v !== also));
   const stack = [...seen];
   while (stack.length) {
     for (const u of next(stack.pop()!)) {
-      if (u === avoid || seen.has(u)) continue;
+      if (u === avoid || u === also || seen.has(u)) continue;
       seen.add(u);
       stack.push(u);
     }
@@ -132,20 +133,12 @@ function reachAvoiding(from: readonly string[], next: (v: string) => readonly st
   return seen;
 }
 
-function loopSets(g: GraphInfo, loop: string): { body: Set<string>; pass: Set<string> } {
-  let cached = bodies.get(g);
-  if (!cached) bodies.set(g, (cached = new Map<string, { body: Set<string>; pass: Set<string> }>()));
-  const hit = cached.get(loop);
-  if (hit) return hit;
+/** Nodes on a cycle through a whileLoop's exit that does not pass through `avoid`: its exit edges lead to them, and they back to it, through neither. */
+function exitCycle(g: GraphInfo, loop: string, avoid?: string): Set<string> {
   const out = (v: string): string[] => (g.outgoing.get(v) ?? []).map((e) => e.to);
-  const targets = (when: string): string[] => (g.outgoing.get(loop) ?? []).filter((e) => e.when === when).map((e) => e.to);
-  const forward = reachAvoiding(targets("body"), out, loop);
-  const back = reachAvoiding((g.incoming.get(loop) ?? []).map((e) => e.from), (v) => (g.incoming.get(v) ?? []).map((e) => e.from), loop);
-  const body = new Set([...forward].filter((v) => back.has(v)));
-  const afterExit = reachAvoiding(targets("exit"), out, loop);
-  const sets = { body, pass: new Set([...body].filter((v) => !afterExit.has(v))) };
-  cached.set(loop, sets);
-  return sets;
+  const exits = (g.outgoing.get(loop) ?? []).filter((e) => e.when === "exit").map((e) => e.to);
+  const back = reachAvoiding((g.incoming.get(loop) ?? []).map((e) => e.from), (v) => (g.incoming.get(v) ?? []).map((e) => e.from), loop, avoid);
+  return new Set([...reachAvoiding(exits, out, loop, avoid)].filter((v) => back.has(v)));
 }
 
 /**
@@ -155,16 +148,44 @@ function loopSets(g: GraphInfo, loop: string): { body: Set<string>; pass: Set<st
  * reached through this loop's exit).
  */
 export function loopBody(g: GraphInfo, loop: string): Set<string> {
-  return loopSets(g, loop).body;
+  let cached = bodies.get(g);
+  if (!cached) bodies.set(g, (cached = new Map<string, Set<string>>()));
+  const hit = cached.get(loop);
+  if (hit) return hit;
+  const out = (v: string): string[] => (g.outgoing.get(v) ?? []).map((e) => e.to);
+  const forward = reachAvoiding((g.outgoing.get(loop) ?? []).filter((e) => e.when === "body").map((e) => e.to), out, loop);
+  const back = reachAvoiding((g.incoming.get(loop) ?? []).map((e) => e.from), (v) => (g.incoming.get(v) ?? []).map((e) => e.from), loop);
+  const body = new Set([...forward].filter((v) => back.has(v)));
+  cached.set(loop, body);
+  return body;
 }
 
 /**
  * The nodes whose `maxVisits` counts their visits in one pass of a whileLoop: its body, less the
  * nodes its exit edges also lead to without passing through it. Those are on a cycle that leaves
  * the loop by its exit, which no iteration counts, so their count must go on across its passes.
+ * Less, too, when a loop in its body has it in its own body (each is in the other's: neither is
+ * inside the other) and each has a cycle through its exit that does not pass through the other,
+ * the nodes on the other loop's such cycle: each time round it restarts the other loop's count,
+ * and no iteration of this one counts it, so the passes of each restarting the counts of the
+ * other's cycle would let the two loops restart each other for ever.
  */
 export function passNodes(g: GraphInfo, loop: string): Set<string> {
-  return loopSets(g, loop).pass;
+  let cached = passes.get(g);
+  if (!cached) passes.set(g, (cached = new Map<string, Set<string>>()));
+  const hit = cached.get(loop);
+  if (hit) return hit;
+  const body = loopBody(g, loop);
+  const own = exitCycle(g, loop);
+  const pass = new Set([...body].filter((v) => !own.has(v)));
+  for (const m of body) {
+    if (!(g.outgoing.get(m) ?? []).some((e) => e.when === "body") || !loopBody(g, m).has(loop)) continue;
+    const theirs = exitCycle(g, m, loop);
+    if (theirs.size === 0 || exitCycle(g, loop, m).size === 0) continue;
+    for (const v of theirs) pass.delete(v);
+  }
+  cached.set(loop, pass);
+  return pass;
 }
 
 /** The loop heads of a graph from a start, and the sources of the edges that close a loop to each. */

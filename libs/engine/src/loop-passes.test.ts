@@ -887,3 +887,31 @@ describe("a nested loop whose body has an edge, never taken, back to the outer l
     }
   });
 });
+
+describe("two whileLoops each in the other's body, both entered from outside", () => {
+  /**
+   * n0 → n1 → n2 and n0 → n4 → n5 → n6; n2 →body→ n6 and n6 →body→ n2; each loop's exit goes
+   * back to the node before it (n2 →exit→ n1, n6 →exit→ n5), a cycle bounded by that node's maxVisits.
+   */
+  const d = def({
+    start: "n0",
+    nodes: [
+      { id: "n0", type: "transform", config: { expression: "1" } },
+      { id: "n1", type: "transform", config: { expression: "1" }, maxVisits: 2 },
+      { id: "n2", type: "whileLoop", config: { condition: "$iteration < 2", maxIterations: 5 } },
+      { id: "n4", type: "transform", config: { expression: "1" } },
+      { id: "n5", type: "transform", config: { expression: "1" }, maxVisits: 3 },
+      { id: "n6", type: "whileLoop", config: { condition: "$iteration < 2", maxIterations: 5 } },
+    ],
+    edges: [
+      { from: "n0", to: "n1" }, { from: "n1", to: "n2" }, { from: "n0", to: "n4" }, { from: "n4", to: "n5" }, { from: "n5", to: "n6" },
+      { from: "n2", to: "n6", when: "body" }, { from: "n6", to: "n2", when: "body" }, { from: "n2", to: "n1", when: "exit" }, { from: "n6", to: "n5", when: "exit" },
+    ],
+  });
+
+  it("ends: neither loop's passes restart the maxVisits of the other's exit cycle, so n1's stops it", async () => {
+    const sim = await new Sim(d).start();
+    expect([sim.s.status, sim.s.error?.code, sim.s.error?.nodeId]).toEqual(["failed", "BATON_LOOP_LIMIT", "n1"]);
+    expect(sim.rows("n1").filter((r) => !r.endsWith(":running"))).toEqual(["1:completed", "2:completed", "3:failed(BATON_LOOP_LIMIT)"]);
+  });
+});
