@@ -20,26 +20,14 @@
  *   same visit (maxVisits counts it once, its idempotency key is the visit's).
  */
 import { describe, expect, it } from "@jest/globals";
-import { replayJournal, step, validateWorkflow } from "./index.ts";
+import { replayJournal, step } from "./index.ts";
 import type { Command, Effect, EngineEvent, ExecutionState, JournalEntry, JsonObject, JsonValue, WorkflowDefinition } from "./index.ts";
+import { deepFreeze, def } from "./test-support.ts";
 
-function def(d: unknown): WorkflowDefinition {
-  const v = validateWorkflow(d);
-  if (!v.ok) throw new Error(JSON.stringify(v.errors));
-  return v.workflow;
-}
 
 const identity = { executionId: 7, tenantId: "t_1", workflowId: 1, workflowVersion: 1 };
 const START = Date.UTC(2026, 0, 1);
 
-/** Freezes deeply: a step must not change the state it is given. */
-function deepFreeze<T>(v: T): T {
-  if (typeof v === "object" && v !== null && !Object.isFrozen(v)) {
-    Object.freeze(v);
-    for (const x of Object.values(v)) deepFreeze(x);
-  }
-  return v;
-}
 
 type Answer = { ok: true; output: JsonValue } | { ok: false; retryable: boolean; message: string };
 /** Answers a call at once, or leaves it out ("hold") for the test to answer. */

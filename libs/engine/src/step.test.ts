@@ -5,17 +5,13 @@
  */
 import { describe, expect, it } from "@jest/globals";
 import { readFileSync } from "node:fs";
-import { backoffDelay, forkState, isBlobRef, outstandingCalls, outstandingCount, replayJournal, resolveRefs, settledFanCall, step, usageOf, validateWorkflow } from "./index.ts";
+import { backoffDelay, forkState, isBlobRef, outstandingCalls, outstandingCount, replayJournal, resolveRefs, settledFanCall, step, usageOf } from "./index.ts";
 import type { Command, Effect, ExecutionState, JournalEntry, JsonObject, JsonValue, NodeRun, WorkflowDefinition } from "./index.ts";
+import { deepFreeze, def } from "./test-support.ts";
 
 const quickstart = JSON.parse(readFileSync(new URL("../../../examples/quickstart/workflow.json", import.meta.url), "utf8")) as { definition: unknown };
 const qsInput = (JSON.parse(readFileSync(new URL("../../../examples/quickstart/input.json", import.meta.url), "utf8")) as { input: JsonObject }).input;
 
-function def(d: unknown): WorkflowDefinition {
-  const v = validateWorkflow(d);
-  if (!v.ok) throw new Error(JSON.stringify(v.errors));
-  return v.workflow;
-}
 
 const identity = { executionId: 7, tenantId: "t_1", workflowId: 1, workflowVersion: 1 };
 type ToolFn = (args: JsonObject, callId: string) => { ok: true; output: JsonValue } | { ok: false; retryable: boolean; message: string; code?: string } | "hang";
@@ -43,18 +39,6 @@ interface Run {
 
 let t0 = Date.UTC(2026, 0, 1);
 
-/**
- * Freezes a value deeply. `drive` freezes every state before stepping from it: a step must
- * not change the state it is given (it shares the context and a fan's items with its result,
- * see workingCopy in step.ts), and in a module (strict mode) a change of a frozen object throws.
- */
-function deepFreeze<T>(v: T): T {
-  if (typeof v === "object" && v !== null && !Object.isFrozen(v)) {
-    Object.freeze(v);
-    for (const x of Object.values(v)) deepFreeze(x);
-  }
-  return v;
-}
 
 /** The state with its fans' counts left out, as executors before them wrote it. */
 function withoutFanCounts(s: ExecutionState): ExecutionState {

@@ -23,14 +23,10 @@
  *   stays paused at the others, and the `execution.paused` of a node not announced.
  */
 import { describe, expect, it } from "@jest/globals";
-import { forkState, replayJournal, step, subRunPauses, validateWorkflow } from "./index.ts";
+import { forkState, replayJournal, step, subRunPauses } from "./index.ts";
 import type { Command, Effect, EngineEvent, ExecutionState, JournalEntry, LearnedSubRunPause, ReplayInput, WorkflowDefinition } from "./index.ts";
+import { deepFreeze, def } from "./test-support.ts";
 
-function def(d: unknown): WorkflowDefinition {
-  const v = validateWorkflow(d);
-  if (!v.ok) throw new Error(JSON.stringify(v.errors));
-  return v.workflow;
-}
 
 const identity = { executionId: 7, tenantId: "t_1", workflowId: 1, workflowVersion: 1 };
 let clock = Date.UTC(2026, 0, 1);
@@ -42,14 +38,6 @@ interface Applied {
   ignored?: string;
 }
 
-/** Freezes deeply: a step must not change the state it is given. */
-function deepFreeze<T>(v: T): T {
-  if (typeof v === "object" && v !== null && !Object.isFrozen(v)) {
-    Object.freeze(v);
-    for (const x of Object.values(v)) deepFreeze(x);
-  }
-  return v;
-}
 
 /** Applies a command and the inline steps it makes ready; no outside work is answered. */
 async function apply(d: WorkflowDefinition, state: ExecutionState | null, command: Command): Promise<Applied> {
