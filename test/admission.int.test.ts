@@ -19,31 +19,17 @@
  * - an execution started on version 1 keeps running version 1 when the workflow is updated
  *   while it is paused.
  */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { loadConfig } from "@baton/config";
-import type { Store } from "@baton/store";
 import { createLogger } from "@baton/telemetry";
 import type { Executor } from "@baton/executor";
 import { startBaton } from "../bin/start.ts";
-import { isolatedConfig, waitFor } from "./helpers.ts";
-import type { Api } from "./helpers.ts";
-import type { InProcess, Recorder } from "./workflows.ts";
-import { children, collectEvents, createDefinition, eventNames, forkAtPause, getExecution, journal, startExecution, startInProcess, uniq, waitForExecution } from "./workflows.ts";
+import { waitFor } from "./helpers.ts";
+import { children, collectEvents, createDefinition, eventNames, forkAtPause, getExecution, journal, startExecution, suiteInProcess, uniq, waitForExecution } from "./workflows.ts";
 
 const CAP = 2;
-const { config, env } = isolatedConfig({ BATON_TENANT_MAX_RUNNING: String(CAP) });
-let h: InProcess | undefined;
-let a: Api;
-let store: Store;
-let rec: Recorder;
-let tenantId: string;
-
-beforeAll(async () => {
-  h = await startInProcess(config, "admission-int");
-  ({ a, store, rec, tenantId } = h);
-}, 60_000);
-
-afterAll(() => h?.stop());
+const h = await suiteInProcess("admission-int", { BATON_TENANT_MAX_RUNNING: String(CAP) });
+const { config, env, a, store, rec, tenantId } = h;
 
 /** A one-node workflow: `rec.sleep` for `ms`, counted on the gauge `gauge`. */
 function sleeper(gauge: string, ms: number): Promise<number> {
@@ -107,7 +93,7 @@ describe(`BATON_TENANT_MAX_RUNNING=${CAP}`, () => {
       expect(await rec.gauge("sweep")).toEqual([]);
       // A slot frees with no run of the tenant ending in an executor: only the sweep can see it.
       await store.executions.update(ghosts[0]!, { status: "completed", completedAt: new Date() });
-      const executor = h!.baton.manager.get<Executor>("executor");
+      const executor = h.baton.manager.get<Executor>("executor");
       expect(await executor.recover()).toBeGreaterThanOrEqual(1);
       expect((await waitForExecution(a, id, ["completed", "failed", "cancelled"])).status).toBe("completed");
     } finally {

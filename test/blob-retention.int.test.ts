@@ -11,19 +11,12 @@
  * - the learner's sequences copy a tool's large input by reference: its blob stays after every
  *   run is deleted, readable, until the sequences go (ADR 008, "References outside executions").
  */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { isolatedConfig, waitFor } from "./helpers.ts";
-import { createDefinition, forkAtPause, getExecution, journal, startExecution, startInProcess, waitForExecution } from "./workflows.ts";
-import type { InProcess } from "./workflows.ts";
+import { describe, expect, it } from "@jest/globals";
+import { waitFor } from "./helpers.ts";
+import { createDefinition, forkAtPause, getExecution, journal, startExecution, suiteInProcess, waitForExecution } from "./workflows.ts";
 
 // Values above 1 KiB are stored as blobs; the pruner's timer is off: the test prunes itself.
-const { config } = isolatedConfig({ BATON_LARGE_RESULT_BYTES: "1024", BATON_BLOB_PRUNE_INTERVAL_SECONDS: "0" });
-let p: InProcess;
-
-beforeAll(async () => {
-  p = await startInProcess(config, "blob-retention-test");
-}, 60_000);
-afterAll(() => p?.stop());
+const p = await suiteInProcess("blob-retention-test", { BATON_LARGE_RESULT_BYTES: "1024", BATON_BLOB_PRUNE_INTERVAL_SECONDS: "0" });
 
 type Ref = { $ref: string; size: number };
 const hashOf = (r: Ref): string => r.$ref.slice("blob:".length);

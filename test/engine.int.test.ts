@@ -21,26 +21,12 @@
  *   event names the tenant and the execution, every node.started is closed by one
  *   node.completed or node.failed of the same node and attempt.
  */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { isolatedConfig, waitFor } from "./helpers.ts";
-import type { Api } from "./helpers.ts";
-import type { ExecutionRow, InProcess, NodeRow, Recorder, SseEvent } from "./workflows.ts";
-import {
-  children, collectEvents, createDefinition, eventNames, journal, startExecution, startInProcess, timelineProblems, uniq, waitForExecution,
-} from "./workflows.ts";
+import { describe, expect, it } from "@jest/globals";
+import { waitFor } from "./helpers.ts";
+import type { ExecutionRow, NodeRow, SseEvent } from "./workflows.ts";
+import { children, collectEvents, createDefinition, eventNames, journal, startExecution, suiteInProcess, timelineProblems, uniq, waitForExecution } from "./workflows.ts";
 
-const { config } = isolatedConfig();
-let h: InProcess | undefined;
-let a: Api;
-let rec: Recorder;
-let tenantId: string;
-
-beforeAll(async () => {
-  h = await startInProcess(config, "engine-int");
-  ({ a, rec, tenantId } = h);
-}, 60_000);
-
-afterAll(() => h?.stop());
+const { config, a, rec, tenantId } = await suiteInProcess("engine-int");
 
 interface Finished {
   id: number;

@@ -25,24 +25,13 @@
  *   completes and no node runs again;
  * - every run's events make a whole timeline (timelineProblems).
  */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { isolatedConfig, waitFor } from "./helpers.ts";
-import type { Api } from "./helpers.ts";
-import type { ExecutionRow, InProcess, Recorder, SseEvent } from "./workflows.ts";
-import { children, collectEvents, createDefinition, getExecution, journal, startExecution, startInProcess, timelineProblems, uniq, waitForExecution } from "./workflows.ts";
+import { describe, expect, it } from "@jest/globals";
+import { waitFor } from "./helpers.ts";
+import type { ExecutionRow, SseEvent } from "./workflows.ts";
+import { children, collectEvents, createDefinition, getExecution, journal, startExecution, suiteInProcess, timelineProblems, uniq, waitForExecution } from "./workflows.ts";
 
-const { config } = isolatedConfig();
-let h: InProcess | undefined;
-let a: Api;
-let rec: Recorder;
-let tenantId: string;
-
-beforeAll(async () => {
-  h = await startInProcess(config, "subrun-pause-int");
-  ({ a, rec, tenantId } = h);
-}, 60_000);
-
-afterAll(() => h?.stop());
+const h = await suiteInProcess("subrun-pause-int");
+const { config, a, rec, tenantId } = h;
 
 interface Review {
   id: number;
@@ -287,12 +276,12 @@ describe("a parent paused in a sub-run loses its checkpoint", () => {
     const id = await startExecution(a, wf);
     await paused(id);
     const child = await onlyChild(id);
-    expect(await h!.redis.del(...checkpointKeys(id))).toBeGreaterThanOrEqual(1);
+    expect(await h.redis.del(...checkpointKeys(id))).toBeGreaterThanOrEqual(1);
     // The tool's answer is the parent's next command: it finds no checkpoint and rebuilds it.
     await waitFor("slow completed", async () => ((await journal(a, id)).some((n) => n.nodeId === "slow" && n.status === "completed") ? true : undefined));
     await new Promise((r) => setTimeout(r, 300));
     expect((await getExecution(a, id)).status).toBe("paused");
-    expect(await h!.redis.exists(checkpointKeys(id)[0]!)).toBe(1);
+    expect(await h.redis.exists(checkpointKeys(id)[0]!)).toBe(1);
     // The rebuilt pause has the reason the lost one had.
     expect((await stateOf(id)).pause).toEqual({ nodeId: "sub", reason: `review in sub-run ${child.id}: still waiting`, seq: expect.any(Number), subExecutionId: child.id });
 
@@ -331,10 +320,10 @@ describe("a parent paused in a sub-run loses its checkpoint", () => {
     await pendingReviewOf(grandchild.id);
     const reason = `review in sub-run ${mid.id}: review in sub-run ${grandchild.id}: deep and lost`;
     expect((await stateOf(id)).pause?.reason).toBe(reason);
-    for (const x of [id, mid.id, grandchild.id]) expect(await h!.redis.del(...checkpointKeys(x))).toBeGreaterThanOrEqual(1);
+    for (const x of [id, mid.id, grandchild.id]) expect(await h.redis.del(...checkpointKeys(x))).toBeGreaterThanOrEqual(1);
     // The tool's answer rebuilds the top run; the runs below have no checkpoint to read.
     await waitFor("slow completed", async () => ((await journal(a, id)).some((n) => n.nodeId === "slow" && n.status === "completed") ? true : undefined));
-    await waitFor("the top run's checkpoint rebuilt", async () => ((await h!.redis.exists(checkpointKeys(id)[0]!)) === 1 ? true : undefined));
+    await waitFor("the top run's checkpoint rebuilt", async () => ((await h.redis.exists(checkpointKeys(id)[0]!)) === 1 ? true : undefined));
     expect((await stateOf(id)).pause).toEqual({ nodeId: "outer", reason, seq: expect.any(Number), subExecutionId: mid.id });
     expect((await getExecution(a, id)).status).toBe("paused");
 
@@ -365,7 +354,7 @@ describe("a parent paused in a sub-run loses its checkpoint", () => {
     await paused(id);
     const child = await onlyChild(id);
     await pendingReviewOf(child.id);
-    expect(await h!.redis.del(...checkpointKeys(id))).toBeGreaterThanOrEqual(1);
+    expect(await h.redis.del(...checkpointKeys(id))).toBeGreaterThanOrEqual(1);
     // The child's news that it runs on is the parent's next command: it rebuilds the parent,
     // whose row still says paused, from a journal in which nothing waits.
     await decide(child.id);
@@ -406,7 +395,7 @@ describe("a parent paused in a sub-run loses its checkpoint", () => {
     await pendingReviewOf(gone.id);
     // Both pauses announced (the parent's step is over) before the checkpoint goes.
     await collectEvents(a, config.apiKey!, id, (ev) => ev.filter((e) => e.event === "execution.paused").length === 2);
-    expect(await h!.redis.del(...checkpointKeys(id))).toBeGreaterThanOrEqual(1);
+    expect(await h.redis.del(...checkpointKeys(id))).toBeGreaterThanOrEqual(1);
     // The decided child's news is the parent's next command: it rebuilds the parent.
     await decide(gone.id);
     const resumed = (ev: SseEvent[]) => ev.some((e) => e.event === "execution.resumed" && e.data.data.node_id === decided);

@@ -4,26 +4,20 @@
  *   executor's consumer of the commands stream; however many wait, the other commands (a
  *   start, a tool's answer) still reach the executor.
  */
-import { afterAll, beforeAll, expect, it } from "@jest/globals";
+import { expect, it } from "@jest/globals";
 import { streamNames } from "@baton/contracts";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import type { BusService } from "../bin/modules.ts";
-import { isolatedConfig, waitFor } from "./helpers.ts";
-import type { InProcess } from "./workflows.ts";
-import { createDefinition, startExecution, startInProcess, uniq, waitForExecution } from "./workflows.ts";
+import { waitFor } from "./helpers.ts";
+import { createDefinition, startExecution, suiteInProcess, uniq, waitForExecution } from "./workflows.ts";
 
-const { config } = isolatedConfig();
-let h: InProcess | undefined;
-
-beforeAll(async () => {
-  h = await startInProcess(config, "timers-int");
-}, 60_000);
-afterAll(() => h?.stop());
+const h = await suiteInProcess("timers-int");
+const { config } = h;
 
 it("300 timers waiting to be due do not hold back a run's start and its tool's answer", async () => {
-  const { a, tenantId } = h!;
-  const { messaging } = h!.baton.manager.get<BusService>("bus");
+  const { a, tenantId } = h;
+  const { messaging } = h.baton.manager.get<BusService>("bus");
   const dueAt = new Date(Date.now() + 10 * 60_000).toISOString();
   // Timers of runs that ended long ago (their deadlines, say): each waits, unacknowledged, until due.
   for (let i = 0; i < 300; i++) {

@@ -4,6 +4,7 @@
  * survives and is visible across processes), and an SSE reader that stops when told.
  */
 import { randomBytes } from "node:crypto";
+import { afterAll } from "@jest/globals";
 import type { Redis } from "ioredis";
 import { createRedis } from "@baton/checkpoints";
 import type { BatonConfig } from "@baton/config";
@@ -14,7 +15,7 @@ import { createLogger } from "@baton/telemetry";
 import { startBaton } from "../bin/start.ts";
 import type { BatonHandle } from "../bin/start.ts";
 import type { Api } from "./helpers.ts";
-import { api, removeIsolated, waitFor } from "./helpers.ts";
+import { api, isolatedConfig, removeIsolated, waitFor } from "./helpers.ts";
 import type { Execution } from "./quickstart.ts";
 
 export interface NodeRow {
@@ -362,6 +363,18 @@ export async function startInProcess(config: BatonConfig, name: string): Promise
     await stop();
     throw err;
   }
+}
+
+/**
+ * The services of one test file, started in this process on an isolated config (`overrides`:
+ * BATON_* settings) when the file loads (call it with top-level `await`) and stopped after its
+ * tests; with the config and its environment.
+ */
+export async function suiteInProcess(name: string, overrides: Record<string, string> = {}): Promise<InProcess & { config: BatonConfig; env: Record<string, string> }> {
+  const { config, env } = isolatedConfig(overrides);
+  const h = await startInProcess(config, name);
+  afterAll(() => h.stop());
+  return { ...h, config, env };
 }
 
 /**
