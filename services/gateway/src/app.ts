@@ -55,7 +55,8 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
     bodyLimit: 4 * 1024 * 1024,
     // Path parameters such as a tool source's name (up to 200 characters) reach the route's
     // own checks, which answer a problem naming them; fastify's default cuts at 100 with a 414.
-    maxParamLength: MAX_PARAM_LENGTH,
+    // (Under routerOptions: the top-level option is deprecated in fastify 5, FSTDEP022.)
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // A path that does not decode, or a parameter past that length, is refused by the router
     // before any route: answered as problem+json like every other error.
     frameworkErrors: frameworkError,
