@@ -32,6 +32,16 @@ export const WorkflowHasActiveRuns = defineError(
   { status: 409 },
 );
 
+/**
+ * A workflow update made on condition of the version it was checked against found the workflow
+ * at a later version: another update came in between. Reading it again and checking again is safe.
+ */
+export const WorkflowVersionMoved = defineError(
+  "BATON_STORE_WORKFLOW_VERSION_MOVED",
+  (id: number, expected: number, actual: number) => `workflow ${id} is at version ${actual}, not ${expected}: it was updated meanwhile; read it again and retry`,
+  { status: 409, retryable: true },
+);
+
 /** A write collided with a unique constraint other than a slug. */
 export const StoreConflict = defineError(
   "BATON_STORE_CONFLICT",

@@ -36,6 +36,7 @@ export {
   StoreTxConflict,
   StoreUnavailable,
   WorkflowHasActiveRuns,
+  WorkflowVersionMoved,
 } from "./errors.ts";
 export { Prisma } from "./generated/client.ts";
 export type { PrismaClient } from "./generated/client.ts";

@@ -526,8 +526,13 @@ export interface WorkflowsRepo {
   /** Newest first. */
   list(tenantId: string, opts?: PageOptions): Promise<WorkflowRecord[]>;
   get(tenantId: string, id: number): Promise<WorkflowRecord | null>;
-  /** Applies the patch, bumps `version` and adds a versions row, in one transaction. Throws `BATON_STORE_NOT_FOUND`. */
-  update(tenantId: string, id: number, patch: WorkflowPatch): Promise<WorkflowRecord>;
+  /**
+   * Applies the patch, bumps `version` and adds a versions row, in one transaction. Throws
+   * `BATON_STORE_NOT_FOUND`. With `ifVersion`, only while the workflow is at that version (the
+   * version the caller read and checked the patch against): else it throws
+   * `BATON_STORE_WORKFLOW_VERSION_MOVED` (409, retryable) and writes nothing.
+   */
+  update(tenantId: string, id: number, patch: WorkflowPatch, opts?: { ifVersion?: number }): Promise<WorkflowRecord>;
   /**
    * Deletes the workflow with its versions, executions, node executions, reviews, blob uses and
    * MCP definition; the blobs its executions used are marked used now, so they are pruned a

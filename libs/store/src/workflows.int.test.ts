@@ -98,6 +98,27 @@ describe("workflows.update and versions", () => {
     expect(await store.workflows.getVersion(tenant, wf.id, 9)).toBeNull();
   });
 
+  it("with ifVersion, writes only while the workflow is at that version; else a retryable 409 and nothing written", async () => {
+    const wf = await store.workflows.create(tenant, { name: "Conditional", definition: graph("v1") });
+    const v2 = await store.workflows.update(tenant, wf.id, { definition: graph("v2") }, { ifVersion: 1 });
+    expect(v2).toMatchObject({ version: 2, definition: graph("v2") });
+    await expect(store.workflows.update(tenant, wf.id, { definition: graph("stale") }, { ifVersion: 1 })).rejects.toMatchObject({
+      code: "BATON_STORE_WORKFLOW_VERSION_MOVED",
+      status: 409,
+      retryable: true,
+      message: expect.stringContaining("is at version 2, not 1") as unknown,
+    });
+    expect(await store.workflows.get(tenant, wf.id)).toMatchObject({ version: 2, definition: graph("v2") });
+    expect((await store.workflows.listVersions(tenant, wf.id)).map((v) => v.version)).toEqual([1, 2]);
+    // Two updates conditional on the same version, at once: one is written, the other moved.
+    const both = await Promise.allSettled([graph("a"), graph("b")].map((definition) => store.workflows.update(tenant, wf.id, { definition }, { ifVersion: 2 })));
+    expect(both.map((r) => r.status).sort()).toEqual(["fulfilled", "rejected"]);
+    expect(both.find((r) => r.status === "rejected")).toMatchObject({ reason: { code: "BATON_STORE_WORKFLOW_VERSION_MOVED" } });
+    expect((await store.workflows.listVersions(tenant, wf.id)).map((v) => v.version)).toEqual([1, 2, 3]);
+    // Not the tenant's, or gone: not found, whatever the version.
+    await expect(store.workflows.update("other-tenant", wf.id, { name: "x" }, { ifVersion: 3 })).rejects.toMatchObject({ code: "BATON_STORE_NOT_FOUND", status: 404 });
+  });
+
   it("restores an old version as a new version", async () => {
     const wf = await store.workflows.create(tenant, { name: "Restorable", definition: graph("v1") });
     await store.workflows.update(tenant, wf.id, { definition: graph("v2") });

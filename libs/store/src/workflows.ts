@@ -1,7 +1,7 @@
 import type { Pool } from "pg";
 import type { AgentWorkflow, Prisma, PrismaClient } from "./generated/client.ts";
 import { guard, type ErrorContext } from "./db-errors.ts";
-import { SlugTaken, StoreInvalidInput, StoreNotFound, WorkflowHasActiveRuns } from "./errors.ts";
+import { SlugTaken, StoreInvalidInput, StoreNotFound, WorkflowHasActiveRuns, WorkflowVersionMoved } from "./errors.ts";
 import { toWorkflow, toWorkflowVersion } from "./records.ts";
 import { requireSlug, slugify } from "./slug.ts";
 import type { WorkflowInput, WorkflowPatch, WorkflowRecord, WorkflowsRepo } from "./types.ts";
@@ -54,8 +54,16 @@ async function bumpVersion(
   id: number,
   data: Prisma.AgentWorkflowUncheckedUpdateInput,
   changeDescription: string | null,
+  ifVersion?: number,
 ): Promise<WorkflowRecord> {
-  const row = await tx.agentWorkflow.update({ where: { id, tenantId }, data: { ...data, version: { increment: 1 } } });
+  // With ifVersion, the UPDATE's own condition: Postgres checks it again on the locked row, so
+  // an update committed in between makes it match nothing.
+  const where = ifVersion === undefined ? { id, tenantId } : { id, tenantId, version: ifVersion };
+  const [row] = await tx.agentWorkflow.updateManyAndReturn({ where, data: { ...data, version: { increment: 1 } } });
+  if (!row) {
+    const now = await tx.agentWorkflow.findFirst({ where: { id, tenantId }, select: { version: true } });
+    throw now && ifVersion !== undefined ? WorkflowVersionMoved(id, ifVersion, now.version) : StoreNotFound("workflow", id);
+  }
   await tx.agentWorkflowVersion.create({
     data: { tenantId, agentWorkflowId: id, version: row.version, ...snapshot(row), description: changeDescription },
   });
@@ -139,14 +147,14 @@ export function workflowsRepo(prisma: PrismaClient, schema: string, pool: Pool):
       return res.rows[0] ? toWorkflow(res.rows[0]) : null;
     },
 
-    async update(tenantId, id, patch) {
+    async update(tenantId, id, patch, opts) {
       requireTenantId(tenantId);
       if (!isDbId(id)) throw StoreNotFound("workflow", String(id));
       if (typeof patch !== "object" || patch === null) throw StoreInvalidInput("patch must be an object");
       const { changeDescription, ...fields } = patch satisfies WorkflowPatch;
       const note = changeDescription === undefined ? null : requireText("changeDescription", changeDescription, { max: DESCRIPTION_MAX, allowEmpty: true });
       const data = columns(fields);
-      return guard(slugCtx(data.slug ?? "", id), () => prisma.$transaction((tx) => bumpVersion(tx, tenantId, id, data, note)));
+      return guard(slugCtx(data.slug ?? "", id), () => prisma.$transaction((tx) => bumpVersion(tx, tenantId, id, data, note, opts?.ifVersion)));
     },
 
     async delete(tenantId, id) {

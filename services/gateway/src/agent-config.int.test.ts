@@ -201,6 +201,46 @@ describe("update, restore and execute", () => {
     expect(await written()).toEqual(unchanged);
   });
 
+  test("an update that came in between is checked with the one that keeps its part: two PUTs, each valid alone, are not both written", async () => {
+    // The node's own model makes any agentConfig fine; a later definition leaves the model to the agentConfig.
+    const wf = await gw.store.workflows.create(gw.a.tenantId, {
+      name: "Raced",
+      definition: { nodes: [{ id: "ask", type: "agent.llm", config: { prompt: "hi", model: "openai:gpt-4o" } }] },
+      agentConfig: { model: "openai:gpt-4o-mini" },
+    });
+    // Between the PUT's read of the workflow and its write, another update replaces the
+    // definition: valid with the agentConfig stored then, not with the one this PUT sends.
+    const get = gw.store.workflows.get;
+    let raced = 0;
+    gw.store.workflows.get = async (tenantId, id) => {
+      const read = await get(tenantId, id);
+      if (id === wf.id && raced++ === 0) await gw.store.workflows.update(tenantId, id, { definition: definition() as never });
+      return read;
+    };
+    try {
+      const p = problemOf(await send("PUT", `/api/agent-workflows/${wf.id}`, { agentConfig: { system: "Be brief" } }), 400, "BATON_GATEWAY_WORKFLOW_INVALID");
+      expect(p.errors).toEqual([{ path: "definition.nodes[0].config.model", code: "missing_model", message: expect.stringContaining("send definition to replace it") as unknown }]);
+    } finally {
+      gw.store.workflows.get = get;
+    }
+    // Read twice (checked again after the update in between), and only the update in between written.
+    expect(raced).toBe(2);
+    expect(await gw.store.workflows.get(gw.a.tenantId, wf.id)).toMatchObject({ version: 2, agentConfig: { model: "openai:gpt-4o-mini" }, definition: definition() });
+    // Updates that keep coming in between: after three checks, a retryable 409 and nothing written.
+    gw.store.workflows.get = async (tenantId, id) => {
+      const read = await get(tenantId, id);
+      if (id === wf.id) await gw.store.workflows.update(tenantId, id, { name: `Raced ${read?.version ?? 0}` });
+      return read;
+    };
+    try {
+      const q = problemOf(await send("PUT", `/api/agent-workflows/${wf.id}`, { agentConfig: { model: "openai:gpt-4o" } }), 409, "BATON_STORE_WORKFLOW_VERSION_MOVED");
+      expect(q.detail).toContain("it was updated meanwhile");
+    } finally {
+      gw.store.workflows.get = get;
+    }
+    expect(await gw.store.workflows.get(gw.a.tenantId, wf.id)).toMatchObject({ version: 5, agentConfig: { model: "openai:gpt-4o-mini" } });
+  });
+
   test("an update of other fields only is not checked: a workflow that cannot run may still be renamed or disabled", async () => {
     const wf = await gw.store.workflows.create(gw.a.tenantId, { name: "Still broken", definition: definition() as never, agentConfig: { model: "anthropic:claude-x" } });
     const res = await send("PUT", `/api/agent-workflows/${wf.id}`, { name: "Still broken, disabled", enabled: false });

@@ -17,6 +17,7 @@ import { errorMessage } from "@baton/errors";
 import { partialImportIssues, agentsWithoutModel, validateInput } from "@baton/engine";
 import type { FastifyBaseLogger } from "fastify";
 import type { JsonObject } from "@baton/store";
+import { WorkflowVersionMoved } from "@baton/store";
 import type { ImportSourceMap } from "@baton/engine";
 import type { DefinitionIssue, GatewayDeps, StartExecutionCommand } from "../deps.ts";
 import { ExecutionInputInvalid, ExecutionStartFailed, ImportInvalid, WorkflowDefinitionInvalid, WorkflowDisabled } from "../errors.ts";
@@ -145,6 +146,8 @@ function definitionAt(at = "body.definition"): IssueReport {
 }
 
 /** What the message of a problem in the stored `field` adds, for an update that keeps it. */
+/** How often an update that keeps a stored part is checked again when other updates keep coming in between. */
+const UPDATE_TRIES = 3;
 const keptByUpdate = (field: "definition" | "agentConfig") => `in the workflow's current ${field}, which this update keeps: send ${field} to replace it`;
 
 /** Problems of the stored definition an update keeps: at `definition…`, each message saying so. */
@@ -379,7 +382,9 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
         "is checked as the workflow will be after it, as on create and as execute will check it: what it sends (problems at `body.definition…`, " +
         "`body.agentConfig…`), and the stored definition or agentConfig that it keeps (problems at `definition…` or `agentConfig…`, e.g. a model " +
         "whose provider is no longer configured; each message says to send that field to replace it). All problems come in one 400 " +
-        "`BATON_GATEWAY_WORKFLOW_INVALID`; nothing is written. An update of other fields only (`name`, `enabled`, …) is not checked.",
+        "`BATON_GATEWAY_WORKFLOW_INVALID`; nothing is written. An update of other fields only (`name`, `enabled`, …) is not checked. " +
+        "An update checked with a stored part is written only if no other update came in between; if one did, it is checked again " +
+        "with the workflow as it is now (three tries, then 409 `BATON_STORE_WORKFLOW_VERSION_MOVED`, retryable).",
       security: API_SECURITY,
       params: idParams,
       body: workflowUpdateBody,
@@ -389,22 +394,31 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
       const { tenantId } = request.auth;
       const { id } = request.params;
       const { definition, agentConfig } = request.body;
-      let warnings: string[] = [];
-      if (definition !== undefined || agentConfig !== undefined) {
-        // Checked as the workflow will be after the update, as execute will check it: the
-        // definition and the agentConfig sent, with the stored one of the two that is not.
-        const stored = definition === undefined || agentConfig === undefined ? await getWorkflow(tenantId, id) : undefined;
-        const own: OwnAgentConfig = agentConfig !== undefined
-          ? { agentConfig, at: "body.agentConfig" }
-          : { agentConfig: stored?.agentConfig, at: "agentConfig", kept: keptByUpdate("agentConfig") };
-        if (definition !== undefined) warnings = await checkDefinition(deps, definition, definitionAt(), own);
-        // The stored definition's warnings were answered when it was saved.
-        else await checkDefinition(deps, stored?.definition, keptDefinition(), own);
+      const patch = defined(request.body) as typeof request.body;
+      for (let tries = 1; ; tries++) {
+        let warnings: string[] = [];
+        let ifVersion: number | undefined;
+        if (definition !== undefined || agentConfig !== undefined) {
+          // Checked as the workflow will be after the update, as execute will check it: the
+          // definition and the agentConfig sent, with the stored one of the two that is not.
+          const stored = definition === undefined || agentConfig === undefined ? await getWorkflow(tenantId, id) : undefined;
+          // What was checked with a stored part is written only while that part is still
+          // stored: an update in between (another agentConfig, say) is read and checked again.
+          ifVersion = stored?.version;
+          const own: OwnAgentConfig = agentConfig !== undefined
+            ? { agentConfig, at: "body.agentConfig" }
+            : { agentConfig: stored?.agentConfig, at: "agentConfig", kept: keptByUpdate("agentConfig") };
+          if (definition !== undefined) warnings = await checkDefinition(deps, definition, definitionAt(), own);
+          // The stored definition's warnings were answered when it was saved.
+          else await checkDefinition(deps, stored?.definition, keptDefinition(), own);
+        }
+        try {
+          const record = await orNotFound("workflow", id, () => store.workflows.update(tenantId, id, patch, { ifVersion }));
+          return withWarnings(await updated(tenantId, record, request.log), warnings);
+        } catch (err) {
+          if (!WorkflowVersionMoved.is(err) || tries >= UPDATE_TRIES) throw err;
+        }
       }
-      const record = await orNotFound("workflow", id, () =>
-        store.workflows.update(tenantId, id, defined(request.body) as typeof request.body),
-      );
-      return withWarnings(await updated(tenantId, record, request.log), warnings);
     },
   });
 
