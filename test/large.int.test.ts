@@ -340,6 +340,70 @@ describe("large values", () => {
     }
   }, 60_000);
 
+  it("a blob reference sent into a run must name one of the tenant's blobs; one a step makes that names none fails the run", async () => {
+    const none = `blob:${"0".repeat(64)}`;
+    // A reference to the tenant's blob (an earlier run's large result) is read through, and
+    // recorded as the new run's use, so the pruner keeps the blob while the run reads it.
+    const first = await createDefinition(a, "refs-source", { nodes: [{ id: "b", type: "tool", config: { tool: "big" }, input: { kb: 100 } }] });
+    const source = await startExecution(a, first);
+    expect((await waitForExecution(a, source, ["completed", "failed", "cancelled"], 30_000)).status).toBe("completed");
+    const ref = (await journal(a, source)).find((n) => n.nodeId === "b")!.output as { $ref: string; size: number };
+    expect(ref.$ref).toMatch(/^blob:[0-9a-f]{64}$/);
+    const reader = await createDefinition(a, "refs-reader", {
+      nodes: [
+        { id: "len", type: "transform", config: { expression: "$length(input.x.data)" } },
+        { id: "review", type: "humanReview", config: { reason: "go on?" } },
+      ],
+      edges: [{ from: "len", to: "review" }],
+      output: { len: "$.len" },
+    });
+    const run = await startExecution(a, reader, { x: ref, note: { $ref: "#/$defs/not-a-blob" } });
+    expect(await waitForExecution(a, run, ["paused", "completed", "failed", "cancelled"], 30_000)).toMatchObject({ status: "paused", error: null });
+    const db = new pg.Client({ connectionString: DATABASE_URL });
+    await db.connect();
+    try {
+      const uses = await db.query(`SELECT "executionId" FROM "${config.databaseSchema}"."blob_uses" WHERE "hash" = $1 ORDER BY "executionId"`, [ref.$ref.slice(5)]);
+      // (Other tests' runs stored the same 100 KiB too: a blob is stored once per tenant.)
+      expect(uses.rows.map((r: { executionId: number }) => r.executionId)).toEqual(expect.arrayContaining([source, run]));
+    } finally {
+      await db.end();
+    }
+
+    // One naming no blob of the tenant: 400 at its path, with the input's other problems; nothing stored.
+    const before = (await a.call<{ items: unknown[] }>("GET", "/api/agent-workflow-executions?limit=100")).body.items.length;
+    const refused = await a.call<{ code: string; errors: { path: string; code: string }[] }>("POST", `/api/agent-workflows/${reader}/execute`, {
+      input: { x: { $ref: none, size: 3 }, list: [1, { $ref: none }], "odd key": { $ref: "blob:abc" } },
+    });
+    expect([refused.status, refused.body.code]).toEqual([400, "BATON_GATEWAY_INPUT_INVALID"]);
+    expect(refused.body.errors.map((e) => [e.path, e.code])).toEqual([
+      ["body.input.x", "unknown_blob"],
+      ["body.input.list[1]", "unknown_blob"],
+      ['body.input["odd key"]', "unknown_blob"],
+    ]);
+    expect((await a.call<{ items: unknown[] }>("GET", "/api/agent-workflow-executions?limit=100")).body.items.length).toBe(before);
+    // So is one in a fork's context values, and in a review's edited data.
+    const fork = await a.call<{ errors: { path: string; code: string }[] }>("POST", `/api/agent-workflow-executions/${run}/fork`, { version: 1, context: { "$.extra": { $ref: none } } });
+    expect([fork.status, fork.body.errors.map((e) => [e.path, e.code])]).toEqual([400, [['body.context["$.extra"]', "unknown_blob"]]]);
+    const edit = await a.call<{ errors: { path: string; code: string }[] }>("POST", `/api/agent-workflow-executions/${run}/resume`, { action: "edit", data: { y: { $ref: none } } });
+    expect([edit.status, edit.body.errors.map((e) => [e.path, e.code])]).toEqual([400, [["body.data.y", "unknown_blob"]]]);
+    expect((await a.call("POST", `/api/agent-workflow-executions/${run}/resume`, { action: "approve" })).status).toBe(202);
+    expect(await waitForExecution(a, run, ["completed", "failed", "cancelled"], 30_000)).toMatchObject({ status: "completed", output: { len: 102_400 } });
+
+    // A reference a step makes (here a transform's literal) that names no stored blob: the
+    // next read fails the run with a coded error, where it used to leave it running for ever.
+    const maker = await createDefinition(a, "refs-maker", {
+      nodes: [
+        { id: "fake", type: "transform", config: { expression: `{ "$ref": "${none}", "size": 3 }` } },
+        { id: "read", type: "transform", config: { expression: "$string(fake)" } },
+      ],
+      edges: [{ from: "fake", to: "read" }],
+    });
+    const made = await startExecution(a, maker);
+    const failed = await waitForExecution(a, made, ["completed", "failed", "cancelled"], 15_000);
+    expect(failed.status).toBe("failed");
+    expect(failed.error).toContain(`BATON_ENGINE_BLOBS_MISSING: the execution refers to blobs that are not stored: ${none}`);
+  }, 90_000);
+
   it("the built-in worker started from the configuration follows BATON_LARGE_RESULT_BYTES and BATON_TOOL_MAX_RESULT_BYTES", async () => {
     runs.capped = 0;
     // Started last and stopped here: it serves the built-in tools too, with these small limits.

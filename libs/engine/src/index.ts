@@ -14,7 +14,7 @@ export type { Comparison, Condition, EdgeDefinition, Join, NodeDefinition, NodeT
 export { jsonSchemaCheck, referencedTools, agentsWithoutModel, validateInput, validateWorkflow, validateWorkflowWithTools, workflowDefinitionJsonSchema } from "./validate.ts";
 export type { ValidateOptions, ValidationIssue, ValidationResult } from "./validate.ts";
 export { compileExpression, evaluateExpression, expressionError } from "./expr.ts";
-export { BlobsNeeded, collectRefs, isBlobRef, resolveRefs, usageOf } from "./refs.ts";
+export { BLOBS_MISSING, BlobsMissing, BlobsNeeded, collectRefs, isBlobRef, resolveRefs, usageOf } from "./refs.ts";
 export type { BlobRef } from "./refs.ts";
 export { graphOf } from "./graph.ts";
 export { evaluateCondition, evaluateGuard } from "./condition.ts";

@@ -37,6 +37,11 @@ export function usageOf(value: JsonValue | undefined): JsonObject | undefined {
   return Object.keys(out).length > 0 ? out : undefined;
 }
 
+/**
+ * Whether a value is a blob reference: an object whose `$ref` starts with `blob:` (other `$ref`s,
+ * a JSON Schema's `"#/$defs/x"`, are plain data). The store names blobs `blob:<sha256 in hex>`;
+ * a reference of another form names no blob.
+ */
 export function isBlobRef(v: JsonValue | undefined): v is JsonObject & { $ref: string } {
   return isJsonObject(v) && typeof v.$ref === "string" && v.$ref.startsWith("blob:");
 }
@@ -59,11 +64,34 @@ export class BlobsNeeded extends Error {
   }
 }
 
-/** A copy of `v` with every reference replaced by its blob; throws {@link BlobsNeeded} for missing ones. */
-export function resolveRefs(v: JsonValue, blobs: ReadonlyMap<string, JsonValue>): JsonValue {
+/**
+ * Thrown by a step that reads through references to blobs the caller found missing from the
+ * store ({@link StepInput.missingBlobs}): the value cannot be read, now or later. The step
+ * catches it and fails the execution with {@link BLOBS_MISSING}.
+ */
+export class BlobsMissing extends Error {
+  override name = "BlobsMissing";
+  readonly refs: string[];
+  constructor(refs: string[]) {
+    super(`the execution refers to blobs that are not stored: ${refs.join(", ")}`);
+    this.refs = refs;
+  }
+}
+
+/** The error code of a run failed because a value it holds refers to a blob that is not stored. */
+export const BLOBS_MISSING = "BATON_ENGINE_BLOBS_MISSING";
+
+/**
+ * A copy of `v` with every reference replaced by its blob; throws {@link BlobsMissing} when a
+ * reference is among `gone` (blobs known not to be stored), else {@link BlobsNeeded} for those
+ * not in `blobs`.
+ */
+export function resolveRefs(v: JsonValue, blobs: ReadonlyMap<string, JsonValue>, gone?: ReadonlySet<string>): JsonValue {
   const refs = collectRefs(v);
   if (refs.size === 0) return v;
   const missing = [...refs].filter((r) => !blobs.has(r));
+  const lost = gone ? missing.filter((r) => gone.has(r)) : [];
+  if (lost.length > 0) throw new BlobsMissing(lost);
   if (missing.length > 0) throw new BlobsNeeded(missing);
   const walk = (x: JsonValue): JsonValue => {
     if (isBlobRef(x)) return walk(blobs.get(x.$ref)!);

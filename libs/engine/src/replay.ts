@@ -26,6 +26,8 @@ export interface ReplayInput {
   /** Time of the start step (the execution's startedAt). */
   startedAt: string;
   blobs?: ReadonlyMap<string, JsonValue>;
+  /** References the caller found not stored: a step that reads one fails the run (StepInput.missingBlobs). */
+  missingBlobs?: ReadonlySet<string>;
   /**
    * The run's sub-runs that are paused (their rows say so): a pause in sub-runs is not in the
    * journal, so it is learned again from them, as news of step 0 (older than any news a
@@ -70,16 +72,17 @@ export interface ReplayResult {
 }
 
 export async function replayJournal(input: ReplayInput): Promise<ReplayResult> {
-  const { definition, identity, blobs } = input;
+  const { definition, identity, blobs, missingBlobs } = input;
   let now = input.startedAt;
   const effects: Effect[] = [];
+  const refs = { ...(blobs ? { blobs } : {}), ...(missingBlobs ? { missingBlobs } : {}) };
   const apply = async (state: ExecutionState | null, command: Command): Promise<ExecutionState> => {
-    const r = await step({ definition, state, command, now, identity, ...(blobs ? { blobs } : {}) });
+    const r = await step({ definition, state, command, now, identity, ...refs });
     effects.push(...r.effects);
     let s = r.state;
     let more = r.more;
     while (more) {
-      const c = await step({ definition, state: s, command: { kind: "continue" }, now, identity, ...(blobs ? { blobs } : {}) });
+      const c = await step({ definition, state: s, command: { kind: "continue" }, now, identity, ...refs });
       effects.push(...c.effects);
       s = c.state;
       more = c.more;

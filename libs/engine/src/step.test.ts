@@ -1037,6 +1037,48 @@ describe("step: references, forks and replay", () => {
     expect(s3.state.context.a).toEqual({ $ref: "blob:abc", size: 99999 });
   });
 
+  it("a step that must read through a reference to a blob the caller found not stored fails the run, and nothing reads the context", async () => {
+    const now = new Date(t0).toISOString();
+    const gone = new Set(["blob:abc"]);
+    // Mid-run: a tool's answer refers to it; the next read fails the run, its other call cancelled.
+    const d = def({
+      nodes: [
+        { id: "s", type: "setVariable", config: { values: { "$.go": true } } },
+        { id: "a", type: "tool", config: { tool: "big" } },
+        { id: "slow", type: "tool", config: { tool: "slow" } },
+        { id: "b", type: "transform", config: { expression: "$count(a.rows)" } },
+      ],
+      edges: [{ from: "s", to: "a" }, { from: "s", to: "slow" }, { from: "a", to: "b" }],
+      output: { n: "$.b" },
+    });
+    let s1 = await step({ definition: d, state: null, command: { kind: "start", input: {} }, now, identity });
+    while (s1.more) s1 = await step({ definition: d, state: s1.state, command: { kind: "continue" }, now });
+    expect([s1.state.nodes.a?.status, s1.state.nodes.slow?.status]).toEqual(["running", "running"]);
+    const s2 = await step({ definition: d, state: deepFreeze(s1.state), command: { kind: "toolResult", nodeId: "a", callId: "7.a.1", ok: true, output: { $ref: "blob:abc", size: 99999 }, durationMs: 1 }, now });
+    const failed = await step({ definition: d, state: deepFreeze(s2.state), command: { kind: "continue" }, now, missingBlobs: gone });
+    expect(failed.state).toMatchObject({ status: "failed", output: null, error: { code: "BATON_ENGINE_BLOBS_MISSING", message: "the execution refers to blobs that are not stored: blob:abc" } });
+    expect(failed.state.nodes.slow).toMatchObject({ status: "failed" });
+    expect(failed.effects).toEqual(expect.arrayContaining([{ kind: "cancelTools", callIds: ["7.slow.1"], reason: expect.any(String) as unknown }]));
+    expect(failed.effects.filter((e) => e.kind === "emit").map((e) => e.event.kind)).toContain("execution.failed");
+    expect(failed.more).toBe(false);
+    // A finished run stays as it was.
+    expect(await step({ definition: d, state: failed.state, command: { kind: "continue" }, now, missingBlobs: gone })).toMatchObject({ ignored: "execution is failed", effects: [] });
+    // Others still ask for what they lack.
+    await expect(step({ definition: d, state: s2.state, command: { kind: "continue" }, now, missingBlobs: new Set(["blob:other"]) })).rejects.toMatchObject({ name: "BlobsNeeded", refs: ["blob:abc"] });
+
+    // At the start: an input that refers to it starts and fails at once.
+    const reader = def({ nodes: [{ id: "t", type: "transform", config: { expression: "input.x.n" } }] });
+    const start = await step({ definition: reader, state: null, command: { kind: "start", input: { x: { $ref: "blob:abc", size: 3 } } }, now, identity, missingBlobs: gone });
+    expect(start.state).toMatchObject({ status: "failed", error: { code: "BATON_ENGINE_BLOBS_MISSING" } });
+    expect(start.effects.filter((e) => e.kind === "emit").map((e) => e.event.kind)).toEqual(["execution.started", "execution.failed"]);
+
+    // Rebuilt from a journal: the replay ends failed, it does not ask again.
+    const replay = await replayJournal({
+      definition: reader, identity, start: { kind: "start", input: { x: { $ref: "blob:abc", size: 3 } } }, journal: [], startedAt: now, missingBlobs: gone,
+    });
+    expect(replay.state).toMatchObject({ status: "failed", error: { code: "BATON_ENGINE_BLOBS_MISSING" } });
+  });
+
   it("writes under a large value's reference change the value: setVariable, a node's output path and a fork's edit", async () => {
     const big = { n: 5, rows: [1, 2, 3] };
     const blobs = new Map([["blob:abc", big]]);

@@ -27,7 +27,7 @@ import { evaluateCondition, evaluateGuard } from "./condition.ts";
 import { evaluateExpression, ExpressionFailed, truthy } from "./expr.ts";
 import { backEdgeSources, edgeKeySource, graphOf, joinOf, loopBody, loopRegion, passNodes } from "./graph.ts";
 import type { GraphInfo } from "./graph.ts";
-import { isBlobRef, resolveRefs } from "./refs.ts";
+import { BLOBS_MISSING, BlobsMissing, isBlobRef, resolveRefs } from "./refs.ts";
 import type { Command, Effect, ExecutionState, FanItem, FanState, JournalEntry, NodeRun, SubRunPause, TimerState } from "./state.ts";
 
 export interface StepInput {
@@ -41,6 +41,11 @@ export interface StepInput {
   identity?: { executionId: number; tenantId: string; workflowId: number; workflowVersion: number; agentId?: number };
   /** Blobs the step may read through references (see refs.ts); a step that needs others throws `BlobsNeeded`. */
   blobs?: ReadonlyMap<string, JsonValue>;
+  /**
+   * References (`blob:<sha256>`) the caller looked up and found not stored. A step that must
+   * read through one fails the execution (`BATON_ENGINE_BLOBS_MISSING`) instead of asking again.
+   */
+  missingBlobs?: ReadonlySet<string>;
 }
 
 export interface StepResult {
@@ -218,10 +223,10 @@ function workingCopy(state: ExecutionState): ExecutionState {
 /** Contexts with their blob references resolved: a context is never changed in place, and a blob never changes. */
 const resolvedContexts = new WeakMap<JsonObject, JsonObject>();
 
-function resolvedContext(context: JsonObject, blobs: ReadonlyMap<string, JsonValue>): JsonObject {
+function resolvedContext(context: JsonObject, blobs: ReadonlyMap<string, JsonValue>, gone?: ReadonlySet<string>): JsonObject {
   let view = resolvedContexts.get(context);
   if (view === undefined) {
-    view = resolveRefs(context, blobs) as JsonObject;
+    view = resolveRefs(context, blobs, gone) as JsonObject;
     resolvedContexts.set(context, view);
   }
   return view;
@@ -234,17 +239,26 @@ class Stepper {
   readonly now: string;
   readonly nodesById: Map<string, NodeDefinition>;
   readonly blobs: ReadonlyMap<string, JsonValue>;
+  readonly gone: ReadonlySet<string> | undefined;
   s: ExecutionState;
   private view: JsonObject | undefined;
   private completedOne = false;
+  /** Set when the context refers to a blob that is not stored: nothing reads it any more (see failUnreadable). */
+  private unreadable = false;
 
-  constructor(def: WorkflowDefinition, state: ExecutionState, now: string, blobs: ReadonlyMap<string, JsonValue>) {
+  constructor(def: WorkflowDefinition, state: ExecutionState, now: string, blobs: ReadonlyMap<string, JsonValue>, gone?: ReadonlySet<string>) {
     this.def = def;
     this.g = graphOf(def);
     this.now = now;
     this.s = workingCopy(state);
     this.blobs = blobs;
+    this.gone = gone;
     this.nodesById = new Map(def.nodes.map((n) => [n.id, n]));
+  }
+
+  /** `v` with its blob references resolved (see resolveRefs). */
+  resolve(v: JsonValue): JsonValue {
+    return resolveRefs(v, this.blobs, this.gone);
   }
 
   node(id: string): NodeDefinition {
@@ -259,7 +273,7 @@ class Stepper {
 
   /** The context with blob references resolved, for reads. */
   ctx(): JsonObject {
-    this.view ??= resolvedContext(this.s.context, this.blobs);
+    this.view ??= resolvedContext(this.s.context, this.blobs, this.gone);
     return this.view;
   }
 
@@ -269,7 +283,7 @@ class Stepper {
    * large): writing into the reference itself would be lost, since reads see through it.
    */
   write(path: string, value: JsonValue): void {
-    this.s.context = writePath(this.s.context, path, value, (v) => (isBlobRef(v) ? resolveRefs(v, this.blobs) : v));
+    this.s.context = writePath(this.s.context, path, value, (v) => (isBlobRef(v) ? this.resolve(v) : v));
     this.view = undefined;
   }
 
@@ -408,7 +422,7 @@ class Stepper {
         continue;
       }
       if (take && e.condition !== undefined) {
-        take = await evaluateGuard(e.condition, this.ctx(), this.now, resolveRefs(output, this.blobs));
+        take = await evaluateGuard(e.condition, this.ctx(), this.now, this.resolve(output));
       }
       if (take && first && took) take = false;
       if (take) took = true;
@@ -799,6 +813,16 @@ class Stepper {
     this.emit({ kind: "execution.failed", error: this.s.error });
   }
 
+  /**
+   * Fails the run because its context refers to blobs that are not stored (pruned, or a
+   * reference written by hand into an input or a tool's answer): no step could read it. Nothing
+   * reads the context on the way (the output is null).
+   */
+  failUnreadable(err: BlobsMissing): void {
+    this.unreadable = true;
+    this.failExecution(BLOBS_MISSING, err.message);
+  }
+
   /** Stops every call, child and timer still out (cancel, deadline, failure elsewhere). */
   cancelOutstanding(reason: string): void {
     const calls: string[] = [];
@@ -810,6 +834,7 @@ class Stepper {
   }
 
   outputValue(): JsonValue {
+    if (this.unreadable) return null;
     if (this.def.output) return resolveTemplate(this.def.output, this.ctx()) ?? null;
     if (this.s.lastNode) {
       const n = this.nodesById.get(this.s.lastNode);
@@ -1277,7 +1302,7 @@ class Stepper {
     const run = this.run(n.id);
     // What agent nodes read of the answer (text, tool calls, usage, entries) is read through a
     // blob reference; the node's output stays the reference.
-    const answer = this.readsAnswer(n) ? resolveRefs(output, this.blobs) : output;
+    const answer = this.readsAnswer(n) ? this.resolve(output) : output;
     this.addUsage(run, answer);
     if (n.type === "agent.toolLoop") {
       await this.loopLlmResult(n, run, answer);
@@ -1593,7 +1618,7 @@ class Stepper {
    * (an agent.toolLoop's conversation keeps its tools' large results by reference).
    */
   callTool(call: Omit<Effect & { kind: "callTool" }, "kind">): void {
-    this.effects.push({ kind: "callTool", ...call, args: asArgs(resolveRefs(call.args, this.blobs)) });
+    this.effects.push({ kind: "callTool", ...call, args: asArgs(this.resolve(call.args)) });
   }
 
   dispatchTool(n: NodeDefinition, tool: string, explicitArgs?: JsonObject): void {
@@ -1771,7 +1796,7 @@ class Stepper {
   async reduce(cfg: ForEachConfig, results: JsonValue[], items: JsonValue[]): Promise<JsonValue> {
     // Without reduce the output is the list as it is: large results stay references.
     if (cfg.reduce === undefined) return results;
-    return evaluateExpression(cfg.reduce, { results: resolveRefs(results, this.blobs), items }, this.now);
+    return evaluateExpression(cfg.reduce, { results: this.resolve(results), items }, this.now);
   }
 
   /** The index of the running item whose call id or child key is `key`, or -1. */
@@ -1906,16 +1931,39 @@ export function forkState(source: ExecutionState, identity: NonNullable<StepInpu
   return s;
 }
 
-/** Applies one command to an execution. */
+/**
+ * Applies one command to an execution. A command whose step must read through a reference the
+ * caller found not stored (`missingBlobs`) fails the execution instead (`BATON_ENGINE_BLOBS_MISSING`).
+ */
 export async function step(input: StepInput): Promise<StepResult> {
+  try {
+    return await stepOnce(input);
+  } catch (err) {
+    if (!(err instanceof BlobsMissing)) throw err;
+    const { definition, command, now } = input;
+    if (input.state !== null && isFinished(input.state)) return { state: input.state, effects: [], more: false, ignored: `execution is ${input.state.status}` };
+    let base = input.state;
+    if (base === null) {
+      if (command.kind !== "start") throw err;
+      base = command.fork ? forkState(command.fork.state, input.identity!, command.fork, now) : newState(input, command);
+    }
+    const st = new Stepper(definition, base, now, input.blobs ?? new Map<string, JsonValue>(), input.missingBlobs);
+    if (input.state === null) st.emit({ kind: "execution.started" });
+    st.failUnreadable(err);
+    return { state: st.s, effects: st.effects, more: false };
+  }
+}
+
+async function stepOnce(input: StepInput): Promise<StepResult> {
   const { definition, command, now } = input;
   const blobs = input.blobs ?? new Map<string, JsonValue>();
+  const gone = input.missingBlobs;
   const unchanged = (state: ExecutionState, ignored: string): StepResult => ({ state, effects: [], more: false, ignored });
 
   if (input.state === null) {
     if (command.kind !== "start") throw new Error(`execution has no state; "${command.kind}" needs a prior start`);
     const base = command.fork ? forkState(command.fork.state, input.identity!, command.fork, now) : newState(input, command);
-    const st = new Stepper(definition, base, now, blobs);
+    const st = new Stepper(definition, base, now, blobs, gone);
     for (const [path, value] of Object.entries(command.fork?.contextPatch ?? {})) st.write(path, value);
     if (command.fork) st.resettle();
     st.emit({ kind: "execution.started" });
@@ -1940,7 +1988,7 @@ export async function step(input: StepInput): Promise<StepResult> {
   const state = input.state;
   if (command.kind === "start") return unchanged(state, "already started");
   if (isFinished(state)) return unchanged(state, `execution is ${state.status}`);
-  const st = new Stepper(definition, state, now, blobs);
+  const st = new Stepper(definition, state, now, blobs, gone);
 
   switch (command.kind) {
     case "continue":

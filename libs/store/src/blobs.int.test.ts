@@ -115,6 +115,10 @@ describe("prune", () => {
     expect(await store.blobs.prune({ olderThan: future(), limit: 2 })).toMatchObject({ deleted: 2 });
     // The two oldest (the last two put) are gone.
     expect([...(await store.blobs.getMany(tenant, puts.map((p) => p.hash))).keys()].sort()).toEqual(puts.slice(0, 3).map((p) => p.hash).sort());
+    // missing names what getMany leaves out, without reading the data; another tenant has none of them.
+    expect(await store.blobs.missing(tenant, puts.map((p) => p.ref))).toEqual(puts.slice(3).map((p) => p.hash));
+    expect(await store.blobs.missing("another-tenant", [puts[0]!.hash])).toEqual([puts[0]!.hash]);
+    await expect(store.blobs.missing(tenant, ["blob:abc"])).rejects.toMatchObject({ code: "BATON_STORE_INVALID_INPUT" });
     expect(await store.blobs.prune({ olderThan: future(), limit: 2 })).toMatchObject({ deleted: 2 });
     expect(await store.blobs.prune({ olderThan: future(), limit: 2 })).toMatchObject({ deleted: 1 });
     expect(await store.blobs.prune({ olderThan: future(), limit: 2 })).toMatchObject({ deleted: 0, inUse: 0 });

@@ -128,6 +128,17 @@ export function blobsRepo(prisma: PrismaClient, schema: string, pool: Pool): Blo
       return row ? toBlob(row) : null;
     },
 
+    async missing(tenantId, hashes) {
+      requireTenantId(tenantId);
+      if (!Array.isArray(hashes)) throw StoreInvalidInput("hashes must be an array");
+      const wanted = [...new Set(hashes.map(requireHash))];
+      if (wanted.length > MAX_GET_MANY) throw StoreInvalidInput(`at most ${MAX_GET_MANY} hashes per call`);
+      if (wanted.length === 0) return [];
+      const rows = await guard({ entity: "blob" }, () => prisma.blob.findMany({ where: { tenantId, hash: { in: wanted } }, select: { hash: true } }));
+      const found = new Set(rows.map((r) => r.hash));
+      return wanted.filter((h) => !found.has(h));
+    },
+
     async getMany(tenantId, hashes) {
       requireTenantId(tenantId);
       if (!Array.isArray(hashes)) throw StoreInvalidInput("hashes must be an array");

@@ -738,6 +738,8 @@ export interface BlobsRepo {
   prune(opts: { olderThan: Date; limit: number }): Promise<BlobPruneResult>;
   /** By hash (`<hex>` or `blob:<hex>`); null when the tenant has no such blob. */
   get(tenantId: string, hash: string): Promise<BlobRecord | null>;
+  /** The hashes (hex) among `hashes` (`<hex>` or `blob:<hex>`, at most 1000) the tenant has no blob for; reads no data. */
+  missing(tenantId: string, hashes: readonly string[]): Promise<string[]>;
   /** The tenant's blobs among `hashes`, keyed by hex hash; missing ones are absent. */
   getMany(tenantId: string, hashes: readonly string[]): Promise<Map<string, BlobRecord>>;
 }

@@ -28,7 +28,7 @@ import type { Logger } from "@baton/telemetry";
 import { DefinitionInvalid, DefinitionMissing, ExecutionMissing, NotStarted } from "./errors.ts";
 import { publishEngineEvent } from "./events.ts";
 import { createBlobPruner } from "./blob-pruner.ts";
-import { createLargeValues } from "./large.ts";
+import { BLOB_REF_RE, BlobsMissing, createLargeValues } from "./large.ts";
 import { createLargeArgs } from "./large-args.ts";
 import type { Owner, ToolAnswer } from "./large.ts";
 
@@ -810,19 +810,33 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   }
 
   async function stepLoaded(args: Parameters<typeof step>[0], blobs: Map<string, JsonValue>): Promise<Awaited<ReturnType<typeof step>>> {
+    const executionId = args.state?.executionId ?? args.identity!.executionId;
+    const tenantId = args.state?.tenantId ?? args.identity!.tenantId;
+    const missingBlobs = new Set<string>();
     for (;;) {
       try {
-        return await large.shrinkStep(await step({ ...args, blobs }), args.definition, args.state?.context);
+        return await large.shrinkStep(await step({ ...args, blobs, missingBlobs }), args.definition, args.state?.context);
       } catch (err) {
         if (!(err instanceof BlobsNeeded)) throw err;
-        const tenantId = args.state?.tenantId ?? args.identity!.tenantId;
-        const hashes = err.refs.map((r) => r.slice("blob:".length));
-        const rows = (await store.blobs.getMany(tenantId, hashes)).values();
-        for (const r of rows) blobs.set(`blob:${r.hash}`, r.data);
-        const missing = err.refs.filter((r) => !blobs.has(r));
-        if (missing.length) throw new Error(`blobs missing from the store: ${missing.join(", ")}`);
+        await loadBlobs({ tenantId, executionId }, err.refs, blobs, missingBlobs);
       }
     }
+  }
+
+  /**
+   * Reads the blobs `refs` name into `blobs`; those the tenant has none of go into `missing`,
+   * so that the step taken again fails the run (BATON_ENGINE_BLOBS_MISSING) instead of asking
+   * for them for ever.
+   */
+  async function loadBlobs(owner: Owner, refs: readonly string[], blobs: Map<string, JsonValue>, missing: Set<string>): Promise<void> {
+    // A reference of another form than the store's (`blob:abc`, written by hand) names no blob.
+    const hashes = refs.filter((r) => BLOB_REF_RE.test(r)).map((r) => r.slice("blob:".length));
+    for (const r of (await store.blobs.getMany(owner.tenantId, hashes)).values()) blobs.set(`blob:${r.hash}`, r.data);
+    const gone = refs.filter((r) => !blobs.has(r));
+    if (gone.length === 0) return;
+    for (const r of gone) missing.add(r);
+    const err = BlobsMissing(owner.executionId, gone.join(", "));
+    logger.warn("the execution refers to blobs that are not stored; it fails", { executionId: owner.executionId, code: err.code, error: err.message });
   }
 
   /**
@@ -938,10 +952,11 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     const pausedSubRuns = await pausedSubRunsOf(row);
     const announced = { subRunPauses: row.subRunPauses, pausePoint: row.status === "paused" ? row.currentState : null };
     let replay: Awaited<ReturnType<typeof replayJournal>> | undefined;
+    const missingBlobs = new Set<string>();
     for (;;) {
       try {
         replay = await replayJournal({
-          definition, identity, start: await startCommandOf(row), startedAt: (row.startedAt ?? row.createdAt).toISOString(), blobs, pausedSubRuns, announced,
+          definition, identity, start: await startCommandOf(row), startedAt: (row.startedAt ?? row.createdAt).toISOString(), blobs, missingBlobs, pausedSubRuns, announced,
           journal: journal.map((j) => ({
             nodeId: j.nodeId, nodeType: j.nodeType, attempt: j.attempt, status: j.status as never,
             ...(j.output !== null ? { output: j.output } : {}), ...(j.error !== null ? { error: j.error } : {}),
@@ -953,7 +968,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         break;
       } catch (err) {
         if (!(err instanceof BlobsNeeded)) throw err;
-        for (const r of (await store.blobs.getMany(row.tenantId, err.refs.map((x) => x.slice(5)))).values()) blobs.set(`blob:${r.hash}`, r.data);
+        await loadBlobs({ tenantId: row.tenantId, executionId: row.id }, err.refs, blobs, missingBlobs);
       }
     }
     // Journal step numbers already include earlier bases; leave room for steps that wrote no rows.
@@ -1125,6 +1140,10 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         await large.adopt({ tenantId, executionId }, forkStartRecord(fork));
         first = { ...first, fork };
       }
+      // References in the input of a run started through the API (to blobs of the tenant's
+      // other runs) are this run's uses too, so the pruner keeps those blobs while it reads them.
+      // A sub-run's input was adopted by its parent before the start was sent.
+      if (row.parentExecutionId === null) await large.adopt({ tenantId, executionId }, row.input);
       first = { ...first, input: row.input };
       admission = taken.outcome;
     } else if (cp === null) {

@@ -58,11 +58,11 @@ const EVENT_TEXT_MAX = 16_384;
 /** Parts smaller than this are not worth a reference of their own. */
 const MIN_PART_BYTES = 256;
 /** A reference to a blob the store can hold. */
-const BLOB_REF_RE = /^blob:[0-9a-f]{64}$/;
+export const BLOB_REF_RE = /^blob:[0-9a-f]{64}$/;
 /** Hashes per `store.blobs.use` and `store.blobs.getMany` call (their limit). */
 const USE_CHUNK = 1000;
 
-/** An execution received references to blobs that are not stored (pruned, or never stored). Logged: the step that reads one fails. */
+/** An execution received references to blobs that are not stored (pruned, or never stored). Logged: a step that reads one fails the run (BATON_ENGINE_BLOBS_MISSING). */
 export const BlobsMissing = defineError(
   "BATON_EXECUTOR_BLOBS_MISSING",
   (executionId: number, hashes: string) => `execution ${executionId} refers to blobs that are not stored: ${hashes}`,

@@ -46,7 +46,7 @@ import {
 } from "../schemas.ts";
 import type { SseRegistry } from "../sse.ts";
 import { streamExecutionEvents } from "../sse.ts";
-import { apiErrors, defined, orNotFound } from "./common.ts";
+import { apiErrors, blobRefIssues, defined, orNotFound } from "./common.ts";
 import { startOrFail } from "./workflows.ts";
 
 export interface ExecutionsPluginOptions {
@@ -222,7 +222,7 @@ export const executionsPlugin: FastifyPluginAsyncZod<ExecutionsPluginOptions> = 
       const { tenantId } = request.auth;
       const { id } = request.params;
       const { version, context } = request.body;
-      const issues = context === undefined ? [] : contextPatchIssues(context);
+      const issues = context === undefined ? [] : [...contextPatchIssues(context), ...(await blobRefIssues(deps, tenantId, context, "body.context"))];
       if (issues.length > 0) throw RequestInvalid("body", issues.length, { details: issues });
       const cps = checkpoints();
       const source = await getExecution(tenantId, id);
@@ -310,6 +310,8 @@ export const executionsPlugin: FastifyPluginAsyncZod<ExecutionsPluginOptions> = 
         throw ExecutionNotPaused(id, nodeId ? `paused, but not waiting for a decision at "${nodeId}"` : "paused with no node awaiting a decision");
       }
       const { action, comment, reviewer } = request.body;
+      const refIssues = await blobRefIssues(deps, tenantId, request.body.data, "body.data");
+      if (refIssues.length > 0) throw RequestInvalid("body", refIssues.length, { details: refIssues });
       const data = request.body.data === undefined ? undefined : await inlineOrBlob(tenantId, id, request.body.data);
       let sent: { duplicate: boolean };
       try {

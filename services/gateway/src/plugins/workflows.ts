@@ -44,7 +44,7 @@ import {
   workflowVersionSchema,
   writtenWorkflowSchema,
 } from "../schemas.ts";
-import { apiErrors, defined, orNotFound, publishAfterWrite } from "./common.ts";
+import { apiErrors, blobRefIssues, defined, orNotFound, publishAfterWrite } from "./common.ts";
 
 export interface WorkflowsPluginOptions {
   deps: GatewayDeps;
@@ -214,8 +214,12 @@ async function checkDefinition(deps: GatewayDeps, definition: unknown, report: I
   return report.paths((result.ok && result.warnings) || []).map((w) => `${w.path}: ${w.message}`);
 }
 
-/** `validateInput` issue paths (`input.a[0]`) → request paths (`body.input.a[0]`). */
-function checkInput(definition: JsonObject, input: JsonObject): void {
+/**
+ * Checks an execution's input against the workflow's inputSchema (`validateInput` issue paths,
+ * `input.a[0]`, become request paths, `body.input.a[0]`) and its blob references (each must name
+ * one of the tenant's blobs); every problem in one 400.
+ */
+async function checkInput(deps: GatewayDeps, tenantId: string, definition: JsonObject, input: JsonObject): Promise<void> {
   let issues: DefinitionIssue[];
   try {
     issues = validateInput(definition, input);
@@ -227,10 +231,11 @@ function checkInput(definition: JsonObject, input: JsonObject): void {
   // A schema the validation now refuses, saved before it did ($async): no input can be checked.
   const unusable = issues.find((i) => i.code === "invalid_input_schema");
   if (unusable) throw WorkflowDefinitionInvalid(1, { details: [{ path: "definition.inputSchema", code: "invalid_schema", message: `the workflow's inputSchema cannot be used: ${unusable.message}` }] });
-  if (issues.length > 0) {
-    const details = issues.map((i) => ({ ...i, path: i.path === "input" ? "body.input" : `body.${i.path}` }));
-    throw ExecutionInputInvalid(details.length, { details });
-  }
+  const details = [
+    ...issues.map((i) => ({ ...i, path: i.path === "input" ? "body.input" : `body.${i.path}` })),
+    ...(await blobRefIssues(deps, tenantId, input, "body.input")),
+  ];
+  if (details.length > 0) throw ExecutionInputInvalid(details.length, { details });
 }
 
 /**
@@ -520,6 +525,8 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
         "The stored definition and the workflow's `agentConfig` are validated again first, as on create (400 `BATON_GATEWAY_WORKFLOW_INVALID` lists every problem " +
         "under `definition` and `agentConfig`, e.g. a model whose provider is no longer configured; nothing is stored). " +
         "When the definition has an `inputSchema`, `input` must match it (400 `BATON_GATEWAY_INPUT_INVALID` lists every problem; nothing is stored). " +
+        "A blob reference in `input` (`{\"$ref\": \"blob:<sha256>\", …}`, an earlier run's large value) must name one of the tenant's blobs " +
+        "(else `unknown_blob` at its path in the same 400); the run reads through it. " +
         "`deadlineMs` bounds the whole run.",
       security: API_SECURITY,
       params: idParams,
@@ -536,7 +543,7 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
       // Valid when saved is not valid now: a tool or a model's provider may have gone, or this engine checks more.
       await checkDefinition(deps, wf.definition, definitionAt("definition"), { agentConfig: record.agentConfig, at: "agentConfig" });
       const input = body.input ?? {};
-      checkInput(wf.definition, input);
+      await checkInput(deps, tenantId, wf.definition, input);
       const deadlineAt = body.deadlineMs === undefined ? undefined : new Date(Date.now() + body.deadlineMs);
       const execution = await store.executions.create(tenantId, {
         workflowId: wf.id,
