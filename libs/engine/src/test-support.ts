@@ -1,6 +1,9 @@
 /** Helpers of the engine's tests (not part of the package's API). */
 import { validateWorkflow } from "./validate.ts";
+import { step } from "./step.ts";
 import type { WorkflowDefinition } from "./model.ts";
+import type { JsonObject, JsonValue } from "./json.ts";
+import type { Command, Effect, EngineEvent, ExecutionState, JournalEntry } from "./state.ts";
 
 /** A definition that validation accepts, as the engine takes it; throws with the problems otherwise. */
 export function def(d: unknown): WorkflowDefinition {
@@ -21,3 +24,140 @@ export function deepFreeze<T>(v: T): T {
   }
   return v;
 }
+
+export const identity = { executionId: 7, tenantId: "t_1", workflowId: 1, workflowVersion: 1 };
+export const START = Date.UTC(2026, 0, 1);
+
+export type Answer = { ok: true; output: JsonValue } | { ok: false; retryable: boolean; message: string };
+/** Answers a call at once, or leaves it out ("hold") for the test to answer. */
+export type ToolFn = (args: JsonObject, call: Effect & { kind: "callTool" }) => Answer | "hold";
+
+/**
+ * An execution and its outside world: tools answer at once unless they hold a call, timers
+ * fire when nothing else is left (on a virtual clock), reviews and held calls wait for the test.
+ */
+export class Sim {
+  state: ExecutionState | null = null;
+  readonly effects: Effect[] = [];
+  readonly held: (Effect & { kind: "callTool" })[] = [];
+  private readonly timers: { id: string; due: number }[] = [];
+  private clock = START;
+  /** Whether timers fire by themselves once nothing else is left; else {@link fire} fires them. */
+  autoTimers = true;
+  /** Steps one {@link run} takes at most; {@link capped} says whether it stopped there with commands left. */
+  cap = 10_000;
+  capped = false;
+  /** Steps taken in all. */
+  steps = 0;
+
+  readonly d: WorkflowDefinition;
+  readonly tools: Record<string, ToolFn>;
+  readonly id: typeof identity;
+
+  constructor(d: WorkflowDefinition, tools: Record<string, ToolFn> = {}, id = identity) {
+    this.d = d;
+    this.tools = tools;
+    this.id = id;
+  }
+
+  get s(): ExecutionState {
+    return this.state!;
+  }
+
+  get journal(): JournalEntry[] {
+    return this.effects.flatMap((e) => (e.kind === "journal" ? [e.entry] : []));
+  }
+
+  get events(): EngineEvent[] {
+    return this.effects.flatMap((e) => (e.kind === "emit" ? [e.event] : []));
+  }
+
+  /** Journal rows of a node, as `attempt:status`. */
+  rows(nodeId: string): string[] {
+    return this.journal.filter((j) => j.nodeId === nodeId).map((j) => `${j.attempt}:${j.status}${j.errorCode ? `(${j.errorCode})` : ""}`);
+  }
+
+  /** `node.*` events of a node, as `kind:attempt`. */
+  nodeEvents(nodeId: string): string[] {
+    return this.events.flatMap((e) => ("nodeId" in e && e.nodeId === nodeId && e.kind.startsWith("node.") ? [`${e.kind.slice(5)}${"attempt" in e ? `:${e.attempt}` : ""}`] : []));
+  }
+
+  calls(nodeId?: string): (Effect & { kind: "callTool" })[] {
+    return this.effects.flatMap((e) => (e.kind === "callTool" && (nodeId === undefined || e.nodeId === nodeId) ? [e] : []));
+  }
+
+  statuses(): Record<string, string> {
+    return Object.fromEntries(Object.entries(this.s.nodes).map(([id, r]) => [id, `${r.status}#${r.attempt}`]));
+  }
+
+  /** Applies a command, then everything it leads to that needs no person and no held call. */
+  async run(first: Command): Promise<this> {
+    const queue: Command[] = [first];
+    for (let guard = 0; ; guard++) {
+      if (queue.length === 0) {
+        if (!this.autoTimers || (this.state && this.state.status !== "running" && this.state.status !== "paused")) break;
+        const t = this.nextTimer();
+        if (!t) break;
+        queue.push(t);
+      }
+      if (guard >= this.cap) {
+        this.capped = true;
+        break;
+      }
+      this.clock += 1;
+      this.steps += 1;
+      const r = await step({ definition: this.d, state: this.state && deepFreeze(this.state), command: queue.shift()!, now: new Date(this.clock).toISOString(), identity: this.id });
+      this.state = r.state;
+      this.effects.push(...r.effects);
+      if (r.more) queue.push({ kind: "continue" });
+      for (const e of r.effects) {
+        if (e.kind === "setTimer") this.timers.push({ id: e.timerId, due: Date.parse(e.dueAt) });
+        if (e.kind === "callTool") {
+          const answer = this.tools[e.tool]!(e.args, e);
+          if (answer === "hold") this.held.push(e);
+          else queue.push(result(e, answer));
+        }
+      }
+    }
+    return this;
+  }
+
+  /** The command of the timer due first (a timer the state no longer holds is stale: step ignores it). */
+  private nextTimer(): Command | undefined {
+    this.timers.sort((a, b) => a.due - b.due);
+    const t = this.timers.shift();
+    if (!t) return undefined;
+    this.clock = Math.max(this.clock, t.due);
+    return { kind: "timer", timerId: t.id };
+  }
+
+  /** Fires the timer due first. */
+  fire(): Promise<this> {
+    const t = this.nextTimer();
+    if (!t) throw new Error("no timer set");
+    return this.run(t);
+  }
+
+  /** Answers the held call of a node (its latest). */
+  async answer(nodeId: string, answer: Answer): Promise<this> {
+    const at = this.held.map((c) => c.nodeId).lastIndexOf(nodeId);
+    if (at < 0) throw new Error(`no held call of ${nodeId}`);
+    const [call] = this.held.splice(at, 1);
+    return this.run(result(call!, answer));
+  }
+
+  start(input: JsonObject = {}): Promise<this> {
+    return this.run({ kind: "start", input });
+  }
+}
+
+/** The command that answers a call. */
+export function result(e: Effect & { kind: "callTool" }, a: Answer): Command {
+  return a.ok
+    ? { kind: "toolResult", nodeId: e.nodeId, callId: e.callId, ok: true, output: a.output, durationMs: 1 }
+    : { kind: "toolResult", nodeId: e.nodeId, callId: e.callId, ok: false, error: { code: "E_TOOL", message: a.message, retryable: a.retryable }, durationMs: 1 };
+}
+
+export const ok = (output: JsonValue): Answer => ({ ok: true, output });
+export const echo: ToolFn = (a) => ok(a);
+export const hold: ToolFn = () => "hold";
