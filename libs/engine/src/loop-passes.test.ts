@@ -776,3 +776,32 @@ describe("two whileLoops each in the other's body, both entered from outside", (
     expect(sim.rows("n1").filter((r) => !r.endsWith(":running"))).toEqual(["1:completed", "2:completed", "3:failed(BATON_LOOP_LIMIT)"]);
   });
 });
+
+describe("a cycle in a loop body entered at two of its nodes, when the loop exits", () => {
+  /** loop →body→ a and loop →body→ b; a ⇄ b (guards never true; a bounds the cycle), a → loop. */
+  const d = def({
+    start: "init",
+    nodes: [
+      { id: "init", type: "setVariable", config: { values: { "$.vars.k": 0 } } },
+      { id: "loop", type: "whileLoop", config: { condition: "$iteration < 2", maxIterations: 5 } },
+      { id: "a", type: "transform", config: { expression: "1" }, maxVisits: 2 },
+      { id: "b", type: "transform", config: { expression: "1" } },
+      { id: "done", type: "transform", config: { expression: "loop.iterations" } },
+    ],
+    edges: [
+      { from: "init", to: "loop" }, { from: "loop", to: "a", when: "body" }, { from: "loop", to: "b", when: "body" },
+      { from: "a", to: "b", condition: "false" }, { from: "b", to: "a", condition: "false" }, { from: "a", to: "loop" },
+      { from: "loop", to: "done", when: "exit" },
+    ],
+  });
+
+  it("is skipped: the run completes with no node left waiting", async () => {
+    const sim = await new Sim(d).start();
+    expect([sim.s.status, sim.s.output]).toEqual(["completed", 2]);
+    expect(Object.values(sim.s.nodes).filter((r) => r.status !== "completed" && r.status !== "skipped")).toEqual([]);
+    expect([sim.s.nodes.a?.status, sim.s.nodes.b?.status]).toEqual(["skipped", "skipped"]);
+    expect(sim.nodeEvents("a")).toEqual(["started:1", "completed:1", "started:2", "completed:2", "skipped"]);
+    // Each node.skipped is the last word on its node, after the run's last node completed and before it completed.
+    expect(sim.events.map((e) => e.kind).slice(-3)).toEqual(["node.skipped", "node.skipped", "execution.completed"]);
+  });
+});

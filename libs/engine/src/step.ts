@@ -863,10 +863,12 @@ class Stepper {
         if (this.s.ready.length > 0) return;
       }
       blocked = this.def.nodes.filter((n) => (this.s.nodes[n.id]?.status ?? "waiting") === "waiting" && this.waitsForever(n.id));
-      // A reached node waits for an edge from nodes the run never entered: skip those, so the
-      // edges die and the join decides (a loop whose ways in are all dead, entered at more than
-      // one of its nodes, is skipped as one entered only at its head is: see settle).
-      if (blocked.length === 0 || !this.skipUnentered()) break;
+      // Skip the nodes the run never entered and no longer can, so their edges die: a reached
+      // node that waits for an edge from them then decides (a loop whose ways in are all dead,
+      // entered at more than one of its nodes, is skipped as one entered only at its head is:
+      // see settle), and a run that completes leaves none of them waiting (a cycle in a loop
+      // body that the loop's exit left behind, a cycle entered at several nodes and never entered).
+      if (!this.skipUnentered()) break;
       if (this.s.ready.length > 0) return;
     }
     // Nothing is left to run or decide, yet a node was reached (an edge into it was taken) and
