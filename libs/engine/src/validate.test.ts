@@ -509,6 +509,36 @@ describe("validateWorkflow: cycles and joins", () => {
     // One edge back, or two from one node, can meet all.
     expect(codes(start("all", ["a"], [{ from: "s", to: "a" }, { from: "a", to: "s" }, { from: "a", to: "s" }]))).toEqual([]);
   });
+
+  it("refuses a join on the start whose round needs an edge the source of the edge back decides on another branch", () => {
+    // loop →exit→ s starts a round in which loop's body edge to c dies; c still waits for s → c,
+    // so c → s is never decided. Taken as if every branch could be taken, c's edge counted.
+    const r = validateWorkflow({
+      start: "s",
+      nodes: [
+        { id: "s", type: "condition", config: { left: "$.input.loop", op: "eq", right: true }, join: "all", maxVisits: 2 },
+        { id: "loop", type: "whileLoop", config: { condition: "input.again", maxIterations: 3, onLimit: "exit" } },
+        { id: "c", type: "condition", config: { left: "$.input.back", op: "eq", right: true } },
+      ],
+      edges: [
+        { from: "s", to: "loop", when: "true" }, { from: "loop", to: "s", when: "exit" }, { from: "loop", to: "c", when: "body" },
+        { from: "s", to: "c", when: "false" }, { from: "c", to: "s", when: "false" },
+      ],
+    });
+    expect(codes(r)).toEqual(["join_never_fires@nodes[0].join"]);
+    expect(!r.ok && r.errors[0]!.message).toMatch(/"s" is the start and has join "all".*on its branch.*leave join out/);
+    // A node that only the dead branch leads to is skipped, so its edge is decided: the round's join is met.
+    const skipped = validateWorkflow({
+      start: "s",
+      nodes: [
+        { id: "s", type: "transform", config: { expression: "1" }, join: "all", maxVisits: 3 },
+        { id: "loop", type: "whileLoop", config: { condition: "input.again", maxIterations: 3 } },
+        { id: "b", type: "transform", config: { expression: "1" } },
+      ],
+      edges: [{ from: "s", to: "loop" }, { from: "loop", to: "s", when: "exit" }, { from: "loop", to: "b", when: "body" }, { from: "b", to: "s" }],
+    });
+    expect(codes(skipped)).toEqual([]);
+  });
 });
 
 describe("validateWorkflow: $.paths as the runtime reads them", () => {

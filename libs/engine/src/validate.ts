@@ -565,7 +565,7 @@ function graphChecks(nodes: GraphNode[], edges: GraphEdge[], start: string | und
     const late = j.id === start ? [] : into.filter((e) => dom.get(e.from)?.has(j.id) === true);
     const lateNote = late.length === 0 ? "" : ` (the edge from "${late[0]!.from}" closes a loop back to "${j.id}", so it is decided only after "${j.id}" ran)`;
     if (j.id === start) {
-      const again = startRound(j.id, join, into, outgoing);
+      const again = startRound(j.id, join, into, byId, incoming, outgoing);
       if (again !== undefined) {
         reported.add(j.id);
         errors.push({ path: `nodes[${j.index}].join`, code: "join_never_fires", message: again });
@@ -668,21 +668,38 @@ function graphChecks(nodes: GraphNode[], edges: GraphEdge[], start: string | und
  * it can start a round in which the join is met. Every node on a cycle through the start is on a
  * way back to it, so the first edge back taken after the start ran (e, from S) restarts them
  * all: their edges are forgotten, and only what S decides after e (its edges listed after e, in
- * definition order) can run them again. The start then waits, with e taken, for the edges it
- * can still get: S's later edges into it and those from nodes reachable from S's later edges
- * without passing through the start (as if every guard and branch could be taken); for an n-join
- * of two or more not e itself when it is a self-loop (see below). Every other
+ * definition order) can run them again: those of e's branch when S is a condition, review or
+ * whileLoop (the others die), none after e when S has `branching: "first"`. The start then
+ * waits, with e taken, for the edges it can still get: S's later edges into it of e's branch,
+ * those from nodes reachable from them without passing through the start (as if every guard and
+ * every branch after them could be taken), and for `all` those decided dead: S's later edges of
+ * other branches, and the edges out of the nodes they skip (those whose every edge in is dead);
+ * for an n-join of two or more not e itself when it is a self-loop (see below). Every other
  * node of the cycle waits on an edge from the start or from another such node, so it neither
  * runs nor is skipped: `all` waits for its edges forever, `{n}` is skipped while too few can arrive.
  */
-function startRound(start: string, join: "all" | { n: number }, into: readonly GraphEdge[], outgoing: ReadonlyMap<string, readonly GraphEdge[]>): string | undefined {
+function startRound(
+  start: string, join: "all" | { n: number }, into: readonly GraphEdge[], byId: ReadonlyMap<string, GraphNode>,
+  incoming: ReadonlyMap<string, readonly GraphEdge[]>, outgoing: ReadonlyMap<string, readonly GraphEdge[]>,
+): string | undefined {
   if (into.length === 0) return undefined;
+  // The branch an edge is taken with: the edges of a condition, review or whileLoop that go
+  // with e are those of e's branch; after e, a `branching: "first"` node takes none.
+  const branchOf = (x: GraphEdge): string | undefined => {
+    const source = byId.get(x.from);
+    if (!source?.node || source.type === undefined) return undefined;
+    if (source.node.branching === "first") return `#${x.index}`;
+    if ((NODE_TYPES[source.type]?.branches.length ?? 0) === 0) return undefined;
+    return x.when ?? (source.type === "agent.humanReview" ? "approved" : undefined);
+  };
   let best: { e: GraphEdge; got: Set<GraphEdge> } | undefined;
   for (const e of into) {
     const out = outgoing.get(e.from) ?? [];
+    // S's edges after e are decided in the new round: taken when they go with e, else dead.
     const after = out.slice(out.indexOf(e) + 1);
+    const withE = after.filter((x) => branchOf(x) === branchOf(e));
     const runs = new Set<string>();
-    const todo = after.map((x) => x.to).filter((v) => v !== start);
+    const todo = withE.map((x) => x.to).filter((v) => v !== start);
     for (const v of todo) runs.add(v);
     while (todo.length > 0) {
       for (const x of outgoing.get(todo.pop()!) ?? []) {
@@ -691,10 +708,25 @@ function startRound(start: string, join: "all" | { n: number }, into: readonly G
         todo.push(x.to);
       }
     }
+    // The nodes the dead ones skip (every edge in dead, or from a node skipped), whose edges then die too.
+    const dead = new Set(after.filter((x) => !withE.includes(x)));
+    const skipped = new Set<string>();
+    for (let more = true; more; ) {
+      more = false;
+      for (const x of dead) {
+        const t = x.to;
+        if (t === start || skipped.has(t) || runs.has(t)) continue;
+        if (!(incoming.get(t) ?? []).every((y) => dead.has(y))) continue;
+        skipped.add(t);
+        for (const y of outgoing.get(t) ?? []) dead.add(y);
+        more = true;
+      }
+    }
     // An n-join of two or more is skipped at once with only e taken: the skip kills its edges out,
     // a self-loop e among them, and reaching it again forgets them, so such an e does not count.
     const lost = e.from === start && join !== "all" && join.n > 1;
-    const got = new Set(into.filter((x) => (x === e && !lost) || after.includes(x) || runs.has(x.from)));
+    // For `all` an edge counts once decided (a dead one too); for `{n}` only when it may be taken.
+    const got = new Set(into.filter((x) => (x === e && !lost) || withE.includes(x) || runs.has(x.from) || (join === "all" && dead.has(x))));
     if (join === "all" ? got.size === into.length : got.size >= join.n) return undefined;
     if (!best || got.size >= best.got.size) best = { e, got };
   }
@@ -703,7 +735,7 @@ function startRound(start: string, join: "all" | { n: number }, into: readonly G
   if (join === "all") {
     const missing = into.find((x) => !got.has(x))!;
     return `node "${start}" is the start and has join "all": an edge back to it, as the one from "${e.from}", starts its cycle's round over, and it then waits for the edge from "${missing.from}"` +
-      `, which that round can only decide after "${start}" ran again (edges are decided in definition order): it never runs again; ${fix}`;
+      `, which that round can only decide after "${start}" ran again (an edge back decides only what its source decides after it, in definition order and on its branch): it never runs again; ${fix}`;
   }
   return `node "${start}" is the start and waits for ${join.n} incoming edges, but an edge back to it starts its cycle's round over, and at most ${got.size} can then arrive before it runs again` +
     ` (the others are decided only after it ran, edges in definition order): it never runs again; ${fix}, or a smaller n`;
