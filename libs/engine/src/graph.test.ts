@@ -207,7 +207,21 @@ describe("loopBody and passNodes", () => {
     } as unknown as WorkflowDefinition;
     const g = graphOf(def);
     expect([[...loopBody(g, "n2")].sort(), [...loopBody(g, "n6")].sort()]).toEqual([["n5", "n6"], ["n1", "n2"]]);
-    // n5 → n6 →exit→ n5 is n6's exit cycle, n1 → n2 →exit→ n1 n2's: each loop's pass leaves the other's alone.
-    expect([[...passNodes(g, "n2")], [...passNodes(g, "n6")]]).toEqual([["n6"], ["n2"]]);
+    // n5 → n6 →exit→ n5 is n6's exit cycle, n1 → n2 →exit→ n1 n2's: each loop's pass leaves the
+    // other's alone, the other loop included (it is on its own exit cycle).
+    expect([[...passNodes(g, "n2")], [...passNodes(g, "n6")]]).toEqual([[], []]);
+  });
+
+  it("two loops each in the other's body, each with an exit straight back to itself: neither's passes count the other", () => {
+    const def = {
+      nodes: ["s", "a", "b"].map((id) => ({ id })),
+      edges: [
+        { from: "s", to: "a" }, { from: "a", to: "b", when: "body" }, { from: "b", to: "a", when: "body" },
+        { from: "a", to: "a", when: "exit" }, { from: "b", to: "b", when: "exit" },
+      ],
+    } as unknown as WorkflowDefinition;
+    const g = graphOf(def);
+    expect([[...loopBody(g, "a")], [...loopBody(g, "b")]]).toEqual([["b"], ["a"]]);
+    expect([[...passNodes(g, "a")], [...passNodes(g, "b")]]).toEqual([[], []]);
   });
 });

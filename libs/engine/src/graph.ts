@@ -133,12 +133,18 @@ function reachAvoiding(from: readonly string[], next: (v: string) => readonly st
   return seen;
 }
 
-/** Nodes on a cycle through a whileLoop's exit that does not pass through `avoid`: its exit edges lead to them, and they back to it, through neither. */
+/**
+ * Nodes on a cycle through a whileLoop's exit that does not pass through `avoid`: its exit edges
+ * lead to them, and they back to it, through neither; the loop itself too when there is such a
+ * cycle (an exit edge straight back to it is one).
+ */
 function exitCycle(g: GraphInfo, loop: string, avoid?: string): Set<string> {
   const out = (v: string): string[] => (g.outgoing.get(v) ?? []).map((e) => e.to);
   const exits = (g.outgoing.get(loop) ?? []).filter((e) => e.when === "exit").map((e) => e.to);
   const back = reachAvoiding((g.incoming.get(loop) ?? []).map((e) => e.from), (v) => (g.incoming.get(v) ?? []).map((e) => e.from), loop, avoid);
-  return new Set([...reachAvoiding(exits, out, loop, avoid)].filter((v) => back.has(v)));
+  const cycle = new Set([...reachAvoiding(exits, out, loop, avoid)].filter((v) => back.has(v)));
+  if (cycle.size > 0 || exits.includes(loop)) cycle.add(loop);
+  return cycle;
 }
 
 /**
@@ -166,7 +172,7 @@ export function loopBody(g: GraphInfo, loop: string): Set<string> {
  * the loop by its exit, which no iteration counts, so their count must go on across its passes.
  * Less, too, when a loop in its body has it in its own body (each is in the other's: neither is
  * inside the other) and each has a cycle through its exit that does not pass through the other,
- * the nodes on the other loop's such cycle: each time round it restarts the other loop's count,
+ * the nodes on the other loop's such cycle, that loop included: each time round it restarts the other loop's count,
  * and no iteration of this one counts it, so the passes of each restarting the counts of the
  * other's cycle would let the two loops restart each other for ever.
  */

@@ -777,6 +777,32 @@ describe("two whileLoops each in the other's body, both entered from outside", (
   });
 });
 
+describe("two whileLoops each in the other's body, each with an exit edge straight back to itself", () => {
+  /** s → a; a →body→ b, b →body→ a; a →exit→ a and b →exit→ b, bounded by the loops' own maxVisits. */
+  const d = (a: string) => def({
+    start: "s",
+    nodes: [
+      { id: "s", type: "transform", config: { expression: "1" } },
+      { id: "a", type: "whileLoop", config: { condition: a, maxIterations: 1, onLimit: "exit" }, maxVisits: 4 },
+      { id: "b", type: "whileLoop", config: { condition: "$iteration < 2", maxIterations: 3 }, maxVisits: 3 },
+    ],
+    edges: [
+      { from: "s", to: "a" }, { from: "a", to: "b", when: "body" }, { from: "b", to: "a", when: "body" },
+      { from: "a", to: "a", when: "exit" }, { from: "b", to: "b", when: "exit" },
+    ],
+  });
+
+  it("ends: neither loop's passes restart the other's maxVisits, so a's own bound stops its exit cycle", async () => {
+    for (const condition of ["true", "$iteration < 1"]) {
+      const sim = new Sim(d(condition));
+      sim.cap = 2_000;
+      await sim.start();
+      expect([condition, sim.capped, sim.s.status, sim.s.error?.code, sim.s.error?.nodeId]).toEqual([condition, false, "failed", "BATON_LOOP_LIMIT", "a"]);
+      expect(sim.rows("a").filter((r) => !r.endsWith(":running"))).toEqual(["1:completed", "2:completed", "3:completed", "4:completed", "5:failed(BATON_LOOP_LIMIT)"]);
+    }
+  });
+});
+
 describe("a cycle in a loop body entered at two of its nodes, when the loop exits", () => {
   /** loop →body→ a and loop →body→ b; a ⇄ b (guards never true; a bounds the cycle), a → loop. */
   const d = def({
