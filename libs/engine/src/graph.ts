@@ -90,19 +90,22 @@ export function loopRegion(g: GraphInfo, head: string, from: string, start: stri
   const key = `${from}->${head}@${start}`;
   const hit = cached.get(key);
   if (hit) return hit;
-  // A node on a way back to a source reaches the head (through its edge); the head reaches
-  // it exactly when the two share a component.
+  // A node that comes before the head on every way from the start ran before the head in this
+  // round: it is on a way back only through a loop of its own (the head being on a cycle entered
+  // at several nodes, none of which comes first), and is not reset, nor what reaches the
+  // source only through it.
   const loop = g.scc.get(head);
+  const before = loopsOf(g, start).dom.get(head);
   const region = new Set<string>([head]);
   for (const source of [from, ...(loopsOf(g, start).back.get(head) ?? [])]) {
-    if (region.has(source)) continue;
+    if (region.has(source) || before?.has(source) === true) continue;
     region.add(source);
     const stack = [source];
     while (stack.length) {
       const v = stack.pop()!;
       for (const e of g.incoming.get(v) ?? []) {
         const u = e.from;
-        if (u === head || region.has(u) || g.scc.get(u) !== loop) continue;
+        if (u === head || region.has(u) || g.scc.get(u) !== loop || before?.has(u) === true) continue;
         region.add(u);
         stack.push(u);
       }
@@ -110,7 +113,6 @@ export function loopRegion(g: GraphInfo, head: string, from: string, start: stri
   }
   // A body node that comes before the loop on every way from the start (a body branch that goes
   // back to a node before the loop) ran before the loop was entered: a pass does not reset it.
-  const before = loopsOf(g, start).dom.get(head);
   for (const v of loopBody(g, head)) if (before?.has(v) !== true) region.add(v);
   cached.set(key, region);
   return region;

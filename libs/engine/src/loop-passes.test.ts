@@ -777,6 +777,56 @@ describe("two whileLoops each in the other's body, both entered from outside", (
   });
 });
 
+describe("a cycle entered at two of its nodes inside a loop around it", () => {
+  /** s → a and s → loop (join all); loop →body→ a, a → loop; loop →exit→ s while k < 2 (s counts k). */
+  const d = def({
+    start: "s",
+    nodes: [
+      { id: "s", type: "transform", config: { expression: "($exists(vars.k) ? vars.k : 0) + 1" }, output: "$.vars.k", maxVisits: 4 },
+      { id: "a", type: "transform", config: { expression: "1" } },
+      { id: "loop", type: "whileLoop", config: { condition: "$iteration < 2", maxIterations: 2 }, join: "all" },
+    ],
+    edges: [
+      { from: "s", to: "a" }, { from: "s", to: "loop" }, { from: "loop", to: "s", when: "exit", condition: "vars.k < 2" },
+      { from: "loop", to: "a", when: "body" }, { from: "a", to: "loop" },
+    ],
+  });
+
+  it("goes round without resetting the node before it: the loop's join keeps that node's edge", async () => {
+    const sim = await new Sim(d).start();
+    expect([sim.s.status, sim.s.error?.code, sim.s.context.vars]).toEqual(["completed", undefined, { k: 2 }]);
+    expect(sim.nodeEvents("s")).toEqual(["started:1", "completed:1", "started:2", "completed:2"]);
+    expect(sim.statuses()).toMatchObject({ s: "completed#2", loop: "completed#6" });
+  });
+});
+
+describe("an edge back to the start after a round of a cycle between them", () => {
+  /**
+   * s → a (a tool) and s → b (whileLoop); b →body→ a, a → b; a → s while k < 2. b's body edge
+   * reaches a while its call is out; a's answer then closes b's cycle, whose round forgets
+   * s → a, and then its edge back to s.
+   */
+  const d = def({
+    start: "s",
+    nodes: [
+      { id: "s", type: "transform", config: { expression: "($exists(vars.k) ? vars.k : 0) + 1" }, output: "$.vars.k", maxVisits: 3 },
+      { id: "a", type: "tool", config: { tool: "t" } },
+      { id: "b", type: "whileLoop", config: { condition: "$iteration < 2", maxIterations: 2 } },
+    ],
+    edges: [
+      { from: "s", to: "a" }, { from: "s", to: "b" }, { from: "a", to: "b" }, { from: "a", to: "s", condition: "vars.k < 2" },
+      { from: "b", to: "a", when: "body" },
+    ],
+  });
+
+  it("still closes the loop to the start, which runs again and ends completed, never reported skipped", async () => {
+    const sim = await new Sim(d, { t: () => ok(1) }).start();
+    expect([sim.s.status, sim.s.context.vars]).toEqual(["completed", { k: 2 }]);
+    expect(sim.nodeEvents("s")).toEqual(["started:1", "completed:1", "started:2", "completed:2"]);
+    expect(sim.statuses()).toMatchObject({ s: "completed#2", a: "completed#3", b: "completed#3" });
+  });
+});
+
 describe("two whileLoops each in the other's body, each with an exit edge straight back to itself", () => {
   /** s → a; a →body→ b, b →body→ a; a →exit→ a and b →exit→ b, bounded by the loops' own maxVisits. */
   const d = (a: string) => def({

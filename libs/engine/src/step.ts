@@ -442,11 +442,13 @@ class Stepper {
       // The node was reached before in this pass. Skipped then (a round of a cycle before this
       // one went another way), it has not run: it waits again. When it ran, and the edge's
       // source ran after it and because of it, the edge closes a loop: run the region again.
+      // So does an edge from a node it comes before on every way from the start (the source
+      // ran after it), also when a round of a cycle in between forgot the edges that led there.
       // Otherwise the edge arrives late at a node that started without it (an `any` or `n`
       // join): ignored, as outside a loop.
       if (target.status === "skipped") {
         this.unskip(to);
-      } else if (this.leadsTo(to, from)) {
+      } else if (backEdgeSources(this.g, this.def.start, to)?.includes(from) === true || this.leadsTo(to, from)) {
         this.resetRegion(e);
       } else {
         this.s.edges[this.edgeKey(e)] = "taken";
