@@ -122,7 +122,7 @@ const bodies = new WeakMap<GraphInfo, Map<string, Set<string>>>();
 const passes = new WeakMap<GraphInfo, Map<string, Set<string>>>();
 
 /** Nodes reachable from `from` along `next` without passing through `avoid` (or `also`). */
-function reachAvoiding(from: readonly string[], next: (v: string) => readonly string[], avoid: string, also?: string): Set<string> {
+export function reachAvoiding(from: readonly string[], next: (v: string) => readonly string[], avoid: string, also?: string): Set<string> {
   const seen = new Set(from.filter((v) => v !== avoid && v !== also));
   const stack = [...seen];
   while (stack.length) {

@@ -9,6 +9,10 @@
  * - an n-join fed by branches that exclude each other (directly or through nodes only
  *   those branches reach) and an explicit all / n join on a loop head that needs its
  *   back edge never fire and are refused; joins that can fire are accepted;
+ * - a join of a cycle that, for some outcome of the branches, guards and loops before it,
+ *   waits for a node that can only run after it (in its first run or a later round of a loop)
+ *   is refused, naming the outcome; one whose way in hangs on a node that decides again each
+ *   time round a cycle of its own is accepted;
  * - a node whose output would land on a context key the engine writes is refused: `input`
  *   always, `messages`, `toolCalls`, `toolResults` and `synthdev` when a node of the same graph
  *   makes the engine write there; an output path of its own makes it fine;
@@ -538,6 +542,113 @@ describe("validateWorkflow: cycles and joins", () => {
       edges: [{ from: "s", to: "loop" }, { from: "loop", to: "s", when: "exit" }, { from: "loop", to: "b", when: "body" }, { from: "b", to: "s" }],
     });
     expect(codes(skipped)).toEqual([]);
+  });
+});
+
+describe("validateWorkflow: joins that wait on each other for some outcome of the branches before them", () => {
+  const sv = { type: "setVariable", config: { values: {} } };
+  const cond = (id: string, path = "$.input.go") => ({ id, type: "condition", config: { left: path, op: "eq", right: true } });
+  const codes = (r: ReturnType<typeof validateWorkflow>) => (r.ok ? [] : r.errors.map((e) => `${e.code}@${e.path}`));
+  const loop = (id: string, condition: string, maxIterations: number, extra: Record<string, unknown> = {}) => ({ id, type: "whileLoop", config: { condition, maxIterations }, ...extra });
+
+  it("refuses an all join in a cycle entered at two nodes when the other way in hangs on a branch; accepts it when that way is sure", () => {
+    // s → c →true→ y, s → x (join all), x ⇄ y: when c goes false, y is reached only from x and x waits for y.
+    const entry = (xJoin: unknown, yIn: Record<string, unknown>[]) => validateWorkflow({
+      start: "s",
+      nodes: [{ id: "s", ...sv }, cond("c"), { id: "x", ...sv, join: xJoin }, { id: "y", ...sv, maxVisits: 2 }],
+      edges: [{ from: "s", to: "c" }, ...yIn, { from: "s", to: "x" }, { from: "x", to: "y" }, { from: "y", to: "x" }],
+    });
+    const r = entry("all", [{ from: "c", to: "y", when: "true" }]);
+    expect(codes(r)).toEqual(["join_never_fires@nodes[2].join"]);
+    expect(!r.ok && r.errors[0]!.message).toBe(
+      'node "x" has join "all", so it waits for every incoming edge, the one from "y" too; when "c" takes its "false" branch, "y" cannot run before "x" (it waits, in turn, for "x" or for nodes that wait for it), so the run stops with them waiting (BATON_JOIN_NEVER_FIRED): use join "any" on "x", or give "y" a way in that does not depend on that outcome',
+    );
+    expect(codes(entry("any", [{ from: "c", to: "y", when: "true" }]))).toEqual([]);
+    expect(codes(entry("all", [{ from: "s", to: "y" }]))).toEqual([]);
+    // A guard on the way in may fail as a branch may go the other way.
+    expect(codes(entry("all", [{ from: "s", to: "y", condition: "input.go" }]))).toEqual(["join_never_fires@nodes[2].join"]);
+  });
+
+  it("refuses an n-join whose edges come from branches that exclude each other through a loop", () => {
+    // c →true→ j, c →false→ loop, j → loop, loop →exit→ j: two edges into j only when both branches were taken.
+    const r = validateWorkflow({
+      start: "s",
+      nodes: [{ id: "s", ...sv }, cond("c"), { id: "j", ...sv, join: { n: 2 } }, loop("loop", "$iteration < 1", 2, { maxVisits: 2 }), { id: "w", ...sv }],
+      edges: [
+        { from: "s", to: "c" }, { from: "c", to: "j", when: "true" }, { from: "c", to: "loop", when: "false" }, { from: "j", to: "loop" },
+        { from: "loop", to: "w", when: "body" }, { from: "w", to: "loop" }, { from: "loop", to: "j", when: "exit" },
+      ],
+    });
+    expect(codes(r)).toEqual(["join_never_fires@nodes[2].join"]);
+    expect(!r.ok && r.errors[0]!.message).toMatch(/"j" waits for 2 incoming edges, at most 1 of them from nodes that can run before it.*when "c" takes its "true" branch, "loop" cannot run before "j"/);
+  });
+
+  it("takes a whileLoop to go into its body or out on its first visit, as its condition allows", () => {
+    // loop →body→ j, loop →exit→ c → j (n: 2): a pass through the body leaves c waiting for j.
+    const d = (condition: string) => validateWorkflow({
+      start: "s",
+      nodes: [{ id: "s", ...sv }, loop("loop", condition, 1, { config: { condition, maxIterations: 1, onLimit: "exit" } }), { id: "j", ...sv, join: { n: 2 }, maxVisits: 2 }, cond("c")],
+      edges: [{ from: "s", to: "loop" }, { from: "loop", to: "j", when: "body" }, { from: "loop", to: "c", when: "exit" }, { from: "j", to: "c" }, { from: "c", to: "j", when: "false" }, { from: "j", to: "s" }],
+    });
+    expect(codes(d("input.go"))).toEqual(["join_never_fires@nodes[2].join"]);
+    expect(codes(d("$iteration < 1"))).toEqual(["join_never_fires@nodes[2].join"]);
+    // A loop whose condition only counts and never holds goes out at once: no pass through its body leaves c waiting.
+    expect(codes(d("$iteration < 0"))).toEqual([]);
+  });
+
+  it("refuses an all join that a later round of its cycle leaves waiting: an edge into the cycle counts for its first round only", () => {
+    // s → a and s → loop; loop →exit→ v, v →body→ a and back to loop; a → v never taken. After
+    // loop's own body edge goes round, a is reached from v alone, and v (join all) waits for a.
+    const r = validateWorkflow({
+      start: "s",
+      nodes: [{ id: "s", ...sv }, { id: "a", ...sv }, loop("loop", "$iteration < 2", 2), loop("v", "$iteration < 1", 1, { join: "all" })],
+      edges: [
+        { from: "s", to: "a" }, { from: "s", to: "loop" }, { from: "loop", to: "loop", when: "body" }, { from: "loop", to: "v", when: "exit" },
+        { from: "v", to: "a", when: "body" }, { from: "a", to: "v", condition: "false" }, { from: "v", to: "loop", when: "body" },
+      ],
+    });
+    expect(codes(r)).toEqual(["join_never_fires@nodes[3].join"]);
+    expect(!r.ok && r.errors[0]!.message).toMatch(/when the cycle through "loop" goes round again \(the edge from "s" into it counts for its first round only\), "a" cannot run before "v"/);
+  });
+
+  it("refuses joins that wait on each other only for some branch, through other joins", () => {
+    // s →true→ x → j (all), s →true→ v (all); j → w →exit→ j, v →exit→ w, w →body→ c →true→ v; s →false→ c.
+    const r = validateWorkflow({
+      start: "s",
+      nodes: [cond("s"), { id: "x", ...sv }, { id: "j", ...sv, join: "all" }, cond("c", "$.input.back"), loop("v", "$iteration < 2", 3, { join: "all" }), loop("w", "$iteration < 1", 1, { maxVisits: 4 })],
+      edges: [
+        { from: "s", to: "x", when: "true" }, { from: "x", to: "j" }, { from: "s", to: "c", when: "false" }, { from: "s", to: "v", when: "true" }, { from: "j", to: "w" },
+        { from: "v", to: "w", when: "exit" }, { from: "w", to: "j", when: "exit" }, { from: "w", to: "c", when: "body" }, { from: "c", to: "v", when: "true" }, { from: "c", to: "w", when: "false" },
+      ],
+    });
+    expect(codes(r)).toEqual(["join_never_fires@nodes[2].join", "join_never_fires@nodes[4].join"]);
+  });
+
+  it("checks a loop of thousands of branches and joins within its budget", () => {
+    // 2,000 condition diamonds in a whileLoop's body, each closed by an all join: every join is
+    // on the loop's cycle, and each costs walks of the whole graph, so only so many are tried.
+    const nodes: unknown[] = [{ id: "s", ...sv }, loop("L", "$iteration < 2", 3)];
+    const edges: unknown[] = [{ from: "s", to: "L" }];
+    let prev = "L";
+    for (let i = 0; i < 2000; i++) {
+      nodes.push(cond(`c${i}`), { id: `a${i}`, ...sv }, { id: `b${i}`, ...sv }, { id: `j${i}`, ...sv, join: "all" });
+      edges.push({ from: prev, to: `c${i}`, ...(i === 0 ? { when: "body" } : {}) }, { from: `c${i}`, to: `a${i}`, when: "true" }, { from: `c${i}`, to: `b${i}`, when: "false" }, { from: `a${i}`, to: `j${i}` }, { from: `b${i}`, to: `j${i}` });
+      prev = `j${i}`;
+    }
+    edges.push({ from: prev, to: "L" });
+    const started = Date.now();
+    expect(codes(validateWorkflow({ start: "s", nodes, edges }))).toEqual([]);
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it("accepts a join whose other way in hangs on a node that decides again each time round its own cycle", () => {
+    // c →false→ c goes round until c goes true: no outcome keeps y from being reached before x for good.
+    const r = validateWorkflow({
+      start: "s",
+      nodes: [{ id: "s", ...sv }, { ...cond("c"), maxVisits: 3 }, { id: "x", ...sv, join: "all" }, { id: "y", ...sv, maxVisits: 2 }],
+      edges: [{ from: "s", to: "c" }, { from: "c", to: "c", when: "false" }, { from: "c", to: "y", when: "true" }, { from: "s", to: "x" }, { from: "x", to: "y" }, { from: "y", to: "x", condition: "false" }],
+    });
+    expect(codes(r)).toEqual([]);
   });
 });
 

@@ -17,8 +17,8 @@ import {
 import { expressionError } from "./expr.ts";
 import { synthdevAgentModel, synthdevMaterialSchema, synthdevStateConfigSchema } from "./synthdev.ts";
 import type { SynthdevMaterial } from "./synthdev.ts";
-import { cyclicComponents, dominators, graphOf, joinOf, reachableFrom, unboundedCycles } from "./graph.ts";
-import type { Dominance } from "./graph.ts";
+import { cyclicComponents, dominators, graphOf, joinOf, loopRegion, reachAvoiding, reachableFrom, unboundedCycles } from "./graph.ts";
+import type { Dominance, GraphInfo } from "./graph.ts";
 import type { JsonValue } from "./json.ts";
 
 /** What validation may check beyond the definition itself. */
@@ -98,6 +98,8 @@ interface GraphEdge {
   to: string;
   /** The branch label, when it is a string. */
   when?: string;
+  /** Its guard (`condition`), when it has one: the JSONata constant "true" or "false", or one that "varies". */
+  guarded?: "true" | "false" | "varies";
 }
 
 /** Config fields the runtime always reads as a `$.path` (the schema makes them start with "$"). */
@@ -223,7 +225,10 @@ function validateGraph(input: unknown, opts: ValidateOptions, prefix: string, sc
     if (!graphNodes.has(to)) errors.push({ path: `edges[${i}].to`, code: "dangling_edge", message: `edge to missing node "${to}"` });
     if (!graphNodes.has(from) || !graphNodes.has(to)) return;
     const when = isRecord(raw) && typeof raw.when === "string" ? raw.when : undefined;
-    edges.push({ index: i, from, to, ...(when !== undefined ? { when } : {}) });
+    const guard = isRecord(raw) ? raw.condition : undefined;
+    const constant = typeof guard === "string" ? guard.trim() : undefined;
+    const guarded: GraphEdge["guarded"] = guard === undefined ? undefined : constant === "true" || constant === "false" ? constant : "varies";
+    edges.push({ index: i, from, to, ...(when !== undefined ? { when } : {}), ...(guarded !== undefined ? { guarded } : {}) });
     const source = graphNodes.get(from)!;
     const spec = source.node ? NODE_TYPES[canonicalType(source.node.type)] : undefined;
     if (!r.success || !spec) return;
@@ -660,6 +665,252 @@ function graphChecks(nodes: GraphNode[], edges: GraphEdge[], start: string | und
         ? `node "${j.id}" never runs: its join waits for edges from ${waits.join(", ")}, which wait, in turn, for it (joins that wait on each other); leave join out or use "any" on one of them`
         : `node "${j.id}" never runs: it joins as "all" (the default; it is no loop head), so it waits for edges from ${waits.join(", ")}, which wait, in turn, for it; give it join: "any"`,
     });
+  }
+  branchWaits({ nodes, edges, start, reach, joinAt, dom, g, incoming, outgoing, byId, reported, errors });
+}
+
+/** Outcomes {@link branchWaits} tries per join and round, and walks of the graph it takes in all. */
+const OUTCOMES_PER_JOIN = 256;
+const BRANCH_WAIT_BUDGET = 4_000_000;
+
+/** What a whileLoop's condition does on its first visit, when it only counts: "body" for `$iteration < 3`, "exit" for `$iteration < 0`. */
+function loopFirst(node: NodeDefinition | undefined): "body" | "exit" | undefined {
+  const condition = node?.config.condition;
+  if (typeof condition !== "string") return undefined;
+  const text = condition.trim();
+  if (text === "true" || text === "false") return text === "true" ? "body" : "exit";
+  const m = /^\$iteration\s*(<=?)\s*(\d+)$/.exec(text);
+  if (!m) return undefined;
+  return m[1] === "<=" || Number(m[2]) > 0 ? "body" : "exit";
+}
+
+/**
+ * Joins that wait on each other for some outcome of the branches before them. A node `v` whose
+ * join needs more than one edge waits for an edge from `w`, a node of its cycle, and `w` can run
+ * before `v` only on a way in that does not pass through `v`. When some outcome of the
+ * conditions, reviews, whileLoops and edge guards leaves `w` only ways through `v` while `v` is
+ * still reached, `w` waits for `v` (and so does every node on the way from `v` to `w`: none is
+ * skipped, each waiting for an edge from the one before) and `v` for `w`: the run would stop
+ * with both waiting (BATON_JOIN_NEVER_FIRED). An n-join waits so when fewer than n of its edges
+ * can be taken before it runs and the edges it would wait for make up the rest.
+ *
+ * This is asked of `v`'s first run, and of each later round of a cycle `v` is in: a round
+ * starts at the node an edge goes back to, `h`, with its region reset (loopRegion), and an edge
+ * into the region from a node before `h` counts for the first round only, so the region's
+ * other nodes are reached from `h` alone.
+ *
+ * An outcome gives each branching node on the ways to the nodes `v` waits for one branch, and
+ * each guard there holds or not (a constant guard, "true" or "false", as it says; a whileLoop
+ * whose condition only counts, `$iteration < 3`, goes the way its first visit goes). A node that
+ * decides so must run at most once before `v`: it is on no cycle the outcome leaves open that
+ * does not pass through `v` (else next time round it may decide otherwise), but for a guard on
+ * an edge out of its node's cycle, which may fail every time round. Outcomes are tried one by
+ * one, up to {@link OUTCOMES_PER_JOIN} per join and round, and within {@link BRANCH_WAIT_BUDGET}
+ * edges walked in all (each join costs a few walks of the graph): beyond them a join is not refused; so is a join whose way from the start (or `h`), or
+ * from `v` to `w`, passes through an n-join of two or more (which may be skipped with an edge in
+ * taken). A whileLoop in a round, and a `branching: "first"` node, are taken to go every way.
+ * What is found is a run the definition allows (every branch and guard taken to go either way,
+ * every cycle to go round) in which the join never fires.
+ */
+function branchWaits(c: {
+  nodes: GraphNode[];
+  edges: GraphEdge[];
+  start: string;
+  reach: ReadonlySet<string>;
+  joinAt: ReadonlyMap<string, Join | null>;
+  dom: Dominance;
+  g: GraphInfo;
+  incoming: ReadonlyMap<string, GraphEdge[]>;
+  outgoing: ReadonlyMap<string, GraphEdge[]>;
+  byId: ReadonlyMap<string, GraphNode>;
+  reported: Set<string>;
+  errors: ValidationIssue[];
+}): void {
+  const { start, reach, joinAt, dom, g, incoming, outgoing, byId, reported, errors } = c;
+  const scc = new Map<string, number>();
+  cyclicComponents({ nodes: c.nodes.map((n) => n.id), edges: c.edges }).forEach((comp, k) => {
+    for (const id of comp) scc.set(id, k);
+  });
+  /** An n-join of two or more, which may be skipped with an edge into it taken: no way the check counts on passes it. */
+  const mayDrop = (id: string): boolean => {
+    const j = joinAt.get(id);
+    return j === null || (typeof j === "object" && j !== undefined && j.n > 1);
+  };
+  const labelOf = (e: GraphEdge): string | undefined => e.when ?? (byId.get(e.from)?.type === "agent.humanReview" ? "approved" : undefined);
+  let budget = BRANCH_WAIT_BUDGET;
+  const domTaken = dominators({ nodes: c.nodes.map((n) => n.id), edges: c.edges.filter((e) => e.guarded !== "false") }, start);
+
+  /** Whether `v`, run from `root` with the edges `removed` dead, can wait for ever; the error when it can. */
+  /** `round.from`: the round's edge back comes from there, before `v` ran (so it must be reached without `v`). */
+  const check = (v: string, vn: GraphNode, join: "all" | { n: number }, root: string, removed: ReadonlySet<GraphEdge>, round?: { h: string; entry: GraphEdge; from?: string }): ValidationIssue | undefined => {
+    const into = (incoming.get(v) ?? []).filter((e) => reach.has(e.from) && !removed.has(e));
+    // An edge from a node after `v` (a loop's way back) is decided only after `v` ran: another check's concern.
+    const late = (e: GraphEdge): boolean => e.from === v || dom.get(e.from)?.has(v) === true;
+    const waitsOn = new Set(into.filter((e) => !late(e) && scc.get(e.from) === scc.get(v)).map((e) => e.from));
+    if (waitsOn.size === 0 || budget <= 0) return undefined;
+    budget -= 3 * c.edges.length;
+    // The branching nodes and guards on the ways from the start to those nodes that avoid `v`.
+    const next = (u: string): string[] => (outgoing.get(u) ?? []).filter((e) => !removed.has(e)).map((e) => e.to);
+    const fwd = reachAvoiding([start, root], next, v);
+    const back = reachAvoiding([...waitsOn], (u) => (incoming.get(u) ?? []).filter((e) => !removed.has(e)).map((e) => e.from), v);
+    const relevant = new Set([...fwd].filter((u) => back.has(u)));
+    const choices: { id: string; options: readonly string[] }[] = [];
+    const guards: GraphEdge[] = [];
+    for (const u of relevant) {
+      const n = byId.get(u);
+      if (n?.node && n.node.branching !== "first") {
+        if (n.type === "condition" || n.type === "agent.humanReview") choices.push({ id: u, options: NODE_TYPES[n.type]!.branches });
+        if (n.type === "whileLoop" && round === undefined) {
+          const first = loopFirst(n.node);
+          choices.push({ id: u, options: first ? [first] : ["body", "exit"] });
+        }
+      }
+      for (const e of outgoing.get(u) ?? []) if (e.guarded === "varies" && (relevant.has(e.to) || e.to === v) && !removed.has(e)) guards.push(e);
+    }
+    let outcomes = 2 ** guards.length;
+    for (const ch of choices) outcomes *= ch.options.length;
+    if (outcomes > OUTCOMES_PER_JOIN) return undefined;
+    for (let k = 0; k < outcomes && budget > 0; k++) {
+      // Outcome k: a branch per choice, a holding or failing guard per guarded edge.
+      const taken = new Map<string, string>();
+      let rest = k;
+      for (const ch of choices) {
+        taken.set(ch.id, ch.options[rest % ch.options.length]!);
+        rest = Math.floor(rest / ch.options.length);
+      }
+      const failing = new Set<GraphEdge>();
+      for (const e of guards) {
+        if (rest % 2 === 1) failing.add(e);
+        rest = Math.floor(rest / 2);
+      }
+      const live = (e: GraphEdge): boolean => {
+        if (removed.has(e) || failing.has(e) || e.guarded === "false") return false;
+        const b = taken.get(e.from);
+        return b === undefined || labelOf(e) === b;
+      };
+      // What can run while `v` has not, and what is skipped: a fixpoint over the joins as the
+      // engine runs them, from the start (and the round's first node). A node runs once its
+      // join can be met by live edges from nodes that run (for `all`, every edge in decided: from
+      // a node that runs, or is skipped); it is skipped once too few edges in could still be
+      // taken (those from nodes that run, and those from undecided nodes that are no loop's way
+      // back to it). Whatever is left waits: each such node waits for an edge from another.
+      const runs = new Set<string>([start, root]);
+      const skipped = new Set<string>();
+      const back = (e: GraphEdge): boolean => dom.get(e.from)?.has(e.to) === true;
+      for (let more = true; more && budget > 0; ) {
+        more = false;
+        for (const n of c.nodes) {
+          const u = n.id;
+          if (u === v || runs.has(u) || skipped.has(u) || !reach.has(u)) continue;
+          const j = joinAt.get(u);
+          if (j === null || j === undefined) continue;
+          const ins = incoming.get(u) ?? [];
+          budget -= ins.length;
+          const fired = ins.filter((e) => runs.has(e.from) && live(e)).length;
+          const open = ins.filter((e) => !runs.has(e.from) && !skipped.has(e.from));
+          const need = j === "all" || j === "any" ? 1 : j.n;
+          if (j === "all" ? fired >= 1 && open.length === 0 : fired >= need) runs.add(u);
+          else if (fired + open.filter((e) => !back(e)).length < need) skipped.add(u);
+          else continue;
+          more = true;
+        }
+      }
+      if ([...waitsOn].every((w) => runs.has(w) || skipped.has(w)) || (round?.from !== undefined && !runs.has(round.from))) continue;
+      // A node that decides before `v` must do so once: it is on no cycle the outcome leaves open that avoids `v`.
+      const cycling = c.edges.filter((e) => runs.has(e.from) && runs.has(e.to) && live(e));
+      budget -= cycling.length;
+      const again = new Set(cyclicComponents({ nodes: [...runs], edges: cycling }).flat());
+      if ([...taken.keys()].some((id) => again.has(id) && runs.has(id))) continue;
+      if ([...failing].some((e) => again.has(e.from) && scc.get(e.to) === scc.get(e.from))) continue;
+      // `v` is reached for sure: a live way to it from the root through nodes that run and cannot be skipped with an edge in taken.
+      const sure = new Set<string>([root]);
+      const way = [root];
+      let reached = false;
+      while (way.length > 0 && !reached) {
+        for (const e of outgoing.get(way.pop()!) ?? []) {
+          budget--;
+          if (!live(e)) continue;
+          if (e.to === v) {
+            reached = true;
+            break;
+          }
+          if (sure.has(e.to) || !runs.has(e.to) || mayDrop(e.to)) continue;
+          sure.add(e.to);
+          way.push(e.to);
+        }
+      }
+      if (!reached) continue;
+      // The edges `v` waits for: from nodes that neither run nor are skipped (for an n-join, those that count against a skip).
+      const stuck = into.filter((e) => !runs.has(e.from) && !skipped.has(e.from) && (join === "all" || !late(e)));
+      if (stuck.length === 0) continue;
+      // At most `arrive` edges in can be taken before `v` runs, and those from the way that reaches it for sure are.
+      const arrive = into.filter((e) => !late(e) && runs.has(e.from) && live(e)).length;
+      const sureIn = Math.max(1, into.filter((e) => !late(e) && sure.has(e.from) && live(e) && e.guarded === undefined).length);
+      if (join !== "all" && !(arrive < join.n && join.n <= sureIn + stuck.length)) continue;
+      // The decisions that keep the waited-for nodes from running first: dead edges out of what runs into the rest.
+      const cut = c.edges.filter((e) => runs.has(e.from) && !runs.has(e.to) && (e.to !== v || failing.has(e)) && !removed.has(e) && !live(e) && reach.has(e.to));
+      const why = [...new Set(cut.map((e) => (failing.has(e) || e.guarded === "false" ? `the guard of the edge "${e.from}" → "${e.to}" does not hold` : `"${e.from}" takes its "${taken.get(e.from)!}" branch`)))];
+      const w = (stuck.find((e) => waitsOn.has(e.from)) ?? stuck[0]!).from;
+      const entry = round ? ([...removed].find((x) => x.to === w) ?? round.entry) : undefined;
+      const when = [
+        ...(round ? [`the cycle through "${round.h}" goes round again (the edge from "${entry!.from}" into it counts for its first round only)`] : []),
+        ...why.slice(0, 3),
+      ];
+      const waits = join === "all" ? 'has join "all", so it waits for every incoming edge, the one' : `waits for ${join.n} incoming edges, at most ${arrive} of them from nodes that can run before it, and for the one`;
+      return {
+        path: `nodes[${vn.index}].join`,
+        code: "join_never_fires",
+        message: `node "${v}" ${waits} from "${w}" too; ${when.length > 0 ? `when ${when.join(" and ")}, ` : ""}"${w}" cannot run before "${v}" (it waits, in turn, for "${v}" or for nodes that wait for it), so the run stops with them waiting (BATON_JOIN_NEVER_FIRED): use join "any"${join === "all" ? "" : " or a smaller n"} on "${v}", or give "${w}" a way in that does not depend on ${round && why.length === 0 ? "the first round" : "that outcome"}`,
+      };
+    }
+    return undefined;
+  };
+
+  // The edges inside each cycle's component, the only ones that can close a loop through its nodes.
+  const inside = new Map<number, GraphEdge[]>();
+  for (const e of c.edges) {
+    const k = scc.get(e.from);
+    if (k === undefined || scc.get(e.to) !== k) continue;
+    let list = inside.get(k);
+    if (!list) inside.set(k, (list = []));
+    list.push(e);
+  }
+  for (const vn of c.nodes) {
+    if (budget <= 0) break;
+    const v = vn.id;
+    const join = joinAt.get(v);
+    if (v === start || !reach.has(v) || reported.has(v) || !scc.has(v) || join === undefined || join === null || join === "any" || (typeof join === "object" && join.n < 2)) continue;
+    let found = check(v, vn, join, start, new Set());
+    // Later rounds: for each edge that closes a loop through `v` (its target comes before its
+    // source on every way the run can take: a guard "false" is never taken), the region it
+    // resets. A round that can start before `v` ran (its source is reached without `v`) comes
+    // after every node before its head on the ways that avoid `v`.
+    const closing = (inside.get(scc.get(v)!) ?? []).filter((e) => e.to !== v);
+    const domAvoid = !found && closing.length > 0 && budget > 0
+      ? dominators({ nodes: c.nodes.map((n) => n.id).filter((id) => id !== v), edges: c.edges.filter((e) => e.guarded !== "false" && e.from !== v && e.to !== v) }, start)
+      : undefined;
+    budget -= 3 * c.edges.length;
+    for (const e of closing) {
+      if (found || budget <= 0) break;
+      const h = e.to;
+      const early = domAvoid?.get(e.from)?.has(h) === true;
+      if (!early && domTaken.get(e.from)?.has(h) !== true) continue;
+      const region = loopRegion(g, h, e.from, start);
+      if (!region.has(v)) continue;
+      const before = early ? domAvoid?.get(h) : domTaken.get(h);
+      budget -= region.size;
+      const removed = new Set<GraphEdge>();
+      for (const u of region) {
+        if (u === h) continue;
+        for (const x of incoming.get(u) ?? []) if (!region.has(x.from) && before?.has(x.from) === true) removed.add(x);
+      }
+      if (removed.size === 0) continue;
+      found = check(v, vn, join, h, removed, { h, entry: [...removed][0]!, ...(early ? { from: e.from } : {}) });
+    }
+    if (found) {
+      reported.add(v);
+      errors.push(found);
+    }
   }
 }
 
