@@ -514,6 +514,21 @@ describe("validateWorkflow: cycles and joins", () => {
     expect(codes(start("all", ["a"], [{ from: "s", to: "a" }, { from: "a", to: "s" }, { from: "a", to: "s" }]))).toEqual([]);
   });
 
+  it("refuses an all join on the start when a round that cannot meet it can come first, whichever others could", () => {
+    type E = { from: string; to: string; condition?: string };
+    const start = (nodes: string[], edges: E[]) => validateWorkflow({ start: "s", nodes: [{ id: "s", ...sv, join: "all", maxVisits: 3 }, ...nodes.map((id) => ({ id, ...sv }))], edges });
+    // Two self-loops, the guarded one first: when its guard fails the other restarts the round,
+    // and s waits for the guarded one, which only s's next run decides.
+    const self = start([], [{ from: "s", to: "s", condition: "input.go" }, { from: "s", to: "s" }]);
+    expect(codes(self)).toEqual(["join_never_fires@nodes[0].join"]);
+    expect(!self.ok && self.errors[0]!.message).toMatch(/the edge back from "s" can be the first taken after it ran \(those listed before it from the same node not taken\)/);
+    // The unguarded one first always restarts the round, and the guarded one is decided in it.
+    expect(codes(start([], [{ from: "s", to: "s" }, { from: "s", to: "s", condition: "input.go" }]))).toEqual([]);
+    // The same with two edges back from another node.
+    expect(codes(start(["a"], [{ from: "s", to: "a" }, { from: "a", to: "s", condition: "input.go" }, { from: "a", to: "s" }]))).toEqual(["join_never_fires@nodes[0].join"]);
+    expect(codes(start(["a"], [{ from: "s", to: "a" }, { from: "a", to: "s" }, { from: "a", to: "s", condition: "input.go" }]))).toEqual([]);
+  });
+
   it("refuses a join on the start whose round needs an edge the source of the edge back decides on another branch", () => {
     // loop →exit→ s starts a round in which loop's body edge to c dies; c still waits for s → c,
     // so c → s is never decided. Taken as if every branch could be taken, c's edge counted.

@@ -928,6 +928,10 @@ function branchWaits(c: {
  * for an n-join of two or more not e itself when it is a self-loop (see below). Every other
  * node of the cycle waits on an edge from the start or from another such node, so it neither
  * runs nor is skipped: `all` waits for its edges forever, `{n}` is skipped while too few can arrive.
+ * Which edge back comes first depends on the run: `{n}` is refused when no round can meet it,
+ * `all` also when a round that cannot can come first (S's earlier edges into the start and, for
+ * S other than the start, every other node's edges into it may not be taken: a guard, or
+ * another branch of a condition or review), since the start then waits for ever.
  */
 function startRound(
   start: string, join: "all" | { n: number }, into: readonly GraphEdge[], byId: ReadonlyMap<string, GraphNode>,
@@ -943,7 +947,29 @@ function startRound(
     if ((NODE_TYPES[source.type]?.branches.length ?? 0) === 0) return undefined;
     return x.when ?? (source.type === "agent.humanReview" ? "approved" : undefined);
   };
-  let best: { e: GraphEdge; got: Set<GraphEdge> } | undefined;
+  /** An edge that may not be taken when the others of its source are: a guard, or a condition's or review's branch. */
+  const avoidable = (x: GraphEdge, e?: GraphEdge): boolean => {
+    if (x.guarded === "varies" || x.guarded === "false") return true;
+    const type = byId.get(x.from)?.type;
+    if (type !== "condition" && type !== "agent.humanReview") return false;
+    return e === undefined || (byId.get(x.from)?.node?.branching !== "first" && branchOf(x) !== branchOf(e));
+  };
+  /**
+   * Whether e can be the first edge back taken after the start ran: S decides its edges in
+   * definition order, so S's earlier edges into the start must be avoidable; the start's own
+   * edges are decided before any other node runs, and another node's come first only when every
+   * other node's edges into the start are avoidable.
+   */
+  const canBeFirst = (e: GraphEdge): boolean => {
+    if (e.guarded === "false") return false;
+    const out = outgoing.get(e.from) ?? [];
+    const earlier = out.slice(0, out.indexOf(e)).filter((x) => x.to === start);
+    if (!earlier.every((x) => avoidable(x, e))) return false;
+    return e.from === start || into.every((x) => x.from === e.from || avoidable(x));
+  };
+  let best: { e: GraphEdge; got: Set<GraphEdge>; first: boolean } | undefined;
+  let bestFirst: typeof best;
+  let good = false;
   for (const e of into) {
     const out = outgoing.get(e.from) ?? [];
     // S's edges after e are decided in the new round: taken when they go with e, else dead.
@@ -978,14 +1004,25 @@ function startRound(
     const lost = e.from === start && join !== "all" && join.n > 1;
     // For `all` an edge counts once decided (a dead one too); for `{n}` only when it may be taken.
     const got = new Set(into.filter((x) => (x === e && !lost) || withE.includes(x) || runs.has(x.from) || (join === "all" && dead.has(x))));
-    if (join === "all" ? got.size === into.length : got.size >= join.n) return undefined;
-    if (!best || got.size >= best.got.size) best = { e, got };
+    if (join === "all" ? got.size === into.length : got.size >= join.n) {
+      good = true;
+      continue;
+    }
+    // A round that cannot meet the join and that can come first is enough; else every round must fail.
+    const first = canBeFirst(e);
+    if (!best || got.size >= best.got.size) best = { e, got, first };
+    if (first && (!bestFirst || got.size >= bestFirst.got.size)) bestFirst = { e, got, first };
   }
-  const { e, got } = best!;
+  // For `all` such a round leaves the start waiting for ever (BATON_JOIN_NEVER_FIRED); an n-join is
+  // only skipped in it, as one whose branches went another way: refused only when no round can meet it.
+  if (good) best = join === "all" ? bestFirst : undefined;
+  if (!best) return undefined;
+  const { e, got, first } = best;
   const fix = 'leave join out (the start runs again on any edge back) or use "any"';
+  const which = first && good ? `the edge back from "${e.from}" can be the first taken after it ran (those listed before it from the same node not taken), and it` : `an edge back to it, as the one from "${e.from}",`;
   if (join === "all") {
     const missing = into.find((x) => !got.has(x))!;
-    return `node "${start}" is the start and has join "all": an edge back to it, as the one from "${e.from}", starts its cycle's round over, and it then waits for the edge from "${missing.from}"` +
+    return `node "${start}" is the start and has join "all": ${which} starts its cycle's round over, and it then waits for the edge from "${missing.from}"` +
       `, which that round can only decide after "${start}" ran again (an edge back decides only what its source decides after it, in definition order and on its branch): it never runs again; ${fix}`;
   }
   return `node "${start}" is the start and waits for ${join.n} incoming edges, but an edge back to it starts its cycle's round over, and at most ${got.size} can then arrive before it runs again` +
