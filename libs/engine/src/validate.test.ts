@@ -639,6 +639,17 @@ describe("validateWorkflow: joins that wait on each other for some outcome of th
     expect(codes(r)).toEqual(["join_never_fires@nodes[2].join", "join_never_fires@nodes[4].join"]);
   });
 
+  it("counts, for an n-join, every edge the ways that reach it for sure take", () => {
+    // s → j, s → L, L →body→ j: two edges arrive for sure; j (n: 3) also waits for t, which only j leads to.
+    const r = validateWorkflow({
+      start: "s",
+      nodes: [{ id: "s", ...sv }, { id: "j", ...sv, join: { n: 3 }, maxVisits: 2 }, { id: "t", ...sv }, loop("L", "$iteration < 2", 2)],
+      edges: [{ from: "s", to: "j" }, { from: "j", to: "t" }, { from: "s", to: "L" }, { from: "t", to: "j" }, { from: "L", to: "j", when: "body" }, { from: "j", to: "L" }, { from: "L", to: "t", when: "exit" }],
+    });
+    expect(codes(r)).toEqual(["join_never_fires@nodes[1].join"]);
+    expect(!r.ok && r.errors[0]!.message).toMatch(/"j" waits for 3 incoming edges, at most 2 of them from nodes that can run before it, and for the one from "t" too; when "L" takes its "body" branch/);
+  });
+
   it("checks a loop of thousands of branches and joins within its budget", () => {
     // 2,000 condition diamonds in a whileLoop's body, each closed by an all join: every join is
     // on the loop's cycle, and each costs walks of the whole graph, so only so many are tried.

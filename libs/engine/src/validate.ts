@@ -826,15 +826,12 @@ function branchWaits(c: {
       const sure = new Set<string>([root]);
       const way = [root];
       let reached = false;
-      while (way.length > 0 && !reached) {
+      while (way.length > 0) {
         for (const e of outgoing.get(way.pop()!) ?? []) {
           budget--;
           if (!live(e)) continue;
-          if (e.to === v) {
-            reached = true;
-            break;
-          }
-          if (sure.has(e.to) || !runs.has(e.to) || mayDrop(e.to)) continue;
+          if (e.to === v) reached = true;
+          if (e.to === v || sure.has(e.to) || !runs.has(e.to) || mayDrop(e.to)) continue;
           sure.add(e.to);
           way.push(e.to);
         }
