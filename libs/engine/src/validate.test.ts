@@ -527,6 +527,15 @@ describe("validateWorkflow: cycles and joins", () => {
     // The same with two edges back from another node.
     expect(codes(start(["a"], [{ from: "s", to: "a" }, { from: "a", to: "s", condition: "input.go" }, { from: "a", to: "s" }]))).toEqual(["join_never_fires@nodes[0].join"]);
     expect(codes(start(["a"], [{ from: "s", to: "a" }, { from: "a", to: "s" }, { from: "a", to: "s", condition: "input.go" }]))).toEqual([]);
+    // A whileLoop's exit and body edges back: whichever it takes, the other is left undecided by the round.
+    for (const first of ["exit", "body"]) {
+      const r = validateWorkflow({
+        start: "s",
+        nodes: [{ id: "s", ...sv, join: "all", maxVisits: 2 }, { id: "L", type: "whileLoop", config: { condition: "input.go", maxIterations: 3 } }],
+        edges: [{ from: "s", to: "L" }, { from: "L", to: "s", when: first }, { from: "L", to: "s", when: first === "exit" ? "body" : "exit" }],
+      });
+      expect([first, codes(r)]).toEqual([first, ["join_never_fires@nodes[0].join"]]);
+    }
   });
 
   it("refuses a join on the start whose round needs an edge the source of the edge back decides on another branch", () => {

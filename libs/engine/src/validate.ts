@@ -947,9 +947,10 @@ function startRound(
   /** An edge that may not be taken when the others of its source are: a guard, or a condition's or review's branch. */
   const avoidable = (x: GraphEdge, e?: GraphEdge): boolean => {
     if (x.guarded === "varies" || x.guarded === "false") return true;
+    // Of the same node as e: one of another branch is not taken with e (a whileLoop's too).
+    if (e !== undefined) return byId.get(x.from)?.node?.branching !== "first" && branchOf(x) !== undefined && branchOf(x) !== branchOf(e);
     const type = byId.get(x.from)?.type;
-    if (type !== "condition" && type !== "agent.humanReview") return false;
-    return e === undefined || (byId.get(x.from)?.node?.branching !== "first" && branchOf(x) !== branchOf(e));
+    return type === "condition" || type === "agent.humanReview";
   };
   /**
    * Whether e can be the first edge back taken after the start ran: S decides its edges in
