@@ -659,6 +659,19 @@ describe("validateWorkflow: joins that wait on each other for some outcome of th
     expect(!r.ok && r.errors[0]!.message).toMatch(/"j" waits for 3 incoming edges, at most 2 of them from nodes that can run before it, and for the one from "t" too; when "L" takes its "body" branch/);
   });
 
+  it("counts on an n-join on the way to the join when enough edges from that way reach it", () => {
+    // c →true→ b, b → m twice (m: n 2), m → v (join all); a → v, and a only from c's false branch or v's body.
+    const r = validateWorkflow({
+      start: "c",
+      nodes: [cond("c"), { id: "a", ...sv }, { id: "b", ...sv }, { id: "m", ...sv, join: { n: 2 } }, loop("v", "$iteration < 1", 2, { join: "all" })],
+      edges: [
+        { from: "c", to: "a", when: "false" }, { from: "c", to: "b", when: "true" }, { from: "b", to: "m" }, { from: "b", to: "m" },
+        { from: "a", to: "v" }, { from: "m", to: "v" }, { from: "v", to: "a", when: "body" },
+      ],
+    });
+    expect(codes(r)).toEqual(["join_never_fires@nodes[4].join"]);
+  });
+
   it("checks a loop of thousands of branches and joins within its budget", () => {
     // 2,000 condition diamonds in a whileLoop's body, each closed by an all join: every join is
     // on the loop's cycle, and each costs walks of the whole graph, so only so many are tried.

@@ -823,17 +823,24 @@ function branchWaits(c: {
       if ([...taken.keys()].some((id) => again.has(id) && runs.has(id))) continue;
       if ([...failing].some((e) => again.has(e.from) && scc.get(e.to) === scc.get(e.from))) continue;
       // `v` is reached for sure: a live way to it from the root through nodes that run and cannot be skipped with an edge in taken.
+      // (An n-join of two or more on the way counts once n live, unguarded edges from the way reach it.)
       const sure = new Set<string>([root]);
-      const way = [root];
       let reached = false;
-      while (way.length > 0) {
-        for (const e of outgoing.get(way.pop()!) ?? []) {
-          budget--;
-          if (!live(e)) continue;
-          if (e.to === v) reached = true;
-          if (e.to === v || sure.has(e.to) || !runs.has(e.to) || mayDrop(e.to)) continue;
-          sure.add(e.to);
-          way.push(e.to);
+      for (let grew = true; grew && budget > 0; ) {
+        grew = false;
+        const way = [...sure];
+        while (way.length > 0) {
+          for (const e of outgoing.get(way.pop()!) ?? []) {
+            budget--;
+            if (!live(e)) continue;
+            if (e.to === v) reached = true;
+            if (e.to === v || sure.has(e.to) || !runs.has(e.to)) continue;
+            const j = joinAt.get(e.to);
+            if (mayDrop(e.to) && !(typeof j === "object" && j !== null && (incoming.get(e.to) ?? []).filter((x) => sure.has(x.from) && live(x) && x.guarded === undefined).length >= j.n)) continue;
+            sure.add(e.to);
+            way.push(e.to);
+            grew = true;
+          }
         }
       }
       if (!reached) continue;
