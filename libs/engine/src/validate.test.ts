@@ -672,6 +672,49 @@ describe("validateWorkflow: joins that wait on each other for some outcome of th
     expect(codes(r)).toEqual(["join_never_fires@nodes[4].join"]);
   });
 
+  it("takes the guard of an edge into an n-join as part of the outcome", () => {
+    // j (n: 3) gets s → j and a → j (guarded); s → b is guarded too, and b is reached otherwise only from j.
+    const r = validateWorkflow({
+      start: "s",
+      nodes: [{ id: "s", ...sv }, { id: "a", ...sv }, { id: "b", ...sv, maxVisits: 2 }, { id: "j", ...sv, join: { n: 3 } }],
+      edges: [
+        { from: "s", to: "j" }, { from: "s", to: "a" }, { from: "a", to: "j", condition: "input.go" }, { from: "s", to: "b", condition: "input.back" },
+        { from: "b", to: "j" }, { from: "j", to: "b" },
+      ],
+    });
+    expect(codes(r)).toEqual(["join_never_fires@nodes[3].join"]);
+  });
+
+  it("accepts a join whose waited-for nodes nothing reached leads to, and one whose way in is a loop's exit edge left open", () => {
+    // L →body→ v, v →body→ L, L →exit→ a → v, L →exit→ c ⇄ a: when L goes into its body, a and c
+    // wait only on each other; never entered, they are skipped once the run is quiet and v runs.
+    const unentered = validateWorkflow({
+      start: "L",
+      nodes: [loop("L", "$iteration < 2", 3), { id: "a", ...sv }, loop("v", "input.go", 2), loop("c", "$iteration < 3", 3)],
+      edges: [
+        { from: "L", to: "a", when: "exit" }, { from: "a", to: "v" }, { from: "L", to: "c", when: "exit" }, { from: "L", to: "v", when: "body" },
+        { from: "v", to: "L", when: "body" }, { from: "c", to: "a", when: "body" }, { from: "a", to: "c" },
+      ],
+    });
+    expect(codes(unentered)).toEqual([]);
+    // n0's exit edges are left open while it iterates, so a round of n3's body (which takes n0 in)
+    // can come before them: they do not count as taken in the first round only.
+    const openExit = validateWorkflow({
+      start: "n0",
+      nodes: [
+        loop("n0", "$iteration < 2", 3, { maxVisits: 4 }), cond("n1", "$.input.x"), cond("n2", "$.input.y"),
+        loop("n3", "$iteration < 1", 1, { config: { condition: "$iteration < 1", maxIterations: 1, onLimit: "exit" } }),
+        loop("n4", "$iteration < 2", 2, { config: { condition: "$iteration < 2", maxIterations: 2, onLimit: "exit" }, join: "all" }), loop("n5", "input.go", 1),
+      ],
+      edges: [
+        { from: "n0", to: "n1", when: "exit" }, { from: "n1", to: "n2", when: "false" }, { from: "n0", to: "n3", when: "exit" }, { from: "n2", to: "n4", when: "true" },
+        { from: "n4", to: "n5", when: "exit" }, { from: "n5", to: "n0", when: "exit" }, { from: "n3", to: "n3", when: "body" }, { from: "n3", to: "n4", when: "exit" },
+        { from: "n4", to: "n1", when: "body" }, { from: "n3", to: "n0", when: "body" },
+      ],
+    });
+    expect(codes(openExit)).toEqual([]);
+  });
+
   it("checks a loop of thousands of branches and joins within its budget", () => {
     // 2,000 condition diamonds in a whileLoop's body, each closed by an all join: every join is
     // on the loop's cycle, and each costs walks of the whole graph, so only so many are tried.

@@ -767,6 +767,8 @@ function branchWaits(c: {
       }
       for (const e of outgoing.get(u) ?? []) if (e.guarded === "varies" && (relevant.has(e.to) || e.to === v) && !removed.has(e)) guards.push(e);
     }
+    // The guards of the other edges into `v` decide how many can arrive too.
+    for (const e of into) if (e.guarded === "varies" && fwd.has(e.from) && !guards.includes(e)) guards.push(e);
     let outcomes = 2 ** guards.length;
     for (const ch of choices) outcomes *= ch.options.length;
     if (outcomes > OUTCOMES_PER_JOIN) return undefined;
@@ -845,11 +847,23 @@ function branchWaits(c: {
       }
       if (!reached) continue;
       // The edges `v` waits for: from nodes that neither run nor are skipped (for an n-join, those that count against a skip).
-      const stuck = into.filter((e) => !runs.has(e.from) && !skipped.has(e.from) && (join === "all" || !late(e)));
+      // Only those from nodes that `v` leads to through such nodes: a set of waiting nodes that
+      // nothing reached leads to is never entered, and is skipped once the run is quiet.
+      const waiting = new Set<string>();
+      const onward = [v];
+      while (onward.length > 0) {
+        for (const e of outgoing.get(onward.pop()!) ?? []) {
+          budget--;
+          if (e.to === v || waiting.has(e.to) || runs.has(e.to) || skipped.has(e.to) || removed.has(e)) continue;
+          waiting.add(e.to);
+          onward.push(e.to);
+        }
+      }
+      const stuck = into.filter((e) => waiting.has(e.from) && (join === "all" || !late(e)));
       if (stuck.length === 0) continue;
       // At most `arrive` edges in can be taken before `v` runs, and those from the way that reaches it for sure are.
       const arrive = into.filter((e) => !late(e) && runs.has(e.from) && live(e)).length;
-      const sureIn = Math.max(1, into.filter((e) => !late(e) && sure.has(e.from) && live(e) && e.guarded === undefined).length);
+      const sureIn = Math.max(1, into.filter((e) => !late(e) && sure.has(e.from) && live(e) && (e.guarded === undefined || e.guarded === "true" || guards.includes(e))).length);
       if (join !== "all" && !(arrive < join.n && join.n <= sureIn + stuck.length)) continue;
       // The decisions that keep the waited-for nodes from running first: dead edges out of what runs into the rest.
       const cut = c.edges.filter((e) => runs.has(e.from) && !runs.has(e.to) && (e.to !== v || failing.has(e)) && !removed.has(e) && !live(e) && reach.has(e.to));
@@ -906,7 +920,8 @@ function branchWaits(c: {
       const removed = new Set<GraphEdge>();
       for (const u of region) {
         if (u === h) continue;
-        for (const x of incoming.get(u) ?? []) if (!region.has(x.from) && before?.has(x.from) === true) removed.add(x);
+        // (Not a whileLoop's exit edge: left open while the loop iterates, it may come after the round.)
+        for (const x of incoming.get(u) ?? []) if (!region.has(x.from) && before?.has(x.from) === true && !(x.when === "exit" && byId.get(x.from)?.type === "whileLoop")) removed.add(x);
       }
       if (removed.size === 0) continue;
       found = check(v, vn, join, h, removed, { h, entry: [...removed][0]!, ...(early ? { from: e.from } : {}) });
