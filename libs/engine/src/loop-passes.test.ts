@@ -747,6 +747,27 @@ describe("a nested loop whose body has an edge, never taken, back to the outer l
       expect([leave, sim.rows("work").filter((r) => r.endsWith(":completed")).length]).toEqual([leave, 4]);
     }
   });
+
+  it("also when the outer pass comes back another way than the inner loop's exit edge", async () => {
+    // inner →exit→ after → outer, and (`guarded`) a second exit edge that never holds: the pass
+    // reaches outer from `after`, not from an exit edge of inner, whose exit edges say nothing of
+    // how it went out (one is taken, one left open as it would be while inner iterates).
+    for (const guarded of [false, true]) {
+      for (const leave of [false, true]) {
+        const base = d(leave);
+        const sim = await new Sim(def({
+          ...base,
+          nodes: [...base.nodes, { id: "after", type: "transform", config: { expression: "1" } }, ...(guarded ? [{ id: "never", type: "transform", config: { expression: "1" } }] : [])],
+          edges: [
+            ...base.edges.filter((e) => !(e.from === "inner" && e.to === "outer")),
+            { from: "inner", to: "after", when: "exit" }, { from: "after", to: "outer" },
+            ...(guarded ? [{ from: "inner", to: "never", when: "exit", condition: "false" }] : []),
+          ],
+        })).start();
+        expect([guarded, leave, sim.s.status, sim.s.output]).toEqual([guarded, leave, "completed", 4]);
+      }
+    }
+  });
 });
 
 describe("two whileLoops each in the other's body, both entered from outside", () => {

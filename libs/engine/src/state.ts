@@ -66,6 +66,12 @@ export interface NodeRun {
   tokenUsage?: JsonObject;
   /** Loop iterations decided by a whileLoop node. */
   iterations?: number;
+  /**
+   * A whileLoop's last run went out by its exit, not into its body: whichever way the run comes
+   * back to it, that is a new run of it, whose count starts afresh (absent in checkpoints
+   * written before it was kept: then only coming back by its exit edge says so).
+   */
+  exited?: boolean;
   error?: string;
   /** Resolved input of the current attempt, kept for retries and the journal. */
   input?: JsonValue;

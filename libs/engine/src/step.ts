@@ -531,14 +531,17 @@ class Stepper {
   }
 
   /**
-   * Whether whileLoop `id`'s last run went out by its exit: `e`, being taken now, is one of its
-   * `exit` edges, or it completed and its exit edges are not left open (as they are while it iterates).
+   * Whether whileLoop `id`'s last run went out by its exit, so that the run coming back to it by
+   * `e` (which closes a loop to `head`) starts a new run of it: `e` is one of its `exit` edges, or
+   * `e` starts a new pass of a whileLoop whose body holds it and its run says it went out
+   * ({@link NodeRun.exited}; its exit edges cannot tell: they are left open while it iterates,
+   * and also when it went out with their guards false).
    */
-  exited(id: string, e: EdgeDefinition): boolean {
+  exited(id: string, e: EdgeDefinition, head: string): boolean {
     if (e.from === id && e.when === "exit") return true;
-    const exits = (this.g.outgoing.get(id) ?? []).filter((x) => x.when === "exit");
-    const open = this.s.deferred ?? [];
-    return this.s.nodes[id]?.status === "completed" && exits.length > 0 && !exits.some((x) => open.includes(this.edgeKey(x)));
+    // Only a new pass of a loop around it starts a new run of it so: coming back to it any other
+    // way after it went out is bounded by the cycles through its exit, whose counts go on.
+    return id !== head && this.node(head).type === "whileLoop" && loopBody(this.g, head).has(id) && this.s.nodes[id]?.exited === true;
   }
 
   /** The edge `e` closes a loop back to its target, the head: the head's region runs again. */
@@ -554,6 +557,8 @@ class Stepper {
       if (!run) continue;
       // Work of the pass before that is still out (a branch the join did not wait for) ends here.
       if (run.status === "paused") this.emit({ kind: "execution.resumed", nodeId: id, decision: "cancelled" });
+      // (Asked before the reset below, which sets every node of the region waiting.)
+      const wentOut = run.iterations !== undefined && this.exited(id, e, head);
       if (run.status === "running" || run.status === "paused") this.interrupt(id, run, reason, calls);
       run.status = "waiting";
       delete run.callId;
@@ -569,7 +574,7 @@ class Stepper {
       // comes back to it: an edge from its body back to a loop around it (never taken, or not
       // this time) puts that loop in its body too, and must not make its passes one run.
       const inside = id === head ? ownBody || loopBody(this.g, id).has(from) : loopBody(this.g, id).has(head);
-      if (run.iterations !== undefined && (!inside || this.exited(id, e))) delete run.iterations;
+      if (run.iterations !== undefined && (!inside || wentOut)) delete run.iterations;
       this.clearNodeTimers(id);
       this.s.ready = this.s.ready.filter((r) => r !== id);
     }
@@ -1037,12 +1042,16 @@ class Stepper {
             this.failNode(n, { code: "BATON_LOOP_LIMIT", message: `loop "${n.id}" reached maxIterations=${cfg.maxIterations}`, retryable: false });
             return;
           }
+          run.exited = true;
           await this.complete(n, { iterations, limitReached: true }, "exit");
           return;
         }
         if (go) {
           run.iterations = iterations + 1;
+          delete run.exited;
           this.newPass(n.id);
+        } else {
+          run.exited = true;
         }
         await this.complete(n, { iterations: go ? iterations + 1 : iterations }, go ? "body" : "exit");
         return;
