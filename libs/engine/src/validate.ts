@@ -687,30 +687,35 @@ function loopFirst(node: NodeDefinition | undefined): "body" | "exit" | undefine
 /**
  * Joins that wait on each other for some outcome of the branches before them. A node `v` whose
  * join needs more than one edge waits for an edge from `w`, a node of its cycle, and `w` can run
- * before `v` only on a way in that does not pass through `v`. When some outcome of the
- * conditions, reviews, whileLoops and edge guards leaves `w` only ways through `v` while `v` is
- * still reached, `w` waits for `v` (and so does every node on the way from `v` to `w`: none is
- * skipped, each waiting for an edge from the one before) and `v` for `w`: the run would stop
- * with both waiting (BATON_JOIN_NEVER_FIRED). An n-join waits so when fewer than n of its edges
- * can be taken before it runs and the edges it would wait for make up the rest.
+ * before `v` only on a way in that does not pass through `v`. For an outcome of the conditions,
+ * reviews, whileLoops and edge guards, a fixpoint over the joins as the engine runs them tells
+ * what runs while `v` has not and what is skipped; when `v` is reached for sure and waits for a
+ * node that neither runs nor is skipped and that `v` leads to through such nodes (each waits for
+ * an edge from the one before; a set of waiting nodes nothing reached leads to is skipped once
+ * the run is quiet), the run would stop with them waiting (BATON_JOIN_NEVER_FIRED). An n-join
+ * waits so when fewer than n of its edges can be taken before it runs and the edges that surely
+ * arrive and those it would wait for make up n.
  *
  * This is asked of `v`'s first run, and of each later round of a cycle `v` is in: a round
  * starts at the node an edge goes back to, `h`, with its region reset (loopRegion), and an edge
- * into the region from a node before `h` counts for the first round only, so the region's
- * other nodes are reached from `h` alone.
+ * into the region from a node before `h` counts for the first round only (not a whileLoop's exit
+ * edge, left open while it iterates), so the region's other nodes are reached from `h` alone.
  *
  * An outcome gives each branching node on the ways to the nodes `v` waits for one branch, and
- * each guard there holds or not (a constant guard, "true" or "false", as it says; a whileLoop
- * whose condition only counts, `$iteration < 3`, goes the way its first visit goes). A node that
- * decides so must run at most once before `v`: it is on no cycle the outcome leaves open that
- * does not pass through `v` (else next time round it may decide otherwise), but for a guard on
- * an edge out of its node's cycle, which may fail every time round. Outcomes are tried one by
- * one, up to {@link OUTCOMES_PER_JOIN} per join and round, and within {@link BRANCH_WAIT_BUDGET}
- * edges walked in all (each join costs a few walks of the graph): beyond them a join is not refused; so is a join whose way from the start (or `h`), or
- * from `v` to `w`, passes through an n-join of two or more (which may be skipped with an edge in
- * taken). A whileLoop in a round, and a `branching: "first"` node, are taken to go every way.
- * What is found is a run the definition allows (every branch and guard taken to go either way,
- * every cycle to go round) in which the join never fires.
+ * each guard there, and on the edges into `v`, holds or not (a constant guard, "true" or "false",
+ * as it says; a whileLoop whose condition only counts, `$iteration < 3`, goes the way its first
+ * visit goes). A node that decides so must run at most once before `v`: it is on no cycle the
+ * outcome leaves open that does not pass through `v` (else next time round it may decide
+ * otherwise), but for a guard on an edge out of its node's cycle, which may fail every time
+ * round. Outcomes are tried one by one, up to {@link OUTCOMES_PER_JOIN} per join and round, and
+ * within {@link BRANCH_WAIT_BUDGET} edges walked in all (each join costs a few walks of the
+ * graph): beyond them a join is not refused. A way to `v` counts only through nodes that cannot
+ * be skipped with an edge in taken (an n-join of two or more only when n edges from the way
+ * reach it). A whileLoop in a round, and a `branching: "first"` node, are taken to go every way;
+ * so is a loop that goes round before `v` runs (validation does not follow a loop's later
+ * visits: docs/workflows.md says so). What is found is a run the definition allows (every
+ * branch and guard taken to go either way, each on its own, every cycle to go round) in which
+ * the join never fires.
  */
 function branchWaits(c: {
   nodes: GraphNode[];
