@@ -727,9 +727,8 @@ describe("validateWorkflow: joins that wait on each other for some outcome of th
       prev = `j${i}`;
     }
     edges.push({ from: prev, to: "L" });
-    const started = Date.now();
+    // (Without the budget this does not end within the test's timeout.)
     expect(codes(validateWorkflow({ start: "s", nodes, edges }))).toEqual([]);
-    expect(Date.now() - started).toBeLessThan(10_000);
   });
 
   it("accepts a join whose other way in hangs on a node that decides again each time round its own cycle", () => {
