@@ -244,6 +244,12 @@ export type Command =
   /** `attempt`: the pause it decides (the node's attempt when it paused); absent: whichever pause the node is in. */
   | { kind: "resume"; nodeId: string; action: "approve" | "edit" | "reject"; data?: JsonObject; comment?: string; reviewer?: string; attempt?: number }
   | { kind: "cancel"; reason: string }
+  /**
+   * Fails the run from outside: a command the executor could not apply on any of its
+   * deliveries. Stops what is out and reads nothing (the output is null), since reading the
+   * state may be what failed.
+   */
+  | { kind: "abort"; error: { code: string; message: string } }
   | { kind: "timer"; timerId: string }
   /** Replay only: the journal's outcome of a whole node attempt (fan-out nodes, whose items are not journaled one by one). */
   | { kind: "recorded"; nodeId: string; attempt: number; ok: true; output: JsonValue }

@@ -1079,6 +1079,23 @@ describe("step: references, forks and replay", () => {
     expect(replay.state).toMatchObject({ status: "failed", error: { code: "BATON_ENGINE_BLOBS_MISSING" } });
   });
 
+  it("abort fails the run from outside without reading its state: calls cancelled, output null; a finished run stays", async () => {
+    const now = new Date(t0).toISOString();
+    const d = def({
+      nodes: [{ id: "s", type: "setVariable", config: { values: { x: 1 } } }, { id: "a", type: "tool", config: { tool: "t" } }],
+      edges: [{ from: "s", to: "a" }],
+      output: { x: "$.x" },
+    });
+    let r = await step({ definition: d, state: null, command: { kind: "start", input: {} }, now, identity });
+    while (r.more) r = await step({ definition: d, state: r.state, command: { kind: "continue" }, now });
+    const error = { code: "BATON_EXECUTOR_COMMAND_FAILED", message: "the tool.result command could not be applied" };
+    const aborted = await step({ definition: d, state: deepFreeze(r.state), command: { kind: "abort", error }, now });
+    expect(aborted.state).toMatchObject({ status: "failed", output: null, error, nodes: { a: { status: "failed" } } });
+    expect(aborted.effects).toEqual(expect.arrayContaining([{ kind: "cancelTools", callIds: ["7.a.1"], reason: error.message }]));
+    expect(aborted.effects.flatMap((e) => (e.kind === "emit" ? [e.event.kind] : []))).toEqual(["node.failed", "execution.failed"]);
+    expect(await step({ definition: d, state: aborted.state, command: { kind: "abort", error }, now })).toMatchObject({ ignored: "execution is failed", effects: [] });
+  });
+
   it("writes under a large value's reference change the value: setVariable, a node's output path and a fork's edit", async () => {
     const big = { n: 5, rows: [1, 2, 3] };
     const blobs = new Map([["blob:abc", big]]);

@@ -821,13 +821,13 @@ class Stepper {
   }
 
   /**
-   * Fails the run because its context refers to blobs that are not stored (pruned, or a
-   * reference written by hand into an input or a tool's answer): no step could read it. Nothing
-   * reads the context on the way (the output is null).
+   * Fails the run without reading its context on the way (the output is null): the context
+   * refers to blobs that are not stored (pruned, or a reference written by hand into an input
+   * or a tool's answer), so no step could read it, or the run is aborted from outside.
    */
-  failUnreadable(err: BlobsMissing): void {
+  failWithoutReading(code: string, message: string): void {
     this.unreadable = true;
-    this.failExecution(BLOBS_MISSING, err.message);
+    this.failExecution(code, message);
   }
 
   /** Stops every call, child and timer still out (cancel, deadline, failure elsewhere). */
@@ -1962,7 +1962,7 @@ export async function step(input: StepInput): Promise<StepResult> {
     }
     const st = new Stepper(definition, base, now, input.blobs ?? new Map<string, JsonValue>(), input.missingBlobs);
     if (input.state === null) st.emit({ kind: "execution.started" });
-    st.failUnreadable(err);
+    st.failWithoutReading(BLOBS_MISSING, err.message);
     return { state: st.s, effects: st.effects, more: false };
   }
 }
@@ -2128,6 +2128,9 @@ async function stepOnce(input: StepInput): Promise<StepResult> {
       else st.failNode(n, command.error);
       break;
     }
+    case "abort":
+      st.failWithoutReading(command.error.code, command.error.message);
+      return { state: st.s, effects: st.effects, more: false };
     case "cancel": {
       st.cancelOutstanding("cancelled");
       st.s.status = "cancelled";

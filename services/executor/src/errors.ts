@@ -4,3 +4,13 @@ export const ExecutionMissing = defineError("BATON_EXECUTOR_EXECUTION_MISSING", 
 export const DefinitionMissing = defineError("BATON_EXECUTOR_DEFINITION_MISSING", (wf: number, v: number) => `workflow ${wf} version ${v} does not exist`, { status: 404 });
 export const DefinitionInvalid = defineError("BATON_EXECUTOR_DEFINITION_INVALID", (wf: number, v: number, why: string) => `workflow ${wf} version ${v} is not valid: ${why}`, { status: 422 });
 export const NotStarted = defineError("BATON_EXECUTOR_NOT_STARTED", (id: number) => `execution ${id} has no checkpoint yet`, { status: 409, retryable: true });
+/**
+ * A command failed on every one of its deliveries with an error no retry mended (a fault in
+ * the engine or the executor, not an unreachable service): its run is failed with this code
+ * rather than left waiting for a command that is gone.
+ */
+export const CommandFailed = defineError(
+  "BATON_EXECUTOR_COMMAND_FAILED",
+  (command: string, deliveries: number, why: string) => `the ${command} command could not be applied on any of its ${deliveries} deliveries: ${why}`,
+  { status: 500 },
+);

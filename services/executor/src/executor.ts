@@ -25,7 +25,7 @@ import type { Service } from "@baton/runtime";
 import type { Admission, ExecutionRecord, Store } from "@baton/store";
 import type { Subscription } from "@baton/bus";
 import type { Logger } from "@baton/telemetry";
-import { DefinitionInvalid, DefinitionMissing, ExecutionMissing, NotStarted } from "./errors.ts";
+import { CommandFailed, DefinitionInvalid, DefinitionMissing, ExecutionMissing, NotStarted } from "./errors.ts";
 import { publishEngineEvent } from "./events.ts";
 import { createBlobPruner } from "./blob-pruner.ts";
 import { BLOB_REF_RE, BlobsMissing, createLargeValues } from "./large.ts";
@@ -72,6 +72,12 @@ export interface ExecutorOptions {
   concurrency?: number;
   /** Durable consumer name shared by every executor replica. @default "executor" */
   durable?: string;
+  /**
+   * Deliveries of a command before the consumer gives it up. A command that failed on each of
+   * them with an error that is no service being unreachable (an uncoded fault) fails its run
+   * (BATON_EXECUTOR_COMMAND_FAILED). @default 20 (about 14 minutes of retries)
+   */
+  commandMaxDeliver?: number;
   /** How long a taken command may go unacknowledged before another replica gets it. @default 30_000 */
   ackWaitMs?: number;
   /**
@@ -1574,6 +1580,43 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     }
   }
 
+  /** Records a start that can never run: the row failed, its slot freed, `execution.failed`, and the parent told. */
+  async function startFailed(cmd: Extract<AnyCommand, { name: "execution.start" }>, code: string, message: string): Promise<void> {
+    const { executionId, tenantId } = cmd.message;
+    await store.executions.update(executionId, { status: "failed", error: `${code}: ${message}`, completedAt: clock() }).catch(() => undefined);
+    if (!cmd.message.parentExecutionId) await slotFreed(tenantId, executionId);
+    await messaging.publishEvent("execution.failed", { tenantId, id: executionId, agentWorkflowId: cmd.message.workflowId, error: { code, message, retryable: false }, nodeId: "" }, `evt:${executionId}:start-failed`).catch(() => undefined);
+    if (cmd.message.parentExecutionId && cmd.message.parentNodeId) {
+      await messaging.sendCommand("execution.child_result", {
+        executionId: cmd.message.parentExecutionId, tenantId, nodeId: cmd.message.parentNodeId, childKey: cmd.message.childKey,
+        childExecutionId: executionId, status: "failed", error: { code, message, retryable: false },
+      }, `child-result:${executionId}`);
+    }
+    logger.warn("execution could not start", { executionId, code, error: message });
+  }
+
+  /**
+   * A command's last delivery failed. When the error is an uncoded fault (an engine or executor
+   * bug, the same on every delivery), not a service out of reach (those errors carry codes),
+   * the run is failed with BATON_EXECUTOR_COMMAND_FAILED instead of waiting for ever for a
+   * command the consumer drops now; the command is then done. Otherwise, or when failing the
+   * run fails too, the error stands and the consumer gives the command up as before.
+   */
+  async function lastDeliveryFailed(cmd: AnyCommand, deliveries: number, err: unknown): Promise<void> {
+    if (hasCode(err)) throw err;
+    const { executionId, tenantId } = cmd.message as { executionId?: unknown; tenantId?: unknown };
+    if (typeof executionId !== "number" || typeof tenantId !== "string") throw err;
+    const failure = CommandFailed(cmd.name, deliveries, errorMessage(err));
+    logger.error("a command failed on every delivery; its execution fails", { executionId, command: cmd.name, code: failure.code, error: failure.message });
+    try {
+      if (cmd.name === "execution.start") await startFailed(cmd, failure.code, failure.message);
+      else await handleNow(cmd, executionId, tenantId, { kind: "abort", error: { code: failure.code, message: failure.message } });
+    } catch (abortErr) {
+      logger.error("the execution could not be failed either", { executionId, code: failure.code, error: errorMessage(abortErr) });
+      throw err;
+    }
+  }
+
   async function recordDropped(m: Extract<AnyCommand, { name: "tool.result" }>["message"]): Promise<void> {
     const output = m.ok ? valueToJson(m.output) ?? null : undefined;
     const error = m.error ? { code: m.error.code, message: m.error.message, retryable: m.error.retryable } : undefined;
@@ -1590,16 +1633,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       } catch (err) {
         if (hasCode(err) && !err.retryable && cmd.name === "execution.start") {
           // A start that can never run (missing or invalid definition): record why, do not retry.
-          await store.executions.update(executionId, { status: "failed", error: `${err.code}: ${err.message}`, completedAt: clock() }).catch(() => undefined);
-          if (!cmd.message.parentExecutionId) await slotFreed(tenantId, executionId);
-          await messaging.publishEvent("execution.failed", { tenantId, id: executionId, agentWorkflowId: cmd.message.workflowId, error: { code: err.code, message: err.message, retryable: false }, nodeId: "" }, `evt:${executionId}:start-failed`).catch(() => undefined);
-          if (cmd.message.parentExecutionId && cmd.message.parentNodeId) {
-            await messaging.sendCommand("execution.child_result", {
-              executionId: cmd.message.parentExecutionId, tenantId, nodeId: cmd.message.parentNodeId, childKey: cmd.message.childKey,
-              childExecutionId: executionId, status: "failed", error: { code: err.code, message: err.message, retryable: false },
-            }, `child-result:${executionId}`);
-          }
-          logger.warn("execution could not start", { executionId, code: err.code, error: errorMessage(err) });
+          await startFailed(cmd, err.code, err.message);
           return;
         }
         throw err;
@@ -1680,10 +1714,14 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     recover,
     async start() {
       pruner.start();
-      sub = await messaging.consumeCommands(opts.durable ?? "executor", (cmd, msg) => handle(cmd, msg.deliveryCount), {
+      const maxDeliver = opts.commandMaxDeliver ?? 20;
+      sub = await messaging.consumeCommands(opts.durable ?? "executor", (cmd, msg) => handle(cmd, msg.deliveryCount).catch((err: unknown) => {
+        if (msg.deliveryCount < maxDeliver) throw err;
+        return lastDeliveryFailed(cmd, msg.deliveryCount, err);
+      }), {
         concurrency: opts.concurrency ?? 32,
         ackWaitMs: opts.ackWaitMs ?? 30_000,
-        maxDeliver: 20,
+        maxDeliver,
         maxAckPending: COMMANDS_MAX_ACK_PENDING,
         // Every command is applied idempotently (a redelivery finds its step applied), so a
         // lost ack costs one more delivery, not a wrong result.
