@@ -5,9 +5,9 @@
  *   ./baton node examples/synthdev/run.ts                # uses the LLM configured in the environment (docs/llm.md),
  *                                                        # e.g. BATON_OPENAI_API_KEY; models via EXAMPLE_MODEL
  *
- * Starts Baton in this process (own bus prefix and Postgres schema, removed at the end),
- * imports workflow.json + script.js + roles.json through the REST API, runs it, prints the
- * conversation's tokens as they stream and the final output.
+ * Starts Baton in this process (own bus prefix, Postgres schema and Redis keys, removed at the
+ * end), imports workflow.json + script.js + roles.json through the REST API, runs it, prints
+ * the nodes as they start and complete (the execution's events) and the final output.
  */
 import { readFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
@@ -86,7 +86,7 @@ try {
 } finally {
   await baton.stop();
   await server?.close();
-  // Remove this run's streams, KV buckets and schema.
+  // Remove this run's streams, KV buckets, Redis keys (its checkpoints) and schema.
   const { connect } = await import("@nats-io/transport-node");
   const { jetstreamManager } = await import("@nats-io/jetstream");
   const nc = await connect({ servers: config.natsUrl });
@@ -95,6 +95,12 @@ try {
     if (name.startsWith(config.prefix.toUpperCase()) || name.startsWith(`KV_${config.prefix}_`)) await jsm.streams.delete(name).catch(() => false);
   }
   await nc.close();
+  const { Redis } = await import("ioredis");
+  const redis = new Redis(config.redisUrl);
+  for await (const keys of redis.scanStream({ match: `${config.prefix}:*`, count: 500 }) as AsyncIterable<string[]>) {
+    if (keys.length > 0) await redis.del(...keys);
+  }
+  redis.disconnect();
   const pg = (await import("pg")).default;
   const client = new pg.Client({ connectionString: config.databaseUrl });
   await client.connect();
