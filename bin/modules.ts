@@ -30,9 +30,8 @@ import { createStore, migrate } from "@baton/store";
 import type { Logger } from "@baton/telemetry";
 import type { ToolSpec } from "@baton/sdk";
 import { createToolRegistry, createToolSourceStore } from "@baton/sdk";
-import { policyFromEnv } from "@baton/tools";
-import { agentLlmTools, createBuiltinWorker, createToolSourcesWorker, workerLimits } from "@baton/worker";
-import { createLlmRegistry, createTokenBudget, llmConfigFromEnv, TOKEN_BUDGET_BUCKET, TOKEN_BUDGET_BUCKET_OPTIONS } from "@baton/llm";
+import { createWorkerService } from "@baton/worker";
+import { createLlmRegistry, llmConfigFromEnv } from "@baton/llm";
 import type { Redis } from "ioredis";
 
 export interface Ctx {
@@ -211,45 +210,7 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
     deps: ["bus"],
     async init({ config, logger, tools }, get) {
       const { bus } = get<BusService>("bus");
-      const common = {
-        bus,
-        http: policyFromEnv(process.env),
-        logger: logger.child({ module: "worker" }),
-        workerId: `${hostname()}:${process.pid}`,
-        concurrency: config.workerConcurrency,
-        // BATON_LARGE_RESULT_BYTES, BATON_TOOL_MAX_RESULT_BYTES.
-        ...workerLimits(config),
-        drainGraceMs: Math.max(0, config.shutdownGraceMs - 2_000),
-      };
-      // llm.chat for the agent nodes: providers from the environment (docs/llm.md).
-      const llmConfig = llmConfigFromEnv(process.env);
-      const llm = createLlmRegistry(llmConfig);
-      const toolRegistry = createToolRegistry(bus);
-      const budget = llmConfig.tenantDailyTokens > 0
-        ? createTokenBudget(await bus.kv(TOKEN_BUDGET_BUCKET, TOKEN_BUDGET_BUCKET_OPTIONS), { dailyLimit: llmConfig.tenantDailyTokens })
-        : undefined;
-      const llmTools = agentLlmTools({
-        registry: llm,
-        describeTool: async (name) => {
-          const d = await toolRegistry.get(name);
-          return d ? { description: d.description, inputSchema: d.inputSchema } : null;
-        },
-        ...(budget ? { budget } : {}),
-        logger: logger.child({ module: "llm" }),
-      });
-      const builtin = createBuiltinWorker({ ...common, extraTools: [...llmTools, ...(tools ?? [])] });
-      // HTTP tools declared without code and MCP servers (`/api/tool-sources`), watched in NATS KV.
-      const sources = createToolSourcesWorker(common);
-      const svc: Service = {
-        async start() {
-          await builtin.start();
-          await sources.start();
-        },
-        async stop() {
-          await Promise.all([sources.stop(), builtin.drain()]);
-        },
-        ready: () => builtin.ready() && sources.ready(),
-      };
+      const svc: Service = await createWorkerService({ bus, config, logger, workerId: `${hostname()}:${process.pid}`, ...(tools ? { extraTools: tools } : {}) });
       return svc;
     },
   },

@@ -22,6 +22,8 @@ export { sandboxTools } from "./sandbox-tool.ts";
 export { agentLlmTools } from "./agent-llm.ts";
 export type { AgentLlmOptions } from "./agent-llm.ts";
 export { llmTools } from "./llm.ts";
+export { createWorkerService } from "./service.ts";
+export type { WorkerService, WorkerServiceOptions } from "./service.ts";
 export type { ToolSourcesWorker, ToolSourcesWorkerOptions } from "./sources.ts";
 export { ToolSourceConflict, ToolSourceLoadFailed, ToolSourceTenantRefused } from "./errors.ts";
 

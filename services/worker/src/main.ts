@@ -3,42 +3,33 @@
  *
  *   BATON_NATS_URL=nats://127.0.0.1:4222 BATON_BUS_PREFIX=baton ./baton node services/worker/src/main.ts
  *
- * Serves the built-in tools and the tool sources (HTTP tools declared without code, MCP
- * servers; see docs/tools.md). SIGTERM / SIGINT drain it (calls in flight finish, the rest
- * stays queued). Outbound HTTP follows BATON_HTTP_ALLOW_HOSTS / BATON_HTTP_ALLOW_PRIVATE /
- * BATON_HTTP_ALLOW_PRIVATE_HOSTS. Same as `./baton start --target=worker` without Redis or
- * Postgres. Results follow BATON_LARGE_RESULT_BYTES and BATON_TOOL_MAX_RESULT_BYTES.
+ * The same worker as `./baton start --target=worker` (service.ts): the built-in tools, the
+ * agent nodes' `llm.*` tools (providers from the environment, docs/llm.md) and the tool
+ * sources (HTTP tools declared without code, MCP servers; docs/tools.md). Needs neither Redis
+ * nor Postgres. SIGTERM / SIGINT drain it (calls in flight finish, the rest stays queued).
+ * Outbound HTTP follows BATON_HTTP_ALLOW_HOSTS / BATON_HTTP_ALLOW_PRIVATE /
+ * BATON_HTTP_ALLOW_PRIVATE_HOSTS; results follow BATON_LARGE_RESULT_BYTES and
+ * BATON_TOOL_MAX_RESULT_BYTES.
  */
 import { hostname } from "node:os";
 import { connectBus } from "@baton/bus";
 import { loadConfig } from "@baton/config";
 import { errorMessage } from "@baton/errors";
 import { createLogger } from "@baton/telemetry";
-import { policyFromEnv } from "@baton/tools";
-import { createBuiltinWorker, createToolSourcesWorker, workerLimits } from "./index.ts";
+import { createWorkerService } from "./service.ts";
 
 const config = loadConfig(process.env, { BATON_TARGET: "worker" });
 const logger = createLogger("worker", config.logLevel);
 const workerId = `${hostname()}:${process.pid}`;
 const bus = await connectBus({ servers: config.natsUrl, prefix: config.prefix, name: `baton-worker-${workerId}`, logger });
-const common = {
-  bus,
-  http: policyFromEnv(process.env),
-  logger,
-  workerId,
-  concurrency: config.workerConcurrency,
-  ...workerLimits(config),
-  drainGraceMs: Math.max(0, config.shutdownGraceMs - 2_000),
-};
-const builtin = createBuiltinWorker(common);
-const sources = createToolSourcesWorker(common);
-await builtin.start();
-await sources.start();
+const worker = await createWorkerService({ bus, config, logger, workerId });
+await worker.start();
 
 const onSignal = (): void => {
   process.off("SIGTERM", onSignal);
   process.off("SIGINT", onSignal);
-  Promise.all([sources.stop(), builtin.drain()])
+  worker
+    .stop()
     .then(() => bus.drain())
     .then(
       () => process.exit(0),

@@ -4,7 +4,9 @@
  *   the ack deadline; the call completes exactly once and is answered once;
  * - the registry counts each live process and drops the killed one after the presence TTL;
  * - SIGTERM drains a worker: its calls in flight finish in it, the process exits 0, and
- *   the calls it had not started are run by the next worker — none is lost or run twice.
+ *   the calls it had not started are run by the next worker — none is lost or run twice;
+ * - the standalone worker process (src/main.ts) registers the tools the `worker` module
+ *   serves, the agent nodes' llm.* tools included, and exits 0 on SIGTERM.
  */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
@@ -132,5 +134,19 @@ describe("worker processes", () => {
     for (const c of calls) expect(lines(file).filter((l) => l.kind === "done" && l.callId === c)).toHaveLength(1);
     second.child.kill("SIGTERM");
     expect(await second.exited).toBe(0);
+  });
+
+  it("the standalone worker (src/main.ts) serves what the worker module does, the llm.* tools included, and drains on SIGTERM", async () => {
+    const child = spawn(process.execPath, [join(here, "main.ts")], {
+      env: { ...process.env, BATON_NATS_URL: TEST_NATS_URL, BATON_BUS_PREFIX: prefix, BATON_LOG_LEVEL: "warn" },
+      stdio: ["ignore", "ignore", "inherit"],
+    });
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    procs.push({ child, pid: child.pid!, exited });
+    const registry = createToolRegistry(bus);
+    const names = ["echo", "math.sum", "http.request", "sandbox.run", "llm.chat", "llm.embed", "llm.image"];
+    await until(async () => (await Promise.all(names.map((n) => registry.get(n)))).every((d) => (d?.workers ?? 0) > 0));
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
   });
 });
