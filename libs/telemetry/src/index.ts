@@ -15,7 +15,7 @@ ensureContextPropagation();
 
 export { createLogger, isLogLevel } from "./logger.ts";
 export type { LogFields, Logger, LoggerOptions, LogLevel } from "./logger.ts";
-export { activeTraceId, extractTraceContext, getTracer, injectTraceContext, recordSpanError, withSpan } from "./tracing.ts";
+export { activeTraceId, extractTraceContext, getTracer, injectTraceContext, recordSpanError, withRemoteParent, withSpan } from "./tracing.ts";
 export type { WithSpanOptions } from "./tracing.ts";
 export { AsyncLocalStorageContextManager, ensureContextPropagation } from "./context.ts";
 export type { PropagationSetup } from "./context.ts";

@@ -12,7 +12,7 @@
 import { describe, expect, it } from "@jest/globals";
 import { context, ROOT_CONTEXT, SpanStatusCode, trace, TraceFlags } from "@opentelemetry/api";
 import type { Context, Span, SpanContext, SpanOptions, SpanStatus, Tracer } from "@opentelemetry/api";
-import { activeTraceId, ensureContextPropagation, extractTraceContext, getTracer, injectTraceContext, withSpan } from "@baton/telemetry";
+import { activeTraceId, ensureContextPropagation, extractTraceContext, getTracer, injectTraceContext, withRemoteParent, withSpan } from "@baton/telemetry";
 
 const TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736";
 const SPAN_ID = "00f067aa0ba902b7";
@@ -79,6 +79,19 @@ describe("trace context propagation", () => {
   it("injects nothing outside a span and extracts the base context from empty headers", () => {
     expect(injectTraceContext({}, ROOT_CONTEXT)).toEqual({});
     expect(extractTraceContext({})).toBe(ROOT_CONTEXT);
+  });
+
+  it("withRemoteParent runs a callback, and what it starts later, in the trace the headers carry; without one, as it is", async () => {
+    const seen = await new Promise<string | undefined>((resolve) => {
+      withRemoteParent({ TraceParent: `00-${TRACE_ID}-${SPAN_ID}-01` }, () => {
+        setImmediate(() => resolve(activeTraceId()));
+      });
+    });
+    expect(seen).toBe(TRACE_ID);
+    expect(injectTraceContext({}, withRemoteParent({ traceparent: `00-${TRACE_ID}-${SPAN_ID}-01` }, () => context.active()))).toEqual({ traceparent: `00-${TRACE_ID}-${SPAN_ID}-01` });
+    expect(withRemoteParent({}, () => activeTraceId())).toBeUndefined();
+    expect(withRemoteParent({ traceparent: "garbage" }, () => activeTraceId())).toBeUndefined();
+    expect(activeTraceId()).toBeUndefined();
   });
 
   it("keeps the active context across await", async () => {

@@ -44,6 +44,17 @@ export function extractTraceContext(carrier: Record<string, string | string[] | 
   return propagation.extract(base, carrier, caseInsensitiveGetter);
 }
 
+/**
+ * Runs `fn` in the trace context that a request's headers carry (W3C `traceparent`, e.g. a
+ * client's), so that what it sends carries the same trace; `fn` runs as it is when they carry
+ * none. For a framework's request hook: `(req, reply, done) => withRemoteParent(req.headers, done)`.
+ */
+export function withRemoteParent<T>(headers: Record<string, string | string[] | undefined>, fn: () => T): T {
+  const active = context.active();
+  const ctx = extractTraceContext(headers, active);
+  return ctx === active ? fn() : context.with(ctx, fn);
+}
+
 /** The W3C trace id of the active span, if any (for logs and error answers). */
 export function activeTraceId(ctx: Context = context.active()): string | undefined {
   const sc = trace.getSpanContext(ctx);
