@@ -10,6 +10,7 @@ import Fastify from "fastify";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { serializerCompiler } from "fastify-type-provider-zod";
 import { MAX_JSON_DEPTH, tooDeepAt } from "@baton/engine";
+import { withRemoteParent } from "@baton/telemetry";
 import type { GatewayDeps, GatewayOptions } from "./deps.ts";
 import { RequestInvalid } from "./errors.ts";
 import { authPlugin } from "./plugins/auth.ts";
@@ -89,6 +90,11 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
       }
       done(null, parsed);
     });
+  });
+  // A request that names a trace (W3C `traceparent`) is handled in it: the commands it sends,
+  // and so the executor's events and the tool calls, carry the client's trace on.
+  app.addHook("onRequest", (request, _reply, done) => {
+    withRemoteParent(request.headers, done);
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
