@@ -129,9 +129,13 @@ describe("a command that fails on every delivery", () => {
     const cp = (await checkpoints.get(id))!;
     expect(cp.state).toMatchObject({ status: "failed", output: null, error: { code: "BATON_EXECUTOR_COMMAND_FAILED" } });
     await waitFor("b's call cancelled", () => (cancels.some((c) => c.includes(`${id}.b.1`)) ? true : undefined));
-    // Done with: not delivered again (a fourth delivery would have found the run failed anyway).
-    const info = await jsm.consumers.info(bus.streams.commands, `last_${prefix}`);
-    expect(info.num_ack_pending + info.num_pending).toBe(0);
+    // Done with: acknowledged once the run is failed (its ack follows the step's records), not
+    // left to be delivered again.
+    await waitFor("the command acknowledged", async () => {
+      const info = await jsm.consumers.info(bus.streams.commands, `last_${prefix}`);
+      return info.num_ack_pending + info.num_pending === 0 ? true : undefined;
+    });
+    expect((await jsm.streams.info(bus.streams.commands)).state.messages).toBe(0);
   });
 
   it("leaves the run as it was when the error carries a code", async () => {
