@@ -48,6 +48,34 @@ function nulAt(value: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * The paths of the keys fastify's JSON parser refuses as prototype poisoning (secure-json-parse):
+ * every `__proto__`, and every `constructor` whose value is an object with a `prototype`.
+ * `value` comes from JSON.parse, which keeps such keys as plain own properties.
+ */
+function poisonedKeysAt(value: unknown): string[] {
+  const seg = (k: string | number): string => (typeof k === "number" ? `[${k}]` : /^[A-Za-z_][A-Za-z0-9_]*$/.test(k) ? `.${k}` : `[${JSON.stringify(k)}]`);
+  const found: string[] = [];
+  const stack: { v: unknown; path: string }[] = [{ v: value, path: "" }];
+  while (stack.length > 0) {
+    const { v, path } = stack.pop()!;
+    if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], path: path + seg(i) });
+    } else if (typeof v === "object" && v !== null) {
+      // Own data properties only: `v.__proto__` would read the prototype's accessor.
+      const entries = Object.keys(v).map((k): [string, unknown] => [k, Object.getOwnPropertyDescriptor(v, k)?.value]);
+      const poisoned = (k: string, child: unknown): boolean =>
+        k === "__proto__" || (k === "constructor" && typeof child === "object" && child !== null && Object.hasOwn(child, "prototype"));
+      for (const [k, child] of entries) if (poisoned(k, child)) found.push(path + seg(k));
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [k, child] = entries[i]!;
+        if (!poisoned(k, child)) stack.push({ v: child, path: path + seg(k) });
+      }
+    }
+  }
+  return found;
+}
+
 /** Builds the gateway app (not listening). Close it with `app.close()`; open SSE streams are ended then. */
 export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
@@ -63,7 +91,8 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
     frameworkErrors: frameworkError,
   });
   // An empty JSON body counts as no body, so `POST …/execute` with only a content type
-  // works; anything else goes to fastify's parser (which guards against prototype poisoning).
+  // works; anything else goes to fastify's parser (which guards against prototype poisoning:
+  // such a body is refused naming each key, below).
   const parseJson = app.getDefaultJsonParser("error", "error") as unknown as JsonParser;
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
@@ -73,7 +102,24 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
       return;
     }
     parseJson(request, text, (err, parsed) => {
-      if (err) return done(err);
+      if (err) {
+        // fastify reports a key it refuses (`__proto__`, `constructor.prototype`) as invalid
+        // JSON: valid JSON with such keys is refused here naming each one instead.
+        let plain: unknown;
+        try {
+          plain = JSON.parse(text);
+        } catch {
+          return done(err);
+        }
+        const poisoned = poisonedKeysAt(plain);
+        if (poisoned.length === 0) return done(err);
+        const details = poisoned.map((at) => ({
+          path: `body${at}`,
+          code: "forbidden_key",
+          message: at.endsWith("__proto__") ? "a property named __proto__ is not accepted" : "a property named constructor holding a prototype is not accepted",
+        }));
+        return done(RequestInvalid("body", details.length, { details }));
+      }
       // Refused before any schema or the engine walks it recursively (see MAX_JSON_DEPTH).
       const deep = tooDeepAt(parsed);
       if (deep !== undefined) {

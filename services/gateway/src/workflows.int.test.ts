@@ -307,6 +307,30 @@ describe("bad input", () => {
     expect((await gw.app.inject({ method: "GET", url: "/api/agent-workflows?limit=200", headers: bearer(gw.a.admin) })).json<{ items: unknown[] }>().items).toHaveLength(before);
   });
 
+  test("a __proto__ key, or a constructor holding a prototype, anywhere in a body is a 400 naming each, and nothing is stored", async () => {
+    const count = async () => (await gw.app.inject({ method: "GET", url: "/api/agent-workflows?limit=200", headers: bearer(gw.a.admin) })).json<{ items: unknown[] }>().items.length;
+    const before = await count();
+    const node = '{"id":"set","type":"setVariable","config":{"values":{"x":1}}}';
+    const payload = `{"name":"Poison","__proto__":{"admin":true},"definition":{"nodes":[${node},{"id":"b","constructor":{"prototype":{"x":1}}}]}}`;
+    const p = problemOf(await gw.app.inject({ method: "POST", url: "/api/agent-workflows", headers: { ...bearer(gw.a.admin), "content-type": "application/json" }, payload }), 400, "BATON_GATEWAY_REQUEST_INVALID");
+    expect(p.errors!.map((e) => [e.path, e.code])).toEqual([
+      ["body.__proto__", "forbidden_key"],
+      ["body.definition.nodes[1].constructor", "forbidden_key"],
+    ]);
+    expect(p.detail).not.toContain("not valid JSON");
+    expect(await count()).toBe(before);
+    // Another route, the key deep in a value the client sends into a run.
+    const wf = (await createWorkflow(gw.a.admin, { name: "Target", definition: validDefinition() })).json<{ id: number }>();
+    const exec = await gw.app.inject({ method: "POST", url: `/api/agent-workflows/${wf.id}/execute`, headers: { ...bearer(gw.a.admin), "content-type": "application/json" }, payload: '{"input":{"a":[{"__proto__":{"x":1}}]}}' });
+    expect(problemOf(exec, 400, "BATON_GATEWAY_REQUEST_INVALID").errors).toEqual([{ path: "body.input.a[0].__proto__", code: "forbidden_key", message: expect.any(String) }]);
+    expect(gw.bus.started.some((c) => c.workflowId === wf.id)).toBe(false);
+    // Plain `constructor` values are ordinary data; malformed JSON stays what it was.
+    const ok = await createWorkflow(gw.a.admin, { name: "Ctor", definition: { nodes: [{ id: "set", type: "setVariable", config: { values: { constructor: "x" } } }] } });
+    expect(ok.statusCode).toBe(201);
+    const bad = await gw.app.inject({ method: "POST", url: "/api/agent-workflows", headers: { ...bearer(gw.a.admin), "content-type": "application/json" }, payload: '{"__proto__": {' });
+    problemOf(bad, 400, "FST_ERR_CTP_INVALID_JSON_BODY");
+  });
+
   test("malformed JSON is a 400 problem, not a 500", async () => {
     const res = await gw.app.inject({
       method: "POST",
