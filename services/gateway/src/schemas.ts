@@ -160,7 +160,7 @@ export const forkBody = z.strictObject({
   context: z
     .record(z.string(), z.unknown())
     .optional()
-    .describe("Values written into the run's context before it continues, keyed by `$.path` (e.g. `{\"$.plan.steps[0]\": \"…\"}`); `$.input` is read-only; no `__proto__`, no array index above 10000"),
+    .describe("Values written into the run's context before it continues, keyed by `$.path` (e.g. `{\"$.plan.steps[0]\": \"…\"}`); `$.input` is read-only; no `__proto__`, no array index above 10000, no path that with its value nests the context more than 128 levels deep"),
 });
 
 export const EXECUTION_STATUSES = ["queued", "running", "paused", "completed", "failed", "cancelled"] as const;

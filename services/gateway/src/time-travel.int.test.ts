@@ -24,6 +24,7 @@ import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { buildApp } from "./app.ts";
 import type { ImportWorkflow } from "./deps.ts";
 import type { TestGateway } from "./test-support.ts";
+import { MAX_JSON_DEPTH } from "@baton/engine";
 import { bearer, openTestGateway, validDefinition, problemOf } from "./test-support.ts";
 
 /** A stand-in for the engine's importWorkflow: a toolSequence of `{ steps: [{ tool }] }`. */
@@ -178,6 +179,30 @@ describe("fork", () => {
       ['body.context["$.arr[1000000]"]', "invalid_path"],
     ]);
     expect(gw.bus.started.length).toBe(started);
+  });
+
+  test("refuses a context key that, with its value, would nest the context deeper than MAX_JSON_DEPTH; nothing is created", async () => {
+    const source = await executionWithCheckpoints(1);
+    const started = gw.bus.started.length;
+    const before = (await gw.store.executions.list(gw.a.tenantId, { limit: 200 })).length;
+    // A few bytes of path make an object per segment when the fork starts: 10000 overflowed the engine's stack.
+    const longPath = `$${".a".repeat(10_000)}`;
+    const nested = (n: number): unknown => (n === 0 ? 1 : { a: nested(n - 1) });
+    const res = await post(`/api/agent-workflow-executions/${source.id}/fork`, {
+      version: 1,
+      context: { [longPath]: 1, [`$${".b".repeat(100)}`]: nested(40), [`$${".c".repeat(MAX_JSON_DEPTH - 1)}`]: 1, "$.d": nested(100) },
+    });
+    const body = problemOf(res, 400, "BATON_GATEWAY_REQUEST_INVALID");
+    expect(body.errors!.map((e) => [e.path.slice(0, 20), e.code])).toEqual([
+      ['body.context["$.a.a.', "too_deep"],
+      ['body.context["$.b.b.', "too_deep"],
+    ]);
+    expect(body.errors![0]!.message).toContain(`more than ${MAX_JSON_DEPTH} levels`);
+    expect(gw.bus.started.length).toBe(started);
+    expect((await gw.store.executions.list(gw.a.tenantId, { limit: 200 })).length).toBe(before);
+    // As deep as allowed is fine.
+    const ok = await post(`/api/agent-workflow-executions/${source.id}/fork`, { version: 1, context: { [`$${".c".repeat(MAX_JSON_DEPTH - 1)}`]: 1, "$.d": nested(100) } });
+    expect(ok.statusCode).toBe(202);
   });
 
   test("a viewer may not fork", async () => {

@@ -12,7 +12,7 @@
  */
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { forkStartOf, forkStartRecord, parsePath } from "@baton/engine";
+import { MAX_JSON_DEPTH, forkStartOf, forkStartRecord, parsePath, tooDeepAt } from "@baton/engine";
 import type { ExecutionState } from "@baton/engine";
 import type { JsonObject } from "@baton/store";
 import type { GatewayDeps } from "../deps.ts";
@@ -63,10 +63,15 @@ export interface ExecutionsPluginOptions {
  */
 const FORK_EDIT_MAX_INDEX = 10_000;
 
-/** Checks fork context keys: each a valid `$.path`, none the whole context or under `$.input`, no index past {@link FORK_EDIT_MAX_INDEX}. */
+/**
+ * Checks fork context keys: each a valid `$.path`, none the whole context or under `$.input`, no
+ * index past {@link FORK_EDIT_MAX_INDEX}, and none that with its value nests the context more than
+ * MAX_JSON_DEPTH levels deep (a write makes an object per segment: the body's own depth check
+ * does not see a path's, and the engine walks the state recursively).
+ */
 function contextPatchIssues(context: Record<string, unknown>): Issue[] {
   const issues: Issue[] = [];
-  for (const key of Object.keys(context)) {
+  for (const [key, value] of Object.entries(context)) {
     const path = `body.context[${JSON.stringify(key)}]`;
     const parsed = parsePath(key);
     if ("error" in parsed) issues.push({ path, code: "invalid_path", message: parsed.error });
@@ -74,6 +79,8 @@ function contextPatchIssues(context: Record<string, unknown>): Issue[] {
     else if (parsed.segments[0] === "input") issues.push({ path, code: "read_only_path", message: `"${key}" is under $.input, the run's input, which a fork keeps unchanged` });
     else if (parsed.segments.some((seg) => typeof seg === "number" && seg > FORK_EDIT_MAX_INDEX)) {
       issues.push({ path, code: "invalid_path", message: `"${key}": an index above ${FORK_EDIT_MAX_INDEX} cannot be edited; replace the array whole instead` });
+    } else if (parsed.segments.length > MAX_JSON_DEPTH || tooDeepAt(value, MAX_JSON_DEPTH - parsed.segments.length) !== undefined) {
+      issues.push({ path, code: "too_deep", message: `"${key}" (${parsed.segments.length} levels) with its value would nest the context more than ${MAX_JSON_DEPTH} levels deep` });
     }
   }
   return issues;
