@@ -29,24 +29,39 @@ import { SseRegistry } from "./sse.ts";
 /** fastify's default JSON parser, which is callback-style. */
 type JsonParser = (request: FastifyRequest, body: string, done: (err: Error | null, body?: unknown) => void) => void;
 
-/** The path (`.a[0]["b c"]`, or "" for the value itself) of the first string or key holding a NUL character. */
-function nulAt(value: unknown): string | undefined {
+/** The path (`.a[0]["b c"]`, or "" for the value itself) of the first string or key that `bad` refuses. */
+function badStringAt(value: unknown, bad: (s: string) => boolean): string | undefined {
   const seg = (k: string | number): string => (typeof k === "number" ? `[${k}]` : /^[A-Za-z_][A-Za-z0-9_]*$/.test(k) ? `.${k}` : `[${JSON.stringify(k)}]`);
   const stack: { v: unknown; path: string }[] = [{ v: value, path: "" }];
   while (stack.length > 0) {
     const { v, path } = stack.pop()!;
     if (typeof v === "string") {
-      if (v.includes("\0")) return path;
+      if (bad(v)) return path;
     } else if (Array.isArray(v)) {
       for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], path: path + seg(i) });
     } else if (typeof v === "object" && v !== null) {
       const keys = Object.keys(v);
-      for (const k of keys) if (k.includes("\0")) return path + seg(k);
+      for (const k of keys) if (bad(k)) return path + seg(k);
       for (let i = keys.length - 1; i >= 0; i--) stack.push({ v: (v as Record<string, unknown>)[keys[i]!], path: path + seg(keys[i]!) });
     }
   }
   return undefined;
 }
+
+/**
+ * Strings Postgres cannot store, each with the JSON escape that alone can put it in a parsed
+ * body (so the text tells whether to look): a NUL character, refused in text and JSON; and a
+ * UTF-16 surrogate without its pair, which is no Unicode character: refused in JSON, and
+ * silently replaced by U+FFFD in text.
+ */
+const UNSTORABLE: { escape: RegExp; bad: (s: string) => boolean; message: string }[] = [
+  { escape: /\\u0000/, bad: (s) => s.includes("\0"), message: "contains a NUL character (\\u0000), which cannot be stored" },
+  {
+    escape: /\\u[dD][89a-fA-F][0-9a-fA-F]{2}/,
+    bad: (s) => !s.isWellFormed(),
+    message: "contains an unpaired UTF-16 surrogate (a \\ud800-\\udfff escape without its pair), which is no Unicode character and cannot be stored",
+  },
+];
 
 /**
  * The paths of the keys fastify's JSON parser refuses as prototype poisoning (secure-json-parse):
@@ -126,14 +141,14 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
         const issue = { path: `body${deep.slice(1)}`, code: "too_deep", message: `the JSON nests more than ${MAX_JSON_DEPTH} levels deep here` };
         return done(RequestInvalid("body", 1, { details: [issue] }));
       }
-      // Postgres stores no NUL character in text or JSON: refused here, naming where, rather
-      // than by the store after the request's own checks passed. Only JSON's \u0000 escape can
-      // put one in a string, so the text tells whether to look.
-      const nul = text.includes("\\u0000") ? nulAt(parsed) : undefined;
-      if (nul !== undefined) {
-        const issue = { path: `body${nul}`, code: "invalid_string", message: "contains a NUL character (\\u0000), which cannot be stored" };
-        return done(RequestInvalid("body", 1, { details: [issue] }));
+      // Strings Postgres cannot store: refused here, naming where, rather than by the store
+      // (or altered by it) after the request's own checks passed.
+      const details: { path: string; code: string; message: string }[] = [];
+      for (const u of UNSTORABLE) {
+        const at = u.escape.test(text) ? badStringAt(parsed, u.bad) : undefined;
+        if (at !== undefined) details.push({ path: `body${at}`, code: "invalid_string", message: u.message });
       }
+      if (details.length > 0) return done(RequestInvalid("body", details.length, { details }));
       done(null, parsed);
     });
   });

@@ -307,6 +307,36 @@ describe("bad input", () => {
     expect((await gw.app.inject({ method: "GET", url: "/api/agent-workflows?limit=200", headers: bearer(gw.a.admin) })).json<{ items: unknown[] }>().items).toHaveLength(before);
   });
 
+  test("an unpaired UTF-16 surrogate anywhere in a body is a 400 naming where (not the store's error, nor stored as U+FFFD); nothing is stored", async () => {
+    const count = async () => (await gw.app.inject({ method: "GET", url: "/api/agent-workflows?limit=200", headers: bearer(gw.a.admin) })).json<{ items: unknown[] }>().items.length;
+    const before = await count();
+    const post = (url: string, payload: string) => gw.app.inject({ method: "POST", url, headers: { ...bearer(gw.a.admin), "content-type": "application/json" }, payload });
+    const node = (x: string) => `{"nodes":[{"id":"set","type":"setVariable","config":{"values":{"x":${x}}}}]}`;
+    for (const [payload, path] of [
+      [`{"name":"Lone","definition":${node('"a\\ud800"')}}`, "body.definition.nodes[0].config.values.x"],
+      [`{"name":"Lone","definition":${node('{"\\uDC00":1}')}}`, 'body.definition.nodes[0].config.values.x["\\udc00"]'],
+      [`{"name":"Lone \\ud83d","definition":${node("1")}}`, "body.name"],
+    ] as const) {
+      const p = problemOf(await post("/api/agent-workflows", payload), 400, "BATON_GATEWAY_REQUEST_INVALID");
+      expect(p.errors!.map((e) => [e.path, e.code])).toEqual([[path, "invalid_string"]]);
+      expect(p.errors![0]!.message).toContain("unpaired UTF-16 surrogate");
+    }
+    expect(await count()).toBe(before);
+    // With a NUL elsewhere, both are named.
+    const both = problemOf(await post("/api/agent-workflows", `{"name":"a\\u0000","description":"\\udfff","definition":${node("1")}}`), 400, "BATON_GATEWAY_REQUEST_INVALID");
+    expect(both.errors!.map((e) => e.path)).toEqual(["body.name", "body.description"]);
+    // An execution's input: no run is created.
+    const wf = (await createWorkflow(gw.a.admin, { name: "Surrogates", definition: validDefinition() })).json<{ id: number }>();
+    const runs = (await gw.store.executions.list(gw.a.tenantId, { workflowId: wf.id })).length;
+    const exec = problemOf(await post(`/api/agent-workflows/${wf.id}/execute`, '{"input":{"q":"\\ud800"}}'), 400, "BATON_GATEWAY_REQUEST_INVALID");
+    expect(exec.errors!.map((e) => e.path)).toEqual(["body.input.q"]);
+    expect((await gw.store.executions.list(gw.a.tenantId, { workflowId: wf.id })).length).toBe(runs);
+    // A pair, escaped, is one character and fine.
+    const paired = await post("/api/agent-workflows", `{"name":"Paired \\ud83d\\ude00","definition":${node('"\\ud83d\\ude00"')}}`);
+    expect(paired.statusCode).toBe(201);
+    expect(paired.json<{ name: string }>().name).toBe("Paired \u{1F600}");
+  });
+
   test("a __proto__ key, or a constructor holding a prototype, anywhere in a body is a 400 naming each, and nothing is stored", async () => {
     const count = async () => (await gw.app.inject({ method: "GET", url: "/api/agent-workflows?limit=200", headers: bearer(gw.a.admin) })).json<{ items: unknown[] }>().items.length;
     const before = await count();
