@@ -1,7 +1,8 @@
 /**
  * Rules checked (pure functions, no server):
  * - zod issue paths name the request part and keep indices apart from keys
- *   (`body.definition.nodes[2].type`); each unknown key is its own issue;
+ *   (`body.definition.nodes[2].type`); each unknown key is its own issue; a number past an
+ *   integer field's own bound is one issue naming that bound (not zod's safe-integer one too);
  * - gateway and other Baton errors below 500 keep their status, code and message;
  *   Baton 503s keep their code (other libraries' text is replaced by a generic one);
  *   fastify's client errors keep their status; anything else is a generic 500
@@ -33,6 +34,20 @@ describe("zod issues → problem errors", () => {
     expect(issues.map((i) => `${i.path} ${i.code}`).sort()).toEqual(
       ["body.name too_small", "body.nodes[1].type invalid_type", "body.x unrecognized_key", "body.y unrecognized_key"].sort(),
     );
+  });
+});
+
+describe("zod issues → problem errors: integers", () => {
+  test("a number past an integer field's own bound is one issue naming that bound, not also the safe-integer range", () => {
+    const schema = z.strictObject({ deadlineMs: z.number().int().min(1).max(2_592_000_000), n: z.number().int() });
+    const r = schema.safeParse({ deadlineMs: 1e20, n: 1e20 });
+    expect(zodIssuesToProblems("body", r.error!.issues).map((i) => `${i.path} ${i.code} ${i.message}`)).toEqual([
+      "body.deadlineMs too_big Too big: expected number to be <=2592000000",
+      // A field with no bound of its own keeps the safe-integer one.
+      "body.n too_big Too big: expected int to be <=9007199254740991",
+    ]);
+    const low = schema.safeParse({ deadlineMs: -1e20, n: 1 });
+    expect(zodIssuesToProblems("body", low.error!.issues).map((i) => `${i.path} ${i.code}`)).toEqual(["body.deadlineMs too_small"]);
   });
 });
 

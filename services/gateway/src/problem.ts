@@ -64,10 +64,24 @@ export function formatPath(prefix: string, path: readonly PropertyKey[]): string
   return out;
 }
 
+/**
+ * zod's `.int()` bounds a number to the safe integers (±2^53−1) on top of the field's own
+ * `.min()`/`.max()`: a number past both gets two issues, the first naming a bound the field
+ * does not have. That one is dropped when the field's own bound is reported too.
+ */
+function safeIntegerBoundBesideOwn(issue: $ZodIssue, all: readonly $ZodIssue[]): boolean {
+  if ((issue.code !== "too_big" && issue.code !== "too_small") || issue.origin !== "int") return false;
+  const bound = issue.code === "too_big" ? issue.maximum : issue.minimum;
+  if (Math.abs(Number(bound)) !== Number.MAX_SAFE_INTEGER) return false;
+  const at = JSON.stringify(issue.path);
+  return all.some((o) => o !== issue && o.code === issue.code && JSON.stringify(o.path) === at);
+}
+
 /** Zod issues → the problem's `errors`; each unknown key becomes its own issue. */
 export function zodIssuesToProblems(prefix: string, issues: readonly $ZodIssue[]): Issue[] {
   const out: Issue[] = [];
   for (const issue of issues) {
+    if (safeIntegerBoundBesideOwn(issue, issues)) continue;
     if (issue.code === "unrecognized_keys") {
       for (const key of issue.keys) {
         out.push({ path: formatPath(prefix, [...issue.path, key]), code: "unrecognized_key", message: `unknown property "${key}"` });
