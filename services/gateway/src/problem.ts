@@ -96,6 +96,18 @@ export function zodIssuesToProblems(prefix: string, issues: readonly $ZodIssue[]
 const PART_NAMES: Record<string, string> = { body: "body", querystring: "query", params: "params", headers: "headers" };
 
 /**
+ * A query parameter given more than once (`?limit=1&limit=2`) reaches the schema as an array,
+ * which zod reports as the wrong type ("expected string, received array"): said as what it is.
+ */
+function repeatedParameter(issue: Issue, query: unknown): Issue | undefined {
+  const name = issue.path.startsWith("query.") ? issue.path.slice("query.".length) : undefined;
+  if (name === undefined || typeof query !== "object" || query === null || !Object.hasOwn(query, name)) return undefined;
+  const value: unknown = (query as Record<string, unknown>)[name];
+  if (!Array.isArray(value)) return undefined;
+  return { path: issue.path, code: "repeated_parameter", message: `given ${value.length} times; give it once` };
+}
+
+/**
  * Validator compiler for zod schemas. Unlike the type provider's own, it keeps
  * array indices apart from keys and names the request part in every path.
  */
@@ -104,7 +116,8 @@ export const validatorCompiler: FastifySchemaCompiler<$ZodType> = ({ schema, htt
   return (data: unknown) => {
     const result = z.safeParse(schema, data);
     if (result.success) return { value: result.data };
-    const errors = zodIssuesToProblems(part, result.error.issues);
+    let errors = zodIssuesToProblems(part, result.error.issues);
+    if (httpPart === "querystring") errors = errors.map((e) => repeatedParameter(e, data) ?? e);
     return { error: RequestInvalid(part, errors.length, { details: errors }) };
   };
 };

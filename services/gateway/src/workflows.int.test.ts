@@ -293,6 +293,15 @@ describe("bad input", () => {
     expect(p4.errors!.map((e) => e.path).sort()).toEqual(["query.limit", "query.offset"]);
   });
 
+  test("a query parameter given more than once is a 400 saying so, on every list", async () => {
+    for (const url of ["/api/agent-workflows?limit=1&limit=2", "/api/agent-workflow-executions?status=queued&status=running", "/api/reviews?offset=0&offset=1&offset=2"]) {
+      const p = problemOf(await gw.app.inject({ method: "GET", url, headers: bearer(gw.a.admin) }), 400, "BATON_GATEWAY_REQUEST_INVALID");
+      const name = /\?(\w+)=/.exec(url)![1]!;
+      const times = url.split(`${name}=`).length - 1;
+      expect({ url, errors: p.errors }).toEqual({ url, errors: [{ path: `query.${name}`, code: "repeated_parameter", message: `given ${times} times; give it once` }] });
+    }
+  });
+
   test("a NUL character anywhere in a body is a 400 naming where, and nothing is stored", async () => {
     const before = (await gw.app.inject({ method: "GET", url: "/api/agent-workflows?limit=200", headers: bearer(gw.a.admin) })).json<{ items: unknown[] }>().items.length;
     for (const [payload, path] of [
