@@ -84,7 +84,8 @@ export function zodIssuesToProblems(prefix: string, issues: readonly $ZodIssue[]
     if (safeIntegerBoundBesideOwn(issue, issues)) continue;
     if (issue.code === "unrecognized_keys") {
       for (const key of issue.keys) {
-        out.push({ path: formatPath(prefix, [...issue.path, key]), code: "unrecognized_key", message: `unknown property "${key}"` });
+        const what = prefix === "query" && issue.path.length === 0 ? "query parameter" : "property";
+        out.push({ path: formatPath(prefix, [...issue.path, key]), code: "unrecognized_key", message: `unknown ${what} "${key}"` });
       }
       continue;
     }

@@ -53,6 +53,16 @@ export const pageQuery = {
 };
 
 /**
+ * A query string of these parameters and no others: a misspelt filter or one a route does not
+ * have (`?stauts=paused`, `offset` on a list that does not page) would otherwise be ignored and
+ * the answer look like the one asked for. Refused as unknown, like a body's unknown property.
+ */
+export const queryOf = <T extends z.ZodRawShape>(shape: T) => z.strictObject(shape);
+
+/** The query of a plain paged list. */
+export const pageListQuery = queryOf(pageQuery);
+
+/**
  * A JSON object. Request bodies come from JSON.parse, so every value in one is JSON;
  * the cast only tells the type checker so.
  */
@@ -151,7 +161,7 @@ export const blobParams = z.object({
     .describe("The reference's `blob:<sha256>`, or the sha256 alone"),
 });
 
-export const checkpointListQuery = z.object({
+export const checkpointListQuery = queryOf({
   limit: decimal(1, 1000).optional().describe("At most this many versions, newest first (default: every kept version)"),
 });
 
@@ -167,7 +177,7 @@ export const EXECUTION_STATUSES = ["queued", "running", "paused", "completed", "
 export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(["completed", "failed", "cancelled"]);
 export const executionStatus = z.enum(EXECUTION_STATUSES);
 
-export const executionListQuery = z.object({
+export const executionListQuery = queryOf({
   workflowId: rowId.optional(),
   status: executionStatus.optional(),
   ...pageQuery,
@@ -190,7 +200,7 @@ export const resumeBody = z
 
 export const cancelBody = z.strictObject({ reason: z.string().max(2_000).optional() }).nullish();
 
-export const memoryListQuery = z.object({
+export const memoryListQuery = queryOf({
   agentId: rowId.optional(),
   userId: rowId.optional(),
   ...pageQuery,
@@ -205,24 +215,22 @@ export const memoryCreateBody = z.strictObject({
 });
 
 export const REVIEW_STATUSES = ["pending", "approved", "edited", "rejected"] as const;
-export const reviewListQuery = z
-  .object({
-    status: z.enum(REVIEW_STATUSES).optional(),
-    executionId: rowId.optional().describe("Only the reviews of this execution and, unless `subRuns=false`, of its sub-runs at any depth"),
-    subRuns: z
-      .enum(["true", "false"])
-      .optional()
-      .describe(
-        "With `executionId`: `true` (the default) lists the reviews of its sub-runs too (subworkflow, forEach and subagent child executions, at any depth), " +
-          "which pause it; `false` only the execution's own",
-      ),
-    ...pageQuery,
-  })
-  .superRefine((q, ctx) => {
-    if (q.subRuns !== undefined && q.executionId === undefined) {
-      ctx.addIssue({ code: "custom", path: ["subRuns"], message: "subRuns needs executionId: it says whether that execution's sub-runs are listed" });
-    }
-  });
+export const reviewListQuery = queryOf({
+  status: z.enum(REVIEW_STATUSES).optional(),
+  executionId: rowId.optional().describe("Only the reviews of this execution and, unless `subRuns=false`, of its sub-runs at any depth"),
+  subRuns: z
+    .enum(["true", "false"])
+    .optional()
+    .describe(
+      "With `executionId`: `true` (the default) lists the reviews of its sub-runs too (subworkflow, forEach and subagent child executions, at any depth), " +
+        "which pause it; `false` only the execution's own",
+    ),
+  ...pageQuery,
+}).superRefine((q, ctx) => {
+  if (q.subRuns !== undefined && q.executionId === undefined) {
+    ctx.addIssue({ code: "custom", path: ["subRuns"], message: "subRuns needs executionId: it says whether that execution's sub-runs are listed" });
+  }
+});
 
 // ---------------------------------------------------------------- outputs
 

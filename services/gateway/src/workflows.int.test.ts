@@ -293,6 +293,25 @@ describe("bad input", () => {
     expect(p4.errors!.map((e) => e.path).sort()).toEqual(["query.limit", "query.offset"]);
   });
 
+  test("a query parameter a list does not have (a misspelt filter, offset where it does not page) is a 400 naming it, on every list", async () => {
+    const wf = (await createWorkflow(gw.a.admin, { name: "Query typos", definition: validDefinition() })).json<{ id: number }>();
+    const ex = await gw.store.executions.create(gw.a.tenantId, { workflowId: wf.id, workflowVersion: 1, input: {} });
+    for (const [url, name] of [
+      ["/api/agent-workflows?limt=5", "limt"],
+      [`/api/agent-workflows/${wf.id}/versions?ofset=1`, "ofset"],
+      ["/api/agent-workflow-executions?stauts=paused", "stauts"],
+      ["/api/agent-memory?agent_id=1", "agent_id"],
+      ["/api/reviews?execution=1", "execution"],
+      // The checkpoint list does not page: an offset would be ignored and its first page answered again.
+      [`/api/agent-workflow-executions/${ex.id}/checkpoints?offset=10`, "offset"],
+    ] as const) {
+      const p = problemOf(await gw.app.inject({ method: "GET", url, headers: bearer(gw.a.viewer) }), 400, "BATON_GATEWAY_REQUEST_INVALID");
+      expect({ url, errors: p.errors }).toEqual({ url, errors: [{ path: `query.${name}`, code: "unrecognized_key", message: `unknown query parameter "${name}"` }] });
+    }
+    // The parameters a list has still work.
+    expect((await gw.app.inject({ method: "GET", url: `/api/agent-workflow-executions?workflowId=${wf.id}&status=queued&limit=5&offset=0`, headers: bearer(gw.a.viewer) })).json<{ items: unknown[] }>().items).toHaveLength(1);
+  });
+
   test("a query parameter given more than once is a 400 saying so, on every list", async () => {
     for (const url of ["/api/agent-workflows?limit=1&limit=2", "/api/agent-workflow-executions?status=queued&status=running", "/api/reviews?offset=0&offset=1&offset=2"]) {
       const p = problemOf(await gw.app.inject({ method: "GET", url, headers: bearer(gw.a.admin) }), 400, "BATON_GATEWAY_REQUEST_INVALID");

@@ -33,7 +33,7 @@ import {
   importBody,
   importResultSchema,
   page,
-  pageQuery,
+  pageListQuery,
   toWorkflow,
   toWorkflowVersion,
   versionNumberParams,
@@ -357,7 +357,7 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
       tags,
       summary: "List agent workflows",
       security: API_SECURITY,
-      querystring: z.object(pageQuery),
+      querystring: pageListQuery,
       response: { 200: page(workflowSchema), ...apiErrors },
     },
     handler: async (request) => {
@@ -461,7 +461,7 @@ export const workflowsPlugin: FastifyPluginAsyncZod<WorkflowsPluginOptions> = as
         "a page shorter than `limit` is the last one.",
       security: API_SECURITY,
       params: idParams,
-      querystring: z.object(pageQuery),
+      querystring: pageListQuery,
       response: { 200: page(workflowVersionSchema), ...apiErrors },
     },
     handler: async (request) => {
