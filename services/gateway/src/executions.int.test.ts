@@ -277,6 +277,22 @@ describe("resume and cancel", () => {
     expect(p2.errors!.map((e) => e.path)).toEqual(["body.action"]);
   });
 
+  test("data with approve or reject is 400 (the engine would drop it), and nothing is sent", async () => {
+    const ex = await gw.store.executions.create(gw.a.tenantId, { workflowId, workflowVersion: 2, input: {} });
+    await gw.store.executions.update(ex.id, { status: "paused", currentState: "r" });
+    await pausedAt(ex, "r");
+    const before = gw.bus.resumed.length;
+    for (const action of ["approve", "reject"] as const) {
+      const data = { amount: 30 };
+      const res = await gw.app.inject({ method: "POST", url: `/api/agent-workflow-executions/${ex.id}/resume`, headers: bearer(gw.a.admin), payload: { action, data } });
+      const p = problemOf(res, 400, "BATON_GATEWAY_REQUEST_INVALID");
+      expect(p.errors).toEqual([{ path: "body.data", code: "custom", message: expect.stringContaining("only taken with action edit") }]);
+    }
+    expect(gw.bus.resumed.length).toBe(before);
+    const ok = await gw.app.inject({ method: "POST", url: `/api/agent-workflow-executions/${ex.id}/resume`, headers: bearer(gw.a.admin), payload: { action: "approve" } });
+    expect(ok.statusCode).toBe(202);
+  });
+
   test("a viewer cannot resume", async () => {
     const ex = await gw.store.executions.create(gw.a.tenantId, { workflowId, workflowVersion: 2, input: {} });
     await gw.store.executions.update(ex.id, { status: "paused", currentState: "r" });

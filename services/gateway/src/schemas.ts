@@ -186,7 +186,7 @@ export const executionListQuery = queryOf({
 export const resumeBody = z
   .strictObject({
     action: z.enum(["approve", "edit", "reject"]).describe("approve: continue as proposed; edit: continue with `data`; reject: take the rejection path"),
-    data: jsonObject.optional().describe("Required for edit: the modified data replacing the node's proposal. Above BATON_LARGE_RESULT_BYTES of JSON it is stored as a blob of the execution and the next nodes read it through its `$ref`"),
+    data: jsonObject.optional().describe("Required for edit, refused with approve and reject: the modified data replacing the node's proposal. Above BATON_LARGE_RESULT_BYTES of JSON it is stored as a blob of the execution and the next nodes read it through its `$ref`"),
     comment: z.string().max(10_000).optional(),
     reviewer: z.string().max(200).optional().describe("Who decided (user id or name)"),
     nodeId: z.string().min(1).max(500).optional()
@@ -195,6 +195,10 @@ export const resumeBody = z
   .superRefine((b, ctx) => {
     if (b.action === "edit" && b.data === undefined) {
       ctx.addIssue({ code: "custom", path: ["data"], message: "data is required when action is edit" });
+    }
+    // The engine takes data only with edit: approve continues with the node's own subject.
+    if (b.action !== "edit" && b.data !== undefined) {
+      ctx.addIssue({ code: "custom", path: ["data"], message: `data is only taken with action edit; ${b.action} ${b.action === "approve" ? "continues with the node's subject as proposed" : "takes the rejection path"} (send edit to continue with this data)` });
     }
   });
 
