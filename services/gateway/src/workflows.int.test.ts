@@ -42,6 +42,15 @@ describe("authentication and roles", () => {
     problemOf(await gw.app.inject({ method: "GET", url: "/api/agent-workflows", headers: { "x-api-key": "bk_not-a-real-key-000000" } }), 401, "BATON_GATEWAY_UNAUTHENTICATED");
   });
 
+  test("an Authorization header that is not `Bearer <key>` is 401 saying so, not that no key was sent", async () => {
+    for (const authorization of ["Basic dXNlcjpwYXNz", `Bearer ${gw.a.admin} extra`, gw.a.admin, "Bearer"]) {
+      const p = problemOf(await gw.app.inject({ method: "GET", url: "/api/agent-workflows", headers: { authorization } }), 401, "BATON_GATEWAY_UNAUTHENTICATED");
+      expect({ authorization, detail: p.detail }).toEqual({ authorization, detail: expect.stringContaining("is not `Bearer <key>`") });
+    }
+    const none = problemOf(await gw.app.inject({ method: "GET", url: "/api/agent-workflows" }), 401, "BATON_GATEWAY_UNAUTHENTICATED");
+    expect(none.detail).toContain("an API key is required");
+  });
+
   test("a valid key works in Authorization: Bearer and in x-api-key", async () => {
     expect((await gw.app.inject({ method: "GET", url: "/api/agent-workflows", headers: bearer(gw.a.viewer) })).statusCode).toBe(200);
     expect((await gw.app.inject({ method: "GET", url: "/api/agent-workflows", headers: { "x-api-key": gw.a.viewer } })).statusCode).toBe(200);

@@ -86,7 +86,13 @@ async function authPluginImpl(app: FastifyInstance, opts: AuthPluginOptions): Pr
   app.decorateRequest("auth", null as unknown as AuthContext);
   app.addHook("onRequest", async (request) => {
     const key = extractApiKey(request);
-    if (key === undefined) throw Unauthenticated("an API key is required: send `Authorization: Bearer <key>` or `x-api-key: <key>`");
+    if (key === undefined) {
+      // An Authorization header of another form (Basic, a bare key, a Bearer with two words) is
+      // a key sent wrongly, not none.
+      const authz = request.headers.authorization;
+      if (typeof authz === "string" && authz.trim() !== "") throw Unauthenticated("the Authorization header is not `Bearer <key>` (one key after Bearer); send that, or `x-api-key: <key>`");
+      throw Unauthenticated("an API key is required: send `Authorization: Bearer <key>` or `x-api-key: <key>`");
+    }
     const auth = await lookup(key);
     if (!auth) throw Unauthenticated("the API key is not valid");
     if (!READ_METHODS.has(request.method) && !WRITE_ROLES.has(auth.role)) throw Forbidden(auth.role, request.method);
