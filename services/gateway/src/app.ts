@@ -152,6 +152,9 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
       done(null, parsed);
     });
   });
+  // Every body is JSON: a text/plain one (fastify parses it as a string by default) would reach
+  // the route's schema as "expected object, received string", whatever it held.
+  app.removeContentTypeParser("text/plain");
   // A request that names a trace (W3C `traceparent`) is handled in it: the commands it sends,
   // and so the executor's events and the tool calls, carry the client's trace on.
   app.addHook("onRequest", (request, _reply, done) => {

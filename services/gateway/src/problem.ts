@@ -177,8 +177,12 @@ export function sendProblem(reply: FastifyReply, p: Problem, retryAfterMs?: numb
   return reply.send(JSON.stringify(p));
 }
 
+/** fastify's 415 says only "Unsupported Media Type": what the gateway takes instead. */
+const MEDIA_TYPE_DETAIL = "the body must be JSON, sent with content-type application/json";
+
 export function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const { problem: p, internal, retryAfterMs } = toProblem(err);
+  if (p.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") p.detail = MEDIA_TYPE_DETAIL;
   if (internal) request.log.error({ err }, "request failed");
   else if (p.status >= 500) request.log.warn({ err, code: p.code }, p.detail);
   return sendProblem(reply, p, retryAfterMs);

@@ -398,6 +398,17 @@ describe("bad input", () => {
     problemOf(bad, 400, "FST_ERR_CTP_INVALID_JSON_BODY");
   });
 
+  test("a body that is not application/json (text/plain, a form, none named) is 415 saying what to send; nothing is written", async () => {
+    const before = (await gw.store.workflows.list(gw.a.tenantId, { limit: 1000 })).length;
+    const body = JSON.stringify({ name: "Wrong type", definition: validDefinition() });
+    for (const type of ["text/plain", "application/x-www-form-urlencoded", "application/xml", undefined]) {
+      const res = await gw.app.inject({ method: "POST", url: "/api/agent-workflows", headers: { ...bearer(gw.a.admin), ...(type === undefined ? {} : { "content-type": type }) }, payload: body });
+      const p = problemOf(res, 415, "FST_ERR_CTP_INVALID_MEDIA_TYPE");
+      expect({ type, detail: p.detail }).toEqual({ type, detail: "the body must be JSON, sent with content-type application/json" });
+    }
+    expect((await gw.store.workflows.list(gw.a.tenantId, { limit: 1000 })).length).toBe(before);
+  });
+
   test("malformed JSON is a 400 problem, not a 500", async () => {
     const res = await gw.app.inject({
       method: "POST",
