@@ -123,8 +123,10 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
         let plain: unknown;
         try {
           plain = JSON.parse(text);
-        } catch {
-          return done(err);
+        } catch (syntax) {
+          // fastify's own text does not say where: JSON.parse's does (position, line, column).
+          const where = syntax instanceof SyntaxError ? syntax.message.slice(0, 300) : "";
+          return done(where === "" ? err : Object.assign(err, { message: `the body is not valid JSON: ${where}` }));
         }
         const poisoned = poisonedKeysAt(plain);
         if (poisoned.length === 0) return done(err);

@@ -420,6 +420,14 @@ describe("bad input", () => {
     expect(String(res.headers["content-type"])).toMatch(/^application\/problem\+json/);
   });
 
+  test("malformed JSON is a 400 whose detail says where the JSON breaks", async () => {
+    const res = await gw.app.inject({ method: "POST", url: "/api/agent-workflows", headers: { ...bearer(gw.a.admin), "content-type": "application/json" }, payload: '{"name": "x",\n "definition": {"nodes": [}}' });
+    const p = problemOf(res, 400, "FST_ERR_CTP_INVALID_JSON_BODY");
+    expect(p.detail).toMatch(/^the body is not valid JSON: Unexpected token '\}', .*"nodes": \[\}\}/);
+    const cut = problemOf(await gw.app.inject({ method: "POST", url: "/api/agent-workflows", headers: { ...bearer(gw.a.admin), "content-type": "application/json" }, payload: '{"name": "x", "definition": {' }), 400, "FST_ERR_CTP_INVALID_JSON_BODY");
+    expect(cut.detail).toMatch(/^the body is not valid JSON: .*position 29/);
+  });
+
   test("an unexpected failure is a generic 500 problem that reveals nothing", async () => {
     gw.setValidator(() => {
       throw new Error("password=hunter2");
