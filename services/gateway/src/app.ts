@@ -29,37 +29,48 @@ import { SseRegistry } from "./sse.ts";
 /** fastify's default JSON parser, which is callback-style. */
 type JsonParser = (request: FastifyRequest, body: string, done: (err: Error | null, body?: unknown) => void) => void;
 
-/** The path (`.a[0]["b c"]`, or "" for the value itself) of the first string or key that `bad` refuses. */
-function badStringAt(value: unknown, bad: (s: string) => boolean): string | undefined {
+/** Issues listed per kind of bad value, at most: enough to show the pattern without a huge answer. */
+const MAX_LEAF_ISSUES = 100;
+
+/** The paths (`.a[0]["b c"]`, or "" for the value itself) of the leaves (strings, numbers, …) and keys that `bad` refuses, in document order. */
+function badLeavesAt(value: unknown, bad: (leaf: unknown) => boolean): string[] {
   const seg = (k: string | number): string => (typeof k === "number" ? `[${k}]` : /^[A-Za-z_][A-Za-z0-9_]*$/.test(k) ? `.${k}` : `[${JSON.stringify(k)}]`);
+  const found: string[] = [];
   const stack: { v: unknown; path: string }[] = [{ v: value, path: "" }];
-  while (stack.length > 0) {
+  while (stack.length > 0 && found.length < MAX_LEAF_ISSUES) {
     const { v, path } = stack.pop()!;
-    if (typeof v === "string") {
-      if (bad(v)) return path;
-    } else if (Array.isArray(v)) {
+    if (Array.isArray(v)) {
       for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], path: path + seg(i) });
     } else if (typeof v === "object" && v !== null) {
       const keys = Object.keys(v);
-      for (const k of keys) if (bad(k)) return path + seg(k);
+      for (const k of keys) if (bad(k)) found.push(path + seg(k));
       for (let i = keys.length - 1; i >= 0; i--) stack.push({ v: (v as Record<string, unknown>)[keys[i]!], path: path + seg(keys[i]!) });
+    } else if (bad(v)) {
+      found.push(path);
     }
   }
-  return undefined;
+  return found.slice(0, MAX_LEAF_ISSUES);
 }
 
 /**
- * Strings Postgres cannot store, each with the JSON escape that alone can put it in a parsed
- * body (so the text tells whether to look): a NUL character, refused in text and JSON; and a
- * UTF-16 surrogate without its pair, which is no Unicode character: refused in JSON, and
- * silently replaced by U+FFFD in text.
+ * Values Postgres cannot store as sent, each with the JSON text that alone can make it (so the
+ * text tells whether to look): a NUL character, refused in text and JSON; a UTF-16 surrogate
+ * without its pair, which is no Unicode character: refused in JSON, and silently replaced by
+ * U+FFFD in text; and a number past ±1.8e308, which JSON.parse makes Infinity: stored as null.
  */
-const UNSTORABLE: { escape: RegExp; bad: (s: string) => boolean; message: string }[] = [
-  { escape: /\\u0000/, bad: (s) => s.includes("\0"), message: "contains a NUL character (\\u0000), which cannot be stored" },
+const UNSTORABLE: { text: RegExp; bad: (leaf: unknown) => boolean; code: string; message: string }[] = [
+  { text: /\\u0000/, bad: (v) => typeof v === "string" && v.includes("\0"), code: "invalid_string", message: "contains a NUL character (\\u0000), which cannot be stored" },
   {
-    escape: /\\u[dD][89a-fA-F][0-9a-fA-F]{2}/,
-    bad: (s) => !s.isWellFormed(),
+    text: /\\u[dD][89a-fA-F][0-9a-fA-F]{2}/,
+    bad: (v) => typeof v === "string" && !v.isWellFormed(),
+    code: "invalid_string",
     message: "contains an unpaired UTF-16 surrogate (a \\ud800-\\udfff escape without its pair), which is no Unicode character and cannot be stored",
+  },
+  {
+    text: /[eE][+-]?[0-9]{3}|[0-9]{309}/,
+    bad: (v) => typeof v === "number" && !Number.isFinite(v),
+    code: "invalid_number",
+    message: "is a number too large for a double (past ±1.8e308), which cannot be stored",
   },
 ];
 
@@ -143,12 +154,11 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
         const issue = { path: `body${deep.slice(1)}`, code: "too_deep", message: `the JSON nests more than ${MAX_JSON_DEPTH} levels deep here` };
         return done(RequestInvalid("body", 1, { details: [issue] }));
       }
-      // Strings Postgres cannot store: refused here, naming where, rather than by the store
+      // Values Postgres cannot store: refused here, naming where, rather than by the store
       // (or altered by it) after the request's own checks passed.
       const details: { path: string; code: string; message: string }[] = [];
       for (const u of UNSTORABLE) {
-        const at = u.escape.test(text) ? badStringAt(parsed, u.bad) : undefined;
-        if (at !== undefined) details.push({ path: `body${at}`, code: "invalid_string", message: u.message });
+        if (u.text.test(text)) for (const at of badLeavesAt(parsed, u.bad)) details.push({ path: `body${at}`, code: u.code, message: u.message });
       }
       if (details.length > 0) return done(RequestInvalid("body", details.length, { details }));
       done(null, parsed);

@@ -374,6 +374,27 @@ describe("bad input", () => {
     expect(paired.json<{ name: string }>().name).toBe("Paired \u{1F600}");
   });
 
+  test("a number past ±1.8e308 (JSON.parse's Infinity) anywhere in a body is a 400 naming where, not stored as null", async () => {
+    const post = (url: string, payload: string) => gw.app.inject({ method: "POST", url, headers: { ...bearer(gw.a.admin), "content-type": "application/json" }, payload });
+    const wf = (await createWorkflow(gw.a.admin, { name: "Huge numbers", definition: validDefinition() })).json<{ id: number }>();
+    const runs = (await gw.store.executions.list(gw.a.tenantId, { workflowId: wf.id })).length;
+    const exec = problemOf(await post(`/api/agent-workflows/${wf.id}/execute`, '{"input":{"ok":1e308,"big":[1, -1e400],"alsoBig":123e999}}'), 400, "BATON_GATEWAY_REQUEST_INVALID");
+    expect(exec.errors).toEqual([
+      { path: "body.input.big[1]", code: "invalid_number", message: expect.stringContaining("too large") },
+      { path: "body.input.alsoBig", code: "invalid_number", message: expect.stringContaining("too large") },
+    ]);
+    expect((await gw.store.executions.list(gw.a.tenantId, { workflowId: wf.id })).length).toBe(runs);
+    const memories = (await gw.store.memory.list(gw.a.tenantId, { agentId: 77 })).length;
+    const mem = problemOf(await post("/api/agent-memory", '{"agentId":77,"key":"k","content":"c","metadata":{"score":1E+400}}'), 400, "BATON_GATEWAY_REQUEST_INVALID");
+    expect(mem.errors!.map((e) => [e.path, e.code])).toEqual([["body.metadata.score", "invalid_number"]]);
+    expect((await gw.store.memory.list(gw.a.tenantId, { agentId: 77 })).length).toBe(memories);
+    // As large as a double goes is fine, and kept.
+    const ok = await post(`/api/agent-workflows/${wf.id}/execute`, '{"input":{"n":1.7976931348623157e308}}');
+    expect(ok.statusCode).toBe(202);
+    const run = await gw.store.executions.get(gw.a.tenantId, ok.json<{ id: number }>().id);
+    expect(run!.input).toEqual({ n: Number.MAX_VALUE });
+  });
+
   test("a __proto__ key, or a constructor holding a prototype, anywhere in a body is a 400 naming each, and nothing is stored", async () => {
     const count = async () => (await gw.app.inject({ method: "GET", url: "/api/agent-workflows?limit=200", headers: bearer(gw.a.admin) })).json<{ items: unknown[] }>().items.length;
     const before = await count();
