@@ -4,7 +4,7 @@
  * - a valid HTTP declaration is stored for the caller's tenant: 201 when new, 200 when it
  *   replaces the caller's own source; the answer says `pending` until a worker reports;
  * - an invalid declaration is 400 problem+json listing every invalid field (`body.*`), and
- *   nothing is stored; a `tenants` other than the caller's is refused too;
+ *   nothing is stored; so is a URL with credentials in it; a `tenants` other than the caller's is refused too;
  * - MCP servers: stdio needs role admin (403 BATON_GATEWAY_STDIO_FORBIDDEN for an operator),
  *   http is allowed to operators; viewers may not write at all;
  * - names are global: another tenant's source name, or a tool written in code, is 409;
@@ -106,6 +106,18 @@ describe("/api/tool-sources", () => {
     const mcp = await app.inject({ method: "POST", url: "/api/tool-sources/mcp", headers: bearer(gw.a.admin), payload: { name: "x", transport: { type: "smoke" } } });
     expect(mcp.statusCode).toBe(400);
     expect(mcp.json<{ errors: { path: string }[] }>().errors.map((e) => e.path)).toContain("body.transport.type");
+  });
+
+  it("refuses credentials in a source's URL (every call would be refused, and the URL is sent back), and stores nothing", async () => {
+    const before = (await store.list()).map((x) => x.name);
+    const http = await app.inject({ method: "POST", url: "/api/tool-sources/http", headers: bearer(gw.a.operator), payload: { ...weather, name: "creds.http", url: "https://bot:s3cret@api.example.com/weather/{city}" } });
+    expect(http.statusCode).toBe(400);
+    expect(http.json<{ errors: { path: string; code: string }[] }>().errors.map((e) => [e.path, e.code])).toEqual([["body.url", "url_credentials"]]);
+    expect(http.body).not.toContain("s3cret");
+    const mcp = await app.inject({ method: "POST", url: "/api/tool-sources/mcp", headers: bearer(gw.a.operator), payload: { name: "creds", transport: { type: "http", url: "https://token@mcp.example.com/mcp" } } });
+    expect(mcp.statusCode).toBe(400);
+    expect(mcp.json<{ errors: { path: string; code: string }[] }>().errors.map((e) => [e.path, e.code])).toEqual([["body.transport.url", "url_credentials"]]);
+    expect((await store.list()).map((x) => x.name)).toEqual(before);
   });
 
   it("refuses oversized declarations with a 400 naming them, and serves names up to 200 characters", async () => {

@@ -17,6 +17,7 @@ import type { JsonObject, StoredToolSource, ToolSourceKind, ToolSourceStore } fr
 import { HTTP_TOOL_METHODS, httpToolDeclarationSchema, mcpServerConfigSchema } from "@baton/tools";
 import type { GatewayDeps } from "../deps.ts";
 import { NotFound, RequestInvalid, StdioSourceForbidden, ToolSourceNameTaken, ToolSourcesUnavailable } from "../errors.ts";
+import type { Issue } from "../problem.ts";
 import { problemSchema, zodIssuesToProblems } from "../problem.ts";
 import { API_SECURITY, TAGS } from "../schemas.ts";
 import { apiErrors } from "./common.ts";
@@ -42,7 +43,7 @@ const httpDeclarationBody = z
     name: declarationShape.name.describe("Tool name: dot-separated words, e.g. `weather.current`"),
     method: z.enum(HTTP_TOOL_METHODS).describe("Read case-insensitively"),
     url: declarationShape.url.describe(
-      "Absolute http(s) URL; `{param}` placeholders in the path and query (not in the scheme or host) are filled from the input, each a property of `inputSchema`",
+      "Absolute http(s) URL, without credentials (`user:secret@`; send them in a header); `{param}` placeholders in the path and query (not in the scheme or host) are filled from the input, each a property of `inputSchema`",
     ),
     headers: declarationShape.headers.describe("Header values may hold `{param}` placeholders"),
     query: declarationShape.query.describe("Input fields sent as query parameters"),
@@ -95,10 +96,34 @@ function redact(values: unknown): unknown {
  */
 const SOURCE_MAX_BYTES = 256 * 1024;
 
+/**
+ * A user name or password in a source's URL (`https://user:secret@host/…`): the outbound HTTP
+ * guard refuses every call to such a URL, and the URL, unlike header values, is sent back to
+ * every key of the tenant. Checked for an HTTP tool's `url` and an MCP server's `transport.url`.
+ */
+function urlCredentialIssues(body: unknown): Issue[] {
+  const b = (typeof body === "object" && body !== null ? body : {}) as { url?: unknown; transport?: { url?: unknown } | null };
+  const at: [string, unknown][] = [["body.url", b.url], ["body.transport.url", typeof b.transport === "object" && b.transport !== null ? b.transport.url : undefined]];
+  const issues: Issue[] = [];
+  for (const [path, raw] of at) {
+    if (typeof raw !== "string") continue;
+    let url: URL;
+    try {
+      url = new URL(raw.replace(/\{[^{}]*\}/g, "x"));
+    } catch {
+      continue; // the schema reports it
+    }
+    if (url.username !== "" || url.password !== "") {
+      issues.push({ path, code: "url_credentials", message: "credentials in the URL are not allowed (every call to it would be refused, and the URL is shown to the tenant's keys): send them in a header, whose value is never sent back" });
+    }
+  }
+  return issues;
+}
+
 /** Parses a body with one of `@baton/tools`' schemas; every problem becomes one issue. */
 function parseBody<T>(schema: z.ZodType<T>, body: unknown, tenantId: string): T {
   const r = schema.safeParse(body);
-  const found = r.success ? [] : zodIssuesToProblems("body", r.error.issues);
+  const found = [...(r.success ? [] : zodIssuesToProblems("body", r.error.issues)), ...urlCredentialIssues(body)];
   const bytes = Buffer.byteLength(JSON.stringify(body ?? null));
   if (bytes > SOURCE_MAX_BYTES) found.push({ path: "body", code: "too_big", message: `the declaration is ${bytes} bytes of JSON; at most ${SOURCE_MAX_BYTES}` });
   const tenants = (body as { tenants?: unknown } | null)?.tenants;
