@@ -6,7 +6,7 @@
  * feature plugin under `/api`, in one scope guarded by the auth plugin. One error
  * handler renders every error as problem+json.
  */
-import Fastify from "fastify";
+import Fastify, { errorCodes } from "fastify";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { serializerCompiler } from "fastify-type-provider-zod";
 import { MAX_JSON_DEPTH, tooDeepAt } from "@baton/engine";
@@ -165,8 +165,15 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
     });
   });
   // Every body is JSON: a text/plain one (fastify parses it as a string by default) would reach
-  // the route's schema as "expected object, received string", whatever it held.
+  // the route's schema as "expected object, received string", whatever it held. A body of any
+  // other type is 415, unless it is empty: that counts as no body, as an empty JSON one does,
+  // so `fetch(url, { method: "POST", body: "" })` (text/plain) or `curl -d ''` (a form) work.
   app.removeContentTypeParser("text/plain");
+  app.addContentTypeParser("*", { parseAs: "string" }, (_request, body, done) => {
+    const text = typeof body === "string" ? body : body.toString("utf8");
+    if (text.trim() === "") done(null, undefined);
+    else done(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE());
+  });
   // A request that names a trace (W3C `traceparent`) is handled in it: the commands it sends,
   // and so the executor's events and the tool calls, carry the client's trace on.
   app.addHook("onRequest", (request, _reply, done) => {

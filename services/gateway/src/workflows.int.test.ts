@@ -419,7 +419,7 @@ describe("bad input", () => {
     problemOf(bad, 400, "FST_ERR_CTP_INVALID_JSON_BODY");
   });
 
-  test("a body that is not application/json (text/plain, a form, none named) is 415 saying what to send; nothing is written", async () => {
+  test("a body that is not application/json (text/plain, a form, none named) is 415 saying what to send, nothing written; an empty one of any type is no body", async () => {
     const before = (await gw.store.workflows.list(gw.a.tenantId, { limit: 1000 })).length;
     const body = JSON.stringify({ name: "Wrong type", definition: validDefinition() });
     for (const type of ["text/plain", "application/x-www-form-urlencoded", "application/xml", undefined]) {
@@ -428,6 +428,15 @@ describe("bad input", () => {
       expect({ type, detail: p.detail }).toEqual({ type, detail: "the body must be JSON, sent with content-type application/json" });
     }
     expect((await gw.store.workflows.list(gw.a.tenantId, { limit: 1000 })).length).toBe(before);
+    // An empty body of any type is no body, as an empty JSON one is: a route whose body is optional takes it.
+    const wf = (await createWorkflow(gw.a.admin, { name: "Empty bodies", definition: validDefinition() })).json<{ id: number }>();
+    for (const type of ["text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "application/octet-stream"]) {
+      const res = await gw.app.inject({ method: "POST", url: `/api/agent-workflows/${wf.id}/execute`, headers: { ...bearer(gw.a.admin), "content-type": type }, payload: "" });
+      expect({ type, status: res.statusCode }).toEqual({ type, status: 202 });
+    }
+    const version = (await gw.store.workflows.listVersions(gw.a.tenantId, wf.id))[0]!;
+    const restore = await gw.app.inject({ method: "POST", url: `/api/agent-workflows/${wf.id}/versions/${version.id}/restore`, headers: { ...bearer(gw.a.admin), "content-type": "text/plain" }, payload: "" });
+    expect(restore.statusCode).toBe(200);
   });
 
   test("malformed JSON is a 400 problem, not a 500", async () => {
