@@ -23,7 +23,7 @@ import { reviewsPlugin } from "./plugins/reviews.ts";
 import { toolSourcesPlugin } from "./plugins/tool-sources.ts";
 import { toolsPlugin } from "./plugins/tools.ts";
 import { workflowsPlugin } from "./plugins/workflows.ts";
-import { MAX_PARAM_LENGTH, errorHandler, frameworkError, notFoundHandler, validatorCompiler } from "./problem.ts";
+import { MAX_BODY_BYTES, MAX_PARAM_LENGTH, errorHandler, frameworkError, notFoundHandler, validatorCompiler } from "./problem.ts";
 import { SseRegistry } from "./sse.ts";
 
 /** fastify's default JSON parser, which is callback-style. */
@@ -107,7 +107,7 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
   const app = Fastify({
     logger: opts.logger ?? false,
     // Bodies carry workflow definitions; 1 MiB is the default, raise it for big graphs.
-    bodyLimit: 4 * 1024 * 1024,
+    bodyLimit: MAX_BODY_BYTES,
     // Path parameters such as a tool source's name (up to 200 characters) reach the route's
     // own checks, which answer a problem naming them; fastify's default cuts at 100 with a 414.
     // (Under routerOptions: the top-level option is deprecated in fastify 5, FSTDEP022.)

@@ -177,12 +177,19 @@ export function sendProblem(reply: FastifyReply, p: Problem, retryAfterMs?: numb
   return reply.send(JSON.stringify(p));
 }
 
-/** fastify's 415 says only "Unsupported Media Type": what the gateway takes instead. */
-const MEDIA_TYPE_DETAIL = "the body must be JSON, sent with content-type application/json";
+/** The largest request body (fastify's `bodyLimit`): workflow definitions can be big graphs. */
+export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+/** fastify's 415 and 413 say only "Unsupported Media Type" and "Request body is too large": what the gateway takes instead. */
+const FRAMEWORK_DETAILS: Readonly<Record<string, string>> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: "the body must be JSON, sent with content-type application/json",
+  FST_ERR_CTP_BODY_TOO_LARGE: `the body is larger than ${MAX_BODY_BYTES / (1024 * 1024)} MiB (${MAX_BODY_BYTES} bytes), the most the gateway takes`,
+};
 
 export function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const { problem: p, internal, retryAfterMs } = toProblem(err);
-  if (p.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") p.detail = MEDIA_TYPE_DETAIL;
+  const detail = Object.hasOwn(FRAMEWORK_DETAILS, p.code) ? FRAMEWORK_DETAILS[p.code] : undefined;
+  if (detail !== undefined) p.detail = detail;
   if (internal) request.log.error({ err }, "request failed");
   else if (p.status >= 500) request.log.warn({ err, code: p.code }, p.detail);
   return sendProblem(reply, p, retryAfterMs);

@@ -439,6 +439,11 @@ describe("bad input", () => {
     expect(restore.statusCode).toBe(200);
   });
 
+  test("a body past 4 MiB is 413 saying the limit", async () => {
+    const res = await gw.app.inject({ method: "POST", url: "/api/agent-workflows", headers: { ...bearer(gw.a.admin), "content-type": "application/json" }, payload: JSON.stringify({ name: "Big", definition: validDefinition(), description: "x".repeat(4 * 1024 * 1024) }) });
+    expect(problemOf(res, 413, "FST_ERR_CTP_BODY_TOO_LARGE").detail).toBe("the body is larger than 4 MiB (4194304 bytes), the most the gateway takes");
+  });
+
   test("malformed JSON is a 400 problem, not a 500", async () => {
     const res = await gw.app.inject({
       method: "POST",
