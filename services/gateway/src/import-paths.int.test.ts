@@ -71,6 +71,20 @@ async function refused(format: string, source: unknown): Promise<Problem> {
 
 const at = (p: Problem) => p.errors.map((e) => `${e.code}@${e.path}`);
 
+describe("a source of the wrong JSON type", () => {
+  test("is a 400 at body.source saying what a source is, not zod's bare \"Invalid input\"", async () => {
+    for (const [source, received] of [["a plan", "string"], [null, "null"], [42, "number"]] as const) {
+      const res = await importDoc("plan", source, "Wrong type");
+      expect(res.statusCode).toBe(400);
+      const p = res.json<Problem>();
+      expect({ code: p.code, errors: p.errors }).toEqual({
+        code: "BATON_GATEWAY_REQUEST_INVALID",
+        errors: [{ path: "body.source", code: "invalid_union", message: `expected a JSON object (or, for toolSequence, an array of steps), received ${received}` }],
+      });
+    }
+  });
+});
+
 describe("a source that converts to a definition the validation refuses", () => {
   test("plan: each step naming a tool no worker serves is reported at that step's tool field", async () => {
     const p = await refused("plan", {

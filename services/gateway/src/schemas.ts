@@ -146,7 +146,7 @@ export const importBody = z.strictObject({
     "plan: an LLM-planned DAG; toolSequence: ordered tool steps; stateMachine: XState-like states; " +
     "synthdev: a SynthDev workflow, source = { workflow, script, roles, agentConfig? } (docs/agents.md)",
   ),
-  source: z.union([jsonObject, z.array(z.unknown())]).describe("The document to import, in `format` (toolSequence also takes a bare array of steps)"),
+  source: z.union([jsonObject, z.array(z.unknown())], { error: (issue) => `expected a JSON object (or, for toolSequence, an array of steps), received ${issue.input === null ? "null" : Array.isArray(issue.input) ? "array" : typeof issue.input}` }).describe("The document to import, in `format` (toolSequence also takes a bare array of steps)"),
   name: z.string().trim().min(1).max(200),
   slug: slugSchema.optional(),
   description: z.string().max(10_000).optional(),
