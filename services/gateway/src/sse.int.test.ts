@@ -7,7 +7,8 @@
  *   live ones; the server ends the response after a terminal event
  *   (execution.completed|failed|cancelled);
  * - `Last-Event-ID` resumes after that event, replaying from that event on (not from the run's
- *   first); a client that had the terminal event gets an empty stream that ends;
+ *   first); a client that had the terminal event gets an empty stream that ends; a value that
+ *   is not an id in decimal digits (`0x3`, `3e0`) replays from the first event;
  * - heartbeat comments keep an idle stream open;
  * - a client disconnect aborts the event source, and closing the app ends open streams;
  *   afterwards no stream is left following the execution;
@@ -163,6 +164,15 @@ describe("execution events over SSE", () => {
     // A client that had the terminal event already gets none, and its stream ends.
     const again = await openStream(`/api/agent-workflow-executions/${id}/events`, { ...auth(), "last-event-id": "4" });
     expect(parseSse(await again.ended)).toEqual([]);
+  });
+
+  test("a Last-Event-ID that is not an event's id in decimal digits replays the run from its first event, skipping none", async () => {
+    const id = await newExecution();
+    for (const t of ["execution.started", "node.started", "node.completed", "execution.cancelled"]) gw.bus.emit(gw.a.tenantId, id, t, {});
+    for (const header of ["0x3", "3e0", "+3", "3.0", "abc", "99999999999999999999"]) {
+      const s = await openStream(`/api/agent-workflow-executions/${id}/events`, { ...auth(), "last-event-id": header });
+      expect({ header, ids: parseSse(await s.ended).map((e) => e.id) }).toEqual({ header, ids: ["1", "2", "3", "4"] });
+    }
   });
 
   test("a client that disconnects stops the event source", async () => {

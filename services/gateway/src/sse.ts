@@ -47,11 +47,16 @@ export interface StreamOptions {
   registry: SseRegistry;
 }
 
+/**
+ * The event a reconnecting client had last: the `id` of an event, written in decimal digits.
+ * Anything else (which `Number()` would read: `0x10`, `1e2`, `+3`) replays the run from its
+ * first event rather than skip events the client never had.
+ */
 function lastEventId(request: FastifyRequest): number {
   const raw = request.headers["last-event-id"];
   const v = Array.isArray(raw) ? raw[0] : raw;
-  const n = v === undefined ? Number.NaN : Number(v);
-  return Number.isSafeInteger(n) && n >= 0 ? n : -1;
+  if (v === undefined || !/^[0-9]{1,15}$/.test(v)) return -1;
+  return Number(v);
 }
 
 /**
