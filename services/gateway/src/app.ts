@@ -23,7 +23,7 @@ import { reviewsPlugin } from "./plugins/reviews.ts";
 import { toolSourcesPlugin } from "./plugins/tool-sources.ts";
 import { toolsPlugin } from "./plugins/tools.ts";
 import { workflowsPlugin } from "./plugins/workflows.ts";
-import { MAX_BODY_BYTES, MAX_PARAM_LENGTH, errorHandler, frameworkError, notFoundHandler, validatorCompiler } from "./problem.ts";
+import { MAX_BODY_BYTES, MAX_PARAM_LENGTH, clientErrorHandler, errorHandler, frameworkError, notFoundHandler, validatorCompiler } from "./problem.ts";
 import { SseRegistry } from "./sse.ts";
 
 /** fastify's default JSON parser, which is callback-style. */
@@ -115,6 +115,8 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
     // A path that does not decode, or a parameter past that length, is refused by the router
     // before any route: answered as problem+json like every other error.
     frameworkErrors: frameworkError,
+    // And a request Node's HTTP parser refuses (a bad header, headers too large), before fastify.
+    clientErrorHandler,
   });
   // An empty JSON body counts as no body, so `POST …/execute` with only a content type
   // works; anything else goes to fastify's parser (which guards against prototype poisoning:

@@ -57,6 +57,15 @@ export const NotFound = defineError(
   { status: 404 },
 );
 
+/** Node's HTTP parser refused the request (a bad request line or header): answered before any route. */
+export const MalformedRequest = defineError("BATON_GATEWAY_MALFORMED_REQUEST", () => "the request is not valid HTTP (a malformed request line or header)", { status: 400 });
+
+/** The request's headers are larger than the HTTP server takes (Node's `maxHeaderSize`). */
+export const HeadersTooLarge = defineError("BATON_GATEWAY_HEADERS_TOO_LARGE", () => "the request's headers are larger than the server accepts", { status: 431 });
+
+/** The request was not received whole within the HTTP server's request timeout. */
+export const RequestTimeout = defineError("BATON_GATEWAY_REQUEST_TIMEOUT", () => "the request was not received in time", { status: 408 });
+
 /** No route matches the method and path. */
 export const RouteNotFound = defineError(
   "BATON_GATEWAY_ROUTE_NOT_FOUND",

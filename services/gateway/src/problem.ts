@@ -8,11 +8,12 @@
  * message; anything else becomes a 500 with a generic detail and is logged.
  */
 import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
 import type { FastifyError, FastifyReply, FastifyRequest, FastifySchemaCompiler } from "fastify";
 import { z } from "zod";
 import type { $ZodIssue, $ZodType } from "zod/v4/core";
 import { hasCode } from "@baton/errors";
-import { Internal, RequestInvalid, RouteNotFound } from "./errors.ts";
+import { HeadersTooLarge, Internal, MalformedRequest, RequestInvalid, RequestTimeout, RouteNotFound } from "./errors.ts";
 
 export const PROBLEM_CONTENT_TYPE = "application/problem+json";
 const GATEWAY_PREFIX = "BATON_GATEWAY_";
@@ -205,6 +206,23 @@ export const MAX_PARAM_LENGTH = 1024;
 export function frameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   if (err.code === "FST_ERR_MAX_PARAM_LENGTH") sendProblem(reply, problem(414, err.code, `a path parameter is longer than ${MAX_PARAM_LENGTH} characters`));
   else errorHandler(err, request, reply);
+}
+
+/**
+ * Requests Node's HTTP parser refuses before fastify sees them (fastify's `clientErrorHandler`):
+ * a malformed request line or header, headers past the size limit, a request not received in
+ * time. fastify's default answers these as `application/json` of another shape, with no code.
+ */
+export function clientErrorHandler(err: Error & { code?: string }, socket: Socket): void {
+  if (err.code === "ECONNRESET" || socket.destroyed) return;
+  const e = err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? RequestTimeout() : err.code === "HPE_HEADER_OVERFLOW" ? HeadersTooLarge() : MalformedRequest();
+  const body = JSON.stringify(problem(e.status, e.code, e.message));
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? "Error"}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(err);
 }
 
 export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): FastifyReply {
