@@ -12,7 +12,7 @@ import { serializerCompiler } from "fastify-type-provider-zod";
 import { MAX_JSON_DEPTH, tooDeepAt } from "@baton/engine";
 import { withRemoteParent } from "@baton/telemetry";
 import type { GatewayDeps, GatewayOptions } from "./deps.ts";
-import { RequestInvalid } from "./errors.ts";
+import { EncodingUnsupported, RequestInvalid } from "./errors.ts";
 import { authPlugin } from "./plugins/auth.ts";
 import { blobsPlugin } from "./plugins/blobs.ts";
 import { docsPlugin } from "./plugins/docs.ts";
@@ -180,6 +180,13 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
   // and so the executor's events and the tool calls, carry the client's trace on.
   app.addHook("onRequest", (request, _reply, done) => {
     withRemoteParent(request.headers, done);
+  });
+  // fastify decompresses nothing: a gzip body would be parsed as it came and refused as "not
+  // valid JSON" (quoting binary). Any encoding but identity is refused as such instead.
+  app.addHook("preParsing", async (request) => {
+    const raw = request.headers["content-encoding"];
+    const encoding = (Array.isArray(raw) ? raw.join(", ") : (raw ?? "")).trim();
+    if (encoding !== "" && encoding.toLowerCase() !== "identity") throw EncodingUnsupported(encoding.slice(0, 100));
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

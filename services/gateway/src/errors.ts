@@ -66,6 +66,13 @@ export const HeadersTooLarge = defineError("BATON_GATEWAY_HEADERS_TOO_LARGE", ()
 /** The request was not received whole within the HTTP server's request timeout. */
 export const RequestTimeout = defineError("BATON_GATEWAY_REQUEST_TIMEOUT", () => "the request was not received in time", { status: 408 });
 
+/** A body sent compressed (`Content-Encoding: gzip`, …): the gateway reads bodies as sent. */
+export const EncodingUnsupported = defineError(
+  "BATON_GATEWAY_ENCODING_UNSUPPORTED",
+  (encoding: string) => `the body's content-encoding "${encoding}" is not supported: send the body uncompressed`,
+  { status: 415 },
+);
+
 /** No route matches the method and path. */
 export const RouteNotFound = defineError(
   "BATON_GATEWAY_ROUTE_NOT_FOUND",

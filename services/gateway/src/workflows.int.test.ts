@@ -11,6 +11,7 @@
  *   nothing is written when a request is refused;
  * - slug conflicts are 409 with the store's code; unknown routes are 404 problem+json.
  */
+import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import type { TestGateway } from "./test-support.ts";
 import { bearer, openTestGateway, validDefinition, problemOf } from "./test-support.ts";
@@ -437,6 +438,16 @@ describe("bad input", () => {
     const version = (await gw.store.workflows.listVersions(gw.a.tenantId, wf.id))[0]!;
     const restore = await gw.app.inject({ method: "POST", url: `/api/agent-workflows/${wf.id}/versions/${version.id}/restore`, headers: { ...bearer(gw.a.admin), "content-type": "text/plain" }, payload: "" });
     expect(restore.statusCode).toBe(200);
+  });
+
+  test("a compressed body (content-encoding gzip) is 415 saying so, not \"not valid JSON\"; nothing is written", async () => {
+    const before = (await gw.store.workflows.list(gw.a.tenantId, { limit: 1000 })).length;
+    const body = gzipSync(JSON.stringify({ name: "Zipped", definition: validDefinition() }));
+    const res = await gw.app.inject({ method: "POST", url: "/api/agent-workflows", headers: { ...bearer(gw.a.admin), "content-type": "application/json", "content-encoding": "gzip" }, payload: body });
+    expect(problemOf(res, 415, "BATON_GATEWAY_ENCODING_UNSUPPORTED").detail).toBe('the body\'s content-encoding "gzip" is not supported: send the body uncompressed');
+    expect((await gw.store.workflows.list(gw.a.tenantId, { limit: 1000 })).length).toBe(before);
+    const plain = await gw.app.inject({ method: "POST", url: "/api/agent-workflows", headers: { ...bearer(gw.a.admin), "content-type": "application/json", "content-encoding": "identity" }, payload: JSON.stringify({ name: "Plain", definition: validDefinition() }) });
+    expect(plain.statusCode).toBe(201);
   });
 
   test("a body past 4 MiB is 413 saying the limit", async () => {

@@ -70,7 +70,7 @@ export function problemResponses(doc: { paths?: unknown }): void {
       if (!params.some((p) => p.in === "path")) delete responses["404"];
       if (body !== undefined) {
         responses["413"] ??= problem("The body is larger than 4 MiB");
-        responses["415"] ??= problem("The body's content type is not application/json (an empty body of any type counts as none)");
+        responses["415"] ??= problem("The body's content type is not application/json (an empty body of any type counts as none), or the body is compressed (content-encoding)");
         const schemas = Object.values(body.content ?? {}).map((c) => c.schema);
         if (schemas.length > 0 && schemas.every((sc) => sc?.anyOf?.some((b) => (b as { type?: unknown }).type === "null") === true)) body.required = false;
       }
