@@ -184,6 +184,8 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
   // fastify decompresses nothing: a gzip body would be parsed as it came and refused as "not
   // valid JSON" (quoting binary). Any encoding but identity is refused as such instead.
   app.addHook("preParsing", async (request) => {
+    const hasBody = request.headers["transfer-encoding"] !== undefined || Number(request.headers["content-length"] ?? 0) > 0;
+    if (!hasBody) return;
     const raw = request.headers["content-encoding"];
     const encoding = (Array.isArray(raw) ? raw.join(", ") : (raw ?? "")).trim();
     if (encoding !== "" && encoding.toLowerCase() !== "identity") throw EncodingUnsupported(encoding.slice(0, 100));
