@@ -23,7 +23,7 @@ import { reviewsPlugin } from "./plugins/reviews.ts";
 import { toolSourcesPlugin } from "./plugins/tool-sources.ts";
 import { toolsPlugin } from "./plugins/tools.ts";
 import { workflowsPlugin } from "./plugins/workflows.ts";
-import { MAX_BODY_BYTES, MAX_PARAM_LENGTH, clientErrorHandler, errorHandler, frameworkError, notFoundHandler, validatorCompiler } from "./problem.ts";
+import { MAX_BODY_BYTES, MAX_PARAM_LENGTH, clientErrorHandler, errorHandler, frameworkError, notFoundHandler, routePattern, validatorCompiler } from "./problem.ts";
 import { SseRegistry } from "./sse.ts";
 
 /** fastify's default JSON parser, which is callback-style. */
@@ -193,7 +193,13 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(errorHandler);
-  app.setNotFoundHandler(notFoundHandler);
+  // Every route's method and pattern, so that a path with a route of other methods is 405, not 404.
+  const routes: { method: string; pattern: RegExp }[] = [];
+  app.addHook("onRoute", (route) => {
+    const pattern = routePattern(route.url);
+    for (const method of Array.isArray(route.method) ? route.method : [route.method]) routes.push({ method: String(method), pattern });
+  });
+  app.setNotFoundHandler(notFoundHandler(routes));
 
   const sse = new SseRegistry();
   app.addHook("preClose", async () => sse.closeAll());

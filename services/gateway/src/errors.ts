@@ -80,6 +80,13 @@ export const RouteNotFound = defineError(
   { status: 404 },
 );
 
+/** The path names a route, but not for this method; the answer's `Allow` header lists those it has. */
+export const MethodNotAllowed = defineError(
+  "BATON_GATEWAY_METHOD_NOT_ALLOWED",
+  (method: string, url: string, allowed: string) => `${method} is not allowed on ${url}; it takes ${allowed}`,
+  { status: 405 },
+);
+
 /** Executing a workflow whose `enabled` is false. */
 export const WorkflowDisabled = defineError(
   "BATON_GATEWAY_WORKFLOW_DISABLED",

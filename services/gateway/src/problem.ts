@@ -13,7 +13,7 @@ import type { FastifyError, FastifyReply, FastifyRequest, FastifySchemaCompiler 
 import { z } from "zod";
 import type { $ZodIssue, $ZodType } from "zod/v4/core";
 import { hasCode } from "@baton/errors";
-import { HeadersTooLarge, Internal, MalformedRequest, RequestInvalid, RequestTimeout, RouteNotFound } from "./errors.ts";
+import { HeadersTooLarge, Internal, MalformedRequest, MethodNotAllowed, RequestInvalid, RequestTimeout, RouteNotFound } from "./errors.ts";
 
 export const PROBLEM_CONTENT_TYPE = "application/problem+json";
 const GATEWAY_PREFIX = "BATON_GATEWAY_";
@@ -225,7 +225,29 @@ export function clientErrorHandler(err: Error & { code?: string }, socket: Socke
   socket.destroy(err);
 }
 
-export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const e = RouteNotFound(request.method, request.url.split("?")[0] ?? request.url);
-  return sendProblem(reply, problem(e.status, e.code, e.message));
+/** A route's URL pattern (`/api/agent-workflows/:id`, `/docs/*`) as a regular expression over paths. */
+export function routePattern(url: string): RegExp {
+  const source = url
+    .split(/(:[A-Za-z0-9_]+|\*)/)
+    .map((part) => (part === "*" ? ".*" : part.startsWith(":") ? "[^/]*" : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
+    .join("");
+  return new RegExp(`^${source}$`);
+}
+
+/**
+ * The answer when no route matches: 405 with `Allow` when the path names a route of other
+ * methods (`routes`: every route's method and pattern), else 404.
+ */
+export function notFoundHandler(routes: readonly { method: string; pattern: RegExp }[] = []) {
+  return (request: FastifyRequest, reply: FastifyReply): FastifyReply => {
+    const path = request.url.split("?")[0] ?? request.url;
+    const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).map((r) => r.method))].sort();
+    if (allowed.length > 0) {
+      const e = MethodNotAllowed(request.method, path, allowed.join(", "));
+      reply.header("allow", allowed.join(", "));
+      return sendProblem(reply, problem(e.status, e.code, e.message));
+    }
+    const e = RouteNotFound(request.method, path);
+    return sendProblem(reply, problem(e.status, e.code, e.message));
+  };
 }

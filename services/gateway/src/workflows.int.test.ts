@@ -492,6 +492,23 @@ describe("bad input", () => {
     }
   });
 
+  test("a method a route does not have is 405 with Allow listing those it has, not 404", async () => {
+    const wf = (await createWorkflow(gw.a.admin, { name: "Methods", definition: validDefinition() })).json<{ id: number }>();
+    for (const [method, url, allow] of [
+      ["PATCH", `/api/agent-workflows/${wf.id}`, "DELETE, GET, HEAD, PUT"],
+      ["DELETE", "/api/agent-workflows", "GET, HEAD, POST"],
+      ["GET", `/api/agent-workflows/${wf.id}/execute`, "POST"],
+      ["POST", "/api/reviews", "GET, HEAD"],
+      ["GET", "/api/agent-memory/1", "DELETE"],
+    ] as const) {
+      const res = await gw.app.inject({ method, url, headers: bearer(gw.a.admin) });
+      const p = problemOf(res, 405, "BATON_GATEWAY_METHOD_NOT_ALLOWED");
+      expect({ url, allow: res.headers["allow"], detail: p.detail }).toEqual({ url, allow, detail: `${method} is not allowed on ${url}; it takes ${allow}` });
+    }
+    // And nothing was changed by them.
+    expect((await gw.app.inject({ method: "GET", url: `/api/agent-workflows/${wf.id}`, headers: bearer(gw.a.admin) })).statusCode).toBe(200);
+  });
+
   test("an unknown route is a 404 problem", async () => {
     problemOf(await gw.app.inject({ method: "GET", url: "/api/nothing-here", headers: bearer(gw.a.admin) }), 404, "BATON_GATEWAY_ROUTE_NOT_FOUND");
     problemOf(await gw.app.inject({ method: "GET", url: "/nothing" }), 404, "BATON_GATEWAY_ROUTE_NOT_FOUND");

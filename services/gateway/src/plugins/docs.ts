@@ -107,7 +107,8 @@ async function docsPluginImpl(app: FastifyInstance, opts: DocsPluginOptions): Pr
         title: "Baton API",
         description:
           "Baton runs AI-agent workflows durably. Every `/api` route needs an API key: `Authorization: Bearer <key>` or `x-api-key: <key>`. " +
-          "Errors are `application/problem+json`. A body property or a query parameter a route does not have is refused (400, `unrecognized_key`).",
+          "Errors are `application/problem+json`. A body property or a query parameter a route does not have is refused (400, `unrecognized_key`); " +
+          "a method a path does not take is 405, its `Allow` header listing those it does.",
         version: opts.version ?? "0.1.0",
       },
       tags: [
