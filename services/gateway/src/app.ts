@@ -102,6 +102,15 @@ function poisonedKeysAt(value: unknown): string[] {
   return found;
 }
 
+/**
+ * A route with no body in its schema (a DELETE, a restore) reads none: whatever body comes is
+ * not parsed, so it answers as without one, and as its OpenAPI entry (no body, no 415) says.
+ * (A request no route matches is parsed as before it got its 404 or 405.)
+ */
+function takesNoBody(request: FastifyRequest): boolean {
+  return request.routeOptions.url !== undefined && request.routeOptions.schema?.body === undefined;
+}
+
 /** Builds the gateway app (not listening). Close it with `app.close()`; open SSE streams are ended then. */
 export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
@@ -125,7 +134,7 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
     const text = typeof body === "string" ? body : body.toString("utf8");
-    if (text.trim() === "") {
+    if (text.trim() === "" || takesNoBody(request)) {
       done(null, undefined);
       return;
     }
@@ -171,9 +180,9 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
   // other type is 415, unless it is empty: that counts as no body, as an empty JSON one does,
   // so `fetch(url, { method: "POST", body: "" })` (text/plain) or `curl -d ''` (a form) work.
   app.removeContentTypeParser("text/plain");
-  app.addContentTypeParser("*", { parseAs: "string" }, (_request, body, done) => {
+  app.addContentTypeParser("*", { parseAs: "string" }, (request, body, done) => {
     const text = typeof body === "string" ? body : body.toString("utf8");
-    if (text.trim() === "") done(null, undefined);
+    if (text.trim() === "" || takesNoBody(request)) done(null, undefined);
     else done(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE());
   });
   // A request that names a trace (W3C `traceparent`) is handled in it: the commands it sends,
@@ -185,7 +194,7 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
   // valid JSON" (quoting binary). Any encoding but identity is refused as such instead.
   app.addHook("preParsing", async (request) => {
     const hasBody = request.headers["transfer-encoding"] !== undefined || Number(request.headers["content-length"] ?? 0) > 0;
-    if (!hasBody) return;
+    if (!hasBody || takesNoBody(request)) return;
     const raw = request.headers["content-encoding"];
     const encoding = (Array.isArray(raw) ? raw.join(", ") : (raw ?? "")).trim();
     if (encoding !== "" && encoding.toLowerCase() !== "identity") throw EncodingUnsupported(encoding.slice(0, 100));

@@ -453,6 +453,24 @@ describe("bad input", () => {
     expect(read.statusCode).toBe(200);
   });
 
+  test("a route that takes no body (delete, restore) answers as without one, whatever body comes: no 415 its OpenAPI entry does not list", async () => {
+    const wf = (await createWorkflow(gw.a.admin, { name: "Bodiless", definition: validDefinition() })).json<{ id: number }>();
+    const version = (await gw.store.workflows.listVersions(gw.a.tenantId, wf.id))[0]!;
+    const doc = (await gw.app.inject({ method: "GET", url: "/openapi.json" })).json<{ paths: Record<string, Record<string, { requestBody?: unknown; responses: Record<string, unknown> }>> }>();
+    for (const [method, path] of [["post", "/api/agent-workflows/{id}/versions/{versionId}/restore"], ["delete", "/api/agent-workflows/{id}"]] as const) {
+      const op = doc.paths[path]![method]!;
+      expect({ path, body: op.requestBody, has415: op.responses["415"] !== undefined }).toEqual({ path, body: undefined, has415: false });
+    }
+    for (const [type, payload] of [["application/xml", "<x/>"], ["text/plain", "restore it"], ["application/json", "{not json"]] as const) {
+      const res = await gw.app.inject({ method: "POST", url: `/api/agent-workflows/${wf.id}/versions/${version.id}/restore`, headers: { ...bearer(gw.a.admin), "content-type": type }, payload });
+      expect({ type, status: res.statusCode }).toEqual({ type, status: 200 });
+    }
+    const zipped = await gw.app.inject({ method: "POST", url: `/api/agent-workflows/${wf.id}/versions/${version.id}/restore`, headers: { ...bearer(gw.a.admin), "content-type": "application/json", "content-encoding": "gzip" }, payload: gzipSync("{}") });
+    expect(zipped.statusCode).toBe(200);
+    const del = await gw.app.inject({ method: "DELETE", url: `/api/agent-workflows/${wf.id}`, headers: { ...bearer(gw.a.admin), "content-type": "text/plain" }, payload: "please" });
+    expect(del.statusCode).toBe(204);
+  });
+
   test("a body past 4 MiB is 413 saying the limit", async () => {
     const res = await gw.app.inject({ method: "POST", url: "/api/agent-workflows", headers: { ...bearer(gw.a.admin), "content-type": "application/json" }, payload: JSON.stringify({ name: "Big", definition: validDefinition(), description: "x".repeat(4 * 1024 * 1024) }) });
     expect(problemOf(res, 413, "FST_ERR_CTP_BODY_TOO_LARGE").detail).toBe("the body is larger than 4 MiB (4194304 bytes), the most the gateway takes");
