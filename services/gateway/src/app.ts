@@ -128,8 +128,8 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
     clientErrorHandler,
   });
   // An empty JSON body counts as no body, so `POST …/execute` with only a content type
-  // works; anything else goes to fastify's parser (which guards against prototype poisoning:
-  // such a body is refused naming each key, below).
+  // works, and a route that takes no body reads none; anything else goes to fastify's parser
+  // (which guards against prototype poisoning: such a body is refused naming each key, below).
   const parseJson = app.getDefaultJsonParser("error", "error") as unknown as JsonParser;
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
