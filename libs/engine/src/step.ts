@@ -243,7 +243,7 @@ class Stepper {
   s: ExecutionState;
   private view: JsonObject | undefined;
   private completedOne = false;
-  /** Set when the context refers to a blob that is not stored: nothing reads it any more (see failUnreadable). */
+  /** Set when the context refers to a blob that is not stored: nothing reads it any more (see failWithoutReading). */
   private unreadable = false;
 
   constructor(def: WorkflowDefinition, state: ExecutionState, now: string, blobs: ReadonlyMap<string, JsonValue>, gone?: ReadonlySet<string>) {
