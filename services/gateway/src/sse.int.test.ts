@@ -8,7 +8,9 @@
  *   (execution.completed|failed|cancelled);
  * - `Last-Event-ID` resumes after that event, replaying from that event on (not from the run's
  *   first); a client that had the terminal event gets an empty stream that ends; a value that
- *   is not an id in decimal digits (`0x3`, `3e0`) replays from the first event;
+ *   is not an id in decimal digits (`0x3`, `3e0`) replays from the first event; one past the
+ *   last event of a run that had ended when the stream opened gets a stream that ends once
+ *   idle (2 s), while a running run's stream waits;
  * - heartbeat comments keep an idle stream open;
  * - a client disconnect aborts the event source, and closing the app ends open streams;
  *   afterwards no stream is left following the execution;
@@ -164,6 +166,23 @@ describe("execution events over SSE", () => {
     // A client that had the terminal event already gets none, and its stream ends.
     const again = await openStream(`/api/agent-workflow-executions/${id}/events`, { ...auth(), "last-event-id": "4" });
     expect(parseSse(await again.ended)).toEqual([]);
+  });
+
+  test("a Last-Event-ID past the last event of a run that has ended gets a stream that ends; a running run's stream stays open", async () => {
+    const id = await newExecution();
+    for (const t of ["execution.started", "execution.completed"]) gw.bus.emit(gw.a.tenantId, id, t, {});
+    await gw.store.executions.update(id, { status: "completed" });
+    const s = await openStream(`/api/agent-workflow-executions/${id}/events`, { ...auth(), "last-event-id": "99999999" });
+    expect(parseSse(await s.ended)).toEqual([]);
+    await gw.bus.waitForNoStreams();
+    // A run still going may yet have that many events: its stream waits for them.
+    const live = await newExecution();
+    await gw.store.executions.update(live, { status: "running" });
+    const open = await openStream(`/api/agent-workflow-executions/${live}/events`, { ...auth(), "last-event-id": "99999999" });
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(open.res.complete).toBe(false);
+    open.destroy();
+    await gw.bus.waitForNoStreams();
   });
 
   test("a Last-Event-ID that is not an event's id in decimal digits replays the run from its first event, skipping none", async () => {

@@ -45,7 +45,17 @@ export interface StreamOptions {
   events: GatewayEvents;
   heartbeatMs: number;
   registry: SseRegistry;
+  /**
+   * The run had ended when the client connected: every event it will have is stored (or a few
+   * milliseconds from it), so a stream that stays idle for {@link FINISHED_IDLE_MS} ends, even
+   * without its terminal event (a `Last-Event-ID` past the run's last event, which event ids,
+   * the stream's sequence numbers, cannot tell).
+   */
+  finished?: boolean;
 }
+
+/** How long the stream of a run that had ended when the client connected waits for an event before it ends. */
+export const FINISHED_IDLE_MS = 2_000;
 
 /**
  * The event a reconnecting client had last: the `id` of an event, written in decimal digits.
@@ -88,10 +98,12 @@ export function streamExecutionEvents(request: FastifyRequest, reply: FastifyRep
     if (!ended) res.write(`: heartbeat ${new Date().toISOString()}\n\n`);
   }, o.heartbeatMs);
 
+  let idle: NodeJS.Timeout | undefined;
   const finish = () => {
     if (ended) return;
     ended = true;
     clearInterval(heartbeat);
+    clearTimeout(idle);
     abort.abort();
     unregister();
     res.off("close", onClose);
@@ -101,9 +113,17 @@ export function streamExecutionEvents(request: FastifyRequest, reply: FastifyRep
   const onClose = () => finish();
   res.on("close", onClose);
   unregister = o.registry.add(finish);
+  // A run that had ended: the stream ends once no event came for a while (see StreamOptions.finished).
+  const awaitEvents = (): void => {
+    if (!o.finished) return;
+    clearTimeout(idle);
+    idle = setTimeout(finish, FINISHED_IDLE_MS);
+  };
+  awaitEvents();
 
   const onEvent = (e: ExecutionEventEnvelope) => {
     if (ended) return;
+    awaitEvents();
     if (e.seq > after) res.write(formatSseEvent(e));
     if (TERMINAL_EVENT_TYPES.has(e.type)) finish();
   };

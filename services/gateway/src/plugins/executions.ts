@@ -370,7 +370,8 @@ export const executionsPlugin: FastifyPluginAsyncZod<ExecutionsPluginOptions> = 
       description:
         "`text/event-stream`. Every event is `id: <seq>`, `event: <type>` (e.g. `node.started`), `data: {type, seq, time, data}`. " +
         "The stream replays the run from its first event (or after `Last-Event-ID`), then follows it live, " +
-        "sends a `: heartbeat` comment every 15 s, and ends after `execution.completed`, `execution.failed` or `execution.cancelled`.",
+        "sends a `: heartbeat` comment every 15 s, and ends after `execution.completed`, `execution.failed` or `execution.cancelled`; " +
+        "for a run that had ended when the stream opened, also after 2 s without an event (a `Last-Event-ID` past its last event).",
       security: API_SECURITY,
       params: idParams,
       produces: ["text/event-stream"],
@@ -379,11 +380,12 @@ export const executionsPlugin: FastifyPluginAsyncZod<ExecutionsPluginOptions> = 
     handler: async (request, reply) => {
       const { tenantId } = request.auth;
       const { id } = request.params;
-      await getExecution(tenantId, id);
+      const execution = await getExecution(tenantId, id);
       if (request.method === "HEAD") return reply.code(200).type("text/event-stream").send("");
       await streamExecutionEvents(request, reply, {
         tenantId,
         executionId: id,
+        finished: TERMINAL_STATUSES.has(execution.status),
         events: deps.events,
         heartbeatMs: heartbeatMs ?? 15_000,
         registry: sse,
