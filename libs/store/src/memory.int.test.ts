@@ -25,7 +25,7 @@ beforeAll(async () => {
 afterAll(() => t?.dispose());
 
 describe("memory", () => {
-  it("creates, lists by agent and user, and deletes once", async () => {
+  it("creates, reads one, lists by agent and user, and deletes once", async () => {
     const a = await store.memory.create(tenant, { agentId: 1, key: "timezone", content: "User prefers UTC" });
     expect(a).toMatchObject({ tenantId: tenant, agentId: 1, userId: null, key: "timezone", content: "User prefers UTC", metadata: {} });
     const b = await store.memory.create(tenant, { agentId: 1, userId: 7, key: "language", content: "Speaks French", metadata: { source: "s1" } });
@@ -34,7 +34,10 @@ describe("memory", () => {
     expect((await store.memory.list(tenant, { agentId: 1, userId: 7 })).map((m) => m.id)).toEqual([b.id]);
     expect(await store.memory.list(tenant)).toHaveLength(3);
 
+    expect(await store.memory.get(tenant, b.id)).toEqual(b);
+    expect(await store.memory.get("another-tenant", b.id)).toBeNull();
     expect(await store.memory.delete(tenant, b.id)).toEqual(b);
+    expect(await store.memory.get(tenant, b.id)).toBeNull();
     expect(await store.memory.delete(tenant, b.id)).toBeNull();
     await expect(store.memory.create(tenant, { agentId: 0, key: "k", content: "c" })).rejects.toMatchObject({ code: "BATON_STORE_INVALID_INPUT" });
     await expect(store.memory.create(tenant, { agentId: 1, key: "", content: "c" })).rejects.toMatchObject({ code: "BATON_STORE_INVALID_INPUT" });

@@ -49,6 +49,13 @@ export function memoryRepo(prisma: PrismaClient, schema: string): MemoryRepo {
       return rows.map(toMemory);
     },
 
+    async get(tenantId, id) {
+      requireTenantId(tenantId);
+      if (!isDbId(id)) return null;
+      const row = await guard({ entity: "memory", id }, () => prisma.agentMemory.findFirst({ where: { id, tenantId } }));
+      return row ? toMemory(row) : null;
+    },
+
     async delete(tenantId, id) {
       requireTenantId(tenantId);
       if (!isDbId(id)) return null;

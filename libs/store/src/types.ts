@@ -772,6 +772,8 @@ export interface MemoryRepo {
   create(tenantId: string, entry: MemoryCreateInput): Promise<MemoryRecord>;
   /** Newest first. */
   list(tenantId: string, filter?: { agentId?: number; userId?: number } & PageOptions): Promise<MemoryRecord[]>;
+  /** One entry; null when it is not the tenant's. */
+  get(tenantId: string, id: number): Promise<MemoryRecord | null>;
   /** Returns the deleted record, or null when it was not the tenant's. */
   delete(tenantId: string, id: number): Promise<MemoryRecord | null>;
   /** Text relevance over key + content (full-text rank plus substring match), best first. */

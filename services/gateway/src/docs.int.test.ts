@@ -59,6 +59,7 @@ const ROUTES: [string, string][] = [
   ["post", "/api/agent-workflow-executions/{id}/fork"],
   ["get", "/api/agent-memory"],
   ["post", "/api/agent-memory"],
+  ["get", "/api/agent-memory/{id}"],
   ["delete", "/api/agent-memory/{id}"],
   ["get", "/api/reviews"],
   ["get", "/api/tools"],

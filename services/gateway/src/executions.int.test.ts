@@ -417,6 +417,10 @@ describe("memory", () => {
     const m = created.json<{ id: number }>();
     expect(m).toMatchObject({ agentId: 3, userId: 11, key: "preferred-language", content: "answers in French", metadata: { source: "chat" } });
     expect(gw.bus.published).toContainEqual({ type: "memory.created", tenantId: gw.a.tenantId, scopeId: m.id, data: { id: m.id, agent_id: 3, key: "preferred-language" } });
+    // Its Location can be read back.
+    expect(created.headers["location"]).toBe(`/api/agent-memory/${m.id}`);
+    const read = await gw.app.inject({ method: "GET", url: created.headers["location"], headers: bearer(gw.a.viewer) });
+    expect([read.statusCode, read.json()]).toEqual([200, m]);
     await gw.app.inject({ method: "POST", url: "/api/agent-memory", headers: bearer(gw.a.operator), payload: { agentId: 4, key: "k", content: "other agent" } });
 
     const byAgent = await gw.app.inject({ method: "GET", url: "/api/agent-memory?agentId=3", headers: bearer(gw.a.viewer) });
@@ -427,11 +431,13 @@ describe("memory", () => {
     const asB = bearer(gw.b.admin);
     expect((await gw.app.inject({ method: "GET", url: "/api/agent-memory", headers: asB })).json<{ items: unknown[] }>().items).toEqual([]);
     problemOf(await gw.app.inject({ method: "DELETE", url: `/api/agent-memory/${m.id}`, headers: asB }), 404, "BATON_GATEWAY_NOT_FOUND");
+    problemOf(await gw.app.inject({ method: "GET", url: `/api/agent-memory/${m.id}`, headers: asB }), 404, "BATON_GATEWAY_NOT_FOUND");
 
     const del = await gw.app.inject({ method: "DELETE", url: `/api/agent-memory/${m.id}`, headers: bearer(gw.a.admin) });
     expect(del.statusCode).toBe(204);
     expect(gw.bus.published).toContainEqual({ type: "memory.deleted", tenantId: gw.a.tenantId, scopeId: m.id, data: { id: m.id, agent_id: 3 } });
     problemOf(await gw.app.inject({ method: "DELETE", url: `/api/agent-memory/${m.id}`, headers: bearer(gw.a.admin) }), 404, "BATON_GATEWAY_NOT_FOUND");
+    problemOf(await gw.app.inject({ method: "GET", url: `/api/agent-memory/${m.id}`, headers: bearer(gw.a.admin) }), 404, "BATON_GATEWAY_NOT_FOUND");
   });
 
   test("a bad memory entry is 400 listing every field", async () => {

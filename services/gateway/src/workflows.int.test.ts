@@ -517,7 +517,7 @@ describe("bad input", () => {
       ["DELETE", "/api/agent-workflows", "GET, HEAD, POST"],
       ["GET", `/api/agent-workflows/${wf.id}/execute`, "POST"],
       ["POST", "/api/reviews", "GET, HEAD"],
-      ["GET", "/api/agent-memory/1", "DELETE"],
+      ["PUT", "/api/agent-memory/1", "DELETE, GET, HEAD"],
     ] as const) {
       const res = await gw.app.inject({ method, url, headers: bearer(gw.a.admin) });
       const p = problemOf(res, 405, "BATON_GATEWAY_METHOD_NOT_ALLOWED");

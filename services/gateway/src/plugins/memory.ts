@@ -51,6 +51,21 @@ export const memoryPlugin: FastifyPluginAsyncZod<MemoryPluginOptions> = async (a
     },
   });
 
+  app.get("/agent-memory/:id", {
+    schema: {
+      tags,
+      summary: "Get a memory entry",
+      description: "The entry the `Location` of its create names.",
+      security: API_SECURITY,
+      params: idParams,
+      response: { 200: memorySchema, ...apiErrors },
+    },
+    handler: async (request) => {
+      const { id } = request.params;
+      return toMemory(await orNotFound("memory entry", id, () => store.memory.get(request.auth.tenantId, id)));
+    },
+  });
+
   app.delete("/agent-memory/:id", {
     schema: {
       tags,
