@@ -177,6 +177,13 @@ export const COMMANDS_MAX_ACK_PENDING = 1_000_000;
 /** Inline steps in a row after which an execution lets the commands queued behind it go first. */
 const INLINE_STEPS_PER_TURN = 256;
 
+/**
+ * How long past its due time a timer, and past its child's end a child's result, is left to its
+ * command before the recovery sweep takes that command for lost (given up after an outage that
+ * outlasted its deliveries, or terminated) and applies it itself (see lostCommands).
+ */
+const LOST_COMMAND_GRACE_MS = 60_000;
+
 /** Statuses of an execution row that has ended. */
 const TERMINAL: ReadonlySet<string> = new Set(["completed", "failed", "cancelled"]);
 
@@ -1684,6 +1691,42 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     return count;
   }
 
+  /**
+   * What a live run waits for that is overdue (by {@link LOST_COMMAND_GRACE_MS}): its timers
+   * past their due time, and the results of its children that have ended. Their commands were
+   * lost (given up by the consumer, or terminated); nothing else would send them again, and the
+   * run would wait for ever. Applied by the recovery sweep; a command that came meanwhile leaves
+   * it ignored (the timer is gone, the child no longer waited for).
+   */
+  async function lostCommands(state: ExecutionState): Promise<Command[]> {
+    if (isFinished(state)) return [];
+    const now = clock().getTime();
+    const lost: Command[] = [];
+    for (const [timerId, timer] of Object.entries(state.timers ?? {})) {
+      if (Date.parse(timer.dueAt) + LOST_COMMAND_GRACE_MS <= now) lost.push({ kind: "timer", timerId });
+    }
+    const waitsFor = (nodeId: string, childKey: string): boolean => {
+      const run = state.nodes[nodeId];
+      return run?.status === "running" && (run.childKey === childKey || (run.fan?.items.some((it) => it.status === "running" && it.key === childKey) ?? false));
+    };
+    if (!Object.values(state.nodes).some((run) => run.status === "running" && (run.childKey !== undefined || run.fan !== undefined))) return lost;
+    const owner = { tenantId: state.tenantId, executionId: state.executionId };
+    for (const c of await store.executions.listChildren(state.tenantId, state.executionId)) {
+      if (!TERMINAL.has(c.status) || !c.parentNodeId || c.childKey === null || !waitsFor(c.parentNodeId, c.childKey)) continue;
+      if ((c.completedAt?.getTime() ?? c.updatedAt.getTime()) + LOST_COMMAND_GRACE_MS > now) continue;
+      // As startChild sends it again: whether a failure was retryable is in the child's last checkpoint.
+      const retryable = c.status === "failed" && (await checkpoints.get(c.id))?.state.error?.retryable === true;
+      const status = c.status as "completed" | "failed" | "cancelled";
+      logger.warn("a child's result was lost; the recovery sweep applies it from the child's row", { executionId: state.executionId, childExecutionId: c.id, status });
+      lost.push({
+        kind: "childResult", nodeId: c.parentNodeId, childKey: c.childKey, status,
+        ...(status === "completed" ? { output: await childOutput(owner, c.output ?? null) } : {}),
+        ...(status === "failed" ? { error: { ...errorOfRow(c.error), ...(retryable ? { retryable: true } : {}) } } : {}),
+      });
+    }
+    return lost;
+  }
+
   async function recover(): Promise<number> {
     let afterId = 0;
     let count = 0;
@@ -1697,10 +1740,15 @@ export function createExecutor(opts: ExecutorOptions): Executor {
             // The sweep looks for what a crash or Redis left behind: read Redis, not the cache.
             latest.delete(row.id);
             const cp = await readCheckpoint(row.id);
-            // Nothing to do unless effects are left, or ready nodes wait for a step.
-            if (cp && !cp.state.outbox?.length && !cp.state.ready.length) return;
+            const lost = cp ? await lostCommands(cp.state) : [];
+            // Nothing to do unless effects are left, ready nodes wait for a step, or a command is lost.
+            if (cp && !cp.state.outbox?.length && !cp.state.ready.length && lost.length === 0) return;
             count++;
-            await apply(row.id, row.tenantId, { kind: "continue" });
+            if (!cp || cp.state.outbox?.length || cp.state.ready.length) await apply(row.id, row.tenantId, { kind: "continue" });
+            for (const command of lost) {
+              logger.warn("a command of the execution is overdue; the recovery sweep applies it", { executionId: row.id, command: command.kind, ...(command.kind === "timer" ? { timerId: command.timerId } : {}) });
+              await applyFresh(row.id, row.tenantId, command, [], newOutcome());
+            }
           });
         } catch (err) {
           logger.warn("recovery of an execution failed; its next command retries", { executionId: row.id, error: errorMessage(err) });

@@ -1,0 +1,139 @@
+/**
+ * Runs whose next command is lost (given up by the consumer after an outage outlasting its
+ * deliveries, or terminated), against the real NATS, Redis and Postgres. The commands go to the
+ * stream and nothing consumes them; the test purges the stream to lose them, then runs the
+ * recovery sweep with the executor's clock moved past the grace. Rules checked:
+ * - a timer (here a delay's) overdue by more than a minute is fired by the sweep;
+ * - a finished child whose `execution.child_result` was lost, a minute after it ended, has its
+ *   result applied from its row by the sweep, and the parent goes on;
+ * - a timer not yet overdue, and a child still running, are left alone.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
+import { randomBytes } from "node:crypto";
+import type { Redis } from "ioredis";
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { JetStreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { connectBus } from "@baton/bus";
+import type { Bus } from "@baton/bus";
+import { createRedis, redisCheckpointStore } from "@baton/checkpoints";
+import { createMessaging } from "@baton/messaging";
+import type { Messaging } from "@baton/messaging";
+import { openTestStore } from "@baton/store/testing";
+import type { TestStore } from "@baton/store/testing";
+import type { JsonObject } from "@baton/store";
+import { createLogger } from "@baton/telemetry";
+import { CHECKPOINT_STORE_OPTIONS, createExecutor } from "./executor.ts";
+import type { CheckpointState, Executor } from "./executor.ts";
+import { removeTestPrefix } from "./test-support.ts";
+
+const NATS = process.env.BATON_NATS_URL ?? "nats://127.0.0.1:4222";
+const prefix = `xs${randomBytes(4).toString("hex")}`;
+let t: TestStore;
+let bus: Bus;
+let redis: Redis;
+let messaging: Messaging;
+let ex: Executor;
+let checkpoints: ReturnType<typeof redisCheckpointStore<CheckpointState>>;
+let tenantId: string;
+let nc: NatsConnection;
+let jsm: JetStreamManager;
+/** How far the executor's clock is ahead of the wall clock. */
+let skewMs = 0;
+
+beforeAll(async () => {
+  t = await openTestStore({ prefix: "exec_stuck" });
+  bus = await connectBus({ servers: NATS, prefix, name: "executor-stuck-test", logger: createLogger("test", "silent") });
+  redis = createRedis(process.env.BATON_REDIS_URL ?? "redis://127.0.0.1:6379");
+  checkpoints = redisCheckpointStore<CheckpointState>(redis, { prefix, ...CHECKPOINT_STORE_OPTIONS });
+  messaging = createMessaging(bus);
+  // No consumer: commands are applied with handle() or by the sweep, and what the steps send stays in the stream.
+  ex = createExecutor({ messaging, store: t.store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0, clock: () => new Date(Date.now() + skewMs) });
+  nc = await connect({ servers: NATS });
+  jsm = await jetstreamManager(nc);
+  tenantId = (await t.store.tenants.create("stuck")).id;
+});
+
+beforeEach(() => {
+  skewMs = 0;
+});
+
+afterAll(async () => {
+  await nc?.close();
+  await t?.dispose();
+  await removeTestPrefix(prefix, redis, bus, NATS);
+});
+
+async function workflow(name: string, definition: object): Promise<number> {
+  return (await t.store.workflows.create(tenantId, { name, definition: definition as JsonObject })).id;
+}
+
+async function started(workflowId: number): Promise<number> {
+  const row = await t.store.executions.create(tenantId, { workflowId, workflowVersion: 1, input: {} });
+  await ex.handle({ name: "execution.start", message: { executionId: row.id, tenantId, workflowId, workflowVersion: 1 } } as never);
+  return row.id;
+}
+
+/** Every command sent so far is lost. */
+async function loseCommands(): Promise<void> {
+  await jsm.streams.purge(bus.streams.commands);
+}
+
+
+/** The row once it has ended (the sweep's steps write their records after it returns). */
+async function ended(id: number): Promise<{ status: string; output: unknown }> {
+  const until = Date.now() + 10_000;
+  for (;;) {
+    const row = (await t.store.executions.getById(id))!;
+    if (row.status !== "running" && row.status !== "paused") return row;
+    if (Date.now() > until) throw new Error(`execution ${id} is still ${row.status}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe("the recovery sweep and a lost command", () => {
+  it("fires a timer overdue by more than a minute (a delay whose timer message was lost)", async () => {
+    const id = await started(await workflow("delay", {
+      start: "d",
+      nodes: [{ id: "d", type: "delay", config: { ms: 1000 } }, { id: "t", type: "transform", config: { expression: "42" } }],
+      edges: [{ from: "d", to: "t" }],
+      output: { v: "$.t" },
+    }));
+    expect((await checkpoints.get(id))!.state.timers).toEqual({ "delay:d:1": expect.objectContaining({ kind: "delay" }) as unknown });
+    await loseCommands();
+    // Due, but not overdue by the grace: its message may still come.
+    skewMs = 30_000;
+    await ex.recover();
+    expect((await checkpoints.get(id))!.state.status).toBe("running");
+    skewMs = 120_000;
+    await ex.recover();
+    expect(await ended(id)).toMatchObject({ status: "completed", output: { v: 42 } });
+  });
+
+  it("applies a finished child's lost result from its row when the parent still waits for it", async () => {
+    const childWf = await workflow("child", { start: "c", nodes: [{ id: "c", type: "transform", config: { expression: "7" } }], output: { c: "$.c" } });
+    const id = await started(await workflow("parent", {
+      start: "sub",
+      nodes: [{ id: "sub", type: "subworkflow", config: { workflow: { id: childWf } } }],
+      output: { got: "$.sub" },
+    }));
+    const [child] = await t.store.executions.listChildren(tenantId, id);
+    expect(child).toBeDefined();
+    // The child's start was sent; nothing took it yet: the sweep leaves the parent of a running child alone.
+    skewMs = 120_000;
+    await ex.recover();
+    expect((await checkpoints.get(id))!.state.status).toBe("running");
+    skewMs = 0;
+    await ex.handle({ name: "execution.start", message: { executionId: child!.id, tenantId, workflowId: childWf, workflowVersion: 1, parentExecutionId: id, parentNodeId: "sub", childKey: child!.childKey ?? "", triggerEvent: "subworkflow" } } as never);
+    expect((await checkpoints.get(child!.id))!.state.status).toBe("completed");
+    // Its child_result is lost.
+    await loseCommands();
+    skewMs = 30_000;
+    await ex.recover();
+    expect((await checkpoints.get(id))!.state.status).toBe("running");
+    skewMs = 120_000;
+    await ex.recover();
+    expect(await ended(id)).toMatchObject({ status: "completed", output: { got: { c: 7 } } });
+  });
+});
