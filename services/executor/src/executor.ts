@@ -1692,8 +1692,9 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   }
 
   /**
-   * What a live run waits for that is overdue (by {@link LOST_COMMAND_GRACE_MS}): its timers
-   * past their due time, and the results of its children that have ended. Their commands were
+   * What a live run waits for that is overdue: its timers past their due time (by
+   * {@link LOST_COMMAND_GRACE_MS}), the answers its workers recorded, and the results of its
+   * children that ended (that long ago). Their commands were
    * lost (given up by the consumer, or terminated); nothing else would send them again, and the
    * run would wait for ever. Applied by the recovery sweep; a command that came meanwhile leaves
    * it ignored (the timer is gone, the child no longer waited for).
@@ -1705,12 +1706,22 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     for (const [timerId, timer] of Object.entries(state.timers ?? {})) {
       if (Date.parse(timer.dueAt) + LOST_COMMAND_GRACE_MS <= now) lost.push({ kind: "timer", timerId });
     }
+    // Calls whose worker recorded an answer (it records every answer it sends): that answer
+    // was lost. A call with no record is still being worked on, or waits for a worker.
+    const owner = { tenantId: state.tenantId, executionId: state.executionId };
+    for (const [nodeId, run] of Object.entries(state.nodes)) {
+      if (run.status !== "running" && run.status !== "paused") continue;
+      const callIds = [...(run.callId ? [run.callId] : []), ...(run.fan?.items ?? []).flatMap((it) => (it.status === "running" && it.key ? [it.key] : []))];
+      for (const callId of callIds) {
+        const rec = await messaging.recordedToolResult(callId);
+        if (rec) lost.push(await toolResultCommand(owner, { nodeId, callId, ok: rec.ok, durationMs: rec.durationMs, ...(rec.output !== undefined ? { output: rec.output } : {}), ...(rec.error ? { error: rec.error } : {}) }));
+      }
+    }
     const waitsFor = (nodeId: string, childKey: string): boolean => {
       const run = state.nodes[nodeId];
       return run?.status === "running" && (run.childKey === childKey || (run.fan?.items.some((it) => it.status === "running" && it.key === childKey) ?? false));
     };
     if (!Object.values(state.nodes).some((run) => run.status === "running" && (run.childKey !== undefined || run.fan !== undefined))) return lost;
-    const owner = { tenantId: state.tenantId, executionId: state.executionId };
     for (const c of await store.executions.listChildren(state.tenantId, state.executionId)) {
       if (!TERMINAL.has(c.status) || !c.parentNodeId || c.childKey === null || !waitsFor(c.parentNodeId, c.childKey)) continue;
       if ((c.completedAt?.getTime() ?? c.updatedAt.getTime()) + LOST_COMMAND_GRACE_MS > now) continue;

@@ -6,7 +6,8 @@
  * - a timer (here a delay's) overdue by more than a minute is fired by the sweep;
  * - a finished child whose `execution.child_result` was lost, a minute after it ended, has its
  *   result applied from its row by the sweep, and the parent goes on;
- * - a timer not yet overdue, and a child still running, are left alone.
+ * - a call whose answer the worker recorded (its `tool.result` lost) is answered from the record;
+ * - a timer not yet overdue, a child still running, and a call with no recorded answer are left alone.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
 import { randomBytes } from "node:crypto";
@@ -18,7 +19,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { connectBus } from "@baton/bus";
 import type { Bus } from "@baton/bus";
 import { createRedis, redisCheckpointStore } from "@baton/checkpoints";
-import { createMessaging } from "@baton/messaging";
+import { createMessaging, RESULTS_BUCKET } from "@baton/messaging";
 import type { Messaging } from "@baton/messaging";
 import { openTestStore } from "@baton/store/testing";
 import type { TestStore } from "@baton/store/testing";
@@ -135,5 +136,18 @@ describe("the recovery sweep and a lost command", () => {
     skewMs = 120_000;
     await ex.recover();
     expect(await ended(id)).toMatchObject({ status: "completed", output: { got: { c: 7 } } });
+  });
+
+  it("applies a tool call's recorded answer whose tool.result was lost; a call with no answer recorded is left waiting", async () => {
+    const wf = await workflow("tool", { start: "x", nodes: [{ id: "x", type: "tool", config: { tool: "echo" } }], output: { x: "$.x" } });
+    const answered = await started(wf);
+    const waiting = await started(wf);
+    // The worker recorded its answer and sent it; the answer was lost. (Workers make the bucket.)
+    await bus.kv(RESULTS_BUCKET);
+    await messaging.recordToolResult(`${answered}.x.1`, { ok: true, output: { a: 1 }, durationMs: 3, workerId: "w1" });
+    await loseCommands();
+    await ex.recover();
+    expect(await ended(answered)).toMatchObject({ status: "completed", output: { x: { a: 1 } } });
+    expect((await checkpoints.get(waiting))!.state).toMatchObject({ status: "running", nodes: { x: { status: "running", callId: `${waiting}.x.1` } } });
   });
 });
