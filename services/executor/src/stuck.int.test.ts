@@ -151,3 +151,15 @@ describe("the recovery sweep and a lost command", () => {
     expect((await checkpoints.get(waiting))!.state).toMatchObject({ status: "running", nodes: { x: { status: "running", callId: `${waiting}.x.1` } } });
   });
 });
+
+describe("a run stuck without an error but in the logs (not fixed here; see docs/adr/004-durable-engine.md)", () => {
+  it("a damaged checkpoint: every command is terminated (BATON_CHECKPOINT_CORRUPT, not retryable) and the sweep passes over it", async () => {
+    const id = await started(await workflow("corrupt", { start: "x", nodes: [{ id: "x", type: "tool", config: { tool: "echo" } }] }));
+    await redis.hset(`${prefix}:checkpoint:{${id}}`, "s", "{not json");
+    // The sweep (which reads Redis, not this process's cache) logs the error and goes on.
+    skewMs = 120_000;
+    await ex.recover();
+    await expect(ex.handle({ name: "execution.cancel", message: { executionId: id, tenantId, reason: "stop" } } as never)).rejects.toMatchObject({ code: "BATON_CHECKPOINT_CORRUPT", retryable: false });
+    expect((await t.store.executions.getById(id))!.status).toBe("running");
+  });
+});
