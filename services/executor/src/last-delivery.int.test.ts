@@ -125,6 +125,8 @@ describe("a command that fails on every delivery", () => {
       return r?.status === "failed" ? r : undefined;
     });
     expect(row.error).toBe('BATON_EXECUTOR_COMMAND_FAILED: the tool.result command could not be applied on any of its 3 deliveries: node "ghost" is not in the definition');
+    // The event follows the row (rows before the events that announce them).
+    await waitFor("execution.failed", () => (failed.some((f) => f.id === id) ? true : undefined));
     expect(failed.filter((f) => f.id === id)).toEqual([{ id, code: "BATON_EXECUTOR_COMMAND_FAILED", message: expect.stringContaining('node "ghost" is not in the definition') as unknown as string }]);
     const cp = (await checkpoints.get(id))!;
     expect(cp.state).toMatchObject({ status: "failed", output: null, error: { code: "BATON_EXECUTOR_COMMAND_FAILED" } });
