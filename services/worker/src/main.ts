@@ -23,13 +23,15 @@ const logger = createLogger("worker", config.logLevel);
 const workerId = `${hostname()}:${process.pid}`;
 const bus = await connectBus({ servers: config.natsUrl, prefix: config.prefix, name: `baton-worker-${workerId}`, logger });
 const worker = await createWorkerService({ bus, config, logger, workerId });
-await worker.start();
+// Listening for signals before the worker registers its tools: a SIGTERM that comes while it
+// starts (a deployment rolling on) drains it once started, instead of killing it mid-start.
+const started = worker.start();
 
 const onSignal = (): void => {
   process.off("SIGTERM", onSignal);
   process.off("SIGINT", onSignal);
-  worker
-    .stop()
+  started
+    .then(() => worker.stop())
     .then(() => bus.drain())
     .then(
       () => process.exit(0),
@@ -41,3 +43,4 @@ const onSignal = (): void => {
 };
 process.on("SIGTERM", onSignal);
 process.on("SIGINT", onSignal);
+await started;
