@@ -15,6 +15,7 @@
  * Postgres (ADR 004).
  */
 import { randomUUID } from "node:crypto";
+import { CheckpointCorrupt } from "@baton/checkpoints";
 import type { Checkpoint, CheckpointStore } from "@baton/checkpoints";
 import { encode, ToolCancelSchema, valueFromJson, valueToJson } from "@baton/contracts";
 import type { Command, Effect, ExecutionState, ForkStart, JsonObject, JsonValue, LearnedSubRunPause, WorkflowDefinition } from "@baton/engine";
@@ -317,7 +318,18 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   async function readCheckpoint(executionId: number): Promise<Checkpoint<CheckpointState> | null> {
     const known = latest.get(executionId);
     if (known) return known;
-    const cp = await checkpoints.get(executionId);
+    let cp: Checkpoint<CheckpointState> | null;
+    try {
+      cp = await checkpoints.get(executionId);
+    } catch (err) {
+      if (!CheckpointCorrupt.is(err)) throw err;
+      // A record that cannot be decoded holds nothing the run can go on from, and every command
+      // would fail on it for good. The journal is the source of truth: the checkpoint (and its
+      // history) is removed and rebuilt from it, as one Redis lost is (ADR 004).
+      logger.error("the execution's checkpoint cannot be decoded; it is removed and rebuilt from the journal", { executionId, code: err.code, error: err.message });
+      await checkpoints.delete(executionId);
+      return null;
+    }
     if (cp) remember(cp);
     return cp;
   }
