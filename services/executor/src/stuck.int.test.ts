@@ -84,6 +84,16 @@ async function loseCommands(): Promise<void> {
 
 
 /** The row once it has ended (the sweep's steps write their records after it returns). */
+/** A sweep within the lost-command grace (30 s) leaves the run waiting; one past it (120 s) lets it end as `expected`. */
+async function sweptOnlyPastGrace(id: number, expected: { status: string; output: unknown }): Promise<void> {
+  skewMs = 30_000;
+  await ex.recover();
+  expect((await checkpoints.get(id))!.state.status).toBe("running");
+  skewMs = 120_000;
+  await ex.recover();
+  expect(await ended(id)).toMatchObject(expected);
+}
+
 async function ended(id: number): Promise<{ status: string; output: unknown }> {
   const until = Date.now() + 10_000;
   for (;;) {
@@ -105,12 +115,7 @@ describe("the recovery sweep and a lost command", () => {
     expect((await checkpoints.get(id))!.state.timers).toEqual({ "delay:d:1": expect.objectContaining({ kind: "delay" }) as unknown });
     await loseCommands();
     // Due, but not overdue by the grace: its message may still come.
-    skewMs = 30_000;
-    await ex.recover();
-    expect((await checkpoints.get(id))!.state.status).toBe("running");
-    skewMs = 120_000;
-    await ex.recover();
-    expect(await ended(id)).toMatchObject({ status: "completed", output: { v: 42 } });
+    await sweptOnlyPastGrace(id, { status: "completed", output: { v: 42 } });
   });
 
   it("applies a finished child's lost result from its row when the parent still waits for it", async () => {
@@ -131,12 +136,7 @@ describe("the recovery sweep and a lost command", () => {
     expect((await checkpoints.get(child!.id))!.state.status).toBe("completed");
     // Its child_result is lost.
     await loseCommands();
-    skewMs = 30_000;
-    await ex.recover();
-    expect((await checkpoints.get(id))!.state.status).toBe("running");
-    skewMs = 120_000;
-    await ex.recover();
-    expect(await ended(id)).toMatchObject({ status: "completed", output: { got: { c: 7 } } });
+    await sweptOnlyPastGrace(id, { status: "completed", output: { got: { c: 7 } } });
   });
 
   it("applies a tool call's recorded answer whose tool.result was lost; a call with no answer recorded is left waiting", async () => {
