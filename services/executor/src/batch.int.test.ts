@@ -632,4 +632,40 @@ describe("calls sent while their checkpoint is written", () => {
       await listener.stop();
     }
   });
+
+  it("cancels the calls of a step the recovery sweep took for a lost command when it lost its compare-and-set", async () => {
+    const cancelled: string[][] = [];
+    const listener = await bus.serve(createMessaging(bus).subjects.toolCancel(), async (msg) => {
+      cancelled.push(decode(ToolCancelSchema, msg.data).callIds);
+      return { data: new Uint8Array() };
+    }, { queue: `test_${randomBytes(3).toString("hex")}` });
+    try {
+      const x2 = executorWith(checkpoints);
+      // Another executor cancels the run between the sweep's read of the checkpoint and its write.
+      let cancelBeforePut: number | undefined;
+      const raced: typeof checkpoints = Object.assign(Object.create(checkpoints) as typeof checkpoints, {
+        put: async (...args: Parameters<typeof checkpoints.put>) => {
+          if (args[0] === cancelBeforePut) {
+            cancelBeforePut = undefined;
+            await x2.handle(command("execution.cancel", { executionId: args[0], tenantId, reason: "stop" }));
+          }
+          return checkpoints.put(...args);
+        },
+      });
+      const x1 = executorWith(raced);
+      const id = await startChain(x1); // a's call is out
+      // A worker ran a and recorded its answer, and the answer's command was lost: the sweep applies it.
+      const kv = await bus.kv(RESULTS_BUCKET);
+      await kv.put(resultKey(`${id}.a.1`), new TextEncoder().encode(JSON.stringify({ ok: true, output: { v: "recorded" }, durationMs: 3, workerId: "w1" })));
+      cancelBeforePut = id;
+      await x1.recover();
+      expect(cancelBeforePut).toBeUndefined(); // the race happened
+      const deadline = Date.now() + 5_000;
+      while (!cancelled.some((ids) => ids.includes(`${id}.b.1`)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(cancelled).toContainEqual([`${id}.b.1`]); // the orphan of the sweep's step
+      expect((await checkpoints.get(id))!.state.status).toBe("cancelled");
+    } finally {
+      await listener.stop();
+    }
+  });
 });

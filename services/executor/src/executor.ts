@@ -1089,11 +1089,20 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     }
   }
 
+  /**
+   * {@link applyFresh}, then cancels the calls that the step which lost its compare-and-set sent
+   * and the step taken again did not (see {@link cancelOrphans}). Every path that applies a
+   * command goes through here, so no orphan call keeps a worker busy for nothing.
+   */
+  async function applyFreshAndCancelOrphans(executionId: number, tenantId: string, command: Command, more: readonly Command[], outcome: ApplyOutcome): Promise<void> {
+    if (await applyFresh(executionId, tenantId, command, more, outcome)) await cancelOrphans(executionId, tenantId, outcome.unconfirmed);
+  }
+
   /** Applies `continue` once the commands queued behind the execution's lock now are applied. */
   function continueLater(executionId: number, tenantId: string): void {
     setImmediate(() => {
       serially(executionId, async () => {
-        await applyFresh(executionId, tenantId, { kind: "continue" }, [], newOutcome());
+        await applyFreshAndCancelOrphans(executionId, tenantId, { kind: "continue" }, [], newOutcome());
       }).catch((err: unknown) => logger.warn("an execution's inline steps could not go on; the recovery sweep will", { executionId, error: errorMessage(err) }));
     });
   }
@@ -1647,7 +1656,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     await serially(executionId, async () => {
       const more = joined?.() ?? [];
       try {
-        if (await applyFresh(executionId, tenantId, command, more, outcome)) await cancelOrphans(executionId, tenantId, outcome.unconfirmed);
+        await applyFreshAndCancelOrphans(executionId, tenantId, command, more, outcome);
         written = recordsDone(executionId);
       } catch (err) {
         if (hasCode(err) && !err.retryable && cmd.name === "execution.start") {
@@ -1767,10 +1776,10 @@ export function createExecutor(opts: ExecutorOptions): Executor {
             // Nothing to do unless effects are left, ready nodes wait for a step, or a command is lost.
             if (cp && !cp.state.outbox?.length && !cp.state.ready.length && lost.length === 0) return;
             count++;
-            if (!cp || cp.state.outbox?.length || cp.state.ready.length) await apply(row.id, row.tenantId, { kind: "continue" });
+            if (!cp || cp.state.outbox?.length || cp.state.ready.length) await applyFreshAndCancelOrphans(row.id, row.tenantId, { kind: "continue" }, [], newOutcome());
             for (const command of lost) {
               logger.warn("a command of the execution is overdue; the recovery sweep applies it", { executionId: row.id, command: command.kind, ...(command.kind === "timer" ? { timerId: command.timerId } : {}) });
-              await applyFresh(row.id, row.tenantId, command, [], newOutcome());
+              await applyFreshAndCancelOrphans(row.id, row.tenantId, command, [], newOutcome());
             }
           });
         } catch (err) {
