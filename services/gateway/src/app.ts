@@ -7,7 +7,7 @@
  * handler renders every error as problem+json.
  */
 import Fastify, { errorCodes } from "fastify";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyRequest, RouteOptions } from "fastify";
 import { serializerCompiler } from "fastify-type-provider-zod";
 import { MAX_JSON_DEPTH, tooDeepAt } from "@baton/engine";
 import { withRemoteParent } from "@baton/telemetry";
@@ -24,6 +24,7 @@ import { toolSourcesPlugin } from "./plugins/tool-sources.ts";
 import { toolsPlugin } from "./plugins/tools.ts";
 import { workflowsPlugin } from "./plugins/workflows.ts";
 import { MAX_BODY_BYTES, MAX_PARAM_LENGTH, clientErrorHandler, errorHandler, frameworkError, notFoundHandler, routePattern, validatorCompiler } from "./problem.ts";
+import { queryOf } from "./schemas.ts";
 import { SseRegistry } from "./sse.ts";
 
 /** fastify's default JSON parser, which is callback-style. */
@@ -109,6 +110,23 @@ function poisonedKeysAt(value: unknown): string[] {
  */
 function takesNoBody(request: FastifyRequest): boolean {
   return request.routeOptions.url !== undefined && request.routeOptions.schema?.body === undefined;
+}
+
+/** The query of a route that declares none: no parameter at all. */
+const NO_QUERY = queryOf({});
+
+/**
+ * An `onRoute` hook: a route without a query schema gets {@link NO_QUERY}, so any query
+ * parameter it is sent is refused (400, `unrecognized_key`) as one a list does not have is,
+ * rather than ignored. A route that brings its own validator compiler (one that checks its
+ * body itself) has that default checked by the gateway's. The OpenAPI document lists no
+ * parameter for it (the schema has none).
+ */
+export function refuseUndeclaredQuery(route: RouteOptions): void {
+  if (route.schema?.querystring !== undefined) return;
+  route.schema = { ...route.schema, querystring: NO_QUERY };
+  const own = route.validatorCompiler;
+  if (own) route.validatorCompiler = (req) => (req.httpPart === "querystring" && req.schema === NO_QUERY ? validatorCompiler({ ...req, schema: NO_QUERY }) : own(req));
 }
 
 /** Builds the gateway app (not listening). Close it with `app.close()`; open SSE streams are ended then. */
@@ -217,6 +235,9 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
   await app.register(healthPlugin, { deps });
   await app.register(
     async (api) => {
+      // Every /api route refuses query parameters it does not take. Not the docs and health
+      // routes: probes and Swagger UI's assets are fetched by clients that may add a harmless one.
+      api.addHook("onRoute", refuseUndeclaredQuery);
       await api.register(authPlugin, { deps, ...(opts.authCacheTtlMs === undefined ? {} : { cacheTtlMs: opts.authCacheTtlMs }) });
       await api.register(workflowsPlugin, { deps });
       await api.register(executionsPlugin, { deps, sse, ...(opts.sseHeartbeatMs === undefined ? {} : { heartbeatMs: opts.sseHeartbeatMs }) });

@@ -170,8 +170,8 @@ describe("OpenAPI document", () => {
   });
   test("each route documents the errors it can give, and an optional body as optional", async () => {
     const statuses = (method: string, path: string): string[] => Object.keys(doc.paths[path]![method]!.responses).filter((s) => Number(s) >= 400).sort();
-    // No input: only the key can be wrong. A list: no 404. A read: no 403.
-    expect(statuses("get", "/api/tools")).toEqual(["401", "503"]);
+    // No input: still a query parameter it does not take (400). A list: no 404. A read: no 403.
+    expect(statuses("get", "/api/tools")).toEqual(["400", "401", "503"]);
     expect(statuses("get", "/api/agent-workflows")).toEqual(["400", "401"]);
     expect(statuses("get", "/api/agent-workflows/{id}")).toEqual(["400", "401", "404"]);
     expect(statuses("post", "/api/agent-workflows")).toEqual(["400", "401", "403", "409", "413", "415"]);

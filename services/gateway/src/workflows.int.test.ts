@@ -322,6 +322,45 @@ describe("bad input", () => {
     expect((await gw.app.inject({ method: "GET", url: `/api/agent-workflow-executions?workflowId=${wf.id}&status=queued&limit=5&offset=0`, headers: bearer(gw.a.viewer) })).json<{ items: unknown[] }>().items).toHaveLength(1);
   });
 
+  test("a route that takes no query parameter refuses any, whatever its method, naming it; nothing is done", async () => {
+    const wf = (await createWorkflow(gw.a.admin, { name: "No query", definition: validDefinition() })).json<{ id: number }>();
+    const ex = await gw.store.executions.create(gw.a.tenantId, { workflowId: wf.id, workflowVersion: 1, input: {} });
+    const started = gw.bus.started.length;
+    const listed = async () => (await gw.app.inject({ method: "GET", url: "/api/agent-workflows?limit=200", headers: bearer(gw.a.admin) })).json<{ items: unknown[] }>().items.length;
+    const before = await listed();
+    for (const [method, url, name, payload] of [
+      ["GET", `/api/agent-workflows/${wf.id}?bogus=1`, "bogus", undefined],
+      ["HEAD", `/api/agent-workflows/${wf.id}?bogus=1`, "bogus", undefined],
+      ["GET", "/api/tools?verbose", "verbose", undefined],
+      ["GET", `/api/agent-workflow-executions/${ex.id}/events?lastEventId=3`, "lastEventId", undefined],
+      ["POST", "/api/agent-workflows?dryRun=true", "dryRun", { name: "Not stored", definition: validDefinition() }],
+      ["PUT", `/api/agent-workflows/${wf.id}?version=1`, "version", { name: "Not renamed" }],
+      ["POST", `/api/agent-workflows/${wf.id}/execute?input=x`, "input", {}],
+      ["DELETE", `/api/agent-workflows/${wf.id}?force=true`, "force", undefined],
+      // A route that checks its body with its own validator refuses it too.
+      ["POST", "/api/tool-sources/http?replace=1", "replace", { name: "x" }],
+    ] as const) {
+      const res = await gw.app.inject({ method, url, headers: bearer(gw.a.admin), ...(payload === undefined ? {} : { payload }) });
+      if (method === "HEAD") {
+        expect({ url, status: res.statusCode, type: res.headers["content-type"] }).toEqual({ url, status: 400, type: expect.stringContaining("application/problem+json") });
+        continue;
+      }
+      const p = problemOf(res, 400, "BATON_GATEWAY_REQUEST_INVALID");
+      expect({ method, url, errors: p.errors }).toEqual({ method, url, errors: [{ path: `query.${name}`, code: "unrecognized_key", message: `unknown query parameter "${name}"` }] });
+    }
+    // Nothing was created, renamed, started or deleted.
+    expect(await listed()).toBe(before);
+    expect((await gw.app.inject({ method: "GET", url: `/api/agent-workflows/${wf.id}`, headers: bearer(gw.a.admin) })).json()).toMatchObject({ name: "No query", version: 1 });
+    expect(gw.bus.started.length).toBe(started);
+    // Without the parameter, the same requests work.
+    expect((await gw.app.inject({ method: "GET", url: `/api/agent-workflows/${wf.id}?`, headers: bearer(gw.a.admin) })).statusCode).toBe(200);
+    expect((await gw.app.inject({ method: "GET", url: "/api/tools", headers: bearer(gw.a.admin) })).statusCode).not.toBe(400);
+    // Probes, the OpenAPI document and Swagger UI take any query string, as their clients may add one.
+    for (const url of ["/healthz?probe=1", "/readyz?probe=1", "/openapi.json?v=2", "/docs?x=1"]) {
+      expect({ url, status: (await gw.app.inject({ method: "GET", url })).statusCode }).toEqual({ url, status: 200 });
+    }
+  });
+
   test("a query parameter given more than once is a 400 saying so, on every list", async () => {
     for (const url of ["/api/agent-workflows?limit=1&limit=2", "/api/agent-workflow-executions?status=queued&status=running", "/api/reviews?offset=0&offset=1&offset=2"]) {
       const p = problemOf(await gw.app.inject({ method: "GET", url, headers: bearer(gw.a.admin) }), 400, "BATON_GATEWAY_REQUEST_INVALID");

@@ -44,8 +44,8 @@ export function embedJsonSchema(components: Record<string, unknown>, name: strin
  * Error answers as they are sent, fixed up in the document the zod transform made:
  * - as `application/problem+json` (the transform documents every response as `application/json`);
  * - the shared error set of the `/api` routes (`apiErrors`) cut to what each route can answer:
- *   400 only with parameters or a body to be wrong, 403 only for a method the read-only role may
- *   not use (auth.ts), 404 only with a path parameter naming something;
+ *   400 on every one (each refuses a query parameter it does not take, app.ts), 403 only for a
+ *   method the read-only role may not use (auth.ts), 404 only with a path parameter naming something;
  * - 413 and 415 on every route that takes a body, which answers them before its own checks;
  * - a body the route's schema lets be absent (it accepts `null`: the validator sees no body as
  *   `undefined`) as not required; @fastify/swagger marks every body required.
@@ -65,7 +65,6 @@ export function problemResponses(doc: { paths?: unknown }): void {
       }
       const params = op.parameters ?? [];
       const body = op.requestBody;
-      if (params.length === 0 && body === undefined) delete responses["400"];
       if (READ_METHODS.has(method.toUpperCase())) delete responses["403"];
       if (!params.some((p) => p.in === "path")) delete responses["404"];
       if (body !== undefined) {
