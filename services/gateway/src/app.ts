@@ -211,8 +211,15 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
   // fastify decompresses nothing: a gzip body would be parsed as it came and refused as "not
   // valid JSON" (quoting binary). Any encoding but identity is refused as such instead.
   app.addHook("preParsing", async (request) => {
+    // A route that reads no body takes any content type, even one that is no media type at all
+    // (`json`), which fastify would refuse (415) before any parser: it is dropped unread. The
+    // body is still read, up to the limit (413 past it), and not parsed.
+    if (takesNoBody(request)) {
+      delete request.raw.headers["content-type"];
+      return;
+    }
     const hasBody = request.headers["transfer-encoding"] !== undefined || Number(request.headers["content-length"] ?? 0) > 0;
-    if (!hasBody || takesNoBody(request)) return;
+    if (!hasBody) return;
     const raw = request.headers["content-encoding"];
     const encoding = (Array.isArray(raw) ? raw.join(", ") : (raw ?? "")).trim();
     if (encoding !== "" && encoding.toLowerCase() !== "identity") throw EncodingUnsupported(encoding.slice(0, 100));
