@@ -9,6 +9,7 @@
  * - /readyz is 200 only when the process is ready and lists module states, else 503.
  */
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import { StoreUnavailable } from "@baton/store";
 import type { TestGateway } from "./test-support.ts";
 import { openTestGateway } from "./test-support.ts";
 
@@ -147,7 +148,8 @@ describe("OpenAPI document", () => {
     for (const [path, ops] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(ops)) {
         for (const [status, r] of Object.entries(op.responses)) {
-          if (Number(status) >= 400 && r.content) expect({ route: `${method} ${path} ${status}`, types: Object.keys(r.content) }).toEqual({ route: `${method} ${path} ${status}`, types: ["application/problem+json"] });
+          // (Not /readyz's 503, its readiness body: checked below.)
+          if (Number(status) >= 400 && r.content && path !== "/readyz") expect({ route: `${method} ${path} ${status}`, types: Object.keys(r.content) }).toEqual({ route: `${method} ${path} ${status}`, types: ["application/problem+json"] });
         }
         if (op.requestBody) expect({ route: `${method} ${path}`, has: [op.responses["413"] !== undefined, op.responses["415"] !== undefined] }).toEqual({ route: `${method} ${path}`, has: [true, true] });
       }
@@ -170,12 +172,16 @@ describe("OpenAPI document", () => {
   });
   test("each route documents the errors it can give, and an optional body as optional", async () => {
     const statuses = (method: string, path: string): string[] => Object.keys(doc.paths[path]![method]!.responses).filter((s) => Number(s) >= 400).sort();
-    // No input: still a query parameter it does not take (400). A list: no 404. A read: no 403.
-    expect(statuses("get", "/api/tools")).toEqual(["400", "401", "503"]);
-    expect(statuses("get", "/api/agent-workflows")).toEqual(["400", "401"]);
-    expect(statuses("get", "/api/agent-workflows/{id}")).toEqual(["400", "401", "404"]);
-    expect(statuses("post", "/api/agent-workflows")).toEqual(["400", "401", "403", "409", "413", "415"]);
-    expect(statuses("delete", "/api/agent-memory/{id}")).toEqual(["400", "401", "403", "404"]);
+    // No input: still a query parameter it does not take (400). A list: no 404 nor 414. A read:
+    // no 403 nor 413. Every /api route: 500 and 503 (the key is checked against the database).
+    expect(statuses("get", "/api/tools")).toEqual(["400", "401", "500", "503"]);
+    expect(statuses("get", "/api/agent-workflows")).toEqual(["400", "401", "500", "503"]);
+    expect(statuses("get", "/api/agent-workflows/{id}")).toEqual(["400", "401", "404", "414", "500", "503"]);
+    expect(statuses("post", "/api/agent-workflows")).toEqual(["400", "401", "403", "409", "413", "415", "500", "503"]);
+    // A DELETE reads a body (up to the limit: 413) but takes none (no 415).
+    expect(statuses("delete", "/api/agent-memory/{id}")).toEqual(["400", "401", "403", "404", "413", "414", "500", "503"]);
+    // Health answers are not problems: /readyz's 503 is its readiness body, as JSON.
+    expect(Object.keys(doc.paths["/readyz"]!.get!.responses["503"]!.content!)).toEqual(["application/json"]);
     for (const [path, ops] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(ops)) {
         const s = Object.keys(op.responses);
@@ -190,6 +196,57 @@ describe("OpenAPI document", () => {
     // execute and cancel take no body at all, so their bodies are documented as optional.
     for (const path of ["/api/agent-workflows/{id}/execute", "/api/agent-workflow-executions/{id}/cancel"]) expect(doc.paths[path]!.post!.requestBody!.required).toBe(false);
     expect(doc.paths["/api/agent-workflows"]!.post!.requestBody!.required).toBe(true);
+  });
+
+  test("every /api route documents each error it answers: a probe of every kind of error on every route", async () => {
+    // Values that name nothing: the route's own "not there" answer.
+    const sample: Record<string, string> = { id: "2147483000", version: "1", versionId: "2147483000", hash: "a".repeat(64), kind: "http", name: "nothing.here" };
+    const urlOf = (path: string, long = false) => path.replace(/\{(\w+)\}/g, (_m, n: string) => (long ? "a".repeat(1100) : (sample[n] ?? "x")));
+    const admin = { authorization: `Bearer ${gw.a.admin}` };
+    const answered: { route: string; probe: string; status: number; documented: boolean }[] = [];
+    const tenants = gw.store.tenants as { resolveApiKey: (key: string) => Promise<unknown> };
+    const resolve = tenants.resolveApiKey.bind(tenants);
+    let keys = 0;
+    try {
+      for (const [path, ops] of Object.entries(doc.paths)) {
+        if (!path.startsWith("/api/")) continue;
+        for (const [method, op] of Object.entries(ops)) {
+          const url = urlOf(path);
+          const reads = method === "get";
+          type Probe = [string, { url: string; headers: Record<string, string>; payload?: string }];
+          const probes: Probe[] = [
+            ["unknown query parameter", { url: `${url}?bogus=1`, headers: admin }],
+            ["no key", { url, headers: {} }],
+            ["viewer", { url, headers: { authorization: `Bearer ${gw.a.viewer}` } }],
+            ["nothing there", { url, headers: admin }],
+            // A key not cached yet, checked while the database is down.
+            ["database down", { url, headers: { authorization: `Bearer down-${++keys}` } }],
+          ];
+          if (path.includes("{")) probes.push(["path parameter too long", { url: urlOf(path, true), headers: admin }]);
+          if (!reads) {
+            probes.push(["body too large", { url, headers: { ...admin, "content-type": "application/json" }, payload: "x".repeat(5 * 1024 * 1024) }]);
+            probes.push(["not JSON", { url, headers: { ...admin, "content-type": "application/xml" }, payload: "<x/>" }]);
+          }
+          for (const [probe, req] of probes) {
+            tenants.resolveApiKey = probe === "database down" ? () => Promise.reject(StoreUnavailable("connection refused")) : resolve;
+            const res = await gw.app.inject({ method: method.toUpperCase() as "GET", ...req });
+            answered.push({ route: `${method} ${path}`, probe, status: res.statusCode, documented: op.responses[String(res.statusCode)] !== undefined });
+          }
+        }
+      }
+    } finally {
+      tenants.resolveApiKey = resolve;
+    }
+    expect(answered.filter((a) => !a.documented)).toEqual([]);
+    // And the probes got what they probe, so the check above is not empty.
+    const got = (probe: string) => [...new Set(answered.filter((a) => a.probe === probe).map((a) => a.status))];
+    expect(got("unknown query parameter")).toEqual([400]);
+    expect(got("no key")).toEqual([401]);
+    expect(got("path parameter too long")).toEqual([414]);
+    expect(got("body too large")).toEqual([413]);
+    expect(got("database down")).toEqual([503]);
+    expect(got("viewer")).toContain(403);
+    expect(got("not JSON")).toContain(415);
   });
 
   test("the reviews list documents its subRuns option, which says whether an execution's sub-runs are listed", () => {
@@ -237,7 +294,7 @@ describe("docs and health without a key", () => {
     gw.readiness.ready = false;
     gw.readiness.modules = { gateway: "Running", executor: "Starting" };
     const notYet = await gw.app.inject({ method: "GET", url: "/readyz" });
-    expect(notYet.statusCode).toBe(503);
+    expect([notYet.statusCode, notYet.headers["content-type"]]).toEqual([503, expect.stringContaining("application/json")]);
     expect(notYet.json()).toEqual({ ready: false, modules: { gateway: "Running", executor: "Starting" } });
   });
 });

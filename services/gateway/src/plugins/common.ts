@@ -77,10 +77,17 @@ export function defined<T extends Record<string, unknown>>(o: T): Partial<T> {
   return out;
 }
 
-/** Error answers an `/api/*` route may give, for the OpenAPI document, which keeps those the route can give (docs.ts, `problemResponses`). */
+/**
+ * Error answers an `/api/*` route may give, for the OpenAPI document, which keeps those the route
+ * can give (docs.ts, `problemResponses`). 503 and 500 on every one: the API key is checked against
+ * the database (BATON_STORE_UNAVAILABLE while it is down), and anything unexpected is a 500.
+ */
 export const apiErrors = {
   400: problemSchema,
   401: problemSchema,
   403: problemSchema,
   404: problemSchema,
+  414: problemSchema,
+  500: problemSchema,
+  503: problemSchema,
 } as const;

@@ -40,38 +40,60 @@ export function embedJsonSchema(components: Record<string, unknown>, name: strin
   components[name] = rewrite(rest);
 }
 
+/** What the shared error answers mean, for those the zod transform left as "Default Response". */
+const ERROR_DESCRIPTIONS: Readonly<Record<string, string>> = {
+  400: "The request is invalid (a parameter, a query parameter the route does not take, or the body); `errors` lists every problem",
+  401: "No API key, or one that is not valid",
+  403: "The key's role may not do this",
+  404: "What the path names does not exist for this tenant",
+  409: "The request conflicts with the current state; `code` says how",
+  413: "The body is larger than 4 MiB",
+  414: "A path parameter is longer than 1024 characters",
+  415: "The body's content type is not application/json (an empty body of any type counts as none), or the body is compressed (content-encoding)",
+  500: "An unexpected failure; the detail reveals nothing",
+  503: "A service the gateway depends on is unavailable (the database, the message bus, …) or not configured on it; retry later",
+};
+
 /**
  * Error answers as they are sent, fixed up in the document the zod transform made:
- * - as `application/problem+json` (the transform documents every response as `application/json`);
+ * - as `application/problem+json` (the transform documents every response as `application/json`),
+ *   when they are problems: /readyz's 503 is its readiness body, as JSON;
  * - the shared error set of the `/api` routes (`apiErrors`) cut to what each route can answer:
  *   400 on every one (each refuses a query parameter it does not take, app.ts), 403 only for a
- *   method the read-only role may not use (auth.ts), 404 only with a path parameter naming something;
- * - 413 and 415 on every route that takes a body, which answers them before its own checks;
+ *   method the read-only role may not use (auth.ts), 404 and 414 only with a path parameter;
+ * - 413 on every route whose method carries a body (all but GET and HEAD), which fastify reads,
+ *   up to the limit, even where the route takes none; 415 on every route that takes a body;
  * - a body the route's schema lets be absent (it accepts `null`: the validator sees no body as
  *   `undefined`) as not required; @fastify/swagger marks every body required.
  */
 export function problemResponses(doc: { paths?: unknown }): void {
-  type Response = { description?: string; content?: Record<string, unknown> };
+  type Response = { description?: string; content?: Record<string, { schema?: { $ref?: string } }> };
   type Body = { required?: boolean; content?: Record<string, { schema?: { anyOf?: unknown[] } }> };
   type Operation = { parameters?: { in?: string }[]; requestBody?: Body; responses?: Record<string, Response> };
-  const problem = (description: string): Response => ({ description, content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } } });
+  const PROBLEM_REF = "#/components/schemas/Problem";
+  const problem = (status: string): Response => ({ description: ERROR_DESCRIPTIONS[status] ?? "Error", content: { "application/problem+json": { schema: { $ref: PROBLEM_REF } } } });
   for (const item of Object.values((doc.paths ?? {}) as Record<string, Record<string, Operation>>)) {
     for (const [method, op] of Object.entries(item)) {
       const responses = op.responses;
       if (!responses) continue;
-      for (const [status, r] of Object.entries(responses)) {
-        const first = Object.values(r.content ?? {})[0];
-        if (Number(status) >= 400 && first !== undefined) r.content = { "application/problem+json": first };
-      }
       const params = op.parameters ?? [];
       const body = op.requestBody;
       if (READ_METHODS.has(method.toUpperCase())) delete responses["403"];
-      if (!params.some((p) => p.in === "path")) delete responses["404"];
+      if (!params.some((p) => p.in === "path")) {
+        delete responses["404"];
+        delete responses["414"];
+      }
+      if (!READ_METHODS.has(method.toUpperCase())) responses["413"] ??= problem("413");
       if (body !== undefined) {
-        responses["413"] ??= problem("The body is larger than 4 MiB");
-        responses["415"] ??= problem("The body's content type is not application/json (an empty body of any type counts as none), or the body is compressed (content-encoding)");
+        responses["415"] ??= problem("415");
         const schemas = Object.values(body.content ?? {}).map((c) => c.schema);
         if (schemas.length > 0 && schemas.every((sc) => sc?.anyOf?.some((b) => (b as { type?: unknown }).type === "null") === true)) body.required = false;
+      }
+      for (const [status, r] of Object.entries(responses)) {
+        const first = Object.values(r.content ?? {})[0];
+        if (Number(status) < 400 || first?.schema?.$ref !== PROBLEM_REF) continue;
+        r.content = { "application/problem+json": first };
+        if (r.description === undefined || r.description === "Default Response") r.description = ERROR_DESCRIPTIONS[status] ?? "Error";
       }
     }
   }
