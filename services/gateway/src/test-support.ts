@@ -160,6 +160,44 @@ export interface TestGateway {
   close(): Promise<void>;
 }
 
+/**
+ * Records the status of every answer `app.inject({ method, url, … })` gets from a route the
+ * OpenAPI document lists; `undocumented()` returns those the route's entry does not list
+ * (`post /api/agent-workflows 422`). So every test that makes a route answer something also
+ * checks that the document says it can. Requests no documented route matches (404, 405, /docs)
+ * and HEAD (not in the document) are not recorded.
+ */
+function recordAnswers(app: FastifyInstance): { undocumented: () => Promise<string[]> } {
+  const seen = new Set<string>();
+  const inject = app.inject.bind(app) as (o: unknown) => Promise<{ statusCode: number }>;
+  (app as unknown as { inject: (o: unknown) => Promise<unknown> }).inject = async (o: unknown) => {
+    const res = await inject(o);
+    if (typeof o === "object" && o !== null) {
+      const { method, url } = o as { method?: string; url?: string };
+      if (typeof url === "string") seen.add(`${(method ?? "GET").toLowerCase()} ${url.split("?")[0]} ${res.statusCode}`);
+    }
+    return res;
+  };
+  return {
+    async undocumented() {
+      const res = (await inject({ method: "GET", url: "/openapi.json" })) as unknown as { json: () => { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> } };
+      const paths = res.json().paths;
+      // A static segment before a parameter: `/agent-workflows/import` is not `/agent-workflows/{id}`.
+      const patterns = Object.keys(paths)
+        .map((p) => ({ p, re: new RegExp(`^${p.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{\w+\}/g, "[^/]+")}$`), params: p.split("{").length }))
+        .sort((a, b) => a.params - b.params);
+      const out = new Set<string>();
+      for (const entry of seen) {
+        const [method = "", path = "", status = ""] = [entry.slice(0, entry.indexOf(" ")), entry.slice(entry.indexOf(" ") + 1, entry.lastIndexOf(" ")), entry.slice(entry.lastIndexOf(" ") + 1)];
+        const route = patterns.find((x) => x.re.test(path))?.p;
+        const op = route === undefined ? undefined : paths[route]?.[method];
+        if (op && op.responses[status] === undefined) out.add(`${method} ${route} ${status}`);
+      }
+      return [...out].sort();
+    },
+  };
+}
+
 /** A gateway on a freshly migrated schema of the test database, with tenants A and B. */
 export async function openTestGateway(opts: GatewayOptions = {}, extra: Pick<GatewayDeps, "importWorkflow"> = {}): Promise<TestGateway> {
   const t = await openTestStore({ prefix: "gateway" });
@@ -192,6 +230,7 @@ export async function openTestGateway(opts: GatewayOptions = {}, extra: Pick<Gat
     ...extra,
   };
   const app = await buildApp(deps, opts);
+  const answers = recordAnswers(app);
   return {
     app,
     deps,
@@ -205,10 +244,13 @@ export async function openTestGateway(opts: GatewayOptions = {}, extra: Pick<Gat
       validator = v;
     },
     async close() {
+      const undocumented = await answers.undocumented();
       await app.close();
       await t.dispose();
       await deleteKeysByPrefix(redis, redisPrefix);
       await redis.quit();
+      // Every answer a test got from a documented route is one its OpenAPI entry lists.
+      expect({ undocumentedAnswers: undocumented }).toEqual({ undocumentedAnswers: [] });
     },
   };
 }
