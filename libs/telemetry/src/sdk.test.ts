@@ -11,7 +11,7 @@
  * - startTelemetry without an endpoint registers nothing: spans do not record, meters are
  *   the no-op one, and the handle's flush and shutdown do nothing;
  * - with an endpoint (default protocol), spans reach `POST /v1/traces` as protobuf on flush,
- *   a second start returns the running SDK, and shutdown unregisters the providers.
+ *   a second start returns the running SDK, and shutdown flushes, then unregisters the providers.
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -109,7 +109,10 @@ describe("startTelemetry", () => {
       await t.forceFlush();
       expect(posts).toEqual([{ path: "/v1/traces", type: "application/x-protobuf", bytes: expect.any(Number) }]);
       expect(posts[0]!.bytes).toBeGreaterThan(0);
+      // Shutdown flushes what is left.
+      getTracer("t").startSpan("last").end();
       await t.shutdown();
+      expect(posts.map((p) => p.path)).toEqual(["/v1/traces", "/v1/traces"]);
       expect(getTracer("t").startSpan("after").isRecording()).toBe(false);
     } finally {
       await new Promise<void>((resolve) => server.close(() => resolve()));
