@@ -9,9 +9,9 @@
 import { errorMessage } from "@baton/errors";
 import { loadConfig } from "@baton/config";
 import { migrate } from "@baton/store";
-import { createLogger } from "@baton/telemetry";
+import { createLogger, startTelemetry } from "@baton/telemetry";
 import { ensureLocalInfra } from "../infra/local-infra.ts";
-import { startBaton } from "./start.ts";
+import { startBaton, telemetryServiceName } from "./start.ts";
 
 async function main(argv: string[]): Promise<number> {
   const args = argv.filter((a) => !a.startsWith("--"));
@@ -34,6 +34,8 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
 
+  // One OpenTelemetry SDK for the process, whatever modules it runs; off unless OTEL_* names an endpoint.
+  const telemetry = startTelemetry({ serviceName: telemetryServiceName(config.target), logger });
   const baton = await startBaton({
     config,
     logger,
@@ -58,6 +60,7 @@ async function main(argv: string[]): Promise<number> {
       force.unref();
       baton
         .stop()
+        .then(() => telemetry.shutdown())
         .then(() => infra?.stop())
         .then(() => resolve(code), (err: unknown) => {
           logger.error("stop failed", { error: errorMessage(err) });

@@ -3,7 +3,8 @@
  * this process and returns a handle to stop it. `bin/baton.ts` is the command;
  * tests use this directly.
  */
-import type { BatonConfig } from "@baton/config";
+import type { BatonConfig, ModuleName } from "@baton/config";
+import { ALL_MODULES } from "@baton/config";
 import type { ModuleManager } from "@baton/runtime";
 import { createModuleManager, startHealthServer } from "@baton/runtime";
 import type { HealthServer } from "@baton/runtime";
@@ -27,6 +28,15 @@ export interface BatonHandle {
   /** The gateway's port, when this process runs it. */
   gatewayPort: number | undefined;
   stop(): Promise<void>;
+}
+
+/**
+ * The OpenTelemetry `service.name` of a process running `target` (unless `OTEL_SERVICE_NAME`
+ * says otherwise): `baton` for every module, else `baton-` and the modules, as the process's
+ * bus connection is named (`baton-executor`, `baton-gateway+worker`).
+ */
+export function telemetryServiceName(target: readonly ModuleName[]): string {
+  return ALL_MODULES.every((m) => target.includes(m)) ? "baton" : `baton-${target.join("+")}`;
 }
 
 export async function startBaton(opts: StartOptions): Promise<BatonHandle> {

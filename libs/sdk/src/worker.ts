@@ -22,7 +22,7 @@ import type { MessageShape } from "@baton/contracts";
 import { errorMessage, hasCode } from "@baton/errors";
 import { createMessaging, RESULTS_BUCKET, resultKey } from "@baton/messaging";
 import type { Messaging, RecordedToolResult } from "@baton/messaging";
-import { createLogger } from "@baton/telemetry";
+import { createLogger, getMeter, SHORT_DURATION_BUCKETS_S } from "@baton/telemetry";
 import type { Logger } from "@baton/telemetry";
 import {
   ToolArgsObjectInvalid, ToolArgsObjectLost, ToolCancelled, ToolDeliveriesExhausted, ToolFailed, ToolInvalidInput, ToolInvalidOutput, ToolResultTooLarge, ToolSdkInvalidOptions, ToolTimeout, ToolWorkerDraining,
@@ -136,6 +136,29 @@ function errorInfo(tool: string, err: unknown): { code: string; message: string;
   return { code: e.code, message: e.message, retryable: e.retryable };
 }
 
+/** What a worker measures (docs/observability.md); nothing when no meter provider records it. */
+interface ToolMetrics {
+  call(tool: string, result: RecordedResult): void;
+}
+
+function createToolMetrics(): ToolMetrics | undefined {
+  const { meter, enabled } = getMeter("@baton/sdk/worker");
+  if (!enabled) return undefined;
+  const calls = meter.createCounter("baton.tool.calls", { unit: "{call}", description: "Tool calls answered by this worker, by tool and outcome (ok, error)." });
+  const duration = meter.createHistogram("baton.tool.duration", {
+    unit: "s",
+    description: "Time from taking a tool call to its result, waiting for a free slot included, by tool and outcome.",
+    advice: { explicitBucketBoundaries: [...SHORT_DURATION_BUCKETS_S] },
+  });
+  return {
+    call(tool, result) {
+      const attributes = result.ok ? { "baton.tool.name": tool, "baton.tool.outcome": "ok" } : { "baton.tool.name": tool, "baton.tool.outcome": "error", "error.type": result.error?.code ?? "unknown" };
+      calls.add(1, attributes);
+      duration.record(result.durationMs / 1000, attributes);
+    },
+  };
+}
+
 /** Counts free handler slots; waiting callers queue in order. */
 class Slots {
   #free: number;
@@ -227,6 +250,7 @@ export function createWorker(options: WorkerOptions): Worker {
   const logger = (options.logger ?? createLogger("worker", "info")).child({ workerId });
   const specs = new Map(o.tools.map((t) => [t.name, { spec: t, checks: compileChecks(t), descriptor: toDescriptor(t, t.kind) }]));
   const slots = new Slots(o.concurrency);
+  const toolMetrics = createToolMetrics();
   const running = new Map<string, Running>();
   /** Calls cancelled before they arrived here: call id → when. */
   const cancelledEarly = new Map<string, { at: number; reason: string }>();
@@ -483,11 +507,14 @@ export function createWorker(options: WorkerOptions): Worker {
         await answer(tool, call, JSON.parse(dec.decode(prior.value)) as RecordedResult);
       } else if (msg.deliveryCount >= o.maxDeliver) {
         logger.warn("last delivery of a call that was never answered", { tool, callId: call.callId, deliveries: msg.deliveryCount });
-        await answer(tool, call, await record(key, failure(ToolDeliveriesExhausted(tool, msg.deliveryCount - 1), Date.now(), workerId)));
+        const exhausted = failure(ToolDeliveriesExhausted(tool, msg.deliveryCount - 1), Date.now(), workerId);
+        toolMetrics?.call(tool, exhausted);
+        await answer(tool, call, await record(key, exhausted));
       } else {
         const sized = settleSize(tool, call, await run(tool, entry.checks, call, msg));
         const { result, text } = sized instanceof Promise ? await sized : sized;
         completed++;
+        toolMetrics?.call(tool, result);
         // The record and the answer go out together; the message is acked only after both.
         // A crash between them redelivers the call: with its result recorded it is answered
         // from the record, otherwise it runs again (the handler has ctx.idempotencyKey for

@@ -28,6 +28,7 @@ import type { Subscription } from "@baton/bus";
 import type { Logger } from "@baton/telemetry";
 import { CommandFailed, DefinitionInvalid, DefinitionMissing, ExecutionMissing, NotStarted } from "./errors.ts";
 import { publishEngineEvent } from "./events.ts";
+import { createExecutorMetrics } from "./metrics.ts";
 import { createBlobPruner } from "./blob-pruner.ts";
 import { BLOB_REF_RE, BlobsMissing, createLargeValues } from "./large.ts";
 import { createLargeArgs } from "./large-args.ts";
@@ -303,6 +304,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   // the sequential benchmark graph, 1.5 statements per execution instead of 3.4).
   const recordWriter = batchedRecords(store, () => (pipes.size > 1 ? 1 : 4));
   const locks = new Map<number, Promise<void>>();
+  const metrics = createExecutorMetrics();
 
   // The latest checkpoint of each execution as this process last read or wrote it: a step
   // starts from it instead of reading Redis. A write by another replica (or a checkpoint
@@ -630,6 +632,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     if (confirmed.length > 0 && pipes.size <= 1) messaging.bus.sendNow();
     await Promise.all(confirmed);
     for (const s of numbered) {
+      metrics.step(s.prev, s.state, s.effects);
       if (isFinished(s.state)) {
         if (s.prev === null || !isFinished(s.prev)) await finished(s.state);
       } else if (s.state.parent && pauseChanged(s.prev, s.state)) {
@@ -953,6 +956,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       if (!done) throw NotStarted(row.id, { retryDelayMs: 250 });
     }
     await messaging.publishEvent("execution.cancelled", { tenantId: row.tenantId, id: row.id, agentWorkflowId: row.agentWorkflowId, reason }, `evt:${row.id}:cancelled-queued`);
+    metrics.ended("cancelled", row.parentExecutionId !== null);
     if (row.parentExecutionId && row.parentNodeId) {
       await messaging.sendCommand("execution.child_result", {
         executionId: row.parentExecutionId, tenantId: row.tenantId, nodeId: row.parentNodeId, childKey: row.childKey ?? "",
@@ -1614,6 +1618,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     await store.executions.update(executionId, { status: "failed", error: `${code}: ${message}`, completedAt: clock() }).catch(() => undefined);
     if (!cmd.message.parentExecutionId) await slotFreed(tenantId, executionId);
     await messaging.publishEvent("execution.failed", { tenantId, id: executionId, agentWorkflowId: cmd.message.workflowId, error: { code, message, retryable: false }, nodeId: "" }, `evt:${executionId}:start-failed`).catch(() => undefined);
+    metrics.ended("failed", Boolean(cmd.message.parentExecutionId));
     if (cmd.message.parentExecutionId && cmd.message.parentNodeId) {
       await messaging.sendCommand("execution.child_result", {
         executionId: cmd.message.parentExecutionId, tenantId, nodeId: cmd.message.parentNodeId, childKey: cmd.message.childKey,

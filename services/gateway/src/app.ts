@@ -10,7 +10,7 @@ import Fastify, { errorCodes } from "fastify";
 import type { FastifyInstance, FastifyRequest, RouteOptions } from "fastify";
 import { serializerCompiler } from "fastify-type-provider-zod";
 import { MAX_JSON_DEPTH, tooDeepAt } from "@baton/engine";
-import { withRemoteParent } from "@baton/telemetry";
+import { createHttpServerTelemetry } from "@baton/telemetry";
 import type { GatewayDeps, GatewayOptions } from "./deps.ts";
 import { EncodingUnsupported, RequestInvalid } from "./errors.ts";
 import { authPlugin } from "./plugins/auth.ts";
@@ -205,8 +205,14 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
   });
   // A request that names a trace (W3C `traceparent`) is handled in it: the commands it sends,
   // and so the executor's events and the tool calls, carry the client's trace on.
+  // It is also where the request's server span and its `http.server.request.duration` start.
+  const httpTelemetry = createHttpServerTelemetry("@baton/gateway");
   app.addHook("onRequest", (request, _reply, done) => {
-    withRemoteParent(request.headers, done);
+    httpTelemetry.onRequest(request, request.method, request.routeOptions.url, request.headers, done);
+  });
+  app.addHook("onResponse", (request, reply, done) => {
+    httpTelemetry.onResponse(request, request.method, request.routeOptions.url, reply.statusCode, reply.elapsedTime);
+    done();
   });
   // fastify decompresses nothing: a gzip body would be parsed as it came and refused as "not
   // valid JSON" (quoting binary). Any encoding but identity is refused as such instead.

@@ -9,17 +9,20 @@
  * nor Postgres. SIGTERM / SIGINT drain it (calls in flight finish, the rest stays queued).
  * Outbound HTTP follows BATON_HTTP_ALLOW_HOSTS / BATON_HTTP_ALLOW_PRIVATE /
  * BATON_HTTP_ALLOW_PRIVATE_HOSTS; results follow BATON_LARGE_RESULT_BYTES and
- * BATON_TOOL_MAX_RESULT_BYTES.
+ * BATON_TOOL_MAX_RESULT_BYTES. The OpenTelemetry SDK starts when OTEL_EXPORTER_OTLP_ENDPOINT
+ * (or a signal's own endpoint) is set; docs/observability.md.
  */
 import { hostname } from "node:os";
 import { connectBus } from "@baton/bus";
 import { loadConfig } from "@baton/config";
 import { errorMessage } from "@baton/errors";
-import { createLogger } from "@baton/telemetry";
+import { createLogger, startTelemetry } from "@baton/telemetry";
 import { createWorkerService } from "./service.ts";
 
 const config = loadConfig(process.env, { BATON_TARGET: "worker" });
 const logger = createLogger("worker", config.logLevel);
+// Before the worker is created: it creates its instruments on the meter provider registered then.
+const telemetry = startTelemetry({ serviceName: "baton-worker", logger });
 const workerId = `${hostname()}:${process.pid}`;
 const bus = await connectBus({ servers: config.natsUrl, prefix: config.prefix, name: `baton-worker-${workerId}`, logger });
 const worker = await createWorkerService({ bus, config, logger, workerId });
@@ -33,6 +36,7 @@ const onSignal = (): void => {
   started
     .then(() => worker.stop())
     .then(() => bus.drain())
+    .then(() => telemetry.shutdown())
     .then(
       () => process.exit(0),
       (err: unknown) => {

@@ -1,0 +1,147 @@
+/**
+ * Spans and metrics reach an OTLP/HTTP receiver from the real services (in-process Baton on
+ * NATS, Redis and Postgres, with the OpenTelemetry SDK started as `bin/baton.ts` starts it):
+ * - a client's execute request (W3C `traceparent`) gives a SERVER span `POST <route template>`
+ *   in the client's trace, child of the client's span, and the bus spans of the gateway, the
+ *   executor and the worker for that run are in the same trace;
+ * - the resource carries the service name and OTEL_RESOURCE_ATTRIBUTES;
+ * - metrics: `baton.executions` by final status (one completed, one failed run),
+ *   `baton.execution.duration`, `baton.node.duration` by node type and status,
+ *   `baton.tool.calls` / `baton.tool.duration` by tool and outcome, and
+ *   `http.server.request.duration` by route template and status code, with no execution id
+ *   in any metric attribute.
+ */
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, expect, it } from "@jest/globals";
+import { startTelemetry } from "@baton/telemetry";
+import { createDefinition, suiteInProcess, waitForExecution } from "./workflows.ts";
+
+type AnyValue = { stringValue?: string; intValue?: number | string; boolValue?: boolean; doubleValue?: number };
+type KeyValue = { key: string; value: AnyValue };
+interface OtlpSpan { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; attributes?: KeyValue[] }
+interface Point { attributes?: KeyValue[]; asInt?: number | string; asDouble?: number; count?: number | string; sum?: number }
+interface OtlpMetric { name: string; unit?: string; sum?: { dataPoints: Point[] }; histogram?: { dataPoints: Point[] } }
+interface Resource { attributes?: KeyValue[] }
+
+const posts: { path: string; body: unknown }[] = [];
+const receiver = createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on("data", (c: Buffer) => chunks.push(c));
+  req.on("end", () => {
+    posts.push({ path: req.url ?? "", body: JSON.parse(Buffer.concat(chunks).toString("utf8")) as unknown });
+    res.writeHead(200, { "content-type": "application/json" }).end("{}");
+  });
+});
+await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+const telemetry = startTelemetry({
+  serviceName: "baton-otel-int",
+  env: {
+    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`,
+    OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+    // Only the test's flush exports metrics.
+    OTEL_METRIC_EXPORT_INTERVAL: "600000",
+    OTEL_RESOURCE_ATTRIBUTES: "deployment.environment.name=otel-int",
+  },
+});
+afterAll(async () => {
+  await telemetry.shutdown();
+  await new Promise<void>((resolve) => receiver.close(() => resolve()));
+});
+const h = await suiteInProcess("otel-int");
+
+const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CLIENT_SPAN = "00f067aa0ba902b7";
+
+const attr = (kvs: KeyValue[] | undefined, key: string): unknown => {
+  const v = kvs?.find((kv) => kv.key === key)?.value;
+  if (v === undefined) return undefined;
+  if (v.intValue !== undefined) return Number(v.intValue);
+  return v.stringValue ?? v.boolValue ?? v.doubleValue;
+};
+const attrs = (kvs: KeyValue[] | undefined): Record<string, unknown> => Object.fromEntries((kvs ?? []).map((kv) => [kv.key, attr(kvs, kv.key)]));
+
+const execute = async (workflowId: number, headers: Record<string, string>): Promise<number> => {
+  const res = await fetch(`${h.a.base}/api/agent-workflows/${workflowId}/execute`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${h.config.apiKey!}`, "content-type": "application/json", ...headers },
+    body: JSON.stringify({ input: { v: 1 } }),
+  });
+  expect(res.status).toBe(202);
+  return ((await res.json()) as { id: number }).id;
+};
+
+it("exports the run's spans in the client's trace and the dashboard's metrics", async () => {
+  expect({ traces: telemetry.traces, metrics: telemetry.metrics }).toEqual({ traces: true, metrics: true });
+  const ok = await createDefinition(h.a, "otel-ok", {
+    nodes: [{ id: "call", type: "tool", config: { tool: "echo" }, input: { v: "$.input.v" } }, { id: "t", type: "transform", config: { expression: "call.v + 1" } }],
+    edges: [{ from: "call", to: "t" }],
+    output: { t: "$.t" },
+  });
+  const bad = await createDefinition(h.a, "otel-bad", { nodes: [{ id: "f", type: "tool", config: { tool: "flaky" }, input: { key: `otel-${h.config.prefix}`, failures: 100 } }], edges: [] });
+  const traced = await execute(ok, { traceparent: `00-${TRACE}-${CLIENT_SPAN}-01` });
+  const failed = await execute(bad, {});
+  expect(await waitForExecution(h.a, traced, ["completed", "failed", "cancelled"])).toMatchObject({ status: "completed", output: { t: 2 } });
+  expect(await waitForExecution(h.a, failed, ["completed", "failed", "cancelled"])).toMatchObject({ status: "failed" });
+  await telemetry.forceFlush();
+
+  // Spans.
+  const resourceSpans = posts.filter((p) => p.path === "/v1/traces").flatMap((p) => (p.body as { resourceSpans: { resource: Resource; scopeSpans: { spans: OtlpSpan[] }[] }[] }).resourceSpans);
+  expect(resourceSpans.length).toBeGreaterThan(0);
+  expect(attrs(resourceSpans[0]!.resource.attributes)).toMatchObject({ "service.name": "baton-otel-int", "deployment.environment.name": "otel-int" });
+  const spans = resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans));
+  const inTrace = spans.filter((s) => s.traceId === TRACE);
+  const server = inTrace.find((s) => s.name === "POST /api/agent-workflows/:id/execute");
+  expect(server).toMatchObject({ kind: 2, parentSpanId: CLIENT_SPAN });
+  expect(attrs(server!.attributes)).toMatchObject({ "http.request.method": "POST", "http.route": "/api/agent-workflows/:id/execute", "http.response.status_code": 202 });
+  const names = new Set(inTrace.map((s) => s.name));
+  // The gateway's command, the executor processing it, the tool call processed by the worker, and the run's events.
+  expect([...names]).toEqual(expect.arrayContaining([
+    "publish execution.start", "process executor", "publish tool.call", expect.stringMatching(/^process tool_echo_/), "publish execution.completed",
+  ]));
+  // Every span of the trace hangs off another span of it, or off the client's.
+  const ids = new Set([...inTrace.map((s) => s.spanId), CLIENT_SPAN]);
+  for (const s of inTrace) expect({ name: s.name, parentKnown: ids.has(s.parentSpanId ?? "") }).toEqual({ name: s.name, parentKnown: true });
+
+  // Metrics: the last export holds the cumulative totals.
+  const last = posts.filter((p) => p.path === "/v1/metrics").at(-1)?.body as { resourceMetrics: { resource: Resource; scopeMetrics: { metrics: OtlpMetric[] }[] }[] } | undefined;
+  expect(last).toBeDefined();
+  const metrics = last!.resourceMetrics.flatMap((r) => r.scopeMetrics.flatMap((s) => s.metrics));
+  const points = (name: string): { attributes: Record<string, unknown>; value: number; sum?: number }[] => {
+    const m = metrics.find((x) => x.name === name);
+    if (!m) throw new Error(`metric ${name} not exported; got ${metrics.map((x) => x.name).join(", ")}`);
+    return (m.sum ?? m.histogram)!.dataPoints.map((p) => ({
+      attributes: attrs(p.attributes),
+      value: Number(p.count ?? p.asInt ?? p.asDouble),
+      ...(p.sum === undefined ? {} : { sum: p.sum }),
+    }));
+  };
+  expect(points("baton.executions")).toEqual(expect.arrayContaining([
+    { attributes: { "baton.execution.status": "completed", "baton.execution.child": false }, value: 1 },
+    { attributes: { "baton.execution.status": "failed", "baton.execution.child": false }, value: 1 },
+  ]));
+  expect(points("baton.execution.duration")).toEqual(expect.arrayContaining([
+    { attributes: { "baton.execution.status": "completed", "baton.execution.child": false }, value: 1, sum: expect.any(Number) },
+  ]));
+  expect(points("baton.node.duration")).toEqual(expect.arrayContaining([
+    { attributes: { "baton.node.type": "tool", "baton.node.status": "completed" }, value: 1, sum: expect.any(Number) },
+    { attributes: { "baton.node.type": "transform", "baton.node.status": "completed" }, value: 1, sum: expect.any(Number) },
+    { attributes: { "baton.node.type": "tool", "baton.node.status": "failed" }, value: 1, sum: expect.any(Number) },
+  ]));
+  expect(points("baton.tool.calls")).toEqual(expect.arrayContaining([
+    { attributes: { "baton.tool.name": "echo", "baton.tool.outcome": "ok" }, value: 1 },
+    { attributes: { "baton.tool.name": "flaky", "baton.tool.outcome": "error", "error.type": "BATON_TOOL_FAILED" }, value: 1 },
+  ]));
+  expect(points("baton.tool.duration").map((p) => p.attributes)).toEqual(expect.arrayContaining([{ "baton.tool.name": "echo", "baton.tool.outcome": "ok" }]));
+  const http = points("http.server.request.duration");
+  expect(http).toEqual(expect.arrayContaining([
+    { attributes: { "http.request.method": "POST", "http.route": "/api/agent-workflows/:id/execute", "http.response.status_code": 202 }, value: 2, sum: expect.any(Number) },
+  ]));
+  // Bounded cardinality: no metric attribute names a run or carries a raw path.
+  for (const m of metrics) {
+    for (const p of (m.sum ?? m.histogram)?.dataPoints ?? []) {
+      for (const kv of p.attributes ?? []) expect({ metric: m.name, key: kv.key }).not.toEqual({ metric: m.name, key: expect.stringMatching(/execution\.id|executionId|url\.path/) });
+    }
+  }
+  expect(http.filter((p) => /\/\d+/.test(typeof p.attributes["http.route"] === "string" ? p.attributes["http.route"] : ""))).toEqual([]);
+});
