@@ -6,7 +6,7 @@
  * - Dockerfile: node:24-slim, `npm install`, Prisma generation, `node bin/baton.ts` entry.
  * - docker-compose.yml: every service has an image or a build; third-party images are
  *   pinned and health-checked; Baton services use only the environment variables
- *   `@baton/config` and `@baton/llm` read, with values their parsers accept, name only known targets,
+ *   `@baton/config`, `@baton/llm` and `@baton/telemetry` (the standard OTEL_* ones) read, with values their parsers accept, name only known targets,
  *   never start local servers, and
  *   probe /readyz on their module's health port; dependencies exist; the default
  *   set runs target `all` and the "split" profile runs every module.
@@ -24,6 +24,7 @@ import { fileURLToPath } from "node:url";
 import { parse, parseAllDocuments } from "yaml";
 import { ALL_MODULES, envSchema, loadConfig } from "@baton/config";
 import { LLM_ENV_VARS, llmConfigFromEnv } from "@baton/llm";
+import { TELEMETRY_ENV_VARS, telemetrySettingsFromEnv } from "@baton/telemetry";
 
 /** The variables the brief requires the manifests to be able to set. */
 const REQUIRED_ENV = [
@@ -58,7 +59,7 @@ const str = (v: unknown): string | undefined => (typeof v === "string" ? v : typ
 /** Checks the manifests under `root`; never throws for a bad manifest, reports it. */
 export function checkManifests(root: string): ManifestReport {
   const problems: string[] = [];
-  const allowedEnv = new Set([...Object.keys(envSchema.shape), ...LLM_ENV_VARS]);
+  const allowedEnv = new Set([...Object.keys(envSchema.shape), ...LLM_ENV_VARS, ...TELEMETRY_ENV_VARS]);
   const targets = new Set<string>(["all", ...ALL_MODULES]);
   for (const name of REQUIRED_ENV) {
     if (!allowedEnv.has(name)) problems.push(`@baton/config: envSchema: ${name} is not a documented variable`);
@@ -114,7 +115,7 @@ function checkValues(ctx: Ctx, where: string, env: Map<string, string>): void {
     }
     values[k] = v;
   }
-  for (const read of [loadConfig, llmConfigFromEnv]) {
+  for (const read of [loadConfig, llmConfigFromEnv, (env: Record<string, string>) => telemetrySettingsFromEnv(env, "baton")]) {
     try {
       read(values);
     } catch (err) {

@@ -23,7 +23,7 @@ export { getMeter, LONG_DURATION_BUCKETS_S, SHORT_DURATION_BUCKETS_S } from "./m
 export type { BatonMeter } from "./metrics.ts";
 export { createHttpServerTelemetry } from "./http.ts";
 export type { HttpServerTelemetry } from "./http.ts";
-export { startTelemetry, TelemetryConfigInvalid, telemetrySettingsFromEnv } from "./sdk.ts";
+export { startTelemetry, TELEMETRY_ENV_VARS, TelemetryConfigInvalid, telemetrySettingsFromEnv } from "./sdk.ts";
 export type { OtlpProtocol, SignalSettings, Telemetry, TelemetryOptions, TelemetrySettings } from "./sdk.ts";
 export { AsyncLocalStorageContextManager, ensureContextPropagation } from "./context.ts";
 export type { PropagationSetup } from "./context.ts";

@@ -46,6 +46,23 @@ export interface TelemetrySettings {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
+/**
+ * The OpenTelemetry variables a Baton process reads: {@link telemetrySettingsFromEnv}'s, and
+ * those the OTLP exporters read themselves (headers, timeouts, compression, certificates).
+ */
+export const TELEMETRY_ENV_VARS: readonly string[] = Object.freeze([
+  "OTEL_SDK_DISABLED",
+  "OTEL_SERVICE_NAME",
+  "OTEL_RESOURCE_ATTRIBUTES",
+  "OTEL_TRACES_EXPORTER",
+  "OTEL_METRICS_EXPORTER",
+  "OTEL_METRIC_EXPORT_INTERVAL",
+  "OTEL_METRIC_EXPORT_TIMEOUT",
+  "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE",
+  ...["", "TRACES_", "METRICS_"].flatMap((s) =>
+    ["ENDPOINT", "PROTOCOL", "HEADERS", "TIMEOUT", "COMPRESSION", "CERTIFICATE", "CLIENT_CERTIFICATE", "CLIENT_KEY"].map((v) => `OTEL_EXPORTER_OTLP_${s}${v}`)),
+]);
+
 const PROTOCOLS: readonly string[] = ["http/protobuf", "http/json"];
 
 function nonEmpty(env: Env, name: string): string | undefined {
