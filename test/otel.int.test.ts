@@ -145,3 +145,27 @@ it("exports the run's spans in the client's trace and the dashboard's metrics", 
   }
   expect(http.filter((p) => /\/\d+/.test(typeof p.attributes["http.route"] === "string" ? p.attributes["http.route"] : ""))).toEqual([]);
 });
+
+it("ends the server span of a request whose client went away before the answer, as aborted", async () => {
+  const { request } = await import("node:http");
+  const trace = "5bf92f3577b34da6a3ce929d0e0e4737";
+  const url = new URL(`${h.a.base}/api/agent-workflows`);
+  // A body announced and never sent: the route waits for it; the client then closes.
+  const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers: { authorization: `Bearer ${h.config.apiKey!}`, "content-type": "application/json", "content-length": "100", traceparent: `00-${trace}-${CLIENT_SPAN}-01` } });
+  req.on("error", () => undefined);
+  req.write("{");
+  await new Promise((r) => setTimeout(r, 200));
+  req.destroy();
+  let span: OtlpSpan | undefined;
+  for (let i = 0; i < 50 && span === undefined; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    await telemetry.forceFlush();
+    span = posts
+      .filter((p) => p.path === "/v1/traces")
+      .flatMap((p) => (p.body as { resourceSpans: { scopeSpans: { spans: (OtlpSpan & { status?: { code?: number } })[] }[] }[] }).resourceSpans)
+      .flatMap((r) => r.scopeSpans.flatMap((s) => s.spans))
+      .find((s) => s.traceId === trace && s.kind === 2);
+  }
+  expect(span).toMatchObject({ name: "POST /api/agent-workflows", parentSpanId: CLIENT_SPAN, status: { code: 2 } });
+  expect(attrs(span!.attributes)).toMatchObject({ "error.type": "aborted" });
+});

@@ -14,6 +14,11 @@ export interface HttpServerTelemetry {
   onRequest(request: object, method: string, route: string | undefined, headers: Record<string, string | string[] | undefined>, next: () => void): void;
   /** Call when the response is sent: ends the span and records the duration. */
   onResponse(request: object, method: string, route: string | undefined, statusCode: number, durationMs: number): void;
+  /**
+   * Call when the client went away before the response was sent: ends the span as failed
+   * (`error.type` `aborted`). No duration is recorded: the request has no status code.
+   */
+  onAbort(request: object): void;
 }
 
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"]);
@@ -72,6 +77,14 @@ export function createHttpServerTelemetry(scope: string): HttpServerTelemetry {
       if (route !== undefined) attributes["http.route"] = route;
       if (failed) attributes["error.type"] = String(statusCode);
       duration.record(durationMs / 1000, attributes);
+    },
+    onAbort(request) {
+      const span = spans.get(request);
+      if (span === undefined) return;
+      spans.delete(request);
+      span.setAttribute("error.type", "aborted");
+      span.setStatus({ code: SpanStatusCode.ERROR, message: "the client closed the connection before the response" });
+      span.end();
     },
   };
 }

@@ -214,6 +214,11 @@ export async function buildApp(deps: GatewayDeps, opts: GatewayOptions = {}): Pr
     httpTelemetry.onResponse(request, request.method, request.routeOptions.url, reply.statusCode, reply.elapsedTime);
     done();
   });
+  // A request whose client went away gets no onResponse: its span ends here.
+  app.addHook("onRequestAbort", (request, done) => {
+    httpTelemetry.onAbort(request);
+    done();
+  });
   // fastify decompresses nothing: a gzip body would be parsed as it came and refused as "not
   // valid JSON" (quoting binary). Any encoding but identity is refused as such instead.
   app.addHook("preParsing", async (request) => {
