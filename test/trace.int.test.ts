@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import { waitFor } from "./helpers.ts";
 import { createDefinition, suiteInProcess, waitForExecution } from "./workflows.ts";
 
 const h = await suiteInProcess("trace-int");
@@ -51,10 +52,11 @@ it("a client's traceparent reaches every event of the run it starts; a run witho
   const traced = await execute(wf, { traceparent: `00-${TRACE}-00f067aa0ba902b7-01` });
   const plain = await execute(wf, {});
   for (const id of [traced, plain]) expect(await waitForExecution(h.a, id, ["completed", "failed", "cancelled"])).toMatchObject({ status: "completed", output: { t: 2 } });
-  await nc.flush();
   // The run's own events (a workflow's events end with its id too).
   const of = (id: number) => seen.filter((e) => /\.evt\.(execution|node)\./.test(e.subject) && e.subject.endsWith(`.${id}`));
   const kinds = (id: number) => of(id).map((e) => e.subject.split(".").slice(2, 4).join("."));
+  // The row says completed before the events that announce it are published (rows, then events).
+  for (const id of [traced, plain]) await waitFor(`execution.completed of ${id}`, () => Promise.resolve(kinds(id).includes("execution.completed") ? true : undefined), 10_000);
   expect(kinds(traced)).toEqual(expect.arrayContaining(["execution.started", "node.started", "node.completed", "execution.completed"]));
   expect(of(traced).length).toBeGreaterThanOrEqual(6);
   for (const e of of(traced)) expect({ subject: e.subject, trace: e.traceparent?.split("-")[1] }).toEqual({ subject: e.subject, trace: TRACE });
