@@ -902,3 +902,44 @@ describe("a cycle in a loop body entered at two of its nodes, when the loop exit
     expect(sim.events.map((e) => e.kind).slice(-3)).toEqual(["node.skipped", "node.skipped", "execution.completed"]);
   });
 });
+
+describe("a whileLoop whose passes reach a node that a join after it waits for", () => {
+  /**
+   * loop →body→ w → loop, w → b; loop →exit→ j (n: 2) and →exit→ c; c →true→ b; j → a → b → j
+   * (a → b never taken). Validation accepts it: each pass runs w → b, so j has b's edge before the
+   * loop goes out, whichever way c goes (without w → b, c going false leaves j waiting for b, and
+   * validation refuses it: validate.test.ts).
+   */
+  const d = def({
+    start: "loop",
+    nodes: [
+      { id: "loop", type: "whileLoop", config: { condition: "$iteration < 2", maxIterations: 3 } },
+      { id: "w", type: "transform", config: { expression: "1" } },
+      { id: "j", type: "transform", config: { expression: "1" }, join: { n: 2 } },
+      { id: "c", type: "condition", config: { left: "$.input.go", op: "eq", right: true } },
+      { id: "a", type: "transform", config: { expression: "1" } },
+      { id: "b", type: "transform", config: { expression: "1" }, maxVisits: 2 },
+    ],
+    edges: [
+      { from: "loop", to: "w", when: "body" }, { from: "w", to: "loop" }, { from: "w", to: "b" },
+      { from: "loop", to: "j", when: "exit" }, { from: "loop", to: "c", when: "exit" }, { from: "c", to: "b", when: "true" },
+      { from: "j", to: "a" }, { from: "a", to: "b", condition: "false" }, { from: "b", to: "j" },
+    ],
+  });
+
+  it("completes whichever way the condition after it goes, with the join run once", async () => {
+    for (const go of [true, false]) {
+      const sim = await new Sim(d).start({ go });
+      expect([go, sim.s.status, sim.s.error]).toEqual([go, "completed", undefined]);
+      expect([sim.s.nodes.loop!.iterations, sim.s.nodes.j!.status, sim.nodeEvents("j")]).toEqual([2, "completed", ["started:1", "completed:1"]]);
+      expect(Object.values(sim.s.nodes).filter((r) => r.status !== "completed" && r.status !== "skipped")).toEqual([]);
+    }
+  });
+
+  it("without w → b (validation refuses it), a run in which c goes false stops with j waiting", async () => {
+    const refused: WorkflowDefinition = { ...d, edges: d.edges.filter((e) => !(e.from === "w" && e.to === "b")) };
+    const sim = await new Sim(refused).start({ go: false });
+    expect([sim.s.status, sim.s.error?.code, sim.s.nodes.loop!.iterations]).toEqual(["failed", "BATON_JOIN_NEVER_FIRED", 2]);
+    expect(sim.s.error?.message).toMatch(/"j"/);
+  });
+});

@@ -620,6 +620,49 @@ describe("validateWorkflow: joins that wait on each other for some outcome of th
     expect(codes(d("$iteration < 0"))).toEqual([]);
   });
 
+  describe("a whileLoop that goes round its body before it goes out", () => {
+    // start loop →body→ loop, →exit→ j (n: 2) and →exit→ c; c →true→ b; j → a → b → j. The loop
+    // goes round before it goes out (`$iteration < 2`); when c then goes false, j gets one edge
+    // and waits for b, which waits for a, which waits for j.
+    const minimal = (o: { condition?: string; maxIterations?: number; onLimit?: string; body?: "self" | "node" | "spill" } = {}) => {
+      const body = o.body ?? "self";
+      const edges: Record<string, unknown>[] = [
+        { from: "loop", to: "j", when: "exit" }, { from: "loop", to: "c", when: "exit" }, { from: "c", to: "b", when: "true" },
+        { from: "j", to: "a" }, { from: "a", to: "b", condition: "false" }, { from: "b", to: "j" },
+      ];
+      if (body === "self") edges.push({ from: "loop", to: "loop", when: "body" });
+      else edges.push({ from: "loop", to: "w", when: "body" }, { from: "w", to: "loop" }, ...(body === "spill" ? [{ from: "w", to: "b" }] : []));
+      return {
+        start: "loop",
+        nodes: [
+          { id: "loop", type: "whileLoop", config: { condition: o.condition ?? "$iteration < 2", maxIterations: o.maxIterations ?? 3, ...(o.onLimit ? { onLimit: o.onLimit } : {}) } },
+          { id: "j", ...sv, join: { n: 2 } }, cond("c"), { id: "a", ...sv }, { id: "b", ...sv, maxVisits: 2 }, ...(body === "self" ? [] : [{ id: "w", ...sv }]),
+        ],
+        edges,
+      };
+    };
+
+    it("refuses a join that waits for ever when the loop goes out on a later visit, naming the join, the node it waits for and the outcome", () => {
+      const r = validateWorkflow(minimal());
+      expect(codes(r)).toEqual(["join_never_fires@nodes[1].join"]);
+      expect(!r.ok && r.errors[0]!.message).toBe(
+        'node "j" waits for 2 incoming edges, at most 1 of them from nodes that can run before it, and for the one from "b" too; when "loop" goes round its body and then takes its "exit" branch and "c" takes its "false" branch, "b" cannot run before "j" (it waits, in turn, for "j" or for nodes that wait for it), so the run stops with them waiting (BATON_JOIN_NEVER_FIRED): use join "any" or a smaller n on "j", or give "b" a way in that does not depend on that outcome',
+      );
+      // A body of its own, and a loop that goes out at its limit (onLimit "exit"), the same.
+      expect(codes(validateWorkflow(minimal({ body: "node" })))).toEqual(["join_never_fires@nodes[1].join"]);
+      expect(codes(validateWorkflow(minimal({ condition: "$iteration <= 4", maxIterations: 2, onLimit: "exit" })))).toEqual(["join_never_fires@nodes[1].join"]);
+      expect(codes(validateWorkflow(minimal({ condition: "true", maxIterations: 2, onLimit: "exit" })))).toEqual(["join_never_fires@nodes[1].join"]);
+    });
+
+    it("accepts it when the loop never goes out after going round, or when its passes reach the node the join waits for", () => {
+      // At its limit the loop fails the run (onLimit "fail"): it never goes out, and j is never reached.
+      expect(codes(validateWorkflow(minimal({ condition: "$iteration < 5", maxIterations: 2 })))).toEqual([]);
+      expect(codes(validateWorkflow(minimal({ condition: "true", maxIterations: 2 })))).toEqual([]);
+      // Each pass runs w → b, which b's first run takes: j has b's edge before the loop goes out (see loop-passes.test.ts).
+      expect(codes(validateWorkflow(minimal({ body: "spill" })))).toEqual([]);
+    });
+  });
+
   it("refuses an all join that a later round of its cycle leaves waiting: an edge into the cycle counts for its first round only", () => {
     // s → a and s → loop; loop →exit→ v, v →body→ a and back to loop; a → v never taken. After
     // loop's own body edge goes round, a is reached from v alone, and v (join all) waits for a.

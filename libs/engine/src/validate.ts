@@ -17,7 +17,7 @@ import {
 import { expressionError } from "./expr.ts";
 import { synthdevAgentModel, synthdevMaterialSchema, synthdevStateConfigSchema } from "./synthdev.ts";
 import type { SynthdevMaterial } from "./synthdev.ts";
-import { cyclicComponents, dominators, graphOf, joinOf, loopRegion, reachAvoiding, reachableFrom, unboundedCycles } from "./graph.ts";
+import { cyclicComponents, dominators, graphOf, joinOf, loopBody, loopRegion, passNodes, reachAvoiding, reachableFrom, unboundedCycles } from "./graph.ts";
 import type { Dominance, GraphInfo } from "./graph.ts";
 import type { JsonValue } from "./json.ts";
 
@@ -673,15 +673,31 @@ function graphChecks(nodes: GraphNode[], edges: GraphEdge[], start: string | und
 const OUTCOMES_PER_JOIN = 256;
 const BRANCH_WAIT_BUDGET = 4_000_000;
 
-/** What a whileLoop's condition does on its first visit, when it only counts: "body" for `$iteration < 3`, "exit" for `$iteration < 0`. */
-function loopFirst(node: NodeDefinition | undefined): "body" | "exit" | undefined {
-  const condition = node?.config.condition;
-  if (typeof condition !== "string") return undefined;
-  const text = condition.trim();
-  if (text === "true" || text === "false") return text === "true" ? "body" : "exit";
-  const m = /^\$iteration\s*(<=?)\s*(\d+)$/.exec(text);
-  if (!m) return undefined;
-  return m[1] === "<=" || Number(m[2]) > 0 ? "body" : "exit";
+/**
+ * What a whileLoop's condition can make it do on its first visit, and on a later visit of the
+ * same run of it (after it went round its body at least once, so its count goes on), as the
+ * engine decides: with `go` its condition and `i` its count, `go && i >= maxIterations` fails
+ * (`onLimit: "fail"`) or exits, else `go` takes the body and `!go` the exit. A condition that only
+ * counts (`$iteration < k`, `true`, `false`) decides by the count alone; any other may go either
+ * way on any visit. `later` is empty when the loop never goes round; `passes`: how often it goes
+ * round its body before it can go out on a later visit (at the least).
+ */
+function loopVisits(node: NodeDefinition | undefined): { first: readonly ("body" | "exit")[]; later: readonly ("body" | "exit")[]; passes: number } {
+  const config = node?.config ?? {};
+  const max = typeof config.maxIterations === "number" ? config.maxIterations : 1;
+  const exitAtLimit = config.onLimit === "exit";
+  const condition = config.condition;
+  const text = typeof condition === "string" ? condition.trim() : undefined;
+  const m = text === undefined ? null : /^\$iteration\s*(<=?)\s*(\d+)$/.exec(text);
+  // k: the count below which the condition holds (Infinity for "true").
+  const k = text === "true" ? Infinity : text === "false" ? 0 : m ? Number(m[2]) + (m[1] === "<=" ? 1 : 0) : undefined;
+  if (k === undefined) return { first: ["body", "exit"], later: max >= 2 ? ["body", "exit"] : ["exit"], passes: 1 };
+  if (k === 0) return { first: ["exit"], later: [], passes: 0 };
+  // Counts 1, 2, … after going round: the body while below k and the limit, the exit at k (or at the limit with onLimit "exit").
+  const later: ("body" | "exit")[] = [];
+  if (k >= 2 && max >= 2) later.push("body");
+  if (k <= max || exitAtLimit) later.push("exit");
+  return { first: ["body"], later, passes: Math.min(k, max) };
 }
 
 /**
@@ -712,8 +728,9 @@ function loopFirst(node: NodeDefinition | undefined): "body" | "exit" | undefine
  * graph): beyond them a join is not refused. A way to `v` counts only through nodes that cannot
  * be skipped with an edge in taken (an n-join of two or more only when n edges from the way
  * reach it). A whileLoop in a round, and a `branching: "first"` node, are taken to go every way;
- * so is a loop that goes round before `v` runs (validation does not follow a loop's later
- * visits: docs/workflows.md says so). What is found is a run the definition allows (every
+ * so is a loop that goes round before `v` runs, but for its going out on a later visit when its
+ * passes leave nothing behind ({@link loopVisits}, `closed`, `goesRound`: it then ends as going
+ * out at once), also as the head of a round its body comes back to. What is found is a run the definition allows (every
  * branch and guard taken to go either way, each on its own, every cycle to go round) in which
  * the join never fires.
  */
@@ -745,9 +762,95 @@ function branchWaits(c: {
   let budget = BRANCH_WAIT_BUDGET;
   const domTaken = dominators({ nodes: c.nodes.map((n) => n.id), edges: c.edges.filter((e) => e.guarded !== "false") }, start);
 
+  /**
+   * Whether whileLoop `l`'s passes leave nothing behind outside its body once it exits: every
+   * edge out of its body, and its own edges but the exit ones, go to its body or to it. A pass
+   * then runs only nodes that the next pass resets and the exit skips, so going round and then
+   * out ends as going out at once does (but for the context, which conditions are taken to read
+   * either way anyway).
+   */
+  const closedCache = new Map<string, boolean>();
+  const closed = (l: string): boolean => {
+    let r = closedCache.get(l);
+    if (r !== undefined) return r;
+    const body = loopBody(g, l);
+    const within = (e: GraphEdge): boolean => e.to === l || body.has(e.to);
+    r = (outgoing.get(l) ?? []).every((e) => e.when === "exit" || within(e)) && [...body].every((u) => (outgoing.get(u) ?? []).every(within));
+    budget -= body.size;
+    closedCache.set(l, r);
+    return r;
+  };
+  /**
+   * Whether whileLoop `l` can go round its body as often as it must before it goes out on a later
+   * visit: no cycle among its body's nodes (each pass visits each of them once at most, and none
+   * goes round a cycle of its own until its bound fails the run), no `maxVisits` that those visits
+   * exceed (the loop's own counts its first visit too; a body node's counts per pass unless it is
+   * also on a cycle through the loop's exit: {@link passNodes}), and a way from its body edges
+   * back to it through its body, each node of which runs on the one edge of the way (a join "any"
+   * or of one, or its only edge in) and takes the next one (a condition or review on that branch,
+   * a whileLoop on a branch its first visit can take, a `branching: "first"` node only when the
+   * edges listed before are guarded; no edge guarded "false").
+   */
+  const roundCache = new Map<string, boolean>();
+  const goesRound = (l: string): boolean => {
+    let r = roundCache.get(l);
+    if (r !== undefined) return r;
+    const body = loopBody(g, l);
+    const passes = loopVisits(byId.get(l)?.node).passes;
+    const bound = (u: string): number => byId.get(u)?.node?.maxVisits ?? Infinity;
+    const perPass = passNodes(g, l);
+    budget -= body.size;
+    if (
+      passes + 1 > bound(l) ||
+      [...body].some((u) => byId.get(u)?.node === undefined || (!perPass.has(u) && passes > bound(u))) ||
+      cyclicComponents({ nodes: [...body], edges: c.edges.filter((e) => body.has(e.from) && body.has(e.to)) }).length > 0
+    ) {
+      roundCache.set(l, false);
+      return false;
+    }
+    const follows = (e: GraphEdge): boolean => {
+      if (e.guarded === "false") return false;
+      const from = byId.get(e.from);
+      if (from?.node?.branching === "first") {
+        const out = outgoing.get(e.from) ?? [];
+        if (!out.slice(0, out.indexOf(e)).every((x) => x.guarded === "varies" || x.guarded === "false")) return false;
+      }
+      if (e.from === l) return e.when !== "exit";
+      if (from?.type === "whileLoop") return e.when === undefined || (loopVisits(from.node).first as readonly string[]).includes(e.when);
+      return true;
+    };
+    const single = (u: string): boolean => {
+      const j = joinAt.get(u);
+      if (j === null || j === undefined) return false;
+      return j === "any" || (typeof j === "object" && j.n <= 1) || (incoming.get(u) ?? []).filter((e) => reach.has(e.from)).length === 1;
+    };
+    r = false;
+    const seen = new Set<string>();
+    const todo = [l];
+    while (todo.length > 0 && !r) {
+      for (const e of outgoing.get(todo.pop()!) ?? []) {
+        budget--;
+        if (!follows(e)) continue;
+        if (e.to === l) {
+          r = true;
+          break;
+        }
+        if (!body.has(e.to) || seen.has(e.to) || !single(e.to)) continue;
+        seen.add(e.to);
+        todo.push(e.to);
+      }
+    }
+    roundCache.set(l, r);
+    return r;
+  };
+
   /** Whether `v`, run from `root` with the edges `removed` dead, can wait for ever; the error when it can. */
-  /** `round.from`: the round's edge back comes from there, before `v` ran (so it must be reached without `v`). */
-  const check = (v: string, vn: GraphNode, join: "all" | { n: number }, root: string, removed: ReadonlySet<GraphEdge>, round?: { h: string; entry: GraphEdge; from?: string }): ValidationIssue | undefined => {
+  /**
+   * `round.from`: the round's edge back comes from there, before `v` ran (so it must be reached without `v`).
+   * `round.out`: `round.h` is a whileLoop whose body the edge back comes from (the round goes on its
+   * count), and that can go out on this visit as it would on its first (closed, goesRound).
+   */
+  const check = (v: string, vn: GraphNode, join: "all" | { n: number }, root: string, removed: ReadonlySet<GraphEdge>, round?: { h: string; entry?: GraphEdge; from?: string; out?: boolean }): ValidationIssue | undefined => {
     const into = (incoming.get(v) ?? []).filter((e) => reach.has(e.from) && !removed.has(e));
     // An edge from a node after `v` (a loop's way back) is decided only after `v` ran: another check's concern.
     const late = (e: GraphEdge): boolean => e.from === v || dom.get(e.from)?.has(v) === true;
@@ -759,15 +862,31 @@ function branchWaits(c: {
     const fwd = reachAvoiding([start, root], next, v);
     const back = reachAvoiding([...waitsOn], (u) => (incoming.get(u) ?? []).filter((e) => !removed.has(e)).map((e) => e.from), v);
     const relevant = new Set([...fwd].filter((u) => back.has(u)));
+    // "*": every way (each edge of the node live), as a node without a choice.
     const choices: { id: string; options: readonly string[] }[] = [];
     const guards: GraphEdge[] = [];
+    // WhileLoops whose exit in an outcome comes on a later visit, after going round their body.
+    const later = new Set<string>();
     for (const u of relevant) {
       const n = byId.get(u);
       if (n?.node && n.node.branching !== "first") {
         if (n.type === "condition" || n.type === "agent.humanReview") choices.push({ id: u, options: NODE_TYPES[n.type]!.branches });
         if (n.type === "whileLoop" && round === undefined) {
-          const first = loopFirst(n.node);
-          choices.push({ id: u, options: first ? [first] : ["body", "exit"] });
+          // The way its first visit goes; and out after going round its body, when that is as going out at once.
+          const visits = loopVisits(n.node);
+          const options = [...visits.first];
+          if (!options.includes("exit") && visits.later.includes("exit") && !loopBody(g, u).has(v) && closed(u) && goesRound(u)) {
+            options.push("exit");
+            later.add(u);
+          }
+          choices.push({ id: u, options });
+        } else if (n.type === "whileLoop" && u === round?.h && round.out === true) {
+          // The round's head on a later visit of the same run of it: out, after going round its body,
+          // when that ends as going out at once would; else every way, as any whileLoop in a round
+          // (not in a round that only this visit tells from the first run: see the caller).
+          const options = [...(removed.size > 0 ? ["*"] : []), "exit"];
+          later.add(u);
+          choices.push({ id: u, options });
         }
       }
       for (const e of outgoing.get(u) ?? []) if (e.guarded === "varies" && (relevant.has(e.to) || e.to === v) && !removed.has(e)) guards.push(e);
@@ -782,7 +901,8 @@ function branchWaits(c: {
       const taken = new Map<string, string>();
       let rest = k;
       for (const ch of choices) {
-        taken.set(ch.id, ch.options[rest % ch.options.length]!);
+        const b = ch.options[rest % ch.options.length]!;
+        if (b !== "*") taken.set(ch.id, b);
         rest = Math.floor(rest / ch.options.length);
       }
       const failing = new Set<GraphEdge>();
@@ -872,11 +992,13 @@ function branchWaits(c: {
       if (join !== "all" && !(arrive < join.n && join.n <= sureIn + stuck.length)) continue;
       // The decisions that keep the waited-for nodes from running first: dead edges out of what runs into the rest.
       const cut = c.edges.filter((e) => runs.has(e.from) && !runs.has(e.to) && (e.to !== v || failing.has(e)) && !removed.has(e) && !live(e) && reach.has(e.to));
-      const why = [...new Set(cut.map((e) => (failing.has(e) || e.guarded === "false" ? `the guard of the edge "${e.from}" → "${e.to}" does not hold` : `"${e.from}" takes its "${taken.get(e.from)!}" branch`)))];
+      // (A loop that goes round before it goes out leaves no dead edge behind: said first.)
+      const rounds = [...later].filter((id) => runs.has(id) && taken.get(id) === "exit").map((id) => `"${id}" goes round its body and then takes its "exit" branch`);
+      const why = [...new Set([...rounds, ...cut.map((e) => (failing.has(e) || e.guarded === "false" ? `the guard of the edge "${e.from}" → "${e.to}" does not hold` : later.has(e.from) && taken.get(e.from) === "exit" ? `"${e.from}" goes round its body and then takes its "exit" branch` : `"${e.from}" takes its "${taken.get(e.from)!}" branch`))])];
       const w = (stuck.find((e) => waitsOn.has(e.from)) ?? stuck[0]!).from;
       const entry = round ? ([...removed].find((x) => x.to === w) ?? round.entry) : undefined;
       const when = [
-        ...(round ? [`the cycle through "${round.h}" goes round again (the edge from "${entry!.from}" into it counts for its first round only)`] : []),
+        ...(round ? [`the cycle through "${round.h}" goes round again${entry ? ` (the edge from "${entry.from}" into it counts for its first round only)` : ""}`] : []),
         ...why.slice(0, 3),
       ];
       const waits = join === "all" ? 'has join "all", so it waits for every incoming edge, the one' : `waits for ${join.n} incoming edges, at most ${arrive} of them from nodes that can run before it, and for the one`;
@@ -928,8 +1050,15 @@ function branchWaits(c: {
         // (Not a whileLoop's exit edge: left open while the loop iterates, it may come after the round.)
         for (const x of incoming.get(u) ?? []) if (!region.has(x.from) && before?.has(x.from) === true && !(x.when === "exit" && byId.get(x.from)?.type === "whileLoop")) removed.add(x);
       }
-      if (removed.size === 0) continue;
-      found = check(v, vn, join, h, removed, { h, entry: [...removed][0]!, ...(early ? { from: e.from } : {}) });
+      // A whileLoop's body coming back to it goes on its count: on that visit it may decide otherwise than on its first.
+      // A whileLoop's body coming back to it goes on its count: on this visit it may go out where
+      // its first visit cannot (a round with no edge from before it is else the first run again).
+      const hn = byId.get(h);
+      const again = hn?.type === "whileLoop" && ((e.from === h && e.when === "body") || loopBody(g, h).has(e.from));
+      const out = again && loopVisits(hn.node).later.includes("exit") && closed(h) && goesRound(h);
+      if (removed.size === 0 && !(out && !loopVisits(hn?.node).first.includes("exit"))) continue;
+      const entry = [...removed][0];
+      found = check(v, vn, join, h, removed, { h, ...(entry ? { entry } : {}), ...(early ? { from: e.from } : {}), ...(out ? { out } : {}) });
     }
     if (found) {
       reported.add(v);
