@@ -1050,7 +1050,6 @@ function branchWaits(c: {
         // (Not a whileLoop's exit edge: left open while the loop iterates, it may come after the round.)
         for (const x of incoming.get(u) ?? []) if (!region.has(x.from) && before?.has(x.from) === true && !(x.when === "exit" && byId.get(x.from)?.type === "whileLoop")) removed.add(x);
       }
-      // A whileLoop's body coming back to it goes on its count: on that visit it may decide otherwise than on its first.
       // A whileLoop's body coming back to it goes on its count: on this visit it may go out where
       // its first visit cannot (a round with no edge from before it is else the first run again).
       const hn = byId.get(h);
