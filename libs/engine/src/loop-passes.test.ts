@@ -943,3 +943,40 @@ describe("a whileLoop whose passes reach a node that a join after it waits for",
     expect(sim.s.error?.message).toMatch(/"j"/);
   });
 });
+
+describe("the start's join after an edge back that starts its round over", () => {
+  /**
+   * s (join all, counts k) → a, s → L; L (while k < 2) →body→ s, then →body→ b, →exit→ end;
+   * a → b; b → s. L's edge back starts s's round over (a, b and L wait again); the round then
+   * takes L → b, but b waits for a, which waits for s, and s waits for b: validation refuses it
+   * (validate.test.ts). Without a → b, the round runs b and s runs again on both edges back.
+   */
+  const accepted = def({
+    start: "s",
+    nodes: [
+      { id: "s", type: "transform", config: { expression: "$exists(vars.k) ? vars.k + 1 : 1" }, output: "$.vars.k", join: "all", maxVisits: 3 },
+      { id: "a", type: "setVariable", config: { values: {} } },
+      { id: "L", type: "whileLoop", config: { condition: "vars.k < 2", maxIterations: 3 } },
+      { id: "b", type: "setVariable", config: { values: {} } },
+      { id: "end", type: "setVariable", config: { values: {} } },
+    ],
+    edges: [
+      { from: "s", to: "a" }, { from: "s", to: "L" }, { from: "L", to: "s", when: "body" }, { from: "L", to: "b", when: "body" }, { from: "L", to: "end", when: "exit" },
+      { from: "b", to: "s" },
+    ],
+  });
+
+  it("with a → b (validation refuses it), the run stops with s and b waiting", async () => {
+    const refused: WorkflowDefinition = { ...accepted, edges: [...accepted.edges, { from: "a", to: "b" }] };
+    const sim = await new Sim(refused).start();
+    expect([sim.s.status, sim.s.error?.code, sim.s.error?.message]).toEqual([
+      "failed", "BATON_JOIN_NEVER_FIRED", 'node(s) "s", "b" were reached but their joins wait for edges from nodes that never run (they wait on each other)',
+    ]);
+  });
+
+  it("without a → b (validation accepts it), s runs again on both edges back and the run completes", async () => {
+    const sim = await new Sim(accepted).start();
+    expect([sim.s.status, sim.s.error, (sim.s.context.vars as JsonObject).k]).toEqual(["completed", undefined, 2]);
+    expect([sim.nodeEvents("s"), sim.s.nodes.end!.status]).toEqual([["started:1", "completed:1", "started:2", "completed:2"], "completed"]);
+  });
+});

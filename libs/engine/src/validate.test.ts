@@ -567,6 +567,36 @@ describe("validateWorkflow: cycles and joins", () => {
     });
     expect(codes(skipped)).toEqual([]);
   });
+
+  describe("a join on the start whose round reaches a node that waits, by its own join, for the start", () => {
+    // s (join all) → a, s → L; L →body→ s starts the round over, then L →body→ b; a → b; b → s.
+    // The round takes L → b, but b (join all) waits for a too, which waits for s: s waits for b for ever.
+    const round = (o: { aToB?: boolean; sJoin?: string } = {}) => validateWorkflow({
+      start: "s",
+      nodes: [
+        { id: "s", type: "transform", config: { expression: "$exists(vars.k) ? vars.k + 1 : 1" }, output: "$.vars.k", join: o.sJoin ?? "all", maxVisits: 3 },
+        { id: "a", ...sv }, { id: "L", type: "whileLoop", config: { condition: "vars.k < 2", maxIterations: 3 } }, { id: "b", ...sv }, { id: "end", ...sv },
+      ],
+      edges: [
+        { from: "s", to: "a" }, { from: "s", to: "L" }, { from: "L", to: "s", when: "body" }, { from: "L", to: "b", when: "body" }, { from: "L", to: "end", when: "exit" },
+        ...(o.aToB === false ? [] : [{ from: "a", to: "b" }]), { from: "b", to: "s" },
+      ],
+    });
+
+    it("refuses it, naming the node the start waits for and whom that one waits for, back to the start", () => {
+      const r = round();
+      expect(codes(r)).toEqual(["join_never_fires@nodes[0].join"]);
+      expect(!r.ok && r.errors[0]!.message).toBe(
+        'node "s" is the start and has join "all": an edge back to it, as the one from "L", starts its cycle\'s round over, and it then waits for the edge from "b", which that round cannot decide before "s" ran again: "b" (join "all") waits for the edge from "a", "a" (join "all") for the one from "s" (the round starts them over, and only "s" can take those edges again): it never runs again; leave join out (the start runs again on any edge back) or use "any", or give "b" a way in that does not wait for "s"',
+      );
+    });
+
+    it("accepts it when that node's ways in do not wait for the start, or the start runs on any edge back", () => {
+      // Without a → b, the round runs b and s gets both edges back (loop-passes.test.ts runs it to completion).
+      expect(codes(round({ aToB: false }))).toEqual([]);
+      expect(codes(round({ sJoin: "any" }))).toEqual([]);
+    });
+  });
 });
 
 describe("validateWorkflow: joins that wait on each other for some outcome of the branches before them", () => {

@@ -17,7 +17,7 @@ import {
 import { expressionError } from "./expr.ts";
 import { synthdevAgentModel, synthdevMaterialSchema, synthdevStateConfigSchema } from "./synthdev.ts";
 import type { SynthdevMaterial } from "./synthdev.ts";
-import { cyclicComponents, dominators, graphOf, joinOf, loopBody, loopRegion, passNodes, reachAvoiding, reachableFrom, unboundedCycles } from "./graph.ts";
+import { backEdgeSources, cyclicComponents, dominators, graphOf, joinOf, loopBody, loopRegion, passNodes, reachAvoiding, reachableFrom, unboundedCycles } from "./graph.ts";
 import type { Dominance, GraphInfo } from "./graph.ts";
 import type { JsonValue } from "./json.ts";
 
@@ -570,7 +570,7 @@ function graphChecks(nodes: GraphNode[], edges: GraphEdge[], start: string | und
     const late = j.id === start ? [] : into.filter((e) => dom.get(e.from)?.has(j.id) === true);
     const lateNote = late.length === 0 ? "" : ` (the edge from "${late[0]!.from}" closes a loop back to "${j.id}", so it is decided only after "${j.id}" ran)`;
     if (j.id === start) {
-      const again = startRound(j.id, join, into, byId, incoming, outgoing);
+      const again = startRound(j.id, join, into, byId, incoming, outgoing, g, joinAt);
       if (again !== undefined) {
         reported.add(j.id);
         errors.push({ path: `nodes[${j.index}].join`, code: "join_never_fires", message: again });
@@ -1067,6 +1067,90 @@ function branchWaits(c: {
 }
 
 /**
+ * The nodes of the start's cycle that wait for ever in the round an edge back starts, as long as
+ * the start does not run again (each with the node it waits for, on the way back to the start;
+ * the start itself with none). The round starts `region` over, every edge out of it undecided
+ * but for those its source decides after the edge back (`after`: taken when they go with it,
+ * `withE`, else dead). A node waits for ever when, with every edge from such nodes undecided,
+ * its join cannot be met by the other edges in (all of them taken, but a guard "false" or a dead
+ * one), nor is it skipped (it keeps enough undecided edges in that are no loop's way back to it,
+ * as the engine counts), and a chain of such edges leads to it from the start, which has an
+ * edge in taken: then no set of nodes the run never entered holds it, and it is not skipped when
+ * the run is quiet. The largest such set, found by dropping the nodes that may run or be skipped
+ * until none is left to drop.
+ */
+function roundWaits(
+  start: string, after: readonly GraphEdge[], withE: readonly GraphEdge[], region: ReadonlySet<string>, g: GraphInfo, joinAt: ReadonlyMap<string, Join | null>,
+  incoming: ReadonlyMap<string, readonly GraphEdge[]>, outgoing: ReadonlyMap<string, readonly GraphEdge[]>,
+): Map<string, string | undefined> {
+  const decided = new Set(after);
+  const dead = (x: GraphEdge): boolean => x.guarded === "false" || (decided.has(x) && !withE.includes(x));
+  const waiting = new Set(region);
+  // Per node: undecided edges in from waiting nodes, those of them no loop's way back, and the other edges in that may be taken.
+  const fromWaiting = new Map<string, number>();
+  const forward = new Map<string, number>();
+  const other = new Map<string, number>();
+  const backOf = (u: string): readonly string[] => backEdgeSources(g, start, u) ?? [];
+  for (const u of region) {
+    if (u === start) continue;
+    let w = 0;
+    let f = 0;
+    let m = 0;
+    for (const x of incoming.get(u) ?? []) {
+      if (!decided.has(x) && waiting.has(x.from)) {
+        w++;
+        if (!backOf(u).includes(x.from)) f++;
+      } else if (!dead(x)) m++;
+    }
+    fromWaiting.set(u, w);
+    forward.set(u, f);
+    other.set(u, m);
+  }
+  const waits = (u: string): boolean => {
+    const j = joinAt.get(u);
+    if (j === null || j === undefined) return false;
+    const need = j === "all" || j === "any" ? 1 : j.n;
+    const cannotRun = j === "all" ? fromWaiting.get(u)! >= 1 : other.get(u)! < need;
+    return cannotRun && forward.get(u)! >= need;
+  };
+  const drop = (first: readonly string[]): void => {
+    const todo = first.filter((u) => u !== start && waiting.has(u));
+    for (const u of todo) waiting.delete(u);
+    while (todo.length > 0) {
+      const u = todo.pop()!;
+      for (const x of outgoing.get(u) ?? []) {
+        const t = x.to;
+        if (decided.has(x) || t === start || !waiting.has(t)) continue;
+        fromWaiting.set(t, fromWaiting.get(t)! - 1);
+        if (!backOf(t).includes(u)) forward.set(t, forward.get(t)! - 1);
+        if (!dead(x)) other.set(t, other.get(t)! + 1);
+        if (!waits(t)) {
+          waiting.delete(t);
+          todo.push(t);
+        }
+      }
+    }
+  };
+  drop([...waiting].filter((u) => u !== start && !waits(u)));
+  for (;;) {
+    // The chains from the start: what no chain reaches may be skipped as never entered.
+    const by = new Map<string, string | undefined>([[start, undefined]]);
+    const todo = [start];
+    while (todo.length > 0) {
+      const u = todo.shift()!;
+      for (const x of outgoing.get(u) ?? []) {
+        if (decided.has(x) || !waiting.has(x.to) || by.has(x.to)) continue;
+        by.set(x.to, u);
+        todo.push(x.to);
+      }
+    }
+    const unreached = [...waiting].filter((u) => !by.has(u));
+    if (unreached.length === 0) return by;
+    drop(unreached);
+  }
+}
+
+/**
  * Why the start node's own join can never let it run again, or undefined when some edge back to
  * it can start a round in which the join is met. Every node on a cycle through the start is on a
  * way back to it, so the first edge back taken after the start ran (e, from S) restarts them
@@ -1087,7 +1171,7 @@ function branchWaits(c: {
  */
 function startRound(
   start: string, join: "all" | { n: number }, into: readonly GraphEdge[], byId: ReadonlyMap<string, GraphNode>,
-  incoming: ReadonlyMap<string, readonly GraphEdge[]>, outgoing: ReadonlyMap<string, readonly GraphEdge[]>,
+  incoming: ReadonlyMap<string, readonly GraphEdge[]>, outgoing: ReadonlyMap<string, readonly GraphEdge[]>, g: GraphInfo, joinAt: ReadonlyMap<string, Join | null>,
 ): string | undefined {
   if (into.length === 0) return undefined;
   // The branch an edge is taken with: the edges of a condition, review or whileLoop that go
@@ -1120,7 +1204,16 @@ function startRound(
     if (!earlier.every((x) => avoidable(x, e))) return false;
     return e.from === start || into.every((x) => x.from === e.from || avoidable(x));
   };
-  let best: { e: GraphEdge; got: Set<GraphEdge>; first: boolean } | undefined;
+  /**
+   * Whether the edge back `e`, once taken, stays taken while the start waits: no edge that a node
+   * of the round may take (one not `stuck`) starts a round of another cycle whose region holds
+   * e's source, which would forget `e` and leave the start never entered (skipped once the run is
+   * quiet, not waiting). Its source's edges `after` it are taken into nodes the round just reset.
+   */
+  const kept = (e: GraphEdge, after: readonly GraphEdge[], stuck: ReadonlyMap<string, string | undefined>): boolean =>
+    e.from === start || !g.cyclic.has(e.from) || ![...outgoing.values()].some((out) => out.some((x) => x.to !== start && !after.includes(x) && !stuck.has(x.from) &&
+      x.guarded !== "false" && g.scc.get(x.from) === g.scc.get(x.to) && loopRegion(g, x.to, x.from, start).has(e.from)));
+  let best: { e: GraphEdge; got: Set<GraphEdge>; first: boolean; held: ReadonlySet<GraphEdge>; stuck?: ReadonlyMap<string, string | undefined> } | undefined;
   let bestFirst: typeof best;
   let good = false;
   for (const e of into) {
@@ -1157,24 +1250,43 @@ function startRound(
     const lost = e.from === start && join !== "all" && join.n > 1;
     // For `all` an edge counts once decided (a dead one too); for `{n}` only when it may be taken.
     const got = new Set(into.filter((x) => (x === e && !lost) || withE.includes(x) || runs.has(x.from) || (join === "all" && dead.has(x))));
+    // Not all of those run: a node the round starts over that waits for the start, or for nodes
+    // that wait for it (its join), leaves its edge back undecided, and `all` waits for it too.
+    const stuck = join === "all" ? roundWaits(start, after, withE, loopRegion(g, start, e.from, start), g, joinAt, incoming, outgoing) : undefined;
+    const held = new Set(stuck && kept(e, after, stuck) ? into.filter((x) => got.has(x) && x !== e && !after.includes(x) && stuck.has(x.from)) : []);
+    for (const x of held) got.delete(x);
     if (join === "all" ? got.size === into.length : got.size >= join.n) {
       good = true;
       continue;
     }
     // A round that cannot meet the join and that can come first is enough; else every round must fail.
     const first = canBeFirst(e);
-    if (!best || got.size >= best.got.size) best = { e, got, first };
-    if (first && (!bestFirst || got.size >= bestFirst.got.size)) bestFirst = { e, got, first };
+    const round = { e, got, first, held, ...(stuck ? { stuck } : {}) };
+    // (On a tie the later round, but for one that a node it reaches leaves waiting: that one says why.)
+    const better = (than: typeof best): boolean => !than || got.size > than.got.size || (got.size === than.got.size && than.held.size === 0);
+    if (better(best)) best = round;
+    if (first && better(bestFirst)) bestFirst = round;
   }
   // For `all` such a round leaves the start waiting for ever (BATON_JOIN_NEVER_FIRED); an n-join is
   // only skipped in it, as one whose branches went another way: refused only when no round can meet it.
   if (good) best = join === "all" ? bestFirst : undefined;
   if (!best) return undefined;
-  const { e, got, first } = best;
+  const { e, got, first, held, stuck } = best;
   const fix = 'leave join out (the start runs again on any edge back) or use "any"';
   const which = first && good ? `the edge back from "${e.from}" can be the first taken after it ran (those listed before it from the same node not taken), and it` : `an edge back to it, as the one from "${e.from}",`;
   if (join === "all") {
-    const missing = into.find((x) => !got.has(x))!;
+    const missing = into.find((x) => !got.has(x) && !held.has(x)) ?? into.find((x) => !got.has(x))!;
+    // A node the round reaches that waits, by its join, for nodes that wait for the start: named with whom it waits for, back to the start.
+    if (held.has(missing)) {
+      const chain: string[] = [];
+      for (let u: string | undefined = missing.from; u !== undefined && u !== start; u = stuck!.get(u)) {
+        const j = joinAt.get(u);
+        const how = `"${u}" (join ${typeof j === "object" && j !== null ? `{ "n": ${j.n} }` : `"${String(j)}"`})`;
+        chain.push(`${how} ${chain.length === 0 ? "waits for the edge" : "for the one"} from "${stuck!.get(u)!}"`);
+      }
+      return `node "${start}" is the start and has join "all": ${which} starts its cycle's round over, and it then waits for the edge from "${missing.from}", which that round cannot decide before "${start}" ran again: ` +
+        `${chain.join(", ")} (the round starts them over, and only "${start}" can take those edges again): it never runs again; ${fix}, or give "${missing.from}" a way in that does not wait for "${start}"`;
+    }
     return `node "${start}" is the start and has join "all": ${which} starts its cycle's round over, and it then waits for the edge from "${missing.from}"` +
       `, which that round can only decide after "${start}" ran again (an edge back decides only what its source decides after it, in definition order and on its branch): it never runs again; ${fix}`;
   }
