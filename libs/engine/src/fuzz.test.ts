@@ -212,9 +212,11 @@ const CAP = 20_000;
  * join that waits for ever because of how a loop goes on another visit may still be accepted.
  * Such a run fails naming the nodes that wait; it is let through when a whileLoop leads to one of
  * them. The doc's minimal case (loop →body→ loop, →exit→ j {n: 2} and →exit→ c; c →true→ b;
- * j → a → b → j) is refused now; what is left are loops whose body holds a cycle or leads out of
- * it, joins in the loop's body, and the start's own join after a loop (none among the seeds here;
- * about one run in 400 over 30,000 accepted definitions).
+ * j → a → b → j) is refused now, and so is a start's "all" join whose round reaches a node that
+ * waits for the start; what is left are loops whose body holds a cycle or leads out of it, joins
+ * in the loop's body, and a start's join whose failing round comes first only by the order in
+ * which nodes run (none among the seeds here; about one run in 520 over 30,000 accepted
+ * definitions of 65,000 seeds: 171 runs of 88 definitions, 31 of 16 at the start).
  */
 function loopDependent(d: WorkflowDefinition, message: string): boolean {
   const waiting = [...message.matchAll(/"([^"]+)"/g)].map((m) => m[1]!);
@@ -274,7 +276,7 @@ describe("fuzz: random small graphs run by the engine as validation accepts them
     const report = problems.slice(0, 8).map((p) => `seed ${p.seed} (tools of run ${p.runSeed}), input ${JSON.stringify(p.input)}: ${p.problem}\n  ${p.definition}`);
     expect([problems.length, ...report]).toEqual([0]);
     // The exception stays one: a handful of runs, not a class that grows unnoticed.
-    expect(excepted.length).toBeLessThanOrEqual(stats.runs / 200);
+    expect(excepted.length).toBeLessThanOrEqual(stats.runs / 500);
     // The generator keeps making what the test is for.
     expect(stats.accepted).toBe(WANT);
     expect(stats.completed).toBeGreaterThan(stats.runs / 2);
