@@ -333,6 +333,63 @@ describe("durability across executor crashes and lost checkpoints", () => {
     await eventsTellAll(id, ["a", "b", "c"]);
   }, 60_000);
 
+  // Regression (found by bench/chaos): a step's checkpoint is written before its journal rows
+  // and events. An executor that died with a step's records unwritten, whose checkpoint Redis
+  // then lost, left them nowhere: the run was rebuilt past those steps (inline nodes recomputed)
+  // and finished, but their rows and events were missing for good.
+  it("an executor dies writing a step's records and Redis loses the checkpoint: the rebuild writes the rows and events those steps had", async () => {
+    const wf = await createDefinition(a, "records-lost", {
+      nodes: [
+        { id: "a", type: "tool", config: { tool: "rec.sleep" }, input: { ms: 600, v: 20 } },
+        { id: "b", type: "transform", config: { expression: "a.v + 1" } },
+        { id: "c", type: "transform", config: { expression: "b * 2" } },
+        { id: "d", type: "tool", config: { tool: "rec.sleep" }, input: { ms: 200, v: "$.c" } },
+      ],
+      edges: [{ from: "a", to: "b" }, { from: "b", to: "c" }, { from: "c", to: "d" }],
+      output: { d: "$.d.v" },
+    });
+    const id = await startExecution(a, wf);
+    await waitFor("a's call to start", async () => ((await callsOf(id)).length > 0 ? true : undefined));
+    // Fault injection in the real database: every write of b's rows fails (SQLSTATE 40001). The
+    // step that takes a's result writes its rows; b's step's rows stay unwritten (in the
+    // checkpoint's outbox) while the executor retries them, and so do the events of b's step and
+    // of every step after it, which go out only in order.
+    const db = new pg.Client({ connectionString: DATABASE_URL });
+    await db.connect();
+    const sch = `"${config.databaseSchema}"`;
+    try {
+      await db.query(`CREATE SEQUENCE ${sch}.test_lost_faults`);
+      await db.query(`CREATE FUNCTION ${sch}.test_fail_b() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          PERFORM nextval('${sch}.test_lost_faults');
+          RAISE EXCEPTION 'injected failure' USING ERRCODE = '40001';
+        END $$`);
+      await db.query(`CREATE TRIGGER test_fail_b BEFORE INSERT OR UPDATE ON ${sch}.agent_workflow_node_executions FOR EACH ROW
+        WHEN (NEW."executionId" = ${id} AND NEW."nodeId" = 'b') EXECUTE FUNCTION ${sch}.test_fail_b()`);
+      await waitFor("b's rows to fail", async () => ((await db.query<{ is_called: boolean }>(`SELECT is_called FROM ${sch}.test_lost_faults`)).rows[0]!.is_called ? true : undefined), 15_000);
+      // a's row is written, b's is not (the rows of the steps after b's may have landed: statements overlap).
+      const rows = (await journal(a, id)).map((n) => `${n.nodeId}:${n.status}`);
+      expect({ a: rows.includes("a:completed"), b: rows.filter((r) => r.startsWith("b:")) }).toEqual({ a: true, b: [] });
+      // The executor dies with those records unwritten, and Redis loses the checkpoint that held them.
+      await killExecutor("SIGKILL");
+      expect(await redis.del(...checkpointKeys(id), `${config.prefix}:checkpoint:{${id}}:fwd`)).toBeGreaterThanOrEqual(1);
+    } finally {
+      await db.query(`DROP TRIGGER IF EXISTS test_fail_b ON ${sch}.agent_workflow_node_executions`);
+      await db.query(`DROP FUNCTION IF EXISTS ${sch}.test_fail_b()`);
+      await db.query(`DROP SEQUENCE IF EXISTS ${sch}.test_lost_faults`);
+      await db.end();
+    }
+    await startExecutor();
+    const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 30_000).catch(async (err: unknown) => {
+      throw new Error(`${(err as Error).message}\n${await diagnose(id)}`);
+    });
+    expect({ status: done.status, error: done.error, output: done.output }).toEqual({ status: "completed", error: null, output: { d: 42 } });
+    await rebuiltFromJournal(id);
+    expect(completedPerNode(await journal(a, id))).toEqual({ a: 1, b: 1, c: 1, d: 1 });
+    expect([...(await callsOf(id))].sort()).toEqual([`${id}.a.1`, `${id}.d.1`]);
+    await eventsTellAll(id, ["a", "b", "c", "d"]);
+  }, 60_000);
+
   it("two executor replicas share the runs; one is SIGKILLed mid-way; every node, child and call still runs once", async () => {
     const older = executor!;
     const survivor = await startExecutor(); // two replicas now; `executor` is the newer one

@@ -61,6 +61,14 @@ export interface ReplayResult {
   /** Journal rows the replay could not place (should be empty). */
   unplaced: JournalEntry[];
   /**
+   * The records (journal and emit effects) of the replayed steps that never reached the journal
+   * and the event stream (see unrecordedOf). A step writes its checkpoint before its rows and
+   * events, so when the executor died with a step's records unwritten and Redis then lost the
+   * checkpoint holding them, no one else has them. The replay recomputes such steps (inline
+   * nodes, a node started after them); these are their records, to be written and published.
+   */
+  unrecorded: Effect[];
+  /**
    * What the run owes of its pauses in sub-runs (nothing once it has ended): the
    * `execution.paused` of each node learned paused that was not announced, and the
    * `execution.resumed` (decision `sub_run`, naming the announced sub-run) of each node
@@ -76,14 +84,19 @@ export async function replayJournal(input: ReplayInput): Promise<ReplayResult> {
   let now = input.startedAt;
   const effects: Effect[] = [];
   const refs = { ...(blobs ? { blobs } : {}), ...(missingBlobs ? { missingBlobs } : {}) };
+  /** The effects of each step of the journal's replay, in order (see unrecordedOf). */
+  const steps: Effect[][] = [];
+  let replaying = true;
   const apply = async (state: ExecutionState | null, command: Command): Promise<ExecutionState> => {
     const r = await step({ definition, state, command, now, identity, ...refs });
     effects.push(...r.effects);
+    if (replaying) steps.push(r.effects);
     let s = r.state;
     let more = r.more;
     while (more) {
       const c = await step({ definition, state: s, command: { kind: "continue" }, now, identity, ...refs });
       effects.push(...c.effects);
+      if (replaying) steps.push(c.effects);
       s = c.state;
       more = c.more;
     }
@@ -127,6 +140,9 @@ export async function replayJournal(input: ReplayInput): Promise<ReplayResult> {
     state = await apply(state, cmd);
   }
 
+  replaying = false;
+  const unrecorded = unrecordedOf(steps, input.journal);
+
   const announced = input.announced?.subRunPauses ?? {};
   const pausePoint = input.announced?.pausePoint ?? undefined;
   // The pause point after the journal: a review of the run's own, if one waits.
@@ -152,7 +168,31 @@ export async function replayJournal(input: ReplayInput): Promise<ReplayResult> {
     for (const e of learned) if (e.kind === "execution.paused" && announced[e.nodeId] === undefined) subRunNews.push(e);
   }
 
-  return { state, rearm: stillOutstanding(state, effects), unplaced, subRunNews };
+  return { state, rearm: stillOutstanding(state, effects), unplaced, unrecorded, subRunNews };
+}
+
+/**
+ * The records the journal lacks, from the first replayed step that has a row missing: that
+ * step's and every later step's events, and their rows that are missing. A step's events go
+ * out only once its rows are written and the events of the steps before it are out, so that
+ * step's events and all later ones were never published; rows of later steps may have landed
+ * (statements overlap), and are not written again. A step's entry is in the journal when its
+ * attempt has a row there: any row for a start, a finished one for an end.
+ */
+function unrecordedOf(steps: readonly Effect[][], journal: readonly JournalEntry[]): Effect[] {
+  const rows = new Map<string, boolean>();
+  for (const j of journal) {
+    const key = `${j.nodeId}#${j.attempt}`;
+    rows.set(key, rows.get(key) === true || j.status !== "running");
+  }
+  const missing = (e: Effect): boolean => {
+    if (e.kind !== "journal") return false;
+    const finished = rows.get(`${e.entry.nodeId}#${e.entry.attempt}`);
+    return finished === undefined || (e.entry.status !== "running" && !finished);
+  };
+  const first = steps.findIndex((effects) => effects.some(missing));
+  if (first < 0) return [];
+  return steps.slice(first).flatMap((effects) => effects.filter((e) => e.kind === "emit" || missing(e)));
 }
 
 /**

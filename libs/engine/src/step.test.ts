@@ -1274,6 +1274,51 @@ describe("step: references, forks and replay", () => {
   });
 });
 
+describe("replay: the records of steps lost with the checkpoint", () => {
+  // A step's checkpoint is written before its rows and events. An executor that died while
+  // writing them, whose checkpoint Redis then lost, left them nowhere: the rebuild must write them.
+  const d = def({
+    nodes: [
+      { id: "a", type: "tool", config: { tool: "f" } },
+      { id: "b", type: "transform", config: { expression: "a.v + 1" } },
+      { id: "c", type: "transform", config: { expression: "b * 2" } },
+      { id: "d", type: "tool", config: { tool: "g" }, input: { v: "$.c" } },
+    ],
+    edges: [{ from: "a", to: "b" }, { from: "b", to: "c" }, { from: "c", to: "d" }],
+  });
+  const entry = (j: JournalEntry): string => `${j.nodeId}#${j.attempt}:${j.status}`;
+  const records = (effects: Effect[]): string[] => effects.map((e) => (e.kind === "journal" ? `row ${entry(e.entry)}` : e.kind === "emit" ? `event ${e.event.kind}${"nodeId" in e.event ? ":" + e.event.nodeId : ""}` : e.kind));
+
+  it("gives back the rows and events of the steps after the last one journaled, in order", async () => {
+    const live = await drive(d, { tools: { f: () => ({ ok: true, output: { v: 20 } }), g: () => "hang" } }, null, { kind: "start", input: {} });
+    expect(live.state.nodes.d).toMatchObject({ status: "running" });
+    // The rows up to a's end were written; those of b, c and d's start were not.
+    const upToA = live.journal.slice(0, live.journal.findIndex((j) => j.nodeId === "a" && j.status === "completed") + 1);
+    const rebuilt = await replayJournal({ definition: d, identity, start: { kind: "start", input: {} }, journal: upToA, startedAt: new Date(t0).toISOString() });
+    expect(rebuilt.unplaced).toEqual([]);
+    expect(rebuilt.state.nodes.d).toMatchObject({ status: "running", callId: "7.d.1" });
+    const lost = [
+      "event node.started:b", "row b#1:running", "event node.completed:b", "row b#1:completed",
+      "event node.started:c", "row c#1:running", "event node.completed:c", "row c#1:completed",
+      "event node.started:d", "row d#1:running",
+    ];
+    expect(records(rebuilt.unrecorded)).toEqual(lost);
+    // As the live run had them, in its order.
+    expect(records(live.effects).filter((r) => lost.includes(r))).toEqual(lost);
+    // Rows of later steps landed (statements overlap) but b's did not: b's row is written, and the
+    // events from b's step on, none of which went out (events follow the steps' order).
+    const withoutB = live.journal.filter((j) => j.nodeId !== "b");
+    const partly = await replayJournal({ definition: d, identity, start: { kind: "start", input: {} }, journal: withoutB, startedAt: new Date(t0).toISOString() });
+    expect(records(partly.unrecorded)).toEqual(lost.filter((r) => !r.startsWith("row ") || r.startsWith("row b#")));
+    // The whole journal: nothing was lost.
+    const whole = await replayJournal({ definition: d, identity, start: { kind: "start", input: {} }, journal: live.journal, startedAt: new Date(t0).toISOString() });
+    expect(whole.unrecorded).toEqual([]);
+    // A row written later for the same attempt (d finished) counts as d's start written.
+    const done = [...live.journal, { nodeId: "d", nodeType: "tool", attempt: 1, status: "completed" as const, output: "D" }];
+    expect((await replayJournal({ definition: d, identity, start: { kind: "start", input: {} }, journal: done, startedAt: new Date(t0).toISOString() })).unrecorded).toEqual([]);
+  });
+});
+
 describe("step: cancel while a retry waits", () => {
   it("keeps the failed attempt's journal row and event as they were", async () => {
     const d = def({ nodes: [{ id: "f", type: "tool", config: { tool: "f" }, retry: { maxAttempts: 3, initialDelayMs: 60000, jitter: 0 } }] });

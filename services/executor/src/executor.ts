@@ -166,6 +166,12 @@ function forkStartOnRow(row: ExecutionRecord): ForkStart | undefined {
 
 /** How long an execution's records must have been idle before its outbox is dropped from Redis. */
 const OUTBOX_CLEAR_DELAY_MS = 250;
+/**
+ * How long a rebuild that finds steps without their journal rows waits before reading the
+ * journal again: a replica still writing them (alive, its statement in flight) is done by then,
+ * and its events go out; what is still missing is written by the rebuild.
+ */
+const unrecordedGraceMs = 1_000;
 
 /**
  * Commands the executor's consumer may hold unacknowledged. A timer that is not due yet is
@@ -973,7 +979,10 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * records), so the start is to be applied afresh, records and events included.
    */
   async function rebuild(row: ExecutionRecord, definition: WorkflowDefinition, blobs: Map<string, JsonValue>): Promise<{ state: CheckpointState; version: number } | null> {
-    const journal = await store.nodeExecutions.listForReplay(row.id);
+    // This process's records of the run still being written land first (or fail: then they are
+    // the replay's to write, see unrecorded below).
+    await recordsDone(row.id)?.catch(() => undefined);
+    let journal = await store.nodeExecutions.listForReplay(row.id);
     if (journal.length === 0) return null;
     const identity = { executionId: row.id, tenantId: row.tenantId, workflowId: row.agentWorkflowId, workflowVersion: row.workflowVersion, ...(row.agentId !== null ? { agentId: row.agentId } : {}) };
     // A pause in sub-runs is not journaled: it is learned again from the sub-runs' rows, with
@@ -982,6 +991,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     const announced = { subRunPauses: row.subRunPauses, pausePoint: row.status === "paused" ? row.currentState : null };
     let replay: Awaited<ReturnType<typeof replayJournal>> | undefined;
     const missingBlobs = new Set<string>();
+    let regraced = false;
     for (;;) {
       try {
         replay = await replayJournal({
@@ -994,6 +1004,15 @@ export function createExecutor(opts: ExecutorOptions): Executor {
             startedAt: j.startedAt.toISOString(), ...(j.completedAt ? { completedAt: j.completedAt.toISOString() } : {}),
           })),
         });
+        // Steps whose records are not in the journal: their executor died writing them (the
+        // rebuild writes them), or another replica is writing them now. Give that one a moment
+        // (its statements take milliseconds), then read the journal again.
+        if (replay.unrecorded.length && !regraced && unrecordedGraceMs > 0) {
+          regraced = true;
+          await new Promise((r) => setTimeout(r, unrecordedGraceMs));
+          journal = await store.nodeExecutions.listForReplay(row.id);
+          continue;
+        }
         break;
       } catch (err) {
         if (!(err instanceof BlobsNeeded)) throw err;
@@ -1004,22 +1023,28 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     const floor = journal.reduce((m, j) => Math.max(m, j.stepVersion ?? 0), 0) + 1000;
     if (replay.unplaced.length) logger.warn("journal rows the replay could not place", { executionId: row.id, rows: replay.unplaced.map((j) => `${j.nodeId}#${j.attempt}`) });
     // Large values the replay recomputed or resolved are referenced, as a step's would be.
-    const shrunk = await large.shrinkRebuilt({ state: replay.state, effects: replay.rearm, more: false }, definition);
-    const rearm = shrunk.effects;
+    const shrunk = await large.shrinkRebuilt({ state: replay.state, effects: [...replay.rearm, ...replay.unrecorded], more: false }, definition);
+    const rearm = shrunk.effects.slice(0, replay.rearm.length);
+    const unrecorded = shrunk.effects.slice(replay.rearm.length);
     // Numbered past every version and step written before the loss: a replica that still holds
     // one of them in its cache cannot find it in Redis again and write over this state (an
     // ABA), and the journal's step numbers go on from there (records()).
     let state: ExecutionState = { ...shrunk.state, versionBase: 0 };
-    let written = await writeCheckpoint(row.id, { ...state, outbox: rearm }, 0, { firstVersionAfter: floor });
+    // The outbox holds the lost steps' records too, so a crash before they are written leaves them to the next delivery.
+    const outbox = [...rearm, ...unrecorded];
+    let written = await writeCheckpoint(row.id, { ...state, outbox }, 0, { firstVersionAfter: floor });
     if (written.version <= floor) {
       // A store that numbers from 1 again: keep the step numbers apart with a base instead.
       state = { ...state, versionBase: floor };
-      written = await writeCheckpoint(row.id, { ...state, outbox: rearm }, written.version);
+      written = await writeCheckpoint(row.id, { ...state, outbox }, written.version);
     }
     logger.warn("checkpoint rebuilt from the journal", { executionId: row.id, status: state.status, rearmed: rearm.length });
-    // The events of the pauses in sub-runs that changed while the checkpoint was lost (the
-    // journal does not hold them; the row says what was announced).
-    const told: Effect[] = replay.subRunNews.map((event) => ({ kind: "emit", event }));
+    // The records of the steps whose rows and events were never written (an executor died
+    // writing them, and their outbox went with the checkpoint), then the events of the pauses
+    // in sub-runs that changed while the checkpoint was lost (the journal does not hold them;
+    // the row says what was announced).
+    if (unrecorded.length) logger.warn("records of lost steps written again", { executionId: row.id, rows: unrecorded.flatMap((e) => (e.kind === "journal" ? [`${e.entry.nodeId}#${e.entry.attempt}:${e.entry.status}`] : [])) });
+    const told: Effect[] = [...unrecorded, ...replay.subRunNews.map((event): Effect => ({ kind: "emit", event }))];
     // A row that does not say what the rebuilt state does is written again, whole.
     await perform(rowOutdated(row, state) ? null : state, state, [...rearm, ...told], written.version);
     const cleared = await writeCheckpoint(row.id, { ...state, outbox: [] }, written.version);
