@@ -4,7 +4,6 @@
  * survives and is visible across processes), and an SSE reader that stops when told.
  */
 import { randomBytes } from "node:crypto";
-import { afterAll } from "@jest/globals";
 import type { Redis } from "ioredis";
 import { createRedis } from "@baton/checkpoints";
 import type { BatonConfig } from "@baton/config";
@@ -372,6 +371,9 @@ export async function startInProcess(config: BatonConfig, name: string): Promise
  */
 export async function suiteInProcess(name: string, overrides: Record<string, string> = {}): Promise<InProcess & { config: BatonConfig; env: Record<string, string> }> {
   const { config, env } = isolatedConfig(overrides);
+  // Imported here, not at the top: scripts run outside jest (bench/chaos) import this module's
+  // other helpers, and @jest/globals throws when loaded outside a jest environment.
+  const { afterAll } = await import("@jest/globals");
   const h = await startInProcess(config, name);
   afterAll(() => h.stop());
   return { ...h, config, env };

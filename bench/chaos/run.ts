@@ -1,0 +1,617 @@
+/**
+ * Randomized chaos for the executor's durability promises (docs/workflows.md "Scheduling and
+ * durability", docs/events.md "The shape of a timeline", ADR 002 and 004).
+ *
+ * The gateway, the tool worker (with the recording test tools of test/workflows.ts) and the
+ * review service run in this process; `--executors` executors (default 2) run as their own OS
+ * processes (`node bin/baton.ts --target=executor`, ack wait 2 s). The driver submits a stream
+ * of executions of mixed shapes (sequences, fan-out with all/any/n joins, forEach over a tool
+ * and over child runs with a concurrency cap, whileLoops, sub-workflows, delays, retries of a
+ * flaky tool, reviews in the run and in a sub-run that it approves or rejects after a while,
+ * cancels of some runs) while, at random moments, it SIGKILLs an executor (restarted after a
+ * while) and deletes random live executions' Redis checkpoints. Then, with every executor up
+ * and every review answered, it checks each execution and each of its child runs:
+ * - it ended (completed, failed, cancelled) with the status and output its shape should give;
+ * - no journal row is left running, and no node attempt completed twice; a completed run of a
+ *   loop-free shape has exactly one completed row per node it should have run;
+ * - every recorded tool call (`rec.sleep` call ids) ran at most once, a completed run made
+ *   exactly the calls its shape makes, and a flaky tool ran `failures + 1` times;
+ * - a completed run started the child runs its shape starts, no more;
+ * - its events, read from the SSE stream, pass timelineProblems.
+ *
+ *   ./baton node bench/chaos/run.ts [--seed=N] [--rounds=R] [--executions=N] [--executors=2]
+ *                                   [--chaos-ms=2500] [--loss=0.4] [--cancel=0.1] [--verbose]
+ *
+ * Each round prints its seed; `--seed=N --rounds=1` replays one (the chaos is random in time
+ * too, so a replay is likely but not certain to fail the same way). Exit code 1 when a check
+ * failed. Everything the run made (schema, streams, Redis keys, processes) is removed at the end.
+ */
+import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { isDeepStrictEqual } from "node:util";
+import type { Redis } from "ioredis";
+import { createRedis } from "@baton/checkpoints";
+import { loadConfig } from "@baton/config";
+import { createLogger } from "@baton/telemetry";
+import { startBaton } from "../../bin/start.ts";
+import type { BatonHandle } from "../../bin/start.ts";
+import { api, freePort, isolatedConfig, removeIsolated, waitFor } from "../../test/helpers.ts";
+import type { Api } from "../../test/helpers.ts";
+import type { ExecutionRow, NodeRow, Recorder } from "../../test/workflows.ts";
+import { collectEvents, createDefinition, getExecution, testTools, timelineProblems } from "../../test/workflows.ts";
+
+const root = join(import.meta.dirname, "../..");
+const { values: args } = parseArgs({
+  options: {
+    seed: { type: "string" },
+    rounds: { type: "string", default: "1" },
+    executions: { type: "string", default: "30" },
+    executors: { type: "string", default: "2" },
+    "chaos-ms": { type: "string", default: "2500" },
+    loss: { type: "string", default: "0.4" },
+    cancel: { type: "string", default: "0.1" },
+    shapes: { type: "string" },
+    verbose: { type: "boolean", default: false },
+  },
+});
+
+/** mulberry32: a small seeded generator, so a round's choices replay from its seed. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface Expect {
+  status: "completed" | "failed";
+  output?: unknown;
+  /** Completed rows per node of a completed run (loop-free shapes). */
+  nodes?: Record<string, number>;
+  /** `rec.sleep` calls a completed run (with its children) makes. */
+  calls?: number;
+  /** Child runs a completed run starts. */
+  children?: number;
+  /** For `flaky`: its key and how often it must have run. */
+  flaky?: { key: string; count: number };
+}
+
+interface Planned {
+  shape: string;
+  definition: Record<string, unknown>;
+  input: Record<string, unknown>;
+  expect: Expect;
+}
+
+type Rand = () => number;
+const int = (r: Rand, lo: number, hi: number) => lo + Math.floor(r() * (hi - lo + 1));
+const sleepNode = (id: string, ms: number, v: unknown) => ({ id, type: "tool", config: { tool: "rec.sleep" }, input: { ms, v } });
+const ones = (ids: string[]) => Object.fromEntries(ids.map((i) => [i, 1]));
+
+/** The shapes: each picks its parameters from the round's generator and says what it must give. */
+const shapes: Record<string, (r: Rand, tag: string) => Planned> = {
+  seq: (r) => {
+    const n = int(r, 3, 7);
+    const ids = Array.from({ length: n }, (_, i) => `s${i + 1}`);
+    return {
+      shape: "seq",
+      definition: {
+        nodes: ids.map((id, i) => sleepNode(id, int(r, 20, 300), i + 1)),
+        edges: ids.slice(1).map((id, i) => ({ from: ids[i]!, to: id })),
+        output: { first: "$.s1.v", last: `$.s${n}.v` },
+      },
+      input: {},
+      expect: { status: "completed", output: { first: 1, last: n }, nodes: ones(ids), calls: n, children: 0 },
+    };
+  },
+  fanAll: (r) => ({
+    shape: "fanAll",
+    definition: {
+      start: "s",
+      nodes: [
+        { id: "s", type: "setVariable", config: { values: { "$.vars.k": 1 } } },
+        sleepNode("p1", int(r, 20, 400), 1), sleepNode("p2", int(r, 20, 400), 2),
+        { id: "p3", type: "tool", config: { tool: "echo" }, input: { v: 3 } },
+        { id: "j", type: "transform", config: { expression: "p1.v + p2.v + p3.v" } },
+        sleepNode("t", int(r, 20, 200), "$.j"),
+      ],
+      edges: [{ from: "s", to: "p1" }, { from: "s", to: "p2" }, { from: "s", to: "p3" }, { from: "p1", to: "j" }, { from: "p2", to: "j" }, { from: "p3", to: "j" }, { from: "j", to: "t" }],
+      output: { r: "$.t.v" },
+    },
+    input: {},
+    expect: { status: "completed", output: { r: 6 }, nodes: ones(["s", "p1", "p2", "p3", "j", "t"]), calls: 3, children: 0 },
+  }),
+  fanAny: (r) => ({
+    shape: "fanAny",
+    definition: {
+      start: "s",
+      nodes: [
+        { id: "s", type: "setVariable", config: { values: { x: 1 } } },
+        sleepNode("slow", int(r, 400, 1500), "S"),
+        sleepNode("fast", int(r, 10, 100), "F"),
+        { ...sleepNode("j", 10, "J"), join: "any" },
+      ],
+      edges: [{ from: "s", to: "slow" }, { from: "s", to: "fast" }, { from: "slow", to: "j" }, { from: "fast", to: "j" }],
+      output: { j: "$.j.v", slow: "$.slow.v" },
+    },
+    input: {},
+    expect: { status: "completed", output: { j: "J", slow: "S" }, nodes: ones(["s", "slow", "fast", "j"]), calls: 3, children: 0 },
+  }),
+  fanN: (r) => ({
+    shape: "fanN",
+    definition: {
+      start: "s",
+      nodes: [
+        { id: "s", type: "setVariable", config: { values: { x: 1 } } },
+        sleepNode("b1", int(r, 20, 800), 1), sleepNode("b2", int(r, 20, 800), 2), sleepNode("b3", int(r, 20, 800), 3),
+        { id: "j", type: "transform", config: { expression: "'N'" }, join: { n: 2 } },
+        sleepNode("after", 20, "$.j"),
+      ],
+      edges: [{ from: "s", to: "b1" }, { from: "s", to: "b2" }, { from: "s", to: "b3" }, { from: "b1", to: "j" }, { from: "b2", to: "j" }, { from: "b3", to: "j" }, { from: "j", to: "after" }],
+      output: { j: "$.after.v" },
+    },
+    input: {},
+    expect: { status: "completed", output: { j: "N" }, nodes: ones(["s", "b1", "b2", "b3", "j", "after"]), calls: 4, children: 0 },
+  }),
+  eachTool: (r) => {
+    const xs = Array.from({ length: int(r, 3, 8) }, () => int(r, 1, 9));
+    return {
+      shape: "eachTool",
+      definition: {
+        nodes: [{ id: "work", type: "forEach", config: { items: "$.input.xs", tool: "rec.sleep", concurrency: int(r, 1, 3), itemInput: { ms: int(r, 20, 300), v: "$.item" }, reduce: "$sum(results.v)" } }],
+        output: { sum: "$.work" },
+      },
+      input: { xs },
+      expect: { status: "completed", output: { sum: xs.reduce((a, b) => a + b, 0) }, nodes: { work: 1 }, calls: xs.length, children: 0 },
+    };
+  },
+  eachBody: (r) => {
+    const xs = Array.from({ length: int(r, 2, 5) }, (_, i) => i + 1);
+    return {
+      shape: "eachBody",
+      definition: {
+        nodes: [
+          { id: "each", type: "forEach", config: { items: "$.input.xs", concurrency: int(r, 1, 3), body: {
+            nodes: [sleepNode("z", int(r, 50, 500), "$.input.item"), { id: "y", type: "transform", config: { expression: "z.v * 10" } }],
+            edges: [{ from: "z", to: "y" }],
+            output: { v: "$.y" },
+          } } },
+        ],
+        output: { each: "$.each" },
+      },
+      input: { xs },
+      expect: { status: "completed", output: { each: xs.map((x) => ({ v: x * 10 })) }, nodes: { each: 1 }, calls: xs.length, children: xs.length },
+    };
+  },
+  loop: (r) => {
+    const k = int(r, 2, 5);
+    return {
+      shape: "loop",
+      definition: {
+        start: "init",
+        nodes: [
+          { id: "init", type: "setVariable", config: { values: { "$.vars.i": 0 } } },
+          { id: "loop", type: "whileLoop", config: { condition: `vars.i < ${k}`, maxIterations: 10 } },
+          sleepNode("body", int(r, 10, 200), "$.vars.i"),
+          { id: "inc", type: "transform", config: { expression: "body.v + 1" }, output: "$.vars.i" },
+          { id: "work", type: "transform", config: { expression: "vars.i" } },
+        ],
+        edges: [{ from: "init", to: "loop" }, { from: "loop", to: "body", when: "body" }, { from: "body", to: "inc" }, { from: "inc", to: "loop" }, { from: "loop", to: "work", when: "exit" }],
+        output: { r: "$.work" },
+      },
+      input: {},
+      expect: { status: "completed", output: { r: k }, nodes: { init: 1, loop: k + 1, body: k, inc: k, work: 1 }, calls: k, children: 0 },
+    };
+  },
+  sub: () => ({
+    shape: "sub",
+    definition: {
+      nodes: [{ id: "sub", type: "subworkflow", config: { workflow: { slug: "chaos-child" } }, input: { v: "$.input.v" } }, { id: "after", type: "transform", config: { expression: "sub.v & '.'" } }],
+      edges: [{ from: "sub", to: "after" }],
+      output: { r: "$.after" },
+    },
+    input: { v: "deep" },
+    expect: { status: "completed", output: { r: "deep." }, nodes: ones(["sub", "after"]), calls: 1, children: 1 },
+  }),
+  delay: (r) => ({
+    shape: "delay",
+    definition: {
+      nodes: [
+        { id: "a", type: "tool", config: { tool: "echo" }, input: { x: 1 } },
+        { id: "wait", type: "delay", config: { ms: int(r, 200, 2000) } },
+        { id: "b", type: "transform", config: { expression: "a.x + 1" } },
+      ],
+      edges: [{ from: "a", to: "wait" }, { from: "wait", to: "b" }],
+      output: { r: "$.b" },
+    },
+    input: {},
+    expect: { status: "completed", output: { r: 2 }, nodes: ones(["a", "wait", "b"]), calls: 0, children: 0 },
+  }),
+  retry: (r, tag) => {
+    const failures = int(r, 1, 2);
+    const key = `k-${tag}`;
+    return {
+      shape: "retry",
+      definition: {
+        nodes: [
+          { id: "f", type: "tool", config: { tool: "flaky" }, input: { key: "$.input.key", failures }, retry: { maxAttempts: failures + 1, initialDelayMs: int(r, 50, 600), jitter: 0 } },
+          sleepNode("g", 20, "$.f.calls"),
+        ],
+        edges: [{ from: "f", to: "g" }],
+        output: { calls: "$.g.v" },
+      },
+      input: { key },
+      expect: { status: "completed", output: { calls: failures + 1 }, calls: 1, children: 0, flaky: { key, count: failures + 1 } },
+    };
+  },
+  review: (r) => {
+    const decision = r() < 0.7 ? "approve" : "reject";
+    return {
+      shape: "review",
+      definition: {
+        nodes: [
+          sleepNode("a", int(r, 10, 200), "A"),
+          { id: "review", type: "humanReview", config: { reason: "chaos" } },
+          { id: "yes", type: "transform", config: { expression: "'yes'" }, output: "$.vars.verdict" },
+          { id: "no", type: "transform", config: { expression: "'no'" }, output: "$.vars.verdict" },
+        ],
+        edges: [{ from: "a", to: "review" }, { from: "review", to: "yes" }, { from: "review", to: "no", when: "rejected" }],
+        output: { verdict: "$.vars.verdict", a: "$.a.v" },
+      },
+      input: { decision },
+      expect: { status: "completed", output: { verdict: decision === "approve" ? "yes" : "no", a: "A" }, nodes: ones(["a", "review", decision === "approve" ? "yes" : "no"]), calls: 1, children: 0 },
+    };
+  },
+  subReview: (r) => {
+    const decision = r() < 0.7 ? "approve" : "reject";
+    return {
+      shape: "subReview",
+      definition: {
+        nodes: [
+          { id: "sub", type: "subworkflow", config: { workflow: { slug: "chaos-review-child" } }, input: { decision: "$.input.decision" } },
+          sleepNode("after", 20, "$.sub.b"),
+        ],
+        edges: [{ from: "sub", to: "after" }],
+        output: { r: "$.after.v" },
+      },
+      input: { decision },
+      expect: decision === "approve"
+        ? { status: "completed", output: { r: "ok" }, nodes: ones(["sub", "after"]), calls: 2, children: 1 }
+        : { status: "failed" },
+    };
+  },
+  mixed: (r) => ({
+    shape: "mixed",
+    definition: {
+      start: "s",
+      nodes: [
+        { id: "s", type: "setVariable", config: { values: { "$.vars.k": 1 } } },
+        sleepNode("p1", int(r, 50, 400), 1), sleepNode("p2", int(r, 50, 400), 2),
+        { id: "p3", type: "tool", config: { tool: "echo" }, input: { v: 3 } },
+        { id: "j", type: "transform", config: { expression: "p1.v + p2.v + p3.v" } },
+        { id: "each", type: "forEach", config: { items: "$.input.xs", concurrency: 3, body: {
+          nodes: [sleepNode("z", int(r, 50, 400), "$.input.item"), { id: "y", type: "transform", config: { expression: "z.v * 10" } }],
+          edges: [{ from: "z", to: "y" }],
+        } } },
+        sleepNode("t1", int(r, 20, 200), "$.j"),
+        { id: "d", type: "delay", config: { ms: int(r, 50, 800) } },
+        sleepNode("t2", int(r, 20, 200), "$.t1.v"),
+        { id: "t3", type: "transform", config: { expression: "{ 'sum': t2.v, 'each': each }" } },
+      ],
+      edges: [
+        { from: "s", to: "p1" }, { from: "s", to: "p2" }, { from: "s", to: "p3" }, { from: "p1", to: "j" }, { from: "p2", to: "j" }, { from: "p3", to: "j" },
+        { from: "j", to: "each" }, { from: "each", to: "t1" }, { from: "t1", to: "d" }, { from: "d", to: "t2" }, { from: "t2", to: "t3" },
+      ],
+      output: { r: "$.t3" },
+    },
+    input: { xs: [1, 2, 3, 4, 5] },
+    expect: { status: "completed", output: { r: { sum: 6, each: [10, 20, 30, 40, 50] } }, nodes: ones(["s", "p1", "p2", "p3", "j", "each", "t1", "d", "t2", "t3"]), calls: 9, children: 5 },
+  }),
+};
+
+interface Proc { child: ChildProcess; output: string[]; healthPort: number; index: number }
+interface Run extends Planned {
+  id: number;
+  cancel?: { atMs: number; answered?: number };
+  decideAfterMs: number;
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once("exit", () => resolve()));
+}
+
+async function round(seed: number): Promise<string[]> {
+  const r = rng(seed);
+  // The chaos draws from its own generator, so the plan of executions does not depend on timing.
+  const rc = rng(seed ^ 0x5bd1e995);
+  const verbose = args.verbose;
+  const log = (msg: string) => console.log(`[seed ${seed} +${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}`);
+  const t0 = Date.now();
+  const { config, env } = isolatedConfig({ BATON_EXECUTOR_ACK_WAIT_MS: "2000", BATON_CHECKPOINT_DELTA_ABOVE_BYTES: r() < 0.5 ? "0" : "65536" });
+  const redis: Redis = createRedis(config.redisUrl);
+  const t = testTools(redis, config.prefix);
+  const rec: Recorder = t.recorder;
+  const procs: Proc[] = [];
+  const slots: (Proc | undefined)[] = [];
+  let local: BatonHandle | undefined;
+  const problems: string[] = [];
+  let stopChaos = false;
+
+  async function startExecutor(index: number): Promise<void> {
+    const healthPort = await freePort();
+    const child = spawn(process.execPath, [join(root, "bin/baton.ts"), "--target=executor"], {
+      cwd: root,
+      env: { ...process.env, ...env, BATON_HEALTH_PORT: String(healthPort) },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const p: Proc = { child, output: [], healthPort, index };
+    child.stdout.on("data", (d: Buffer) => p.output.push(d.toString()));
+    child.stderr.on("data", (d: Buffer) => p.output.push(d.toString()));
+    procs.push(p);
+    await waitFor(`executor ${index} ready`, async () => {
+      if (child.exitCode !== null) throw new Error(`executor exited ${child.exitCode}: ${p.output.join("").slice(-2000)}`);
+      const res = await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => undefined);
+      return res?.status === 200 ? true : undefined;
+    }, 60_000);
+    slots[index] = p;
+  }
+
+  try {
+    local = await startBaton({ config: loadConfig({ ...env, BATON_TARGET: "gateway,worker,review" }), logger: createLogger("chaos", "warn"), tools: t.tools });
+    const a: Api = api(local.gatewayPort!, config.apiKey!);
+    const nExecutors = Number(args.executors);
+    for (let i = 0; i < nExecutors; i++) await startExecutor(i);
+
+    await createDefinition(a, "chaos-child", { nodes: [sleepNode("z", 200, "$.input.v")], output: { v: "$.z.v" } }, { slug: "chaos-child" });
+    await createDefinition(a, "chaos-review-child", {
+      nodes: [sleepNode("a", 30, "A"), { id: "review", type: "humanReview", config: { reason: "child check" } }, { id: "b", type: "transform", config: { expression: "'ok'" } }],
+      edges: [{ from: "a", to: "review" }, { from: "review", to: "b" }],
+      output: { b: "$.b" },
+    }, { slug: "chaos-review-child" });
+    const workflowIds = new Map<string, number>();
+
+    const runs: Run[] = [];
+    const started = new Map<number, number>();
+    const names = args.shapes ? args.shapes.split(",") : Object.keys(shapes);
+    const total = Number(args.executions);
+    const cancelRate = Number(args.cancel);
+    const lossRate = Number(args.loss);
+    const chaosMs = Number(args["chaos-ms"]);
+    let kills = 0;
+    let losses = 0;
+
+    // Chaos: at random moments kill an executor (restarted after 0.2–3 s) or drop a live run's checkpoint.
+    const chaos = (async () => {
+      while (!stopChaos) {
+        await new Promise((res) => setTimeout(res, int(rc, chaosMs / 2, chaosMs * 1.5)));
+        if (stopChaos) break;
+        if (rc() < lossRate) {
+          const recent = await Promise.all(runs.slice(-15).map(async (x) => ({ run: x, row: await getExecution(a, x.id) })));
+          const live = recent.filter((x) => x.row.status === "running" || x.row.status === "paused").map((x) => x.run);
+          if (!live.length) continue;
+          const target = live[int(rc, 0, live.length - 1)]!;
+          // The run itself, or one of its children.
+          let id = target.id;
+          if (rc() < 0.4) {
+            const kids = (await a.call<{ items: ExecutionRow[] }>("GET", `/api/agent-workflow-executions/${id}/children`)).body.items;
+            if (kids.length) id = kids[int(rc, 0, kids.length - 1)]!.id;
+          }
+          const row = await getExecution(a, id);
+          if (row.status !== "running" && row.status !== "paused") continue;
+          const n = await redis.del(`${config.prefix}:checkpoint:{${id}}`, `${config.prefix}:checkpoint:{${id}}:history`, `${config.prefix}:checkpoint:{${id}}:fwd`);
+          losses++;
+          if (verbose) log(`lost checkpoint of ${id} (${target.shape} ${target.id}, ${row.status}, ${n} keys)`);
+        } else {
+          const alive = slots.map((p, i) => (p ? i : -1)).filter((i) => i >= 0);
+          if (!alive.length) continue;
+          const i = alive[int(rc, 0, alive.length - 1)]!;
+          const p = slots[i]!;
+          slots[i] = undefined;
+          p.child.kill("SIGKILL");
+          await exited(p.child);
+          kills++;
+          if (verbose) log(`killed executor ${i}`);
+          const down = int(rc, 200, 3000);
+          void (async () => {
+            await new Promise((res) => setTimeout(res, down));
+            await startExecutor(i).catch((err: unknown) => problems.push(`restart of executor ${i}: ${(err as Error).message}`));
+          })();
+        }
+      }
+    })();
+
+    // Reviews: each pending one is decided as its top-level run's input says, a while after it appeared.
+    const seenReview = new Map<number, number>();
+    let answering = true;
+    const answer = (async () => {
+      while (answering) {
+        await new Promise((res) => setTimeout(res, 250));
+        const res = await a.call<{ items: { id: number; executionId: number; nodeId: string }[] }>("GET", "/api/reviews?status=pending&limit=200").catch(() => undefined);
+        for (const rv of res?.body.items ?? []) {
+          const first = seenReview.get(rv.id) ?? Date.now();
+          seenReview.set(rv.id, first);
+          const row = await getExecution(a, rv.executionId).catch(() => undefined);
+          if (!row) continue;
+          const top = runs.find((x) => x.id === rv.executionId || x.id === row.parentExecutionId);
+          if (!top || Date.now() - first < top.decideAfterMs) continue;
+          const action = (row.input?.decision as string | undefined) ?? "approve";
+          const sent = await a.call("POST", `/api/agent-workflow-executions/${rv.executionId}/resume`, { action, nodeId: rv.nodeId }).catch(() => undefined);
+          if (verbose) log(`review ${rv.id} of ${rv.executionId} (${row.status}): ${action} → ${sent?.status ?? "error"} ${sent && sent.status !== 202 ? JSON.stringify(sent.body).slice(0, 200) : ""}`);
+        }
+      }
+    })();
+
+    // The stream of executions, a few in flight at once.
+    for (let k = 0; k < total; k++) {
+      const shape = names[int(r, 0, names.length - 1)]!;
+      const plan = shapes[shape]!(r, `${seed}-${k}`);
+      let wf = workflowIds.get(`${shape}-${k}`);
+      if (wf === undefined) {
+        wf = await createDefinition(a, `chaos-${shape}-${k}`, plan.definition);
+        workflowIds.set(`${shape}-${k}`, wf);
+      }
+      const res = await a.call<{ id: number }>("POST", `/api/agent-workflows/${wf}/execute`, { input: plan.input });
+      if (res.status !== 202) {
+        problems.push(`execute ${shape} answered ${res.status}: ${JSON.stringify(res.body)}`);
+        continue;
+      }
+      const run: Run = { ...plan, id: res.body.id, decideAfterMs: int(r, 100, 3000) };
+      if (r() < cancelRate) run.cancel = { atMs: int(r, 50, 3000) };
+      runs.push(run);
+      started.set(run.id, Date.now());
+      if (run.cancel) {
+        const c = run.cancel;
+        void (async () => {
+          await new Promise((res2) => setTimeout(res2, c.atMs));
+          c.answered = (await a.call("POST", `/api/agent-workflow-executions/${run.id}/cancel`, { reason: "chaos" }).catch(() => ({ status: -1 }))).status;
+        })();
+      }
+      if (verbose) log(`started ${shape} ${run.id}${run.cancel ? ` (cancel at ${run.cancel.atMs} ms)` : ""}`);
+      await new Promise((res2) => setTimeout(res2, int(r, 50, 600)));
+      // Keep at most ~10 runs in flight (2 CPUs).
+      for (;;) {
+        const rows = await Promise.all(runs.slice(-12).map((x) => getExecution(a, x.id)));
+        if (rows.filter((x) => x.status === "running" || x.status === "queued").length < 10) break;
+        await new Promise((res2) => setTimeout(res2, 300));
+      }
+    }
+
+    // Let the chaos go on a little past the last start, then bring every executor back.
+    await new Promise((res) => setTimeout(res, 3000));
+    stopChaos = true;
+    await chaos;
+    for (let i = 0; i < nExecutors; i++) if (!slots[i]) await waitFor(`executor ${i} back`, async () => (slots[i] ? true : undefined), 90_000).catch(() => startExecutor(i));
+    log(`${runs.length} executions, ${kills} kills, ${losses} checkpoint losses; waiting for every run to end`);
+
+    // Every run ends (reviews still answered meanwhile). The recovery sweep runs every minute.
+    const ends = ["completed", "failed", "cancelled"];
+    const rows = new Map<number, ExecutionRow>();
+    await waitFor("every run to end", async () => {
+      for (const run of runs) {
+        if (rows.has(run.id)) continue;
+        const row = await getExecution(a, run.id);
+        if (ends.includes(row.status)) rows.set(run.id, row);
+      }
+      return rows.size === runs.length ? true : undefined;
+    }, 180_000).catch(() => undefined);
+    answering = false;
+    await answer;
+
+    const calls = await rec.calls();
+    const callCount = new Map<string, number>();
+    for (const c of calls) callCount.set(c, (callCount.get(c) ?? 0) + 1);
+    for (const [c, n] of callCount) if (n > 1) problems.push(`call ${c} ran ${n} times`);
+
+    const journalOf = async (id: number) => (await a.call<{ items: NodeRow[] }>("GET", `/api/agent-workflow-executions/${id}/nodes`)).body.items;
+    const kidsOf = async (id: number) => (await a.call<{ items: ExecutionRow[] }>("GET", `/api/agent-workflow-executions/${id}/children`)).body.items;
+    const tenantId = async (id: number) => {
+      const store = (await import("@baton/store")).createStore({ databaseUrl: config.databaseUrl, schema: config.databaseSchema });
+      try {
+        return (await store.executions.getById(id))!.tenantId;
+      } finally {
+        await store.close();
+      }
+    };
+    const tenant = runs.length ? await tenantId(runs[0]!.id) : "";
+
+    for (const run of runs) {
+      const before = problems.length;
+      const say = (what: string) => problems.push(`${run.shape} ${run.id}${run.cancel ? ` (cancel ${run.cancel.answered ?? "unsent"} at ${run.cancel.atMs} ms)` : ""}: ${what}`);
+      const row = rows.get(run.id) ?? (await getExecution(a, run.id));
+      const stuck = !ends.includes(row.status);
+      if (stuck) {
+        const cp = await redis.hget(`${config.prefix}:checkpoint:{${run.id}}`, "s");
+        say(`still ${row.status} (${row.currentState ?? ""}); checkpoint ${cp ? cp.slice(0, 1500) : "none"}`);
+      }
+      const cancelled = run.cancel?.answered === 202 && row.status === "cancelled";
+      if (!cancelled && !stuck) {
+        if (row.status !== run.expect.status) say(`ended ${row.status} (${row.error ?? ""}), expected ${run.expect.status}`);
+        else if (run.expect.status === "completed" && !isDeepStrictEqual(row.output, run.expect.output)) say(`output ${JSON.stringify(row.output)}, expected ${JSON.stringify(run.expect.output)}`);
+      }
+      if (row.status === "cancelled" && run.cancel?.answered !== 202) say("cancelled without a cancel");
+      const kids = await kidsOf(run.id);
+      const grand = (await Promise.all(kids.map((k) => kidsOf(k.id)))).flat();
+      const family = [run.id, ...kids.map((k) => k.id), ...grand.map((k) => k.id)];
+      for (const id of family) {
+        const nodes = await journalOf(id);
+        const open = nodes.filter((n) => n.status === "running");
+        const kidRow = id === run.id ? row : await getExecution(a, id);
+        if (open.length && ends.includes(kidRow.status)) say(`execution ${id} (${kidRow.status}) has running rows ${open.map((n) => `${n.nodeId}#${n.attempt}`).join(", ")}`);
+        const seen = new Set<string>();
+        for (const n of nodes.filter((x) => x.status === "completed")) {
+          const key = `${n.nodeId}#${n.attempt}`;
+          if (seen.has(key)) say(`execution ${id}: node ${key} completed twice`);
+          seen.add(key);
+        }
+        if (!ends.includes(kidRow.status)) say(`child ${id} still ${kidRow.status}`);
+        // Timelines: every run read to its end passes the rules of docs/events.md.
+        const events = await collectEvents(a, config.apiKey!, id, undefined, 10_000).catch((err: unknown) => {
+          say(`events of ${id} did not end: ${(err as Error).message}`);
+          return undefined;
+        });
+        if (events) for (const p of timelineProblems(events, id, tenant)) say(`timeline of ${id}: ${p}`);
+      }
+      if (row.status === "completed" && !cancelled) {
+        const nodes = await journalOf(run.id);
+        if (run.expect.nodes) {
+          const per: Record<string, number> = {};
+          for (const n of nodes) if (n.status === "completed") per[n.nodeId] = (per[n.nodeId] ?? 0) + 1;
+          if (!isDeepStrictEqual(per, run.expect.nodes)) say(`completed rows ${JSON.stringify(per)}, expected ${JSON.stringify(run.expect.nodes)}`);
+        }
+        const mine = calls.filter((c) => family.some((id) => c.startsWith(`${id}.`)));
+        if (run.expect.calls !== undefined && mine.length !== run.expect.calls) say(`made ${mine.length} calls (${mine.join(", ")}), expected ${run.expect.calls}`);
+        if (run.expect.children !== undefined && kids.length !== run.expect.children) say(`started ${kids.length} children (${kids.map((k) => `${k.id}:${k.status}`).join(", ")}), expected ${run.expect.children}`);
+        if (run.expect.flaky) {
+          const n = await rec.flakyCount(run.expect.flaky.key);
+          if (n !== run.expect.flaky.count) say(`flaky ran ${n} times, expected ${run.expect.flaky.count}`);
+        }
+      }
+      if (problems.length > before) {
+        // What it takes to see why: the journal in write order, the events, the executors' lines about the run.
+        const ids = [run.id, ...kids.map((k) => k.id)];
+        for (const id of ids) {
+          problems.push(`  journal of ${id}: ${(await journalOf(id)).map((n) => `${n.nodeId}#${n.attempt}:${n.status}`).join(" ")}`);
+          const events = await collectEvents(a, config.apiKey!, id, undefined, 3_000).catch(() => []);
+          problems.push(`  events of ${id}: ${events.map((e) => `${e.event}:${JSON.stringify(e.data.data.node_id ?? "")}#${JSON.stringify(e.data.data.attempt ?? "")}@${e.data.seq}`).join(" ")}`);
+        }
+        const about = (l: string) => ids.some((x) => l.includes(`"executionId":${x},`) || l.includes(`"executionId":${x}}`));
+        for (const p of procs) for (const l of p.output.join("").split("\n").filter(about)) problems.push(`  [executor ${p.index} pid ${p.child.pid}] ${l.slice(0, 800)}`);
+      }
+    }
+    const by = new Map<string, number>();
+    for (const run of runs) by.set(`${run.shape}:${rows.get(run.id)?.status ?? "?"}`, (by.get(`${run.shape}:${rows.get(run.id)?.status ?? "?"}`) ?? 0) + 1);
+    log(`checked: ${[...by].map(([k, v]) => `${k}=${v}`).join(" ")}; ${problems.length} problems`);
+    if (problems.length) {
+      const errors = procs.flatMap((p) => p.output.join("").split("\n").filter((l) => l.includes('"level":"error"') || l.includes('"level":50')).map((l) => `[executor ${p.index}] ${l.slice(0, 600)}`));
+      for (const e of errors.slice(0, 30)) console.log(e);
+    }
+    return problems;
+  } finally {
+    stopChaos = true;
+    for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
+    await Promise.all(procs.map((p) => exited(p.child)));
+    await local?.stop().catch(() => undefined);
+    await redis.quit();
+    await removeIsolated(config);
+  }
+}
+
+const rounds = Number(args.rounds);
+const firstSeed = args.seed !== undefined ? Number(args.seed) : Math.floor(Math.random() * 2 ** 31);
+let failedRounds = 0;
+for (let i = 0; i < rounds; i++) {
+  const seed = firstSeed + i;
+  console.log(`chaos round ${i + 1}/${rounds}: seed ${seed}`);
+  const problems = await round(seed);
+  for (const p of problems) console.log(`  ✕ [seed ${seed}] ${p}`);
+  if (problems.length) failedRounds++;
+}
+console.log(`${rounds - failedRounds} rounds passed, ${failedRounds} failed`);
+process.exit(failedRounds ? 1 : 0);
