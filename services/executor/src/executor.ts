@@ -1045,8 +1045,13 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     // the row says what was announced).
     if (unrecorded.length) logger.warn("records of lost steps written again", { executionId: row.id, rows: unrecorded.flatMap((e) => (e.kind === "journal" ? [`${e.entry.nodeId}#${e.entry.attempt}:${e.entry.status}`] : [])) });
     const told: Effect[] = [...unrecorded, ...replay.subRunNews.map((event): Effect => ({ kind: "emit", event }))];
-    // A row that does not say what the rebuilt state does is written again, whole.
-    await perform(rowOutdated(row, state) ? null : state, state, [...rearm, ...told], written.version);
+    // A row that does not say what the rebuilt state does is written again, whole; so is the row
+    // of a run whose last steps were lost with their records (still active, the state finished):
+    // carried out as a redo, the run's end is then written and told (its parent, its slot).
+    const ended = isFinished(state) && row.status !== state.status;
+    await perform(ended || rowOutdated(row, state) ? null : state, state, [...rearm, ...told], written.version);
+    // A finished run's outbox went with its expiry (finished()): a new version would make the checkpoint permanent.
+    if (ended && checkpoints.expire) return { state, version: written.version };
     const cleared = await writeCheckpoint(row.id, { ...state, outbox: [] }, written.version);
     return { state, version: cleared.version };
   }
