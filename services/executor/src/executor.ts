@@ -171,7 +171,7 @@ const OUTBOX_CLEAR_DELAY_MS = 250;
  * journal again: a replica still writing them (alive, its statement in flight) is done by then,
  * and its events go out; what is still missing is written by the rebuild.
  */
-const unrecordedGraceMs = 1_000;
+const UNRECORDED_GRACE_MS = 1_000;
 
 /**
  * Commands the executor's consumer may hold unacknowledged. A timer that is not due yet is
@@ -1007,9 +1007,9 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         // Steps whose records are not in the journal: their executor died writing them (the
         // rebuild writes them), or another replica is writing them now. Give that one a moment
         // (its statements take milliseconds), then read the journal again.
-        if (replay.unrecorded.length && !regraced && unrecordedGraceMs > 0) {
+        if (replay.unrecorded.length && !regraced) {
           regraced = true;
-          await new Promise((r) => setTimeout(r, unrecordedGraceMs));
+          await new Promise((r) => setTimeout(r, UNRECORDED_GRACE_MS));
           journal = await store.nodeExecutions.listForReplay(row.id);
           continue;
         }
