@@ -980,3 +980,35 @@ describe("the start's join after an edge back that starts its round over", () =>
     expect([sim.nodeEvents("s"), sim.s.nodes.end!.status]).toEqual([["started:1", "completed:1", "started:2", "completed:2"], "completed"]);
   });
 });
+
+describe("an edge arriving late at a node that ran in this round of a cycle entered at several nodes", () => {
+  /**
+   * s → c, s → a; c (counts k, maxVisits 3) → b, → a; a → j, → b; b → j; j (join all) → c while
+   * k < 2. j → c starts c's round over (c, a, b and j wait again) and stays taken. In the new
+   * round c runs b and a; a → b then arrives late at b, which ran. That b ran before a, so the
+   * edge closes no loop: the way b → j → c → a goes through j, which has not run in this round
+   * (j → c is the edge back of the round before). Taken as closing one, it started b's region
+   * over (a and c too), and j waited for a for ever (BATON_JOIN_NEVER_FIRED).
+   */
+  const d = def({
+    start: "s",
+    nodes: [
+      { id: "s", type: "setVariable", config: { values: {} } },
+      { id: "c", type: "transform", config: { expression: "$exists(vars.k) ? vars.k + 1 : 1" }, output: "$.vars.k", maxVisits: 3 },
+      { id: "a", type: "setVariable", config: { values: {} } },
+      { id: "b", type: "setVariable", config: { values: {} } },
+      { id: "j", type: "setVariable", config: { values: {} }, join: "all" },
+    ],
+    edges: [
+      { from: "s", to: "c" }, { from: "c", to: "b" }, { from: "a", to: "j" }, { from: "a", to: "b" }, { from: "b", to: "j" }, { from: "s", to: "a" }, { from: "c", to: "a" },
+      { from: "j", to: "c", condition: "vars.k < 2" },
+    ],
+  });
+
+  it("does not start that node's region over: each node runs once a round and the run completes", async () => {
+    const sim = await new Sim(d).start();
+    expect([sim.s.status, sim.s.error, (sim.s.context.vars as JsonObject).k]).toEqual(["completed", undefined, 2]);
+    const twice = ["started:1", "completed:1", "started:2", "completed:2"];
+    expect(["c", "a", "b", "j"].map((id) => sim.nodeEvents(id))).toEqual([twice, twice, twice, twice]);
+  });
+});

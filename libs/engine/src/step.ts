@@ -483,7 +483,13 @@ class Stepper {
     }
   }
 
-  /** Whether `to` can be reached from `from` along edges taken (in this pass), within their cycle. */
+  /**
+   * Whether `to` can be reached from `from` along edges taken (in this pass), within their cycle,
+   * through nodes that completed. A node waiting again took none of its edges since: the edge
+   * back that started a round stays taken while its source waits, and leads on from no node
+   * that runs in the new round (a branch of it arriving late at a node that ran would else
+   * start that node's region over, and a join there would wait for ever).
+   */
   leadsTo(from: string, to: string): boolean {
     if (from === to) return true;
     const scc = this.g.scc.get(from);
@@ -493,6 +499,7 @@ class Stepper {
       for (const e of this.g.outgoing.get(stack.pop()!) ?? []) {
         if (seen.has(e.to) || this.g.scc.get(e.to) !== scc || this.s.edges[this.edgeKey(e)] !== "taken") continue;
         if (e.to === to) return true;
+        if (this.s.nodes[e.to]?.status !== "completed") continue;
         seen.add(e.to);
         stack.push(e.to);
       }
