@@ -1012,3 +1012,39 @@ describe("an edge arriving late at a node that ran in this round of a cycle ente
     expect(["c", "a", "b", "j"].map((id) => sim.nodeEvents(id))).toEqual([twice, twice, twice, twice]);
   });
 });
+
+describe("a round started by an edge back to a node of a cycle entered at several nodes", () => {
+  /**
+   * s → a, s → c; a (counts k) → j (join all); c →false→ j; j → c, then j → a while k < 2. j ran
+   * after a because of a → j, so j → a starts a's round over (j and c too; s → c counts for the
+   * first round only). With c true, a → j arrives but c is reached only from j, and j waits for c:
+   * validation refuses it (validate.test.ts). With a → c too, the round runs c and completes.
+   */
+  const accepted = def({
+    start: "s",
+    nodes: [
+      { id: "s", type: "setVariable", config: { values: {} } },
+      { id: "a", type: "transform", config: { expression: "$exists(vars.k) ? vars.k + 1 : 1" }, output: "$.vars.k" },
+      { id: "c", type: "condition", config: { left: "$.input.go", op: "eq", right: true } },
+      { id: "j", type: "setVariable", config: { values: {} }, join: "all", maxVisits: 3 },
+    ],
+    edges: [
+      { from: "s", to: "a" }, { from: "s", to: "c" }, { from: "a", to: "j" }, { from: "c", to: "j", when: "false" }, { from: "a", to: "c" },
+      { from: "j", to: "c" }, { from: "j", to: "a", condition: "vars.k < 2" },
+    ],
+  });
+
+  it("without a → c (validation refuses it), the round stops with j waiting for c", async () => {
+    const refused: WorkflowDefinition = { ...accepted, edges: accepted.edges.filter((e) => !(e.from === "a" && e.to === "c")) };
+    const sim = await new Sim(refused).start({ go: true });
+    expect([sim.s.status, sim.s.error?.code, sim.s.error?.message, sim.s.nodes.a!.attempt]).toEqual([
+      "failed", "BATON_JOIN_NEVER_FIRED", 'node(s) "j" were reached but their joins wait for edges from nodes that never run (they wait on each other)', 2,
+    ]);
+  });
+
+  it("with a → c (validation accepts it), the round runs c and j again and the run completes", async () => {
+    const sim = await new Sim(accepted).start({ go: true });
+    expect([sim.s.status, sim.s.error, (sim.s.context.vars as JsonObject).k]).toEqual(["completed", undefined, 2]);
+    expect([sim.nodeEvents("j"), sim.nodeEvents("c")]).toEqual([["started:1", "completed:1", "started:2", "completed:2"], ["started:1", "completed:1", "started:2", "completed:2"]]);
+  });
+});

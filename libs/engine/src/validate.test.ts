@@ -804,6 +804,37 @@ describe("validateWorkflow: joins that wait on each other for some outcome of th
     expect(codes(validateWorkflow({ start: "s", nodes, edges }))).toEqual([]);
   });
 
+  describe("a round of a cycle entered at several nodes, started by an edge back to a node that does not come first", () => {
+    // s → a, s → c; a (counts k) → j (join all); c →false→ j; j → c, then j → a while k < 2. a does
+    // not come before j on every way (s → c → j), yet j ran after a because of a → j: j → a starts
+    // a's round over (j and c too, s → c counting for the first round only). a → j arrives, but c
+    // is reached only from j, and j waits for c.
+    const round = (o: { jJoin?: string; aToC?: boolean } = {}) => validateWorkflow({
+      start: "s",
+      nodes: [
+        { id: "s", ...sv }, { id: "a", type: "transform", config: { expression: "$exists(vars.k) ? vars.k + 1 : 1" }, output: "$.vars.k" },
+        cond("c"), { id: "j", ...sv, join: o.jJoin ?? "all", maxVisits: 3 },
+      ],
+      edges: [
+        { from: "s", to: "a" }, { from: "s", to: "c" }, { from: "a", to: "j" }, { from: "c", to: "j", when: "false" }, ...(o.aToC === true ? [{ from: "a", to: "c" }] : []),
+        { from: "j", to: "c" }, { from: "j", to: "a", condition: "vars.k < 2" },
+      ],
+    });
+
+    it("refuses it, naming the join, the node it waits for and the round", () => {
+      const r = round();
+      expect(codes(r)).toEqual(["join_never_fires@nodes[3].join"]);
+      expect(!r.ok && r.errors[0]!.message).toBe(
+        'node "j" has join "all", so it waits for every incoming edge, the one from "c" too; when the cycle through "a" goes round again (the edge from "s" into it counts for its first round only), "c" cannot run before "j" (it waits, in turn, for "j" or for nodes that wait for it), so the run stops with them waiting (BATON_JOIN_NEVER_FIRED): use join "any" on "j", or give "c" a way in that does not depend on the first round',
+      );
+    });
+
+    it("accepts it when j joins as any, or c has a way in from the round (loop-passes.test.ts runs both to completion)", () => {
+      expect(codes(round({ jJoin: "any" }))).toEqual([]);
+      expect(codes(round({ aToC: true }))).toEqual([]);
+    });
+  });
+
   it("accepts a join whose other way in hangs on a node that decides again each time round its own cycle", () => {
     // c →false→ c goes round until c goes true: no outcome keeps y from being reached before x for good.
     const r = validateWorkflow({

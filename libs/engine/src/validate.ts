@@ -1011,6 +1011,30 @@ function branchWaits(c: {
     return undefined;
   };
 
+  /**
+   * Whether the edge `b → h` closes a loop at run time though `h` does not come before `b` on
+   * every way from the start (a cycle entered at several of its nodes): the engine runs `h`'s
+   * region again when `b` ran after `h` along edges taken since. That is so in some run when
+   * `b` joins as "all" and `h` has an edge to `b` that it may take (neither node a whileLoop
+   * nor `branching: "first"`, no guard "false" on either edge): `b` runs only once that edge is
+   * decided, after `h` ran, and then takes its edge back. The edge back must be the last edge
+   * of `b`: the round starts `b` over too, and `b` decides the edges listed after it in the
+   * new round (a dead one can let the nodes the round leaves waiting be skipped). And no edge
+   * of `b` into its cycle listed before it, on its branch, has a guard that varies: such an edge
+   * can close a loop first (and `b` is then started over before it takes the edge back), so the
+   * round would come only when that guard fails, and what the guard read decides the round too.
+   */
+  const ranAfter = (e: GraphEdge): boolean => {
+    const b = byId.get(e.from);
+    const h = byId.get(e.to);
+    if (e.from === e.to || e.guarded === "false" || joinAt.get(e.from) !== "all" || !b?.node || !h?.node) return false;
+    if (b.type === "whileLoop" || h.type === "whileLoop" || b.node.branching === "first" || h.node.branching === "first") return false;
+    const out = outgoing.get(e.from) ?? [];
+    if (out[out.length - 1] !== e) return false;
+    if (out.some((x) => x !== e && x.guarded === "varies" && scc.get(x.to) === scc.get(e.from) && (labelOf(x) === undefined || labelOf(x) === labelOf(e)))) return false;
+    return (outgoing.get(e.to) ?? []).some((x) => x.to === e.from && x.guarded !== "false");
+  };
+
   // The edges inside each cycle's component, the only ones that can close a loop through its nodes.
   const inside = new Map<number, GraphEdge[]>();
   for (const e of c.edges) {
@@ -1039,7 +1063,11 @@ function branchWaits(c: {
       if (found || budget <= 0) break;
       const h = e.to;
       const early = domAvoid?.get(e.from)?.has(h) === true;
-      if (!early && domTaken.get(e.from)?.has(h) !== true) continue;
+      // An edge back to a node that does not come first closes a loop too when its source ran
+      // after that node because of it (see ranAfter): then it is asked as a round before `v`
+      // ran when its source is reached without `v`.
+      const after = !early && domTaken.get(e.from)?.has(h) !== true && ranAfter(e);
+      if (!early && !after && domTaken.get(e.from)?.has(h) !== true) continue;
       const region = loopRegion(g, h, e.from, start);
       if (!region.has(v)) continue;
       const before = early ? domAvoid?.get(h) : domTaken.get(h);
@@ -1057,7 +1085,8 @@ function branchWaits(c: {
       const out = again && loopVisits(hn.node).later.includes("exit") && closed(h) && goesRound(h);
       if (removed.size === 0 && !(out && !loopVisits(hn?.node).first.includes("exit"))) continue;
       const entry = [...removed][0];
-      found = check(v, vn, join, h, removed, { h, ...(entry ? { entry } : {}), ...(early ? { from: e.from } : {}), ...(out ? { out } : {}) });
+      const from = early || (after && domAvoid?.has(e.from) === true) ? e.from : undefined;
+      found = check(v, vn, join, h, removed, { h, ...(entry ? { entry } : {}), ...(from !== undefined ? { from } : {}), ...(out ? { out } : {}) });
     }
     if (found) {
       reported.add(v);
