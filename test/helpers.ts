@@ -53,15 +53,16 @@ export async function freePort(): Promise<number> {
 
 export interface Api {
   base: string;
-  call<T = Record<string, unknown>>(method: string, path: string, body?: unknown, key?: string | null): Promise<{ status: number; body: T; headers: Headers }>;
+  /** @param extra more request headers (e.g. a W3C `traceparent`) */
+  call<T = Record<string, unknown>>(method: string, path: string, body?: unknown, key?: string | null, extra?: Record<string, string>): Promise<{ status: number; body: T; headers: Headers }>;
 }
 
 export function api(port: number, apiKey: string): Api {
   const base = `http://127.0.0.1:${port}`;
   return {
     base,
-    async call<T>(method: string, path: string, body?: unknown, key: string | null = apiKey) {
-      const headers: Record<string, string> = {};
+    async call<T>(method: string, path: string, body?: unknown, key: string | null = apiKey, extra: Record<string, string> = {}) {
+      const headers: Record<string, string> = { ...extra };
       if (key) headers.authorization = `Bearer ${key}`;
       if (body !== undefined) headers["content-type"] = "application/json";
       const res = await fetch(base + path, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });

@@ -15,7 +15,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, expect, it } from "@jest/globals";
 import { startTelemetry } from "@baton/telemetry";
-import { createDefinition, suiteInProcess, waitForExecution } from "./workflows.ts";
+import { createDefinition, startExecution, suiteInProcess, waitForExecution } from "./workflows.ts";
 
 type AnyValue = { stringValue?: string; intValue?: number | string; boolValue?: boolean; doubleValue?: number };
 type KeyValue = { key: string; value: AnyValue };
@@ -61,15 +61,7 @@ const attr = (kvs: KeyValue[] | undefined, key: string): unknown => {
 };
 const attrs = (kvs: KeyValue[] | undefined): Record<string, unknown> => Object.fromEntries((kvs ?? []).map((kv) => [kv.key, attr(kvs, kv.key)]));
 
-const execute = async (workflowId: number, headers: Record<string, string>): Promise<number> => {
-  const res = await fetch(`${h.a.base}/api/agent-workflows/${workflowId}/execute`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${h.config.apiKey!}`, "content-type": "application/json", ...headers },
-    body: JSON.stringify({ input: { v: 1 } }),
-  });
-  expect(res.status).toBe(202);
-  return ((await res.json()) as { id: number }).id;
-};
+const execute = (workflowId: number, headers: Record<string, string>): Promise<number> => startExecution(h.a, workflowId, { v: 1 }, {}, headers);
 
 it("exports the run's spans in the client's trace and the dashboard's metrics", async () => {
   expect({ traces: telemetry.traces, metrics: telemetry.metrics }).toEqual({ traces: true, metrics: true });

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { waitFor } from "./helpers.ts";
-import { createDefinition, suiteInProcess, waitForExecution } from "./workflows.ts";
+import { createDefinition, startExecution, suiteInProcess, waitForExecution } from "./workflows.ts";
 
 const h = await suiteInProcess("trace-int");
 const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -33,15 +33,7 @@ afterAll(async () => {
   await nc?.close();
 });
 
-const execute = async (workflowId: number, headers: Record<string, string>): Promise<number> => {
-  const res = await fetch(`${h.a.base}/api/agent-workflows/${workflowId}/execute`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${h.config.apiKey!}`, "content-type": "application/json", ...headers },
-    body: JSON.stringify({ input: { v: 1 } }),
-  });
-  expect(res.status).toBe(202);
-  return ((await res.json()) as { id: number }).id;
-};
+const execute = (workflowId: number, headers: Record<string, string>): Promise<number> => startExecution(h.a, workflowId, { v: 1 }, {}, headers);
 
 it("a client's traceparent reaches every event of the run it starts; a run without one carries none", async () => {
   const wf = await createDefinition(h.a, "traced", {

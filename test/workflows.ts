@@ -55,9 +55,9 @@ export async function createDefinition(a: Api, name: string, definition: unknown
   return res.body.id;
 }
 
-/** Starts an execution; throws with the answer when it is not 202. */
-export async function startExecution(a: Api, workflowId: number, input: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Promise<number> {
-  const res = await a.call<{ id: number }>("POST", `/api/agent-workflows/${workflowId}/execute`, { input, ...extra });
+/** Starts an execution; throws with the answer when it is not 202. @param headers more request headers (e.g. `traceparent`) */
+export async function startExecution(a: Api, workflowId: number, input: Record<string, unknown> = {}, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}): Promise<number> {
+  const res = await a.call<{ id: number }>("POST", `/api/agent-workflows/${workflowId}/execute`, { input, ...extra }, undefined, headers);
   if (res.status !== 202) throw new Error(`execute ${workflowId} answered ${res.status}: ${JSON.stringify(res.body)}`);
   return res.body.id;
 }

@@ -514,6 +514,25 @@ describe("calls sent while their checkpoint is written", () => {
     return createExecutor({ messaging: createMessaging(bus), store: t.store, checkpoints: cp, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0 });
   }
 
+  /** Runs `fn` with the call ids of every tool cancel sent meanwhile (each cancel's list). */
+  async function withCancels(fn: (cancelled: string[][]) => Promise<void>): Promise<void> {
+    const cancelled: string[][] = [];
+    const listener = await bus.serve(createMessaging(bus).subjects.toolCancel(), async (msg) => {
+      cancelled.push(decode(ToolCancelSchema, msg.data).callIds);
+      return { data: new Uint8Array() };
+    }, { queue: `test_${randomBytes(3).toString("hex")}` });
+    try {
+      await fn(cancelled);
+    } finally {
+      await listener.stop();
+    }
+  }
+
+  async function waitForCancel(cancelled: readonly string[][], callId: string): Promise<void> {
+    const deadline = Date.now() + 5_000;
+    while (!cancelled.some((ids) => ids.includes(callId)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  }
+
   async function startChain(x: Executor): Promise<number> {
     const row = await t.store.executions.create(tenantId, { workflowId: chainId, workflowVersion: 1, input: {} });
     await x.handle(command("execution.start", { executionId: row.id, tenantId, workflowId: chainId, workflowVersion: 1, input: {} }));
@@ -610,12 +629,7 @@ describe("calls sent while their checkpoint is written", () => {
   });
 
   it("cancels the calls of a step that lost its compare-and-set and was not taken again", async () => {
-    const cancelled: string[][] = [];
-    const listener = await bus.serve(createMessaging(bus).subjects.toolCancel(), async (msg) => {
-      cancelled.push(decode(ToolCancelSchema, msg.data).callIds);
-      return { data: new Uint8Array() };
-    }, { queue: `test_${randomBytes(3).toString("hex")}` });
-    try {
+    await withCancels(async (cancelled) => {
       const x1 = executorWith(checkpoints);
       const x2 = executorWith(checkpoints);
       const id = await startChain(x1); // x1 caches the checkpoint with a's call out
@@ -623,23 +637,15 @@ describe("calls sent while their checkpoint is written", () => {
       // x1 applies a's result to its cached state: b's call goes out, the compare-and-set fails,
       // the result applied again to the cancelled execution is ignored, and b is cancelled.
       await x1.handle(result(id, "a"));
-      const deadline = Date.now() + 5_000;
-      while (!cancelled.some((ids) => ids.includes(`${id}.b.1`)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await waitForCancel(cancelled, `${id}.b.1`);
       expect(cancelled).toContainEqual([`${id}.a.1`]); // the cancel itself
       expect(cancelled).toContainEqual([`${id}.b.1`]); // the orphan
       expect((await checkpoints.get(id))!.state.status).toBe("cancelled");
-    } finally {
-      await listener.stop();
-    }
+    });
   });
 
   it("cancels the calls of a step the recovery sweep took for a lost command when it lost its compare-and-set", async () => {
-    const cancelled: string[][] = [];
-    const listener = await bus.serve(createMessaging(bus).subjects.toolCancel(), async (msg) => {
-      cancelled.push(decode(ToolCancelSchema, msg.data).callIds);
-      return { data: new Uint8Array() };
-    }, { queue: `test_${randomBytes(3).toString("hex")}` });
-    try {
+    await withCancels(async (cancelled) => {
       const x2 = executorWith(checkpoints);
       // Another executor cancels the run between the sweep's read of the checkpoint and its write.
       let cancelBeforePut: number | undefined;
@@ -660,12 +666,9 @@ describe("calls sent while their checkpoint is written", () => {
       cancelBeforePut = id;
       await x1.recover();
       expect(cancelBeforePut).toBeUndefined(); // the race happened
-      const deadline = Date.now() + 5_000;
-      while (!cancelled.some((ids) => ids.includes(`${id}.b.1`)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await waitForCancel(cancelled, `${id}.b.1`);
       expect(cancelled).toContainEqual([`${id}.b.1`]); // the orphan of the sweep's step
       expect((await checkpoints.get(id))!.state.status).toBe("cancelled");
-    } finally {
-      await listener.stop();
-    }
+    });
   });
 });
