@@ -11,6 +11,8 @@
  * - the executor's view of the same contract: a call sent again within the duplicate window
  *   is reported as a duplicate, and its result reads back from the record (messaging);
  * - in-progress acks keep a call longer than ackWait from being redelivered;
+ * - redeliveries of a call that reach the worker still running it (its process stalled past
+ *   ackWait) wait for that run and answer from its record: the handler runs once;
  * - the last allowed delivery answers BATON_TOOL_DELIVERIES_EXHAUSTED instead of vanishing;
  * - arguments sent by reference are read from their object before the input is checked, and the
  *   object is deleted once the call is answered; an object that is gone or does not match its
@@ -301,6 +303,41 @@ describe("tool worker SDK", () => {
     await nc.close();
     expect(r.error).toMatchObject({ code: "BATON_TOOL_DELIVERIES_EXHAUSTED", retryable: true });
     expect(runs.get("t.lost") ?? 0).toBe(0);
+  });
+
+  // Regression (bench/chaos --workers, seed 400): a worker process stalled (SIGSTOP, an event
+  // loop blocked) past ackWait gets the redeliveries of the call it holds; on waking it ran the
+  // handler once per delivery, at the same time, since none was recorded yet.
+  it("runs a call once when its redeliveries reach the worker still running it", async () => {
+    let stalled = 0;
+    let ran = 0;
+    const tool = defineTool({
+      name: "t.stall",
+      description: "d",
+      input: z.object({}),
+      handler: async () => {
+        ran++;
+        if (stalled++ === 0) {
+          // The process stalls (nothing is read or sent) for several ack waits: the call is redelivered meanwhile.
+          const end = Date.now() + 1_500;
+          while (Date.now() < end) { /* blocked */ }
+          await new Promise((r) => setTimeout(r, 800));
+        }
+        return { ran };
+      },
+    });
+    const w = createWorker({ bus, tools: [tool], logger: silent, ackWaitMs: 300, concurrency: 4, workerId: "w-stall" });
+    await w.start();
+    try {
+      const callId = await callTool(bus, "t.stall", {});
+      const r = await results.waitFor(callId);
+      expect(r).toMatchObject({ ok: true });
+      // The redeliveries are answered from the record once the run ends.
+      await until(() => w.inFlight === 0, 10_000, "every delivery to be handled");
+      expect(ran).toBe(1);
+    } finally {
+      await w.drain();
+    }
   });
 
   it("reads arguments sent by reference from their object, deletes it once answered, and answers a lost or foreign object with a code", async () => {

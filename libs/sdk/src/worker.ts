@@ -487,8 +487,27 @@ export function createWorker(options: WorkerOptions): Worker {
     );
   }
 
+  /**
+   * Each call being handled here: the delivery that handles it last. A process that stalled
+   * past ackWait (SIGSTOP, an event loop blocked) holding a call gets the call's redeliveries
+   * too, read when it wakes; they wait for the delivery before them instead of running the
+   * handler again at the same time (its result not recorded yet), then answer from the record.
+   */
+  const handling = new Map<string, Promise<void>>();
+
   async function handle(tool: string, msg: BusMessage): Promise<void> {
     const call = decode(ToolCallSchema, msg.data);
+    const earlier = handling.get(call.callId);
+    const current = handleCall(tool, msg, call, earlier);
+    handling.set(call.callId, current);
+    try {
+      await current;
+    } finally {
+      if (handling.get(call.callId) === current) handling.delete(call.callId);
+    }
+  }
+
+  async function handleCall(tool: string, msg: BusMessage, call: ToolCall, earlier: Promise<void> | undefined): Promise<void> {
     const entry = specs.get(tool)!;
     inFlight++;
     unanswered++;
@@ -498,10 +517,19 @@ export function createWorker(options: WorkerOptions): Worker {
       pending = false;
     };
     try {
+      if (earlier) {
+        // Another delivery of this call is being handled here: its run's record is the answer.
+        const beat = setInterval(() => msg.working(), Math.max(100, Math.floor(o.ackWaitMs / 3)));
+        try {
+          await earlier.catch(() => undefined);
+        } finally {
+          clearInterval(beat);
+        }
+      }
       const key = resultKey(call.callId);
       // Only a redelivery, or a call the executor sends again, can have been answered before;
       // the first delivery of a first send skips the lookup.
-      const prior = msg.deliveryCount > 1 || call.resent ? await results!.get(key) : null;
+      const prior = earlier || msg.deliveryCount > 1 || call.resent ? await results!.get(key) : null;
       if (prior && prior.operation === "PUT" && prior.length > 0) {
         logger.debug("call already answered; resending its result", { tool, callId: call.callId });
         await answer(tool, call, JSON.parse(dec.decode(prior.value)) as RecordedResult);
