@@ -9,6 +9,8 @@
  *   still close every node and end with execution.completed;
  * - a step whose effects failed once (a transient database error injected with a
  *   trigger) continues when its command is redelivered;
+ * - the records of several steps redone after failed writes, the run finished, land together:
+ *   a later step's failure leaves none missing behind a row saying completed;
  * - Redis loses the checkpoint — of a paused run, with a tool call / forEach items / a
  *   child run in flight, during a delay or a retry's backoff, after an any-join fired,
  *   after review decisions (reject branch, edit data) and blob-sized results, after each
@@ -332,6 +334,62 @@ describe("durability across executor crashes and lost checkpoints", () => {
     expect(await callsOf(id)).toEqual([`${id}.a.1`]);
     await eventsTellAll(id, ["a", "b", "c"]);
   }, 60_000);
+
+  // Regression (bench/chaos --pg-fail, seed 500): a redelivered command carries out again the
+  // records of every step its checkpoint still holds, one step after another, each with the
+  // checkpoint's (last) state. When that state was finished, the first step's redo wrote the
+  // row as ended and ran the end of the run (its checkpoint's outbox dropped, parent told, slot
+  // freed); a later step's records failing then were never written: journal rows and events
+  // (execution.completed among them) missing for good behind a row saying completed.
+  it("records of several steps redone after a failure, the run finished: a later step's failure loses nothing", async () => {
+    const wf = await createDefinition(a, "redo-finished", {
+      nodes: [
+        { id: "a", type: "tool", config: { tool: "rec.sleep" }, input: { ms: 600, v: 20 } },
+        { id: "b", type: "transform", config: { expression: "a.v + 1" } },
+        { id: "c", type: "transform", config: { expression: "b * 2" } },
+      ],
+      edges: [{ from: "a", to: "b" }, { from: "b", to: "c" }],
+    });
+    const id = await startExecution(a, wf);
+    await waitFor("a's call to start", async () => ((await callsOf(id)).length > 0 ? true : undefined));
+    const db = new pg.Client({ connectionString: DATABASE_URL });
+    await db.connect();
+    const sch = `"${config.databaseSchema}"`;
+    const fired = async () => Number((await db.query<{ n: string }>(`SELECT last_value AS n FROM ${sch}.test_redo_faults`)).rows[0]!.n);
+    try {
+      await db.query(`CREATE SEQUENCE ${sch}.test_redo_faults`);
+      await db.query(`CREATE FUNCTION ${sch}.test_fail_redo() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          PERFORM nextval('${sch}.test_redo_faults');
+          RAISE EXCEPTION 'injected failure' USING ERRCODE = '40001';
+        END $$`);
+      // Every row of the run fails: the steps after a's result (a's end, b, c, the run's end) are
+      // all in the finished checkpoint, unwritten, and the command is redelivered.
+      await db.query(`CREATE TRIGGER test_fail_redo BEFORE INSERT OR UPDATE ON ${sch}.agent_workflow_node_executions FOR EACH ROW
+        WHEN (NEW."executionId" = ${id}) EXECUTE FUNCTION ${sch}.test_fail_redo()`);
+      await waitFor("a redo to fail", async () => ((await fired()) >= 2 ? true : undefined), 15_000);
+      // Then only c's rows fail: the redo of the steps before c's can land, c's cannot.
+      await db.query(`DROP TRIGGER test_fail_redo ON ${sch}.agent_workflow_node_executions`);
+      const before = await fired();
+      await db.query(`CREATE TRIGGER test_fail_redo BEFORE INSERT OR UPDATE ON ${sch}.agent_workflow_node_executions FOR EACH ROW
+        WHEN (NEW."executionId" = ${id} AND NEW."nodeId" = 'c') EXECUTE FUNCTION ${sch}.test_fail_redo()`);
+      await waitFor("c's rows to fail in a redo", async () => ((await fired()) > before ? true : undefined), 15_000);
+    } finally {
+      await db.query(`DROP TRIGGER IF EXISTS test_fail_redo ON ${sch}.agent_workflow_node_executions`);
+      await db.query(`DROP FUNCTION IF EXISTS ${sch}.test_fail_redo()`);
+      await db.query(`DROP SEQUENCE IF EXISTS ${sch}.test_redo_faults`);
+      await db.end();
+    }
+    // The failures are over: the next redelivery writes what is missing.
+    const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 15_000);
+    expect({ status: done.status, error: done.error, output: done.output }).toEqual({ status: "completed", error: null, output: 42 });
+    await waitFor("c's rows", async () => (completedPerNode(await journal(a, id)).c === 1 ? true : undefined), 10_000).catch(async (err: unknown) => {
+      throw new Error(`${(err as Error).message}\n${await diagnose(id)}`);
+    });
+    expect(completedPerNode(await journal(a, id))).toEqual({ a: 1, b: 1, c: 1 });
+    expect(await callsOf(id)).toEqual([`${id}.a.1`]);
+    await eventsTellAll(id, ["a", "b", "c"]);
+  }, 90_000);
 
   // Regression (found by bench/chaos): a step's checkpoint is written before its journal rows
   // and events. An executor that died with a step's records unwritten, whose checkpoint Redis

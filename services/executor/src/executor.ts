@@ -637,8 +637,10 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     // one execution is writing records, out now; with more, a turn's events share a write.
     if (confirmed.length > 0 && pipes.size <= 1) messaging.bus.sendNow();
     await Promise.all(confirmed);
-    for (const s of numbered) {
+    for (const [i, s] of numbered.entries()) {
       metrics.step(s.prev, s.state, s.effects);
+      // Steps redone together share their checkpoint's state: its end or pause is told once, after the last.
+      if (s.prev === null && numbered.slice(i + 1).some((n) => n.prev === null && n.state.executionId === s.state.executionId)) continue;
       if (isFinished(s.state)) {
         if (s.prev === null || !isFinished(s.prev)) await finished(s.state);
       } else if (s.state.parent && pauseChanged(s.prev, s.state)) {
@@ -669,6 +671,24 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   /** Carries out effects again: after a crash (`prev` null) or from a checkpoint rebuilt from the journal. */
   async function perform(prev: ExecutionState | null, state: ExecutionState, effects: Effect[], checkpointVersion: number): Promise<void> {
     await Promise.all([dispatch(state, effects, true), record(prev, state, effects, checkpointVersion)]);
+  }
+
+  /**
+   * Carries out again the effects of the steps a checkpoint holds (its carried groups, then its
+   * outbox), after a crash or a failure. Their rows and the execution row go in one statement
+   * (all or none), their events out in the steps' order, and the run's end or pause is told
+   * once, after the last: every step is redone with the checkpoint's state, its last, so one
+   * at a time the first one's records would write the row as ended and end the run (outbox
+   * dropped with the expiry, parent told, slot freed) before a later one's failed, for good.
+   */
+  async function performAll(state: ExecutionState, groups: readonly { version: number; effects: Effect[] }[]): Promise<void> {
+    if (groups.length === 0) return;
+    await Promise.all([
+      (async () => {
+        for (const g of groups) await dispatch(state, g.effects, true);
+      })(),
+      (async () => publishRecords(await writeRecords(groups.map((g) => ({ prev: null, state, effects: g.effects, version: g.version })))))(),
+    ]);
   }
 
   /** The journal rows of a step, and the execution row when the status (or pause point) changed. */
@@ -1277,8 +1297,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     const inFlight = (pipe !== undefined && pipe.versions.has(version)) || carriedOut.get(executionId) === version;
     if (state && !inFlight && (state.outbox?.length || state.carried?.length)) {
       try {
-        for (const g of state.carried ?? []) await perform(null, state, g.effects, g.version);
-        if (state.outbox?.length) await perform(null, state, state.outbox, version);
+        await performAll(state, [...(state.carried ?? []), ...(state.outbox?.length ? [{ version, effects: state.outbox }] : [])]);
       } catch (err) {
         throw EffectsFailed(executionId, errorMessage(err), { cause: err, retryDelayMs: 1_000 });
       }
