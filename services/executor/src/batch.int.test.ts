@@ -644,6 +644,39 @@ describe("calls sent while their checkpoint is written", () => {
     });
   });
 
+  it("leaves a lost step's call to run when the state that won has yet to send it (the same call id)", async () => {
+    await withCancels(async (cancelled) => {
+      // Before x1's write, Redis gets a state behind x1's cache: a not started yet (as a rebuild
+      // from a journal that lacks a's start leaves it), a newer version all the same.
+      let behindBeforePut: number | undefined;
+      const raced: typeof checkpoints = Object.assign(Object.create(checkpoints) as typeof checkpoints, {
+        put: async (...args: Parameters<typeof checkpoints.put>) => {
+          if (args[0] === behindBeforePut) {
+            behindBeforePut = undefined;
+            const cp = (await checkpoints.get(args[0]))!;
+            const { callId: _sent, ...a } = cp.state.nodes.a!;
+            await checkpoints.put(args[0], { ...cp.state, nodes: { ...cp.state.nodes, a: { ...a, status: "waiting", attempt: 0 } }, ready: ["a"], outbox: [] }, cp.version);
+          }
+          return checkpoints.put(...args);
+        },
+      });
+      const x1 = executorWith(raced);
+      const id = await startChain(x1); // a's call is out; x1 caches that state
+      behindBeforePut = id;
+      // x1 applies a's result to its cache: b's call goes out, the write loses; applied again to
+      // what Redis holds, a's result is early (a not started there), so it is delivered again later.
+      await expect(x1.handle(result(id, "a"), 1)).rejects.toMatchObject({ code: "BATON_EXECUTOR_RESULT_BEFORE_CALL" });
+      expect(behindBeforePut).toBeUndefined(); // the race happened
+      // That state sends b's call with the same id once a completes: it must not have been cancelled.
+      expect(cancelled.flat()).not.toContain(`${id}.b.1`);
+      await x1.recover(); // a is ready: its call goes out again, as the same call
+      await x1.handle(result(id, "a"), 2);
+      await x1.handle(result(id, "b"), 1);
+      expect((await checkpoints.get(id))!.state.status).toBe("completed");
+      expect(cancelled.flat()).not.toContain(`${id}.b.1`);
+    });
+  });
+
   it("cancels the calls of a step the recovery sweep took for a lost command when it lost its compare-and-set", async () => {
     await withCancels(async (cancelled) => {
       const x2 = executorWith(checkpoints);

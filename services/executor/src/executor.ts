@@ -208,10 +208,10 @@ class StaleCheckpoint extends Error {}
 interface ApplyOutcome {
   /** Tool results the execution's checkpoint (read from Redis) ignored that may be early (mayBeEarly). */
   unknown: Set<Command>;
-  /** Calls sent for a step whose checkpoint was not written. */
-  unconfirmed: Set<string>;
+  /** Calls sent for a step whose checkpoint was not written: call id → its node and attempt. */
+  unconfirmed: Map<string, { nodeId: string; attempt: number }>;
 }
-const newOutcome = (): ApplyOutcome => ({ unknown: new Set(), unconfirmed: new Set() });
+const newOutcome = (): ApplyOutcome => ({ unknown: new Set(), unconfirmed: new Map() });
 
 /** Tool results of one execution applied together (see handle). */
 interface ResultBatch {
@@ -1380,7 +1380,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       try {
         written = await writeCheckpoint(executionId, { ...r.state, outbox: r.effects, carried }, version);
       } catch (err) {
-        for (const e of r.effects) if (e.kind === "callTool") outcome.unconfirmed.add(e.callId);
+        for (const e of r.effects) if (e.kind === "callTool") outcome.unconfirmed.set(e.callId, { nodeId: e.nodeId, attempt: e.attempt });
         throw err;
       }
       const prev = state;
@@ -1733,13 +1733,25 @@ export function createExecutor(opts: ExecutorOptions): Executor {
 
   /**
    * Calls sent for a step that lost its compare-and-set, which the step applied again (from
-   * what Redis holds) did not send: nothing waits for their answers, so they are cancelled.
+   * what Redis holds) did not send, and which that state can never send again: they are
+   * cancelled, since nothing waits for their answers. A call id names its node and attempt, so
+   * a state that has not yet started that attempt (one rebuilt from a journal that lacks it, or
+   * a result it took as early) sends the same id later, and the queue takes that send as the
+   * one already made: such a call is left to run, and its record answers it then. Only a call
+   * whose attempt is over in the state that won (a later attempt, or that one ended), or whose
+   * run ended, is cancelled; with no state at hand, none is.
    */
-  async function cancelOrphans(executionId: number, tenantId: string, sent: ReadonlySet<string>): Promise<void> {
+  async function cancelOrphans(executionId: number, tenantId: string, sent: ReadonlyMap<string, { nodeId: string; attempt: number }>): Promise<void> {
     if (sent.size === 0) return;
-    const current = latest.get(executionId)?.state;
-    const wanted = current ? outstandingCalls(current) : new Set<string>();
-    const orphans = [...sent].filter((id) => !wanted.has(id));
+    const current = latest.get(executionId)?.state ?? (await checkpoints.get(executionId).catch(() => null))?.state;
+    if (!current) return;
+    const wanted = outstandingCalls(current);
+    const over = ({ nodeId, attempt }: { nodeId: string; attempt: number }): boolean => {
+      if (isFinished(current)) return true;
+      const run = current.nodes[nodeId];
+      return run !== undefined && (run.attempt > attempt || (run.attempt === attempt && (run.status === "completed" || run.status === "failed")));
+    };
+    const orphans = [...sent].filter(([id, call]) => !wanted.has(id) && over(call)).map(([id]) => id);
     if (orphans.length === 0) return;
     logger.info("calls of a step that lost its checkpoint write are cancelled", { executionId, callIds: orphans });
     await cancelCalls(tenantId, orphans, "sent for a step that another executor's write replaced");
