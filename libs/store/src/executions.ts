@@ -530,15 +530,18 @@ export function recordStepsSql(schema: string, opts: { patches?: boolean } = {})
           patchCol("completedAt", "(p.doc->>'completedAt')::timestamptz"),
           patchCol("deadlineAt", "(p.doc->>'deadlineAt')::timestamptz"),
         ].join(",\n        ")},
+        "patchedStep" = COALESCE((p.doc->>'stepVersion')::int, x."patchedStep"),
         "updatedAt" = CURRENT_TIMESTAMP
       FROM pat p
       -- The ids as an array too, so the rows are found by key, not by hashing the table.
       WHERE x."id" = ANY (ARRAY(SELECT (doc->>'id')::int FROM pat)) AND x."id" = (p.doc->>'id')::int AND x."tenantId" = p.doc->>'tenantId'
         AND NOT EXISTS (SELECT 1 FROM foreign_rows)
-        -- A patch of an earlier step than the journal's latest (another executor's later
-        -- records landed first) would undo them.
-        AND (p.doc->'stepVersion' IS NULL OR NOT EXISTS (
-          SELECT 1 FROM ${journal} j WHERE j."executionId" = x."id" AND j."stepVersion" > (p.doc->>'stepVersion')::int))
+        -- A patch of an earlier step than the journal's latest, or than the patch that last
+        -- wrote the row (a step that writes no journal row: a pause in a sub-run), would undo
+        -- them: another executor's later records landed first.
+        AND (p.doc->'stepVersion' IS NULL OR (
+          (x."patchedStep" IS NULL OR x."patchedStep" <= (p.doc->>'stepVersion')::int) AND NOT EXISTS (
+          SELECT 1 FROM ${journal} j WHERE j."executionId" = x."id" AND j."stepVersion" > (p.doc->>'stepVersion')::int)))
       RETURNING 1
     )`;
   return `

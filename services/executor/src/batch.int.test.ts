@@ -21,9 +21,9 @@
  *   dropped on its last delivery; the redelivered command sends the call again, finds it
  *   sent, and applies its recorded answer. When the compare-and-set is lost to another
  *   executor, the calls the step applied again does not send are cancelled.
- * Two open findings of the chaos driver are reproduced here as `it.failing` (they pass while the
- * fault is there): a stale step's records landing after another replica's rebuild (seed 603),
- * and a late redo's row patch undoing a pause in a sub-run (seed 501). See docs/dev/chaos.md.
+ * Two findings of the chaos driver are reproduced here (docs/dev/chaos.md): a late redo's row
+ * patch undoing a pause in a sub-run (seed 501, fixed), and, as `it.failing` (it passes while
+ * the fault is there), a stale step's records landing after another replica's rebuild (seed 603).
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomBytes } from "node:crypto";
@@ -732,13 +732,12 @@ describe("calls sent while their checkpoint is written", () => {
 });
 
 describe("the execution row of a step that writes no journal row", () => {
-  // Open (chaos seed 501, docs/dev/chaos.md): a pause in a sub-run changes only the parent's
-  // execution row (no journal row), and a patch is left out only when the journal holds a row of
-  // a later step. So a redo of the step before it that lands afterwards (another replica redoing
-  // the same failed outbox) writes the row back to `running` without `subRunPauses` while
-  // `execution.paused` is out; a later rebuild then takes that pause as never announced and
-  // never publishes its `execution.resumed`. `it.failing` until such a patch is left out.
-  it.failing("keeps the pause of a sub-run when another replica's redo of the step before lands after it", async () => {
+  // Chaos seed 501 (docs/dev/chaos.md): a pause in a sub-run changes only the parent's execution
+  // row (no journal row). A redo of the step before it that lands afterwards (another replica
+  // redoing the same failed outbox) wrote the row back to `running` without `subRunPauses` while
+  // `execution.paused` was out; a later rebuild then took that pause as never announced and never
+  // published its `execution.resumed`. The row's `patchedStep` now leaves that patch out.
+  it("keeps the pause of a sub-run when another replica's redo of the step before lands after it", async () => {
     const child = await t.store.workflows.create(tenantId, { name: "child", slug: `child-${prefix}`, definition: { start: "w", nodes: [{ id: "w", type: "tool", config: { tool: "echo" } }], edges: [] } });
     const parentWf = (await t.store.workflows.create(tenantId, {
       name: "parent", definition: { start: "sub", nodes: [{ id: "sub", type: "subworkflow", config: { workflow: { slug: child.slug } } }], edges: [] },
