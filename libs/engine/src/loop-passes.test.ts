@@ -1048,3 +1048,38 @@ describe("a round started by an edge back to a node of a cycle entered at severa
     expect([sim.nodeEvents("j"), sim.nodeEvents("c")]).toEqual([["started:1", "completed:1", "started:2", "completed:2"], ["started:1", "completed:1", "started:2", "completed:2"]]);
   });
 });
+
+describe("a loop's count restarts on a new pass of a loop around it, not on a cycle through that loop's exit", () => {
+  /**
+   * a ($iteration < 2) →body→ b and →exit→ b; b (goes out at once, maxVisits 3) →exit→ a and
+   * →exit→ c; c ($iteration < 1) →body→ b. c and a are each in the other's body; b is on the
+   * cycle a →exit→ b →exit→ a, which only its maxVisits bounds, and each pass of c starts b's
+   * count again. Once a went out (for good: its count is spent), coming back to it by that cycle
+   * is no new pass of it, so c, which went out too, keeps its count and makes no more passes; b's
+   * count then runs out. When that return counted as a new pass of a, c went round again each
+   * time, restarting b's count, and the run never ended.
+   */
+  const d = def({
+    start: "a",
+    nodes: [
+      { id: "a", type: "whileLoop", config: { condition: "$iteration < 2", maxIterations: 2 } },
+      { id: "b", type: "whileLoop", config: { condition: "false", maxIterations: 1 }, maxVisits: 3 },
+      { id: "c", type: "whileLoop", config: { condition: "$iteration < 1", maxIterations: 1 } },
+    ],
+    edges: [
+      { from: "a", to: "b", when: "body" }, { from: "a", to: "b", when: "exit" },
+      { from: "b", to: "a", when: "exit" }, { from: "b", to: "c", when: "exit" },
+      { from: "c", to: "b", when: "body" },
+    ],
+  });
+
+  it("fails with BATON_LOOP_LIMIT once b's count runs out, c going round once only", async () => {
+    const sim = new Sim(d);
+    sim.cap = 2_000;
+    await sim.start();
+    expect([sim.capped, sim.s.status, sim.s.error?.code, sim.s.error?.nodeId]).toEqual([false, "failed", "BATON_LOOP_LIMIT", "b"]);
+    // c went round once (in a's second pass) and then out each time; b's visits since are its 3, and one more.
+    expect(["a", "b", "c"].map((id) => [sim.s.nodes[id]!.attempt, sim.s.nodes[id]!.iterations])).toEqual([[5, 2], [5, undefined], [4, 1]]);
+    expect(sim.steps).toBe(14);
+  });
+});

@@ -548,7 +548,19 @@ class Stepper {
     if (e.from === id && e.when === "exit") return true;
     // Only a new pass of a loop around it starts a new run of it so: coming back to it any other
     // way after it went out is bounded by the cycles through its exit, whose counts go on.
-    return id !== head && this.node(head).type === "whileLoop" && loopBody(this.g, head).has(id) && this.s.nodes[id]?.exited === true;
+    return id !== head && this.node(head).type === "whileLoop" && loopBody(this.g, head).has(id) && this.s.nodes[id]?.exited === true && this.newRunOf(head, e);
+  }
+
+  /**
+   * Whether `e`, which closes a loop to whileLoop `head`, comes back to it by a pass that its
+   * count bounds: its last run went into its body (so `e` ends one of its iterations), or `e`
+   * enters it again from outside its body or by its own exit (its count starts afresh). Not when
+   * its last run went out and `e` comes back from its body by a cycle through its exit: that
+   * cycle is bounded by the `maxVisits` on it, which a loop restarting inside it could reset.
+   */
+  newRunOf(head: string, e: EdgeDefinition): boolean {
+    if (this.s.nodes[head]?.exited !== true) return true;
+    return !loopBody(this.g, head).has(e.from) || (e.from === head && e.when === "exit");
   }
 
   /** The edge `e` closes a loop back to its target, the head: the head's region runs again. */
