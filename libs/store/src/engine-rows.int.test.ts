@@ -16,6 +16,10 @@
  *   the same row; two statements sharing rows listed in opposite orders take the locks in one
  *   order (no deadlock); an execution-row patch of an earlier step than the journal's latest
  *   row is left out;
+ * - executions.fenceJournal raises an execution's journal floor to its highest step number plus
+ *   the room asked for (never lowers it); recordSteps then refuses (BATON_STORE_FENCED, nothing
+ *   written) a batch with an entry or a patch numbered below its execution's floor, also a
+ *   statement that was waiting for the fence's lock, and writes at or above it;
  * - recordSteps writes journal entries and execution-row patches in one statement: a patch
  *   changes only the columns it carries (null clears, updatedAt moves), patches of one
  *   execution merge in order, and a patch or entry of another tenant's execution makes the
@@ -323,6 +327,72 @@ describe("journal batches", () => {
     expect(await store.executions.getById(ex.id)).toMatchObject({ status: "completed", currentState: "x", error: "noted" });
     await expect(store.nodeExecutions.recordSteps({ entries: [], executions: [{ id: ex.id, tenantId: tenant, stepVersion: 1.5, patch: {} }] }))
       .rejects.toMatchObject({ code: "BATON_STORE_INVALID_INPUT" });
+  });
+
+  it("refuses records numbered below the journal floor a fence set, whole, and writes those at or above it", async () => {
+    const ex = await newExecution();
+    const theirs = await newExecution();
+    const row = { tenantId: tenant, executionId: ex.id, nodeType: "tool", attempt: 1 };
+    await store.nodeExecutions.recordSteps({ entries: [{ ...row, nodeId: "a", status: "running", stepVersion: 3 }], executions: [] });
+    await expect(store.executions.fenceJournal(ex.id, other, 1000)).rejects.toMatchObject({ code: "BATON_STORE_NOT_FOUND" });
+    expect(await store.executions.fenceJournal(ex.id, tenant, 1000)).toBe(1003);
+    // Never lowered.
+    expect(await store.executions.fenceJournal(ex.id, tenant, 10)).toBe(1003);
+    // An entry, or a patch, below the floor: nothing of the batch is written (not the other execution's entry either).
+    const refused = { code: "BATON_STORE_FENCED", details: { executionId: ex.id, floor: 1003 } };
+    await expect(store.nodeExecutions.recordSteps({
+      entries: [{ ...row, nodeId: "a", status: "completed", stepVersion: 4 }, { ...row, executionId: theirs.id, nodeId: "z", status: "running", stepVersion: 1 }],
+      executions: [],
+    })).rejects.toMatchObject(refused);
+    await expect(store.nodeExecutions.recordSteps({ entries: [], executions: [{ id: ex.id, tenantId: tenant, stepVersion: 1002, patch: { status: "completed" } }] }))
+      .rejects.toMatchObject(refused);
+    expect((await store.nodeExecutions.listById(ex.id)).map((r) => [r.nodeId, r.status])).toEqual([["a", "running"]]);
+    expect(await store.nodeExecutions.listById(theirs.id)).toEqual([]);
+    expect(await store.executions.getById(ex.id)).toMatchObject({ status: "queued" });
+    // At the floor and above: written.
+    expect(await store.nodeExecutions.recordSteps({
+      entries: [{ ...row, nodeId: "a", status: "completed", stepVersion: 1003 }],
+      executions: [{ id: ex.id, tenantId: tenant, stepVersion: 1004, patch: { status: "running" } }],
+    })).toEqual({ journaled: 1, updated: 1 });
+    // The next fence goes on from the journal's highest step.
+    expect(await store.executions.fenceJournal(ex.id, tenant, 1000)).toBe(2003);
+  });
+
+  it("refuses a statement that waited for a fence's lock, by the floor the fence set", async () => {
+    const ex = await newExecution();
+    const entry = (nodeId: string, stepVersion: number): NodeExecutionEntry =>
+      ({ tenantId: tenant, executionId: ex.id, nodeId, nodeType: "tool", attempt: 1, status: "completed", stepVersion });
+    await store.nodeExecutions.recordSteps({ entries: [entry("a", 1)], executions: [] });
+    // A statement of a step holds the row (as the journal statement's lock does) while a fence
+    // comes: the fence waits for it and then sets the floor past its rows.
+    const holder = new pg.Client({ connectionString: t.options.databaseUrl });
+    await holder.connect();
+    try {
+      await holder.query("BEGIN");
+      await holder.query(`SELECT 1 FROM "${t.options.schema}"."agent_workflow_executions" WHERE "id" = $1 FOR KEY SHARE`, [ex.id]);
+      let fenced = false;
+      const fence = store.executions.fenceJournal(ex.id, tenant, 1000).then((f) => ((fenced = true), f));
+      await new Promise((r) => setTimeout(r, 100));
+      expect(fenced).toBe(false);
+      // The holder's statement writes step 2 and commits.
+      await holder.query(`INSERT INTO "${t.options.schema}"."agent_workflow_node_executions" ("tenantId", "executionId", "nodeId", "nodeType", "attempt", "status", "stepVersion")
+        VALUES ($1, $2, 'b', 'tool', 1, 'completed', 2)`, [tenant, ex.id]);
+      await holder.query("COMMIT");
+      const floor = await fence;
+      expect(floor).toBeGreaterThan(2);
+      // Now the fence holds the row: a statement of a step coming meanwhile waits, then is refused.
+      await holder.query("BEGIN");
+      await holder.query(`SELECT 1 FROM "${t.options.schema}"."agent_workflow_executions" WHERE "id" = $1 FOR UPDATE`, [ex.id]);
+      await holder.query(`UPDATE "${t.options.schema}"."agent_workflow_executions" SET "journalFloor" = 5000 WHERE "id" = $1`, [ex.id]);
+      const late = store.nodeExecutions.recordSteps({ entries: [entry("c", 3000)], executions: [] });
+      late.catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 100));
+      await holder.query("COMMIT");
+      await expect(late).rejects.toMatchObject({ code: "BATON_STORE_FENCED", details: { floor: 5000 } });
+    } finally {
+      await holder.end();
+    }
+    expect((await store.nodeExecutions.listById(ex.id)).map((r) => r.nodeId)).toEqual(["a", "b"]);
   });
 
   it("writes nothing of a step batch holding a patch of another tenant's execution", async () => {

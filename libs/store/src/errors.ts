@@ -105,3 +105,16 @@ export const StoreQueryFailed = defineError(
   (detail: string) => `database query failed: ${detail}`,
   { status: 500 },
 );
+
+/**
+ * A step's records were refused: they are numbered below the journal floor of their execution,
+ * which a rebuild of its checkpoint from the journal set after they were taken (the checkpoint
+ * they belong to was lost, and the run was rebuilt without them). Nothing of the batch was
+ * written; the step is to be applied again from the rebuilt checkpoint, never announced.
+ * `details.floor`: the floor.
+ */
+export const StoreFenced = defineError(
+  "BATON_STORE_FENCED",
+  (executionId: number, floor: number) => `execution ${executionId}: the journal was rebuilt from; records numbered below step ${floor} are refused`,
+  { status: 409 },
+);

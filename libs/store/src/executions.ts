@@ -2,7 +2,7 @@ import type { Pool } from "pg";
 import { Prisma } from "./generated/client.ts";
 import type { AgentWorkflowExecution, PrismaClient } from "./generated/client.ts";
 import { guard, toStoreError } from "./db-errors.ts";
-import { StoreInvalidInput, StoreNotFound } from "./errors.ts";
+import { StoreFenced, StoreInvalidInput, StoreNotFound } from "./errors.ts";
 import { toExecution, toNodeExecution } from "./records.ts";
 import type { ExecutionPatch, ExecutionRecord, ExecutionStatus, ExecutionsRepo, JsonValue, NodeExecutionEntry, NodeExecutionsRepo, StepRecords } from "./types.ts";
 import {
@@ -112,6 +112,14 @@ export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool)
   const blobs = `${quoteIdent(schema)}."blobs"`;
   const uses = `${quoteIdent(schema)}."blob_uses"`;
   const BY_ID = namedStatement("execution_by_id", `SELECT * FROM ${runs} WHERE "id" = $1`);
+  // FOR UPDATE first: an UPDATE alone takes the row FOR NO KEY UPDATE, which a journal
+  // statement's FOR KEY SHARE does not wait for (nor it for that). The journal's highest step
+  // is read in this statement's snapshot, so rows committed while it waited for the lock may be
+  // missed: the floor leaves room above them (the rebuild numbers past the journal it reads).
+  const FENCE = namedStatement("execution_fence_journal", `WITH locked AS (SELECT x."id" FROM ${runs} x WHERE x."id" = $1 AND x."tenantId" = $2 FOR UPDATE)
+    UPDATE ${runs} AS x SET "journalFloor" = GREATEST(COALESCE(x."journalFloor", 0),
+      COALESCE((SELECT max(j."stepVersion") FROM ${quoteIdent(schema)}."agent_workflow_node_executions" j WHERE j."executionId" = x."id"), 0) + $3::int)
+    FROM locked l WHERE x."id" = l."id" RETURNING x."journalFloor"`);
   const BY_TENANT_ID = namedStatement("execution_by_tenant_id", `SELECT * FROM ${runs} WHERE "id" = $1 AND "tenantId" = $2`);
   const CREATE_COLUMNS = ["tenantId", "agentWorkflowId", "workflowVersion", "status", "input", "agentId", "sessionId", "triggerEvent", "parentNodeId", "childKey",
     "definitionRef", "deadlineAt", "forkedFromVersion", "parentExecutionId", "forkedFromExecutionId", "checkpoint"] as const;
@@ -361,6 +369,17 @@ export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool)
       return { outcome: cap > 0 ? "busy" : "changed", row };
     },
 
+    async fenceJournal(id, tenantId, room) {
+      requireTenantId(tenantId);
+      if (!isDbId(id)) throw StoreNotFound("execution", String(id));
+      const gap = optionalInt("room", room, 1);
+      if (gap == null) throw StoreInvalidInput("room is required");
+      const res = await guard({ entity: "execution", id }, () => pool.query<{ journalFloor: number }>({ ...FENCE, values: [id, tenantId, gap] }));
+      const row = res.rows[0];
+      if (!row) throw StoreNotFound("execution", id);
+      return row.journalFloor;
+    },
+
     async cancelQueued(id, tenantId, at) {
       requireTenantId(tenantId);
       if (!isDbId(id)) return null;
@@ -515,6 +534,11 @@ export function recordStepsSql(schema: string, opts: { patches?: boolean } = {})
     ? `SELECT (doc->>'executionId')::int AS id, doc->>'tenantId' AS tenant FROM src
                      UNION SELECT (doc->>'id')::int, doc->>'tenantId' FROM pat`
     : `SELECT DISTINCT (doc->>'executionId')::int AS id, doc->>'tenantId' AS tenant FROM src`;
+  // The step number of every record of the batch, by execution.
+  const numbered = patches
+    ? `SELECT (doc->>'executionId')::int AS id, (doc->>'stepVersion')::int AS step FROM src
+                     UNION ALL SELECT (doc->>'id')::int, (doc->>'stepVersion')::int FROM pat`
+    : `SELECT (doc->>'executionId')::int AS id, (doc->>'stepVersion')::int AS step FROM src`;
   const upd = `upd AS (
       UPDATE ${runs} AS x SET
         ${[
@@ -535,7 +559,7 @@ export function recordStepsSql(schema: string, opts: { patches?: boolean } = {})
       FROM pat p
       -- The ids as an array too, so the rows are found by key, not by hashing the table.
       WHERE x."id" = ANY (ARRAY(SELECT (doc->>'id')::int FROM pat)) AND x."id" = (p.doc->>'id')::int AND x."tenantId" = p.doc->>'tenantId'
-        AND NOT EXISTS (SELECT 1 FROM foreign_rows)
+        AND NOT EXISTS (SELECT 1 FROM foreign_rows) AND (SELECT floor FROM fence) IS NULL
         -- A patch of an earlier step than the journal's latest, or than the patch that last
         -- wrote the row (a step that writes no journal row: a pause in a sub-run), would undo
         -- them: another executor's later records landed first.
@@ -551,12 +575,24 @@ export function recordStepsSql(schema: string, opts: { patches?: boolean } = {})
     -- rows of one execution at the same time take the locks in one order and never deadlock.
     WITH src AS (SELECT e AS doc, nextval('${quoteIdent(schema)}."agent_workflow_node_executions_id_seq"'::regclass)::int AS id FROM jsonb_array_elements($1::jsonb) AS e),${patches ? `
     pat AS (SELECT e AS doc FROM jsonb_array_elements($2::jsonb) AS e),` : ""}
+    w AS (${written}),
+    -- The executions written, locked FOR KEY SHARE (as the journal rows' foreign key locks them
+    -- anyway: statements writing one execution do not wait for each other) until the statement
+    -- commits, with their journal floors as they are once no rebuild's fence holds the row
+    -- (executionsRepo.fenceJournal). Found by key, the ids as an array. (A join's plan, made
+    -- once per connection while the table was small, hashed the whole table on every write.)
+    locked AS MATERIALIZED (
+      SELECT x."id", x."tenantId", x."journalFloor" FROM ${runs} x WHERE x."id" = ANY (ARRAY(SELECT id FROM w)) FOR KEY SHARE
+    ),
     foreign_rows AS (
-      SELECT 1 FROM (${written}) w
-      -- A scalar subquery, not a join: each execution is looked up by its key whatever the
-      -- planner makes of the table's size. (A join's plan, made once per connection while the
-      -- table was small, hashed the whole table on every write.)
-      WHERE (SELECT x."tenantId" FROM ${runs} x WHERE x."id" = w.id) IS DISTINCT FROM w.tenant
+      SELECT 1 FROM w WHERE (SELECT r."tenantId" FROM locked r WHERE r."id" = w.id) IS DISTINCT FROM w.tenant
+    ),
+    -- A record numbered below its execution's floor belongs to a checkpoint that was lost and
+    -- rebuilt from the journal after it was taken: the batch is refused whole (its events must
+    -- never go out). An aggregate over every row, so every row is locked before anything is written.
+    fence AS (
+      SELECT max(r."journalFloor") FILTER (WHERE below) AS floor, min(r."id") FILTER (WHERE below) AS id
+      FROM locked r, LATERAL (SELECT EXISTS (SELECT 1 FROM (${numbered}) n WHERE n.id = r."id" AND n.step < r."journalFloor") AS below) b
     ),
     ins AS (
       INSERT INTO ${journal} AS t ("id", "tenantId", "executionId", "nodeId", "nodeType", "attempt", "status", "input", "output", "toolCalls", "tokenUsage",
@@ -566,7 +602,7 @@ export function recordStepsSql(schema: string, opts: { patches?: boolean } = {})
         doc->>'error', doc->>'errorCode', (doc->>'retryable')::boolean, (doc->>'stepVersion')::int, (doc->>'durationMs')::int,
         COALESCE((doc->>'startedAt')::timestamptz, CURRENT_TIMESTAMP), (doc->>'completedAt')::timestamptz
       FROM src
-      WHERE NOT EXISTS (SELECT 1 FROM foreign_rows)
+      WHERE NOT EXISTS (SELECT 1 FROM foreign_rows) AND (SELECT floor FROM fence) IS NULL
       ORDER BY (doc->>'executionId')::int, doc->>'nodeId', (doc->>'attempt')::int
       ON CONFLICT ("executionId", "nodeId", "attempt") DO UPDATE SET
         ${[laterCol("status"), laterCol("nodeType")].join(",\n        ")},
@@ -578,7 +614,8 @@ export function recordStepsSql(schema: string, opts: { patches?: boolean } = {})
       RETURNING 1
     )${patches ? `,
     ${upd}` : ""}
-    SELECT (SELECT count(*) FROM ins)::int AS journaled, ${patches ? "(SELECT count(*) FROM upd)::int" : "0"} AS updated, EXISTS (SELECT 1 FROM foreign_rows) AS "foreign"`;
+    SELECT (SELECT count(*) FROM ins)::int AS journaled, ${patches ? "(SELECT count(*) FROM upd)::int" : "0"} AS updated, EXISTS (SELECT 1 FROM foreign_rows) AS "foreign",
+      (SELECT floor FROM fence) AS "fenced", (SELECT id FROM fence) AS "fencedId"`;
 }
 
 /** Size classes of {@link planGeneration}: ids up to 2^20, then one class for all larger ones. */
@@ -638,7 +675,7 @@ export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: P
     const docs = [...merged.values()].map((n) => n.doc);
     const first = docs[0]?.executionId ?? [...patches.keys()][0]!;
     const res = await guard({ entity: "execution", id: first as number }, () =>
-      pool.query<{ journaled: number; updated: number; foreign: boolean }>(
+      pool.query<{ journaled: number; updated: number; foreign: boolean; fenced: number | null; fencedId: number | null }>(
         patches.size === 0 ? { ...ENTRIES, values: [JSON.stringify(docs)] } : { ...stepsOfClass[planGeneration(Math.max(...patches.keys()))]!, values: [JSON.stringify(docs), JSON.stringify([...patches.values()])] },
       ),
     );
@@ -647,6 +684,7 @@ export function nodeExecutionsRepo(prisma: PrismaClient, schema: string, pool: P
       const ids = [...new Set([...[...merged.values()].map((n) => n.executionId), ...patches.keys()])].join(", ");
       throw StoreNotFound("execution", `${ids} (of the entries' tenants)`);
     }
+    if (row.fenced !== null) throw StoreFenced(row.fencedId!, row.fenced, { details: { executionId: row.fencedId, floor: row.fenced } });
     return { journaled: row.journaled, updated: row.updated };
   }
 

@@ -30,6 +30,7 @@ export {
   SchemaNotMigrated,
   SlugTaken,
   StoreConflict,
+  StoreFenced,
   StoreInvalidInput,
   StoreNotFound,
   StoreQueryFailed,

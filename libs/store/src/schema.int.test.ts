@@ -249,7 +249,7 @@ describe("every model through the Prisma client", () => {
     const execution = {
       id: 401, tenantId: "t_full", agentWorkflowId: 201, workflowVersion: 3, agentId: 7, sessionId: 8, status: "paused",
       currentState: "review", input: { q: "hi" }, output: { a: 1 }, context: { messages: [] }, checkpoint: { v: 2 },
-      triggerEvent: "manual", tokenUsage: { total: 12 }, subRunPauses: { each: 402 }, patchedStep: 7, parentExecutionId: 400, parentNodeId: "each", childKey: "3.1", definitionRef: "each",
+      triggerEvent: "manual", tokenUsage: { total: 12 }, subRunPauses: { each: 402 }, patchedStep: 7, journalFloor: 1007, parentExecutionId: 400, parentNodeId: "each", childKey: "3.1", definitionRef: "each",
       forkedFromExecutionId: 400, forkedFromVersion: 5, deadlineAt: later, error: "boom", startedAt: at, completedAt: later,
       createdAt: at, updatedAt: later,
     };
@@ -322,7 +322,7 @@ describe("every model through the Prisma client", () => {
     const ex = await p.agentWorkflowExecution.create({ data: { tenantId: "t_min", agentWorkflowId: wf.id, workflowVersion: 1 } });
     expect(ex).toMatchObject({
       status: "queued", agentId: null, sessionId: null, currentState: null, input: {}, output: null, context: {}, checkpoint: null,
-      triggerEvent: null, tokenUsage: {}, subRunPauses: {}, patchedStep: null, parentExecutionId: null, error: null, startedAt: null, completedAt: null,
+      triggerEvent: null, tokenUsage: {}, subRunPauses: {}, patchedStep: null, journalFloor: null, parentExecutionId: null, error: null, startedAt: null, completedAt: null,
     });
     const node = await p.agentWorkflowNodeExecution.create({ data: { tenantId: "t_min", executionId: ex.id, nodeId: "a", nodeType: "agent.llm", status: "running" } });
     expect(node).toMatchObject({ attempt: 1, input: null, output: null, tokenUsage: null, toolCalls: null, error: null, durationMs: null, completedAt: null });

@@ -606,6 +606,15 @@ export interface ExecutionsRepo {
    */
   cancelQueued(id: number, tenantId: string, at: Date): Promise<ExecutionRecord | null>;
   /**
+   * Internal (executor): fences the journal of an execution whose checkpoint is rebuilt from it,
+   * before it is read: in one statement, takes the row `FOR UPDATE` (every journal statement of
+   * the execution still running lands first) and raises its journal floor to at least its
+   * highest step number plus `room`. Records numbered below the floor are refused from then on
+   * (`recordSteps` throws `BATON_STORE_FENCED`). Resolves with the floor; throws
+   * `BATON_STORE_NOT_FOUND` when the execution is not the tenant's.
+   */
+  fenceJournal(id: number, tenantId: string, room: number): Promise<number>;
+  /**
    * Internal (executor): the oldest `queued` top-level executions of a tenant that can be
    * started from their row alone (a fork only once its starting state is on the row), as many
    * as the cap leaves free.
@@ -679,7 +688,8 @@ export interface NodeExecutionsRepo {
    * {@link ExecutionsRepo.update}, merged in order per execution, left out when the journal
    * holds a row of a later step than the patch's `stepVersion`. Throws
    * `BATON_STORE_NOT_FOUND` when an entry's or a patch's execution is not its tenant's
-   * (then nothing is written).
+   * (then nothing is written), and `BATON_STORE_FENCED` (nothing written either) when one is
+   * numbered below its execution's journal floor ({@link ExecutionsRepo.fenceJournal}).
    * @returns rows written and execution rows updated (entries and patches left out not counted)
    */
   recordSteps(batch: StepRecords): Promise<{ journaled: number; updated: number }>;
