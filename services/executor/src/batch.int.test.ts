@@ -22,8 +22,8 @@
  *   sent, and applies its recorded answer. When the compare-and-set is lost to another
  *   executor, the calls the step applied again does not send are cancelled.
  * Two findings of the chaos driver are reproduced here (docs/dev/chaos.md): a late redo's row
- * patch undoing a pause in a sub-run (seed 501, fixed), and, as `it.failing` (it passes while
- * the fault is there), a stale step's records landing after another replica's rebuild (seed 603).
+ * patch undoing a pause in a sub-run (seed 501, fixed), and a stale step's records landing after
+ * another replica's rebuild (seed 603, fixed).
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomBytes } from "node:crypto";
@@ -313,9 +313,13 @@ describe("a command that reaches a finished execution", () => {
 });
 
 describe("the records of consecutive steps", () => {
-  /** An executor whose event publishes wait for `gate` (when set), logging rows and events in the order they go out. */
-  function gated(): { executor: Executor; log: string[]; written: Set<string>; hold(): { release(): void; fail(): void }; holdRows(nodeId: string): { release(): void; fail(): void } } {
+  /**
+   * An executor whose event publishes wait for `gate` (when set), logging rows and events in the
+   * order they go out; `sent`: each event publish as `type node message-id`.
+   */
+  function gated(): { executor: Executor; log: string[]; sent: string[]; written: Set<string>; hold(): { release(): void; fail(): void }; holdRows(nodeId: string): { release(): void; fail(): void } } {
     const log: string[] = [];
+    const sent: string[] = [];
     /** `node:status` of the entries whose statement has returned (the log has a statement when it starts). */
     const written = new Set<string>();
     let gate: Promise<void> | undefined;
@@ -323,6 +327,7 @@ describe("the records of consecutive steps", () => {
     const messaging = createMessaging(bus);
     const publishEvent: Messaging["publishEvent"] = async (type, init, key) => {
       log.push(`event ${type} ${(init as { nodeId?: string }).nodeId ?? ""}`.trim());
+      sent.push(`${type} ${(init as { nodeId?: string }).nodeId ?? ""} ${key ?? ""}`);
       if (gate) await gate;
       return messaging.publishEvent(type, init, key);
     };
@@ -346,6 +351,7 @@ describe("the records of consecutive steps", () => {
     return {
       executor: x,
       log,
+      sent,
       written,
       hold() {
         let release!: () => void;
@@ -491,12 +497,12 @@ describe("the records of consecutive steps", () => {
     expect((await checkpoints.get(id))!.state.output).toEqual({ j: ["a", "b", "c", "d"] });
   });
 
-  // Open (chaos seed 603, docs/dev/chaos.md): the events of a step whose checkpoint was written
-  // before Redis lost it, and whose records land only after another replica rebuilt the run from
-  // a journal without them (its executor stalled in between), go out twice: once from the stale
-  // step, once from the rebuilt state, which takes the step again. `it.failing` until a rebuild
-  // fences the journal against steps of the checkpoint it replaces.
-  it.failing("publishes a step's events once when its records land after another replica rebuilt the run without them", async () => {
+  // Chaos seed 603 (docs/dev/chaos.md): the events of a step whose checkpoint was written before
+  // Redis lost it, and whose records land only after another replica rebuilt the run from a
+  // journal without them (its executor stalled in between), went out twice: once from the stale
+  // step, once from the rebuilt state, which takes the step again. The rebuild now fences the
+  // journal (a floor on the execution row) and the stale step's records are refused.
+  it("publishes a step's events once when its records land after another replica rebuilt the run without them", async () => {
     const { g: stale, id } = await startedGated();
     // a's step: its checkpoint is written, its statement held (the executor stalls).
     const { a: staleA, heldA } = await aHeld(stale, id);
@@ -508,9 +514,24 @@ describe("the records of consecutive steps", () => {
     expect(other.log).toContain("event node.completed a");
     // The stalled executor wakes: its statement lands.
     heldA.release();
-    await staleA.catch(() => undefined);
+    const refused = await staleA.then(() => undefined, (err: unknown) => err);
     const completedA = [...stale.log, ...other.log].filter((l) => l === "event node.completed a");
     expect(completedA).toHaveLength(1);
+    // Its records were refused: the journal was fenced by the rebuild.
+    expect(refused).toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED", cause: { code: "BATON_STORE_FENCED" } });
+    expect(stale.log.filter((l) => l.startsWith("event"))).toEqual([]);
+    // a's result delivered again to the stalled executor: applied to the rebuilt checkpoint
+    // (already taken there), not redone from its own; the run goes on from there. (The rebuilt
+    // checkpoint's outbox may still be in Redis, and is then carried out again under the same
+    // message ids, which the stream drops: one node.completed a in the stream, by its id.)
+    const completedAIds = (): Set<string> => new Set([...stale.sent, ...other.sent].filter((l) => l.startsWith("node.completed a ")));
+    expect(completedAIds().size).toBe(1);
+    await stale.executor.handle(result(id, "a"), 3);
+    for (const n of ["b", "c", "d"]) await stale.executor.handle(result(id, n));
+    expect((await checkpoints.get(id))!.state.output).toEqual({ j: ["a", "b", "c", "d"] });
+    expect(completedAIds().size).toBe(1);
+    const journal = await t.store.nodeExecutions.listById(id);
+    expect(journal.filter((r) => r.status === "completed").map((r) => r.nodeId).sort()).toEqual(["a", "b", "c", "d", "j", "s"]);
   });
 
   it("does not publish a step's events when the previous step's events failed", async () => {

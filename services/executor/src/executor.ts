@@ -174,6 +174,26 @@ const OUTBOX_CLEAR_DELAY_MS = 250;
 const UNRECORDED_GRACE_MS = 1_000;
 
 /**
+ * Room a rebuild of a checkpoint from the journal leaves above the journal's highest step
+ * number, for the steps of the lost checkpoint that wrote no rows: its steps (and the journal
+ * floor it sets, fenceJournal) are numbered from there.
+ */
+const REBUILD_ROOM = 1000;
+
+/**
+ * The journal floor when `err` (or an error it wraps) is the store's refusal of records numbered
+ * below it (`BATON_STORE_FENCED`): their checkpoint was rebuilt from the journal without them.
+ */
+function fencedFloor(err: unknown): { executionId: number; floor: number } | undefined {
+  for (let e = err, depth = 0; e !== undefined && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (!hasCode(e, "BATON_STORE_FENCED")) continue;
+    const d = e.details as { executionId?: unknown; floor?: unknown } | undefined;
+    if (typeof d?.executionId === "number" && typeof d.floor === "number") return { executionId: d.executionId, floor: d.floor };
+  }
+  return undefined;
+}
+
+/**
  * Commands the executor's consumer may hold unacknowledged. A timer that is not due yet is
  * answered with a delayed redelivery and stays pending on the consumer until it is due (a run's
  * deadline, up to 30 days; a delay, up to 366; a node's timeout, also after the node answered),
@@ -258,7 +278,13 @@ function batchedRecords(store: Store, maxInFlight: () => number, maxRows = 500):
       await store.nodeExecutions.recordSteps({ entries: batch.flatMap((w) => w.records.entries), executions: batch.flatMap((w) => w.records.executions) });
       for (const w of batch) w.resolve();
     } catch (err) {
-      for (const w of batch) w.reject(err);
+      if (batch.length > 1 && fencedFloor(err)) {
+        // One execution's records were refused (its checkpoint was rebuilt without them), and
+        // with them the whole statement: the others' are written on their own.
+        await Promise.all(batch.map((w) => store.nodeExecutions.recordSteps(w.records).then(w.resolve, w.reject)));
+      } else {
+        for (const w of batch) w.reject(err);
+      }
     } finally {
       inFlight--;
       schedule();
@@ -322,6 +348,22 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     latest.delete(cp.executionId);
     latest.set(cp.executionId, cp);
     if (latest.size > LATEST_MAX) latest.delete(latest.keys().next().value!);
+  };
+  /**
+   * Executions whose records this process had refused (BATON_STORE_FENCED), with the journal
+   * floor that refused them: the state they came from was lost and the run rebuilt from the
+   * journal without them. The cached checkpoint goes; the next apply reads Redis, and a
+   * checkpoint there numbered below the floor (a rebuild that lost the race with another one's
+   * fence) is rebuilt again, over it, rather than written on (see applyNow).
+   */
+  const fenced = new Map<number, number>();
+  const fencedOut = (err: unknown): void => {
+    const f = fencedFloor(err);
+    if (!f) return;
+    latest.delete(f.executionId);
+    fenced.set(f.executionId, Math.max(f.floor, fenced.get(f.executionId) ?? 0));
+    if (fenced.size > LATEST_MAX) fenced.delete(fenced.keys().next().value!);
+    logger.warn("a step's records were refused: its checkpoint was rebuilt from the journal without them; the step is applied again from the rebuilt one", { executionId: f.executionId, floor: f.floor });
   };
   async function readCheckpoint(executionId: number): Promise<Checkpoint<CheckpointState> | null> {
     const known = latest.get(executionId);
@@ -998,12 +1040,18 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * (the executor died between admission and the first checkpoint, or before that step's
    * records), so the start is to be applied afresh, records and events included.
    */
-  async function rebuild(row: ExecutionRecord, definition: WorkflowDefinition, blobs: Map<string, JsonValue>): Promise<{ state: CheckpointState; version: number } | null> {
+  async function rebuild(row: ExecutionRecord, definition: WorkflowDefinition, blobs: Map<string, JsonValue>, over?: { version: number }): Promise<{ state: CheckpointState; version: number } | null> {
     // This process's records of the run still being written land first (or fail: then they are
     // the replay's to write, see unrecorded below).
     await recordsDone(row.id)?.catch(() => undefined);
     let journal = await store.nodeExecutions.listForReplay(row.id);
-    if (journal.length === 0) return null;
+    if (journal.length === 0 && !over) return null;
+    // The journal is fenced before the read the rebuild goes by: a statement of the lost
+    // checkpoint's steps still running lands first; one that comes later (its executor stalled
+    // between its checkpoint and its records) is refused, and its events never go out, since
+    // the rebuilt state takes that step again (chaos seed 603; ADR 004).
+    const fence = await store.executions.fenceJournal(row.id, row.tenantId, REBUILD_ROOM);
+    journal = await store.nodeExecutions.listForReplay(row.id);
     const identity = { executionId: row.id, tenantId: row.tenantId, workflowId: row.agentWorkflowId, workflowVersion: row.workflowVersion, ...(row.agentId !== null ? { agentId: row.agentId } : {}) };
     // A pause in sub-runs is not journaled: it is learned again from the sub-runs' rows, with
     // the reasons they would tell, and compared with what the row says was announced.
@@ -1040,7 +1088,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       }
     }
     // Journal step numbers already include earlier bases; leave room for steps that wrote no rows.
-    const floor = journal.reduce((m, j) => Math.max(m, j.stepVersion ?? 0), 0) + 1000;
+    // At least the fence's floor, which refuses every record numbered below it.
+    const floor = Math.max(fence, journal.reduce((m, j) => Math.max(m, j.stepVersion ?? 0), 0) + REBUILD_ROOM);
     if (replay.unplaced.length) logger.warn("journal rows the replay could not place", { executionId: row.id, rows: replay.unplaced.map((j) => `${j.nodeId}#${j.attempt}`) });
     // Large values the replay recomputed or resolved are referenced, as a step's would be.
     const shrunk = await large.shrinkRebuilt({ state: replay.state, effects: [...replay.rearm, ...replay.unrecorded], more: false }, definition);
@@ -1052,8 +1101,13 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     let state: ExecutionState = { ...shrunk.state, versionBase: 0 };
     // The outbox holds the lost steps' records too, so a crash before they are written leaves them to the next delivery.
     const outbox = [...rearm, ...unrecorded];
-    let written = await writeCheckpoint(row.id, { ...state, outbox }, 0, { firstVersionAfter: floor });
-    if (written.version <= floor) {
+    // Over a checkpoint numbered below the floor (see applyNow): in its place (compare-and-set),
+    // its versions going on, with a base that numbers the steps past the floor.
+    if (over) state = { ...state, versionBase: floor };
+    let written = over
+      ? await writeCheckpoint(row.id, { ...state, outbox }, over.version)
+      : await writeCheckpoint(row.id, { ...state, outbox }, 0, { firstVersionAfter: floor });
+    if (!over && written.version <= floor) {
       // A store that numbers from 1 again: keep the step numbers apart with a base instead.
       state = { ...state, versionBase: floor };
       written = await writeCheckpoint(row.id, { ...state, outbox }, written.version);
@@ -1165,6 +1219,10 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     applying++;
     try {
       await applyNow(executionId, tenantId, first, more, outcome);
+    } catch (err) {
+      // Records of this apply's (or a redo's, or a rebuild's) refused by the journal's floor.
+      fencedOut(err);
+      throw err;
     } finally {
       applying--;
     }
@@ -1247,6 +1305,20 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     let version = cp?.version ?? 0;
     const definition = await definitionFor(tenantId, ident.workflowId, ident.workflowVersion, ident.definitionRef);
     const blobs = new Map<string, JsonValue>();
+    const floor = fenced.get(executionId);
+    if (floor !== undefined && cp) {
+      if (cp.version + (cp.state.versionBase ?? 0) < floor) {
+        // A checkpoint whose steps' records the journal refuses (numbered below its floor): the
+        // state of a rebuild whose fence another rebuild's passed, or one older still. Rebuilt
+        // again from the journal, in its place, rather than written on.
+        row ??= await store.executions.getById(executionId);
+        if (!row || row.tenantId !== tenantId) throw ExecutionMissing(executionId);
+        logger.warn("the checkpoint is numbered below the journal's floor; it is rebuilt from the journal", { executionId, version: cp.version, floor });
+        const rebuilt = await rebuild(row, definition, blobs, { version: cp.version });
+        if (rebuilt) ({ state, version } = rebuilt);
+      }
+      fenced.delete(executionId);
+    }
     if (state === null && first.kind === "start" && opts.hasTool) {
       const unknown: string[] = [];
       for (const name of referencedTools(definition)) if (!(await opts.hasTool(name))) unknown.push(name);
@@ -1592,8 +1664,11 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         }).catch(notCleared);
       },
       (err: unknown) => {
-        // Leave the effects in the checkpoint: the redelivered command carries them out again.
+        // Leave the effects in the checkpoint: the redelivered command carries them out again,
+        // unless the journal refused them (their checkpoint was rebuilt without them): then the
+        // cached state goes, and the command is applied again to the rebuilt one.
         p.failed = true;
+        fencedOut(err);
         throw err;
       },
     );
