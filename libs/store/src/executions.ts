@@ -579,10 +579,11 @@ export function recordStepsSql(schema: string, opts: { patches?: boolean } = {})
     -- The executions written, locked FOR KEY SHARE (as the journal rows' foreign key locks them
     -- anyway: statements writing one execution do not wait for each other) until the statement
     -- commits, with their journal floors as they are once no rebuild's fence holds the row
-    -- (executionsRepo.fenceJournal). Found by key, the ids as an array. (A join's plan, made
-    -- once per connection while the table was small, hashed the whole table on every write.)
+    -- (executionsRepo.fenceJournal). Each looked up by its key, whatever the planner makes of
+    -- the table's size: a join's plan, or an = ANY of the ids, made once per connection while
+    -- the table was small, read the whole table on every write.
     locked AS MATERIALIZED (
-      SELECT x."id", x."tenantId", x."journalFloor" FROM ${runs} x WHERE x."id" = ANY (ARRAY(SELECT id FROM w)) FOR KEY SHARE
+      SELECT r.* FROM w, LATERAL (SELECT x."id", x."tenantId", x."journalFloor" FROM ${runs} x WHERE x."id" = w.id FOR KEY SHARE) r
     ),
     foreign_rows AS (
       SELECT 1 FROM w WHERE (SELECT r."tenantId" FROM locked r WHERE r."id" = w.id) IS DISTINCT FROM w.tenant

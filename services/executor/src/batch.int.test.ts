@@ -534,6 +534,32 @@ describe("the records of consecutive steps", () => {
     expect(journal.filter((r) => r.status === "completed").map((r) => r.nodeId).sort()).toEqual(["a", "b", "c", "d", "j", "s"]);
   });
 
+  it("rebuilds again, in its place, a checkpoint numbered below the journal's floor (two rebuilds raced), rather than writing on it", async () => {
+    const { id } = await startedGated();
+    // Redis loses the checkpoint; a replica rebuilds the run on a's result and applies it.
+    expect(await redis.del(`${prefix}:checkpoint:{${id}}`, `${prefix}:checkpoint:{${id}}:history`, `${prefix}:checkpoint:{${id}}:fwd`)).toBeGreaterThanOrEqual(1);
+    const g = gated();
+    await g.executor.handle(result(id, "a"), 2);
+    // Another rebuild fenced the journal past that checkpoint's numbers, and lost the compare-and-set.
+    const floor = await t.store.executions.fenceJournal(id, tenantId, 1000);
+    const won = (await checkpoints.get(id))!;
+    expect(won.version + (won.state.versionBase ?? 0)).toBeLessThan(floor);
+    // b's step on that checkpoint: refused, and never announced.
+    await expect(g.executor.handle(result(id, "b"))).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED", cause: { code: "BATON_STORE_FENCED" } });
+    expect(g.sent.filter((l) => l.startsWith("node.completed b "))).toEqual([]);
+    // Delivered again: the checkpoint is rebuilt in its place, numbered past the floor, and b's
+    // result applied to it; the run goes on.
+    await g.executor.handle(result(id, "b"), 2);
+    const rebuilt = (await checkpoints.get(id))!;
+    expect(rebuilt.version + (rebuilt.state.versionBase ?? 0)).toBeGreaterThan(floor);
+    for (const n of ["c", "d"]) await g.executor.handle(result(id, n));
+    expect((await checkpoints.get(id))!.state.output).toEqual({ j: ["a", "b", "c", "d"] });
+    expect(new Set(g.sent.filter((l) => l.startsWith("node.completed b "))).size).toBe(1);
+    const steps = await completedSteps(id);
+    expect(steps.b).toBeGreaterThan(floor);
+    expect((await t.store.executions.getById(id))!.status).toBe("completed");
+  });
+
   it("does not publish a step's events when the previous step's events failed", async () => {
     const { g, a, b, gate } = await twoSteps();
     gate.fail();
