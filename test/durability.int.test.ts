@@ -289,19 +289,30 @@ describe("durability across executor crashes and lost checkpoints", () => {
     await chaosRanOnce(id);
   }, 120_000);
 
-  // Regression: on redelivery the executor performs the outbox, finds the command already applied
-  // (ignored) and must still step on with the ready nodes it left behind.
-  it("a step whose effects failed once (a transient database error) continues with its ready nodes when the command is redelivered", async () => {
-    const wf = await createDefinition(a, "effects-fail", {
+  /**
+   * Starts `a` (a 600 ms tool call, v 20) → `b` (a.v + 1) → `c` (b * 2), with `more` nodes and
+   * edges after them, and waits until a's call runs.
+   */
+  async function startChainOfThree(name: string, more: { nodes?: object[]; edges?: object[]; output?: unknown } = {}): Promise<number> {
+    const wf = await createDefinition(a, name, {
       nodes: [
         { id: "a", type: "tool", config: { tool: "rec.sleep" }, input: { ms: 600, v: 20 } },
         { id: "b", type: "transform", config: { expression: "a.v + 1" } },
         { id: "c", type: "transform", config: { expression: "b * 2" } },
+        ...(more.nodes ?? []),
       ],
-      edges: [{ from: "a", to: "b" }, { from: "b", to: "c" }],
+      edges: [{ from: "a", to: "b" }, { from: "b", to: "c" }, ...(more.edges ?? [])],
+      ...(more.output === undefined ? {} : { output: more.output }),
     });
     const id = await startExecution(a, wf);
     await waitFor("a's call to start", async () => ((await callsOf(id)).length > 0 ? true : undefined));
+    return id;
+  }
+
+  // Regression: on redelivery the executor performs the outbox, finds the command already applied
+  // (ignored) and must still step on with the ready nodes it left behind.
+  it("a step whose effects failed once (a transient database error) continues with its ready nodes when the command is redelivered", async () => {
+    const id = await startChainOfThree("effects-fail");
     // Fault injection in the real database: writing a's completed journal row fails once with a
     // serialization failure (SQLSTATE 40001, retryable). The step that takes a's result has then
     // written its checkpoint (b ready) but not carried out its effects; the command is redelivered.
@@ -342,16 +353,7 @@ describe("durability across executor crashes and lost checkpoints", () => {
   // freed); a later step's records failing then were never written: journal rows and events
   // (execution.completed among them) missing for good behind a row saying completed.
   it("records of several steps redone after a failure, the run finished: a later step's failure loses nothing", async () => {
-    const wf = await createDefinition(a, "redo-finished", {
-      nodes: [
-        { id: "a", type: "tool", config: { tool: "rec.sleep" }, input: { ms: 600, v: 20 } },
-        { id: "b", type: "transform", config: { expression: "a.v + 1" } },
-        { id: "c", type: "transform", config: { expression: "b * 2" } },
-      ],
-      edges: [{ from: "a", to: "b" }, { from: "b", to: "c" }],
-    });
-    const id = await startExecution(a, wf);
-    await waitFor("a's call to start", async () => ((await callsOf(id)).length > 0 ? true : undefined));
+    const id = await startChainOfThree("redo-finished");
     const db = new pg.Client({ connectionString: DATABASE_URL });
     await db.connect();
     const sch = `"${config.databaseSchema}"`;
@@ -402,18 +404,9 @@ describe("durability across executor crashes and lost checkpoints", () => {
    */
   async function recordsLost(withD: boolean): Promise<void> {
     const d = { id: "d", type: "tool", config: { tool: "rec.sleep" }, input: { ms: 200, v: "$.c" } };
-    const wf = await createDefinition(a, `records-lost-${withD}`, {
-      nodes: [
-        { id: "a", type: "tool", config: { tool: "rec.sleep" }, input: { ms: 600, v: 20 } },
-        { id: "b", type: "transform", config: { expression: "a.v + 1" } },
-        { id: "c", type: "transform", config: { expression: "b * 2" } },
-        ...(withD ? [d] : []),
-      ],
-      edges: [{ from: "a", to: "b" }, { from: "b", to: "c" }, ...(withD ? [{ from: "c", to: "d" }] : [])],
-      output: { d: withD ? "$.d.v" : "$.c" },
+    const id = await startChainOfThree(`records-lost-${withD}`, {
+      nodes: withD ? [d] : [], edges: withD ? [{ from: "c", to: "d" }] : [], output: { d: withD ? "$.d.v" : "$.c" },
     });
-    const id = await startExecution(a, wf);
-    await waitFor("a's call to start", async () => ((await callsOf(id)).length > 0 ? true : undefined));
     // Fault injection in the real database: every write of b's rows fails (SQLSTATE 40001). The
     // step that takes a's result writes its rows; b's step's rows stay unwritten (in the
     // checkpoint's outbox) while the executor retries them, and so do the events of b's step and
