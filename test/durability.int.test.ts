@@ -309,37 +309,63 @@ describe("durability across executor crashes and lost checkpoints", () => {
     return id;
   }
 
+  /**
+   * Fault injection in the real database: `fail(when, times)` makes the journal writes of run
+   * `id` that match `when` (an SQL condition on NEW) fail with a serialization failure (SQLSTATE
+   * 40001, retryable), the first `times` of them or all; a later `fail` replaces the condition.
+   * `fired()` counts the failures (a sequence, because nextval() survives the rollback the
+   * exception causes). `dispose()` removes the trigger, its function and the sequence.
+   */
+  async function journalFaults(id: number, name: string): Promise<{ fail(when: string, times?: number): Promise<void>; fired(): Promise<number>; dispose(): Promise<void> }> {
+    const db = new pg.Client({ connectionString: DATABASE_URL });
+    await db.connect();
+    const sch = `"${config.databaseSchema}"`;
+    const seq = `${sch}.test_${name}_faults`;
+    const fn = `${sch}.test_fail_${name}`;
+    const trigger = `test_fail_${name}`;
+    const table = `${sch}.agent_workflow_node_executions`;
+    await db.query(`CREATE SEQUENCE ${seq}`);
+    await db.query(`CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF nextval('${seq}') <= TG_ARGV[0]::bigint THEN RAISE EXCEPTION 'injected failure' USING ERRCODE = '40001'; END IF;
+        RETURN NEW;
+      END $$`);
+    return {
+      async fail(when, times = Number.MAX_SAFE_INTEGER) {
+        await db.query(`DROP TRIGGER IF EXISTS ${trigger} ON ${table}`);
+        await db.query(`CREATE TRIGGER ${trigger} BEFORE INSERT OR UPDATE ON ${table} FOR EACH ROW
+          WHEN (NEW."executionId" = ${id} AND (${when})) EXECUTE FUNCTION ${fn}('${times}')`);
+      },
+      async fired() {
+        return Number((await db.query<{ n: string }>(`SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS n FROM ${seq}`)).rows[0]!.n);
+      },
+      async dispose() {
+        await db.query(`DROP TRIGGER IF EXISTS ${trigger} ON ${table}`);
+        await db.query(`DROP FUNCTION IF EXISTS ${fn}()`);
+        await db.query(`DROP SEQUENCE IF EXISTS ${seq}`);
+        await db.end();
+      },
+    };
+  }
+
   // Regression: on redelivery the executor performs the outbox, finds the command already applied
   // (ignored) and must still step on with the ready nodes it left behind.
   it("a step whose effects failed once (a transient database error) continues with its ready nodes when the command is redelivered", async () => {
     const id = await startChainOfThree("effects-fail");
-    // Fault injection in the real database: writing a's completed journal row fails once with a
-    // serialization failure (SQLSTATE 40001, retryable). The step that takes a's result has then
-    // written its checkpoint (b ready) but not carried out its effects; the command is redelivered.
-    const db = new pg.Client({ connectionString: DATABASE_URL });
-    await db.connect();
-    const sch = `"${config.databaseSchema}"`;
+    // Writing a's completed journal row fails once (retryable). The step that takes a's result
+    // has then written its checkpoint (b ready) but not carried out its effects; the command is
+    // redelivered.
+    const faults = await journalFaults(id, "once");
     try {
-      // A sequence, because nextval() survives the rollback the exception causes.
-      await db.query(`CREATE SEQUENCE ${sch}.test_faults`);
-      await db.query(`CREATE FUNCTION ${sch}.test_fail_once() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-          IF nextval('${sch}.test_faults') = 1 THEN RAISE EXCEPTION 'injected transient failure' USING ERRCODE = '40001'; END IF;
-          RETURN NEW;
-        END $$`);
-      await db.query(`CREATE TRIGGER test_fail_once BEFORE INSERT OR UPDATE ON ${sch}.agent_workflow_node_executions FOR EACH ROW
-        WHEN (NEW."executionId" = ${id} AND NEW."nodeId" = 'a' AND NEW.status = 'completed') EXECUTE FUNCTION ${sch}.test_fail_once()`);
-      await waitFor("the injected failure to fire", async () => ((await db.query<{ is_called: boolean }>(`SELECT is_called FROM ${sch}.test_faults`)).rows[0]!.is_called ? true : undefined), 15_000);
+      await faults.fail(`NEW."nodeId" = 'a' AND NEW.status = 'completed'`, 1);
+      await waitFor("the injected failure to fire", async () => ((await faults.fired()) >= 1 ? true : undefined), 15_000);
       // The redelivery comes within seconds (nak backoff); a correct run then ends at once.
       const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 10_000).catch(async (err: unknown) => {
         throw new Error(`${(err as Error).message}\n${await diagnose(id)}`);
       });
       expect({ status: done.status, error: done.error, output: done.output }).toEqual({ status: "completed", error: null, output: 42 });
     } finally {
-      await db.query(`DROP TRIGGER IF EXISTS test_fail_once ON ${sch}.agent_workflow_node_executions`);
-      await db.query(`DROP FUNCTION IF EXISTS ${sch}.test_fail_once()`);
-      await db.query(`DROP SEQUENCE IF EXISTS ${sch}.test_faults`);
-      await db.end();
+      await faults.dispose();
     }
     expect(completedPerNode(await journal(a, id))).toEqual({ a: 1, b: 1, c: 1 });
     expect(await callsOf(id)).toEqual([`${id}.a.1`]);
@@ -354,33 +380,18 @@ describe("durability across executor crashes and lost checkpoints", () => {
   // (execution.completed among them) missing for good behind a row saying completed.
   it("records of several steps redone after a failure, the run finished: a later step's failure loses nothing", async () => {
     const id = await startChainOfThree("redo-finished");
-    const db = new pg.Client({ connectionString: DATABASE_URL });
-    await db.connect();
-    const sch = `"${config.databaseSchema}"`;
-    const fired = async () => Number((await db.query<{ n: string }>(`SELECT last_value AS n FROM ${sch}.test_redo_faults`)).rows[0]!.n);
+    const faults = await journalFaults(id, "redo");
     try {
-      await db.query(`CREATE SEQUENCE ${sch}.test_redo_faults`);
-      await db.query(`CREATE FUNCTION ${sch}.test_fail_redo() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-          PERFORM nextval('${sch}.test_redo_faults');
-          RAISE EXCEPTION 'injected failure' USING ERRCODE = '40001';
-        END $$`);
       // Every row of the run fails: the steps after a's result (a's end, b, c, the run's end) are
       // all in the finished checkpoint, unwritten, and the command is redelivered.
-      await db.query(`CREATE TRIGGER test_fail_redo BEFORE INSERT OR UPDATE ON ${sch}.agent_workflow_node_executions FOR EACH ROW
-        WHEN (NEW."executionId" = ${id}) EXECUTE FUNCTION ${sch}.test_fail_redo()`);
-      await waitFor("a redo to fail", async () => ((await fired()) >= 2 ? true : undefined), 15_000);
+      await faults.fail("true");
+      await waitFor("a redo to fail", async () => ((await faults.fired()) >= 2 ? true : undefined), 15_000);
       // Then only c's rows fail: the redo of the steps before c's can land, c's cannot.
-      await db.query(`DROP TRIGGER test_fail_redo ON ${sch}.agent_workflow_node_executions`);
-      const before = await fired();
-      await db.query(`CREATE TRIGGER test_fail_redo BEFORE INSERT OR UPDATE ON ${sch}.agent_workflow_node_executions FOR EACH ROW
-        WHEN (NEW."executionId" = ${id} AND NEW."nodeId" = 'c') EXECUTE FUNCTION ${sch}.test_fail_redo()`);
-      await waitFor("c's rows to fail in a redo", async () => ((await fired()) > before ? true : undefined), 15_000);
+      const before = await faults.fired();
+      await faults.fail(`NEW."nodeId" = 'c'`);
+      await waitFor("c's rows to fail in a redo", async () => ((await faults.fired()) > before ? true : undefined), 15_000);
     } finally {
-      await db.query(`DROP TRIGGER IF EXISTS test_fail_redo ON ${sch}.agent_workflow_node_executions`);
-      await db.query(`DROP FUNCTION IF EXISTS ${sch}.test_fail_redo()`);
-      await db.query(`DROP SEQUENCE IF EXISTS ${sch}.test_redo_faults`);
-      await db.end();
+      await faults.dispose();
     }
     // The failures are over: the next redelivery writes what is missing.
     const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 15_000);
@@ -407,23 +418,13 @@ describe("durability across executor crashes and lost checkpoints", () => {
     const id = await startChainOfThree(`records-lost-${withD}`, {
       nodes: withD ? [d] : [], edges: withD ? [{ from: "c", to: "d" }] : [], output: { d: withD ? "$.d.v" : "$.c" },
     });
-    // Fault injection in the real database: every write of b's rows fails (SQLSTATE 40001). The
-    // step that takes a's result writes its rows; b's step's rows stay unwritten (in the
-    // checkpoint's outbox) while the executor retries them, and so do the events of b's step and
-    // of every step after it, which go out only in order.
-    const db = new pg.Client({ connectionString: DATABASE_URL });
-    await db.connect();
-    const sch = `"${config.databaseSchema}"`;
+    // Every write of b's rows fails. The step that takes a's result writes its rows; b's step's
+    // rows stay unwritten (in the checkpoint's outbox) while the executor retries them, and so do
+    // the events of b's step and of every step after it, which go out only in order.
+    const faults = await journalFaults(id, "lost");
     try {
-      await db.query(`CREATE SEQUENCE ${sch}.test_lost_faults`);
-      await db.query(`CREATE FUNCTION ${sch}.test_fail_b() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-          PERFORM nextval('${sch}.test_lost_faults');
-          RAISE EXCEPTION 'injected failure' USING ERRCODE = '40001';
-        END $$`);
-      await db.query(`CREATE TRIGGER test_fail_b BEFORE INSERT OR UPDATE ON ${sch}.agent_workflow_node_executions FOR EACH ROW
-        WHEN (NEW."executionId" = ${id} AND NEW."nodeId" = 'b') EXECUTE FUNCTION ${sch}.test_fail_b()`);
-      await waitFor("b's rows to fail", async () => ((await db.query<{ is_called: boolean }>(`SELECT is_called FROM ${sch}.test_lost_faults`)).rows[0]!.is_called ? true : undefined), 15_000);
+      await faults.fail(`NEW."nodeId" = 'b'`);
+      await waitFor("b's rows to fail", async () => ((await faults.fired()) >= 1 ? true : undefined), 15_000);
       // a's row is written, b's is not (the rows of the steps after b's may have landed: statements overlap).
       const rows = (await journal(a, id)).map((n) => `${n.nodeId}:${n.status}`);
       expect({ a: rows.includes("a:completed"), b: rows.filter((r) => r.startsWith("b:")) }).toEqual({ a: true, b: [] });
@@ -431,10 +432,7 @@ describe("durability across executor crashes and lost checkpoints", () => {
       await killExecutor("SIGKILL");
       expect(await redis.del(...checkpointKeys(id), `${config.prefix}:checkpoint:{${id}}:fwd`)).toBeGreaterThanOrEqual(1);
     } finally {
-      await db.query(`DROP TRIGGER IF EXISTS test_fail_b ON ${sch}.agent_workflow_node_executions`);
-      await db.query(`DROP FUNCTION IF EXISTS ${sch}.test_fail_b()`);
-      await db.query(`DROP SEQUENCE IF EXISTS ${sch}.test_lost_faults`);
-      await db.end();
+      await faults.dispose();
     }
     await startExecutor();
     const done = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 30_000).catch(async (err: unknown) => {

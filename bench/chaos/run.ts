@@ -48,6 +48,8 @@ import pg from "pg";
 import { createRedis } from "@baton/checkpoints";
 import { loadConfig } from "@baton/config";
 import { createLogger } from "@baton/telemetry";
+// mulberry32: a small seeded generator, so a round's choices replay from its seed.
+import { mulberry32 as rng } from "../../libs/engine/src/test-support.ts";
 import { startBaton } from "../../bin/start.ts";
 import type { BatonHandle } from "../../bin/start.ts";
 import { api, DATABASE_URL, freePort, isolatedConfig, removeIsolated, waitFor } from "../../test/helpers.ts";
@@ -75,17 +77,6 @@ const { values: args } = parseArgs({
   },
 });
 
-/** mulberry32: a small seeded generator, so a round's choices replay from its seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Expect {
   status: "completed" | "failed";

@@ -19,20 +19,9 @@ import { describe, expect, it } from "@jest/globals";
 import { validateWorkflow } from "./validate.ts";
 import { graphOf, loopBody } from "./graph.ts";
 import type { JsonObject, JsonValue, WorkflowDefinition } from "./index.ts";
-import { Sim } from "./test-support.ts";
+import { mulberry32 as prng, Sim } from "./test-support.ts";
 import type { Answer, ToolFn } from "./test-support.ts";
 
-/** mulberry32: small, fast and good enough to pick shapes. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 class Rng {
   readonly next: () => number;

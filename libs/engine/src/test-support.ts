@@ -161,3 +161,15 @@ export function result(e: Effect & { kind: "callTool" }, a: Answer): Command {
 export const ok = (output: JsonValue): Answer => ({ ok: true, output });
 export const echo: ToolFn = (a) => ok(a);
 export const hold: ToolFn = () => "hold";
+
+/** mulberry32: a small, fast seeded generator of numbers in [0, 1), so a run's choices replay from its seed (the fuzz test, bench/chaos). */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
