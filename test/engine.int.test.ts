@@ -772,6 +772,37 @@ describe("more shapes", () => {
     expect(completed(exited.nodes, "work")).toHaveLength(2);
   });
 
+  it("a run past limits.maxSteps fails with BATON_STEP_LIMIT; a loop that may go past it is accepted with a warning", async () => {
+    // Two whileLoops each in the other's body restart each other's count (docs/workflows.md,
+    // Loops): without a bound of their own, the step limit ends the run.
+    const r = await run({
+      start: "s",
+      limits: { maxSteps: 30 },
+      nodes: [
+        { id: "s", type: "setVariable", config: { values: {} } },
+        { id: "a", type: "whileLoop", config: { condition: "true", maxIterations: 2, onLimit: "exit" } },
+        { id: "b", type: "whileLoop", config: { condition: "$iteration < 2", maxIterations: 2 } },
+      ],
+      edges: [
+        { from: "s", to: "a" }, { from: "s", to: "b" }, { from: "a", to: "a", when: "body" },
+        { from: "b", to: "b", when: "body" }, { from: "a", to: "b", when: "body" }, { from: "b", to: "a", when: "body" },
+      ],
+    });
+    expect(r.execution.status).toBe("failed");
+    expect(r.execution.error).toMatch(/^BATON_STEP_LIMIT: the execution made 30 node starts, limits\.maxSteps=30; node "[ab]" would have been one more/);
+    expect(r.nodes).toHaveLength(30);
+    expect(r.nodes.filter((n) => n.status === "running")).toEqual([]);
+    expect(r.names.at(-1)).toMatch(/^execution\.failed:[ab]$/);
+    expect(r.events.at(-1)!.data.data).toMatchObject({ error: { code: "BATON_STEP_LIMIT", retryable: false } });
+    const created = await a.call<{ warnings?: string[] }>("POST", "/api/agent-workflows", {
+      name: `steps-${uniq()}`,
+      definition: { limits: { maxSteps: 10 }, start: "l", nodes: [{ id: "l", type: "whileLoop", config: { condition: "true", maxIterations: 6 } }, { id: "x", type: "setVariable", config: { values: {} } }], edges: [{ from: "l", to: "x", when: "body" }, { from: "x", to: "l" }] },
+    });
+    expect([created.status, created.body.warnings]).toEqual([201, [
+      'body.definition.nodes[0].config.maxIterations: whileLoop "l" may go round 6 times over 2 nodes (12 node starts), more than limits.maxSteps (10) allows: a run that goes round that often fails with BATON_STEP_LIMIT; raise limits.maxSteps',
+    ]]);
+  });
+
   it("a tool node with several calls runs them all and keeps their order", async () => {
     const r = await run({ nodes: [{ id: "m", type: "tool", config: { calls: [{ tool: "rec.sleep", input: { ms: 200, v: 1 } }, { tool: "echo", input: { n: "$.input.x" } }, { tool: "math.sum", input: { values: [1, 2, 3] } }] } }] }, { x: 2 });
     expect(r.execution.status).toBe("completed");

@@ -99,10 +99,19 @@ export const edgeSchema = z.object({
 
 export const limitsSchema = z.object({
   /** Nodes of one execution doing outside work (tool calls, children, items) at once. @default unlimited */
-  maxConcurrency: z.number().int().min(1).max(10_000).optional(),
+  maxConcurrency: z.number().int().min(1).max(10_000).optional().describe("Nodes of one execution doing outside work (tool calls, children, timers) at once; the rest wait ready. Default: unlimited"),
   /** The execution fails with BATON_DEADLINE_EXCEEDED this long after it starts. */
-  deadlineMs: z.number().int().min(1).max(30 * 86_400_000).optional(),
+  deadlineMs: z.number().int().min(1).max(30 * 86_400_000).optional().describe("The execution fails with BATON_DEADLINE_EXCEEDED this long after it starts"),
+  /**
+   * Node starts one execution may make (every attempt of every node, as its journal rows
+   * count them); the start that would exceed it fails the execution with BATON_STEP_LIMIT.
+   * A safety net for a run that goes round longer than its definition meant. @default 100000
+   */
+  maxSteps: z.number().int().min(1).max(10_000_000).optional().describe("Node starts (every attempt of every node) one execution may make; the start that would exceed it fails the execution with BATON_STEP_LIMIT. Default: 100000"),
 });
+
+/** `limits.maxSteps` when a definition leaves it out. */
+export const DEFAULT_MAX_STEPS = 100_000;
 
 /** Workflow-level LLM defaults (seed 004 `agentConfig`); nodes override field by field. */
 export const agentConfigSchema = z.object({

@@ -153,6 +153,12 @@ export interface ExecutionState {
    * rebuilt from the journal restarts its version at 1; the base keeps step numbers rising.
    */
   versionBase?: number;
+  /**
+   * Node starts so far (every attempt of every node: the journal's rows), which
+   * `limits.maxSteps` bounds. Absent in a checkpoint written before it was counted: the
+   * nodes' attempts are summed at the next start.
+   */
+  steps?: number;
   /** Tokens used by the execution's LLM calls, summed. */
   tokenUsage?: JsonObject;
   /** Which body of the workflow this run executes (forEach / subworkflow bodies), "" = the whole graph. */

@@ -749,6 +749,91 @@ describe("step: loops", () => {
   });
 });
 
+describe("step: the step limit (limits.maxSteps)", () => {
+  // Two whileLoops each in the other's body restart each other's count, so only a limit on the
+  // run's node starts ends it (docs/workflows.md, Loops: the known limitation).
+  const mutual = (limits?: JsonObject) => def({
+    start: "s",
+    ...(limits ? { limits } : {}),
+    nodes: [
+      { id: "s", type: "setVariable", config: { values: {} } },
+      { id: "a", type: "whileLoop", config: { condition: "true", maxIterations: 2, onLimit: "exit" } },
+      { id: "b", type: "whileLoop", config: { condition: "$iteration < 2", maxIterations: 2 } },
+    ],
+    edges: [
+      { from: "s", to: "a" }, { from: "s", to: "b" }, { from: "a", to: "a", when: "body" }, { from: "b", to: "b", when: "body" },
+      { from: "a", to: "b", when: "body" }, { from: "b", to: "a", when: "body" },
+    ],
+  });
+
+  it("a run that would go on for ever fails with BATON_STEP_LIMIT at its limit, nothing left running", async () => {
+    const r = await drive(mutual({ maxSteps: 40 }), {}, null, { kind: "start", input: {} });
+    expect([r.state.status, r.state.error?.code, r.state.error?.retryable]).toEqual(["failed", "BATON_STEP_LIMIT", undefined]);
+    expect(r.state.error?.message).toMatch(/made 40 node starts, limits\.maxSteps=40; node "[ab]" would have been one more/);
+    expect(r.state.steps).toBe(40);
+    // Each start has its journal row; the limit is on them.
+    expect(r.journal.filter((j) => j.status === "running")).toHaveLength(40);
+    expect(Object.values(r.state.nodes).filter((n) => n.status === "running" || n.status === "paused")).toEqual([]);
+    expect(r.events.at(-1)).toBe("execution.failed");
+    // Rebuilt from its journal, it counts the same starts and ends the same way.
+    const rebuilt = await replayJournal({ definition: mutual({ maxSteps: 40 }), identity, start: { kind: "start", input: {} }, journal: r.journal, startedAt: new Date(t0).toISOString() });
+    expect(rebuilt.unplaced).toEqual([]);
+    expect([rebuilt.state.status, rebuilt.state.error?.code, rebuilt.state.steps]).toEqual(["failed", "BATON_STEP_LIMIT", 40]);
+  });
+
+  it("without limits.maxSteps the default (100000) applies, and the message says so", async () => {
+    const d = def({ start: "loop", nodes: [
+      { id: "loop", type: "whileLoop", config: { condition: "true", maxIterations: 100_000 } },
+      { id: "f", type: "tool", config: { tool: "f" } },
+    ], edges: [{ from: "loop", to: "f", when: "body" }, { from: "f", to: "loop" }] });
+    const held = await drive(d, { holdCalls: true, tools: {} }, null, { kind: "start", input: {} });
+    expect(held.state.steps).toBe(2);
+    // The same run, as if 99,998 starts had been made already.
+    const r = await drive(d, { tools: { f: echo } }, { ...held.state, steps: 99_998 }, { kind: "toolResult", nodeId: "f", callId: calls(held)[0]!.callId, ok: true, output: {}, durationMs: 1 });
+    expect([r.state.status, r.state.error?.code, r.state.error?.nodeId, r.state.steps]).toEqual(["failed", "BATON_STEP_LIMIT", "loop", 100_000]);
+    expect(r.state.error?.message).toBe('the execution made 100000 node starts, the default limits.maxSteps=100000; node "loop" would have been one more');
+    expect(r.journal.filter((j) => j.status === "running").map((j) => j.nodeId)).toEqual(["loop", "f"]);
+  });
+
+  it("a fork of a run that failed at its limit counts its own starts afresh", async () => {
+    const d = def({ limits: { maxSteps: 2 }, start: "a", nodes: [
+      { id: "a", type: "tool", config: { tool: "f" } }, { id: "b", type: "tool", config: { tool: "f" } }, { id: "c", type: "tool", config: { tool: "f" } },
+    ], edges: [{ from: "a", to: "b" }, { from: "b", to: "c" }] });
+    const failed = await drive(d, { tools: { f: echo } }, null, { kind: "start", input: {} });
+    expect([failed.state.status, failed.state.error?.code, failed.state.error?.nodeId]).toEqual(["failed", "BATON_STEP_LIMIT", "c"]);
+    const fork = forkState(failed.state, { ...identity, executionId: 8 }, { executionId: 7, version: 5 }, new Date(t0).toISOString());
+    expect(fork.steps).toBe(0);
+    // Its start makes c ready again (the node the limit stopped); the fork runs it.
+    const r = await drive(d, { tools: { f: echo } }, null, { kind: "start", input: {}, fork: { state: failed.state, executionId: 7, version: 5 } }, { ...identity, executionId: 8 });
+    expect([r.state.status, r.state.steps, r.journal.map((j) => `${j.nodeId}:${j.status}`)]).toEqual(["completed", 1, ["c:running", "c:completed"]]);
+  });
+
+  it("retries count: the retry that would exceed the limit fails the run instead of starting", async () => {
+    const d = def({ limits: { maxSteps: 3 }, nodes: [{ id: "a", type: "tool", config: { tool: "f" }, retry: { maxAttempts: 5, initialDelayMs: 10, jitter: 0 } }] });
+    const r = await drive(d, { tools: { f: () => ({ ok: false, retryable: true, message: "busy" }) } }, null, { kind: "start", input: {} });
+    expect([r.state.status, r.state.error?.code, r.state.error?.nodeId, r.state.nodes.a!.attempt]).toEqual(["failed", "BATON_STEP_LIMIT", "a", 3]);
+    expect(calls(r)).toHaveLength(3);
+    // A run within its limit is untouched by it.
+    let n = 0;
+    const ok = await drive(d, { tools: { f: () => (++n < 3 ? { ok: false, retryable: true, message: "busy" } : { ok: true, output: "done" }) } }, null, { kind: "start", input: {} });
+    expect([ok.state.status, ok.state.steps]).toEqual(["completed", 3]);
+  });
+
+  it("a checkpoint written before steps were counted counts its nodes' attempts", async () => {
+    const d = def({ limits: { maxSteps: 4 }, start: "a", nodes: [
+      { id: "a", type: "tool", config: { tool: "f" } }, { id: "b", type: "tool", config: { tool: "f" } },
+      { id: "c", type: "tool", config: { tool: "f" } }, { id: "d", type: "tool", config: { tool: "f" } }, { id: "e", type: "tool", config: { tool: "f" } },
+    ], edges: [{ from: "a", to: "b" }, { from: "b", to: "c" }, { from: "c", to: "d" }, { from: "d", to: "e" }] });
+    const held = await drive(d, { holdCalls: true, tools: {} }, null, { kind: "start", input: {} });
+    expect(held.state.steps).toBe(1);
+    const { steps: _steps, ...old } = held.state;
+    // As if "a" had run three times already (retries), in a checkpoint without the count.
+    const before: ExecutionState = { ...old, nodes: { ...old.nodes, a: { ...old.nodes.a!, attempt: 3 } } };
+    const r = await drive(d, { tools: { f: echo } }, before, { kind: "toolResult", nodeId: "a", callId: "7.a.1", ok: true, output: {}, durationMs: 1 });
+    expect([r.state.status, r.state.error?.code, r.state.error?.nodeId, r.state.steps]).toEqual(["failed", "BATON_STEP_LIMIT", "c", 4]);
+  });
+});
+
 describe("step: forEach and sub-workflows", () => {
   it("maps a tool over a list with a concurrency cap, in order, then reduces", async () => {
     const d = def({ nodes: [{ id: "each", type: "forEach", config: { items: "$.input.xs", tool: "sq", concurrency: 2, itemInput: { x: "$.item", i: "$.index" }, reduce: "$sum(results.y)" } }] });

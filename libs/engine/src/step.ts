@@ -16,7 +16,7 @@ import type { EdgeDefinition, ForEachConfig, Join, NodeDefinition, RetryPolicy, 
 import {
   AGENT_TOOLS, embedConfigSchema, imageGenConfigSchema, llmConfigSchema, memoryReadConfigSchema, memoryWriteConfigSchema, promptConfigSchema,
   ragConfigSchema, subagentConfigSchema, toolExecutorConfigSchema, toolLoopConfigSchema,
-  conditionConfigSchema, delayConfigSchema, emitConfigSchema, forEachConfigSchema, NODE_TYPES, reviewConfigSchema,
+  conditionConfigSchema, DEFAULT_MAX_STEPS, delayConfigSchema, emitConfigSchema, forEachConfigSchema, NODE_TYPES, reviewConfigSchema,
   setVariableConfigSchema, subworkflowConfigSchema, toolConfigSchema, transformConfigSchema, whileLoopConfigSchema,
 } from "./model.ts";
 import type { ToolCall } from "./state.ts";
@@ -323,6 +323,7 @@ class Stepper {
 
   begin(n: NodeDefinition, status: "running" | "paused", input?: JsonValue, toolCalls?: JsonValue): NodeRun {
     const run = this.run(n.id);
+    this.s.steps = this.stepsSoFar() + 1;
     run.attempt += 1;
     run.status = status;
     run.startedAt = this.now;
@@ -984,7 +985,26 @@ class Stepper {
 
   // ---- node types ---------------------------------------------------------
 
+  /** Node starts so far; a checkpoint written before they were counted sums its nodes' attempts. */
+  stepsSoFar(): number {
+    return this.s.steps ?? Object.values(this.s.nodes).reduce((sum, r) => sum + r.attempt, 0);
+  }
+
+  /**
+   * Fails the execution with BATON_STEP_LIMIT when it has made `limits.maxSteps` node starts
+   * already, so that starting `n` would exceed it; returns whether it did.
+   */
+  stepLimitReached(n: NodeDefinition): boolean {
+    const limit = this.def.limits?.maxSteps ?? DEFAULT_MAX_STEPS;
+    const steps = this.stepsSoFar();
+    if (steps < limit) return false;
+    const which = this.def.limits?.maxSteps === undefined ? "the default limits.maxSteps" : "limits.maxSteps";
+    this.failExecution("BATON_STEP_LIMIT", `the execution made ${steps} node starts, ${which}=${limit}; node "${n.id}" would have been one more`, n.id, false);
+    return true;
+  }
+
   async activate(n: NodeDefinition): Promise<void> {
+    if (this.stepLimitReached(n)) return;
     const run = this.run(n.id);
     run.visits = (run.visits ?? 0) + 1;
     run.visitStartAttempt = run.attempt;
@@ -1924,6 +1944,8 @@ export function forkState(source: ExecutionState, identity: NonNullable<StepInpu
   delete s.subRuns;
   delete s.timers;
   delete s.deadlineAt;
+  // Its own node starts count against limits.maxSteps, as its own deadline bounds it.
+  s.steps = 0;
   // A fork is a run of its own, not part of its source's tree.
   delete s.parent;
   delete s.rootExecutionId;
@@ -2077,6 +2099,7 @@ async function stepOnce(input: StepInput): Promise<StepResult> {
       const run = st.run(n.id);
       if (t.kind === "retry" && run.timerId === command.timerId && run.status === "running") {
         delete run.timerId;
+        if (st.stepLimitReached(n)) break;
         try {
           await st.startWork(n);
         } catch (err) {

@@ -129,6 +129,30 @@ describe("validateWorkflow: the complete model", () => {
     expect(validateWorkflow({ nodes: [{ id: "f", type: "forEach", timeoutMs: 300, config: { items: "$.input.xs", tool: "echo" } }] })).not.toHaveProperty("warnings");
   });
 
+  it("warns of a whileLoop whose passes may take more node starts than limits.maxSteps allows, and accepts it", () => {
+    const loop = (maxIterations: number, limits?: object) => ({
+      start: "l",
+      ...(limits ? { limits } : {}),
+      nodes: [{ id: "l", type: "whileLoop", config: { condition: "true", maxIterations } }, { id: "a", ...sv }, { id: "b", ...sv }, { id: "out", ...sv }],
+      edges: [{ from: "l", to: "a", when: "body" }, { from: "a", to: "b" }, { from: "b", to: "l" }, { from: "l", to: "out", when: "exit" }],
+    });
+    // 3 nodes a pass (the loop, a, b): 33,333 passes fit in the default 100,000 starts, 33,334 do not.
+    expect(validateWorkflow(loop(33_333))).not.toHaveProperty("warnings");
+    const over = validateWorkflow(loop(33_334));
+    expect(over.ok && over.warnings).toEqual([{
+      path: "nodes[0].config.maxIterations",
+      code: "step_limit",
+      message: 'whileLoop "l" may go round 33334 times over 3 nodes (100002 node starts), more than the default limits.maxSteps (100000) allows: a run that goes round that often fails with BATON_STEP_LIMIT; raise limits.maxSteps',
+    }]);
+    expect(validateWorkflow(loop(33_334, { maxSteps: 200_000 }))).not.toHaveProperty("warnings");
+    const own = validateWorkflow(loop(10, { maxSteps: 20 }));
+    expect(own.ok && own.warnings?.map((w) => `${w.code}@${w.path}: ${w.message}`)).toEqual([
+      'step_limit@nodes[0].config.maxIterations: whileLoop "l" may go round 10 times over 3 nodes (30 node starts), more than limits.maxSteps (20) allows: a run that goes round that often fails with BATON_STEP_LIMIT; raise limits.maxSteps',
+    ]);
+    // limits.maxSteps is checked as a limit.
+    expect(codes(validateWorkflow(loop(3, { maxSteps: 0 })))).toEqual(["invalid_shape@limits.maxSteps"]);
+  });
+
   it("refuses a cycle that goes back through a whileLoop by its exit edge: exiting counts no iteration", () => {
     const l = { id: "l", type: "whileLoop", config: { condition: "false", maxIterations: 3, onLimit: "exit" } };
     const throughExit = validateWorkflow({ start: "l", nodes: [l, { id: "a", ...sv }], edges: [{ from: "l", to: "a", when: "exit" }, { from: "a", to: "l" }] });

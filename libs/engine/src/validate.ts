@@ -11,8 +11,8 @@ import { collectPaths, looksLikePath, parsePath, placeholderPaths } from "./path
 import type { ParsedPath } from "./path.ts";
 import type { Condition, Join, NodeDefinition, WorkflowDefinition } from "./model.ts";
 import {
-  AGENT_TOOLS, NODE_TYPES, PLANNED_NODE_TYPES, bodySchema, canonicalType, conditionConfigSchema, edgeSchema, joinSchema, llmConfigSchema, memoryReadConfigSchema, nodeSchema,
-  promptConfigSchema, setVariableConfigSchema, subagentConfigSchema, toolConfigSchema, toolExecutorConfigSchema, toolLoopConfigSchema, workflowDefinitionSchema,
+  AGENT_TOOLS, DEFAULT_MAX_STEPS, NODE_TYPES, PLANNED_NODE_TYPES, bodySchema, canonicalType, conditionConfigSchema, edgeSchema, joinSchema, llmConfigSchema, memoryReadConfigSchema, nodeSchema,
+  promptConfigSchema, setVariableConfigSchema, subagentConfigSchema, toolConfigSchema, toolExecutorConfigSchema, toolLoopConfigSchema, whileLoopConfigSchema, workflowDefinitionSchema,
 } from "./model.ts";
 import { expressionError } from "./expr.ts";
 import { synthdevAgentModel, synthdevMaterialSchema, synthdevStateConfigSchema } from "./synthdev.ts";
@@ -297,12 +297,40 @@ function validateGraph(input: unknown, opts: ValidateOptions, prefix: string, sc
       warnings.push({ path: `nodes[${i}].timeoutMs`, code: "no_effect", message: "timeoutMs bounds each tool call of a forEach with a tool, not the child runs of one with a body or workflow, and has no effect here; give the child workflow limits.deadlineMs" });
     }
   });
+  stepLimitWarnings(def, warnings);
   const all = warnings.map((w) => ({ ...w, path: prefixed(prefix, w.path) }));
   return {
     ok: true,
     workflow: { ...def, start: start!, nodes: def.nodes.map((n) => ({ ...n, type: canonicalType(n.type) })) },
     ...(all.length > 0 ? { warnings: all } : {}),
   };
+}
+
+/**
+ * A `whileLoop` whose passes may start more nodes than `limits.maxSteps` allows: its
+ * `maxIterations` times the nodes of one pass (the loop and its body, each once; a loop nested
+ * in the body goes round more, so this is the least such a run may take). The definition is
+ * valid — a loop may end early — but a run that goes round that often fails with
+ * BATON_STEP_LIMIT, so the author is told.
+ */
+function stepLimitWarnings(def: z.infer<typeof workflowDefinitionSchema>, warnings: ValidationIssue[]): void {
+  const limit = def.limits?.maxSteps ?? DEFAULT_MAX_STEPS;
+  const loops = def.nodes.map((n, i) => ({ n, i })).filter(({ n }) => canonicalType(n.type) === "whileLoop");
+  if (loops.length === 0) return;
+  const g = graphOf(def);
+  for (const { n, i } of loops) {
+    const parsed = whileLoopConfigSchema.safeParse(n.config);
+    if (!parsed.success) continue;
+    const perPass = loopBody(g, n.id).size + 1;
+    const most = parsed.data.maxIterations * perPass;
+    if (most <= limit) continue;
+    const which = def.limits?.maxSteps === undefined ? `the default limits.maxSteps (${limit})` : `limits.maxSteps (${limit})`;
+    warnings.push({
+      path: `nodes[${i}].config.maxIterations`,
+      code: "step_limit",
+      message: `whileLoop "${n.id}" may go round ${parsed.data.maxIterations} times over ${perPass} nodes (${most} node starts), more than ${which} allows: a run that goes round that often fails with BATON_STEP_LIMIT; raise limits.maxSteps`,
+    });
+  }
 }
 
 /**
