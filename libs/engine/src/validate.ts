@@ -308,9 +308,9 @@ function validateGraph(input: unknown, opts: ValidateOptions, prefix: string, sc
 
 /**
  * A `whileLoop` whose passes may start more nodes than `limits.maxSteps` allows: its
- * `maxIterations` times the nodes of one pass (the loop and its body, each once; a loop nested
- * in the body goes round more, so this is the least such a run may take). The definition is
- * valid — a loop may end early — but a run that goes round that often fails with
+ * `maxIterations` times the nodes of one pass, the loop and its whole body once each (an
+ * estimate: a pass that takes one branch starts fewer, a loop nested in the body more). The
+ * definition is valid — a loop may end early — but a run that goes round that often fails with
  * BATON_STEP_LIMIT, so the author is told.
  */
 function stepLimitWarnings(def: z.infer<typeof workflowDefinitionSchema>, warnings: ValidationIssue[]): void {
@@ -322,13 +322,13 @@ function stepLimitWarnings(def: z.infer<typeof workflowDefinitionSchema>, warnin
     const parsed = whileLoopConfigSchema.safeParse(n.config);
     if (!parsed.success) continue;
     const perPass = loopBody(g, n.id).size + 1;
-    const most = parsed.data.maxIterations * perPass;
-    if (most <= limit) continue;
+    const starts = parsed.data.maxIterations * perPass;
+    if (starts <= limit) continue;
     const which = def.limits?.maxSteps === undefined ? `the default limits.maxSteps (${limit})` : `limits.maxSteps (${limit})`;
     warnings.push({
       path: `nodes[${i}].config.maxIterations`,
       code: "step_limit",
-      message: `whileLoop "${n.id}" may go round ${parsed.data.maxIterations} times over ${perPass} nodes (${most} node starts), more than ${which} allows: a run that goes round that often fails with BATON_STEP_LIMIT; raise limits.maxSteps`,
+      message: `whileLoop "${n.id}" may go round ${parsed.data.maxIterations} times over ${perPass} nodes (${starts} node starts), more than ${which} allows: a run that goes round that often fails with BATON_STEP_LIMIT; raise limits.maxSteps`,
     });
   }
 }
