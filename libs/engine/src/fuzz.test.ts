@@ -15,6 +15,7 @@
  * end like the rest. A failure names the seed, the run's tool seed, the input and the
  * definition; the generator also checks that it keeps making what the test is for.
  */
+import { writeFileSync } from "node:fs";
 import { describe, expect, it } from "@jest/globals";
 import { validateWorkflow } from "./validate.ts";
 import { graphOf, loopBody } from "./graph.ts";
@@ -195,6 +196,22 @@ const RUNS = 3;
 const CAP = 20_000;
 
 /**
+ * A wider run, opt-in (docs/dev/fuzz.md): `BATON_FUZZ_SEEDS=<from>-<to>` runs those seeds
+ * instead, every definition validation accepts among them unless `BATON_FUZZ_WANT` stops it
+ * sooner, and `BATON_FUZZ_REPORT=<file>` writes every problem and excused run there (JSON). The
+ * checks of the runs are the same; the generator's health is asserted for the default run only.
+ */
+const wide = ((): { from: number; to: number; want: number; report?: string } | undefined => {
+  const seeds = process.env.BATON_FUZZ_SEEDS;
+  if (seeds === undefined || seeds === "") return undefined;
+  const m = /^(\d+)-(\d+)$/.exec(seeds);
+  if (!m || Number(m[1]) < 1 || Number(m[2]) < Number(m[1])) throw new Error(`BATON_FUZZ_SEEDS must be <from>-<to> (1 <= from <= to), not ${seeds}`);
+  const want = process.env.BATON_FUZZ_WANT ? Number(process.env.BATON_FUZZ_WANT) : Infinity;
+  if (!(want > 0)) throw new Error(`BATON_FUZZ_WANT must be a positive number, not ${process.env.BATON_FUZZ_WANT}`);
+  return { from: Number(m[1]), to: Number(m[2]), want, ...(process.env.BATON_FUZZ_REPORT ? { report: process.env.BATON_FUZZ_REPORT } : {}) };
+})();
+
+/**
  * The deliberate exception to "never BATON_JOIN_NEVER_FIRED" (docs/workflows.md, the last
  * join_never_fires rule): validation takes a whileLoop to go out on a later visit only when its
  * passes leave nothing behind (and a later round's loops other than its head, every way), so a
@@ -229,11 +246,12 @@ function loopDependent(d: WorkflowDefinition, message: string): boolean {
 }
 
 describe("fuzz: random small graphs run by the engine as validation accepts them", () => {
-  it(`${WANT} accepted definitions, ${RUNS} runs each, keep the graph rules`, async () => {
+  const [from, to, want] = wide ? [wide.from, wide.to, wide.want] : [1, SEEDS, WANT];
+  it(`${wide ? `seeds ${from}–${to}: ${want === Infinity ? "every" : want}` : WANT} accepted definitions, ${RUNS} runs each, keep the graph rules`, async () => {
     const problems: Problem[] = [];
     const excepted: string[] = [];
     const stats = { accepted: 0, runs: 0, completed: 0, refusedForJoins: 0, mutualLoops: 0, maxVisits: 0, outcomes: new Set<string>(), joins: new Set<string>() };
-    for (let seed = 1; seed <= SEEDS && stats.accepted < WANT; seed++) {
+    for (let seed = from; seed <= to && stats.accepted < want; seed++) {
       const raw = generate(seed);
       const v = validateWorkflow(raw);
       if (!v.ok) {
@@ -258,17 +276,29 @@ describe("fuzz: random small graphs run by the engine as validation accepts them
         for (const e of sim.events) if (e.kind === "node.completed" && d.nodes.find((x) => x.id === e.nodeId)?.type === "condition") stats.outcomes.add(JSON.stringify(e.output));
         for (const problem of check(sim, d)) {
           if (sim.s.error?.code === "BATON_JOIN_NEVER_FIRED" && problem.startsWith("failed with BATON_JOIN_NEVER_FIRED") && loopDependent(d, sim.s.error.message)) {
-            excepted.push(`seed ${seed} run ${k}`);
+            excepted.push(`seed ${seed} run ${k}: ${sim.s.error.message}\n  ${JSON.stringify(raw)}`);
             continue;
           }
           problems.push({ seed, runSeed, input, problem, definition: JSON.stringify(raw) });
         }
       }
     }
+    if (wide?.report !== undefined) {
+      const mutual = (p: Problem): boolean => {
+        const v = validateWorkflow(JSON.parse(p.definition));
+        if (!v.ok) return false;
+        const g = graphOf(v.workflow);
+        const loops = v.workflow.nodes.filter((n) => n.type === "whileLoop").map((n) => n.id);
+        return loops.some((a) => loops.some((b) => a !== b && loopBody(g, a).has(b) && loopBody(g, b).has(a)));
+      };
+      const { outcomes, joins, ...counts } = stats;
+      writeFileSync(wide.report, JSON.stringify({ from, to, ...counts, outcomes: [...outcomes], joins: [...joins], excepted, problems: problems.map((p) => ({ ...p, mutualLoops: mutual(p) })) }, null, 1));
+    }
     const report = problems.slice(0, 8).map((p) => `seed ${p.seed} (tools of run ${p.runSeed}), input ${JSON.stringify(p.input)}: ${p.problem}\n  ${p.definition}`);
     expect([problems.length, ...report]).toEqual([0]);
     // The exception stays one: a handful of runs, not a class that grows unnoticed.
     expect(excepted.length).toBeLessThanOrEqual(stats.runs / 500);
+    if (wide) return;
     // The generator keeps making what the test is for.
     expect(stats.accepted).toBe(WANT);
     expect(stats.completed).toBeGreaterThan(stats.runs / 2);
@@ -277,5 +307,5 @@ describe("fuzz: random small graphs run by the engine as validation accepts them
     expect(stats.maxVisits).toBeGreaterThan(WANT / 4);
     expect([...stats.outcomes].sort()).toEqual(['{"result":false}', '{"result":true}']);
     expect([...stats.joins].sort()).toEqual(["all", "any", "n", "n@start"]);
-  });
+  }, wide ? 24 * 3600_000 : undefined);
 });
