@@ -224,8 +224,9 @@ const wide = ((): { from: number; to: number; want: number; report?: string } | 
  * which nodes run (none among the seeds here; about one run in 530 over 29,876 accepted
  * definitions of 65,000 seeds: 162 runs of 82 definitions, was 171 of 88). No run there fails so
  * unexcused: a round started at a node of a cycle entered at several nodes is now followed
- * (seed 55930), and the engine no longer starts a round on the edge back that started the one
- * before (seed 44116).
+ * (seed 55930), the engine no longer starts a round on the edge back that started the one
+ * before (seed 44116), nor on a way through an edge that arrived late at an `any` or `n` join
+ * (seed 159253, found by a wider run: docs/dev/fuzz.md).
  */
 function loopDependent(d: WorkflowDefinition, message: string): boolean {
   const waiting = [...message.matchAll(/"([^"]+)"/g)].map((m) => m[1]!);

@@ -1013,6 +1013,36 @@ describe("an edge arriving late at a node that ran in this round of a cycle ente
   });
 });
 
+describe("an edge arriving late at an n-join, on the way back to its source", () => {
+  /**
+   * s → j twice, s → b; b (maxVisits 2) → j; j ({ n: 2 }) → c; c → b. j runs on the two edges
+   * from s; b then arrives late at j, which ran. c ran after b, but not because of it: the way
+   * b → j → c passes j, which ran before b. So c → b closes no loop: it arrives late at b, which
+   * ran, and is ignored; each node runs once. Taken as closing one (b → j counted as a way on),
+   * it started b's region over (b, j, c): j, its edges from s counting for the first round only,
+   * then could not get two, and was skipped with c (fuzz seed 159253, where such a j waited for
+   * a node of its cycle: BATON_JOIN_NEVER_FIRED).
+   */
+  const d = def({
+    start: "s",
+    nodes: [
+      { id: "s", type: "transform", config: { expression: "'s'" } },
+      { id: "j", type: "transform", config: { expression: "'j'" }, join: { n: 2 } },
+      { id: "b", type: "transform", config: { expression: "'b'" }, maxVisits: 2 },
+      { id: "c", type: "transform", config: { expression: "'c'" } },
+    ],
+    edges: [{ from: "s", to: "j" }, { from: "s", to: "j" }, { from: "s", to: "b" }, { from: "b", to: "j" }, { from: "j", to: "c" }, { from: "c", to: "b" }],
+  });
+
+  it("does not start the region of the node it left from over: each node runs once and the run completes", async () => {
+    const sim = await new Sim(d).start();
+    expect([sim.s.status, sim.s.error, sim.s.output]).toEqual(["completed", undefined, "c"]);
+    const once = ["started:1", "completed:1"];
+    expect(["s", "j", "b", "c"].map((id) => sim.nodeEvents(id))).toEqual([once, once, once, once]);
+    expect(sim.s.late).toEqual(["b->j", "c->b"]);
+  });
+});
+
 describe("a round started by an edge back to a node of a cycle entered at several nodes", () => {
   /**
    * s → a, s → c; a (counts k) → j (join all); c →false→ j; j → c, then j → a while k < 2. j ran

@@ -139,6 +139,12 @@ export interface ExecutionState {
   edges: Record<string, "taken" | "dead">;
   /** Edges leaving a cycle that were not taken: decided dead only once the graph is quiet (the cycle may still take them). */
   deferred?: string[];
+  /**
+   * Edges taken into a node of their cycle that had already started in this pass without them
+   * (an `any` or `n` join, arrived late): the node did not run because of them, so they lead on
+   * to nothing that closes a loop. Absent in checkpoints written before it was kept.
+   */
+  late?: string[];
   /** Timers not yet fired, by id. */
   timers?: Record<string, TimerState>;
   deadlineAt?: string;

@@ -452,12 +452,23 @@ class Stepper {
       } else if (backEdgeSources(this.g, this.def.start, to)?.includes(from) === true || this.leadsTo(to, from)) {
         this.resetRegion(e);
       } else {
-        this.s.edges[this.edgeKey(e)] = "taken";
+        const key = this.edgeKey(e);
+        this.s.edges[key] = "taken";
+        if (!(this.s.late ??= []).includes(key)) this.s.late.push(key);
         return;
       }
     }
     this.s.edges[this.edgeKey(e)] = "taken";
+    this.notLate(this.edgeKey(e));
     this.settle(to);
+  }
+
+  /** The edge is decided again (taken on time, or dead): it is no longer one that arrived late. */
+  notLate(key: string): void {
+    if (this.s.late?.includes(key)) {
+      this.s.late = this.s.late.filter((k) => k !== key);
+      if (this.s.late.length === 0) delete this.s.late;
+    }
   }
 
   /**
@@ -489,7 +500,9 @@ class Stepper {
    * through nodes that completed. A node waiting again took none of its edges since: the edge
    * back that started a round stays taken while its source waits, and leads on from no node
    * that runs in the new round (a branch of it arriving late at a node that ran would else
-   * start that node's region over, and a join there would wait for ever).
+   * start that node's region over, and a join there would wait for ever). Nor does an edge
+   * that arrived late at a node that had started without it ({@link ExecutionState.late}): that
+   * node ran before its source, not because of it.
    */
   leadsTo(from: string, to: string): boolean {
     if (from === to) return true;
@@ -498,7 +511,7 @@ class Stepper {
     const stack = [from];
     while (stack.length) {
       for (const e of this.g.outgoing.get(stack.pop()!) ?? []) {
-        if (seen.has(e.to) || this.g.scc.get(e.to) !== scc || this.s.edges[this.edgeKey(e)] !== "taken") continue;
+        if (seen.has(e.to) || this.g.scc.get(e.to) !== scc || this.s.edges[this.edgeKey(e)] !== "taken" || this.s.late?.includes(this.edgeKey(e))) continue;
         if (e.to === to) return true;
         if (this.s.nodes[e.to]?.status !== "completed") continue;
         seen.add(e.to);
@@ -517,6 +530,7 @@ class Stepper {
       return;
     }
     this.s.edges[key] = "dead";
+    this.notLate(key);
     this.settle(to);
   }
 
@@ -615,6 +629,10 @@ class Stepper {
       }
     }
     if (this.s.deferred) this.s.deferred = this.s.deferred.filter((k) => !region.has(edgeKeySource(k)));
+    if (this.s.late) {
+      this.s.late = this.s.late.filter((k) => this.s.edges[k] === "taken");
+      if (this.s.late.length === 0) delete this.s.late;
+    }
   }
 
   /**
