@@ -1079,6 +1079,39 @@ describe("a round started by an edge back to a node of a cycle entered at severa
   });
 });
 
+describe("a round started by an edge back whose source is reached from its target only through another node (known gap)", () => {
+  /**
+   * s → w, s → h; w → v, h → v; v (join all) → b, → c; c →true→ w; b → h (maxVisits on w and h).
+   * b ran after h because of it (through v), so b → h starts h's round over (v, b, c and w too;
+   * s → w counts for the first round only), and v then waits for w, which waits for c, which
+   * waits for v. Validation follows such a round only when the edge back's source has an edge
+   * from its target (workflows.md, join_never_fires), so it accepts this definition; every run
+   * fails with BATON_JOIN_NEVER_FIRED (fuzz seeds 154281, 218290 are of this kind).
+   */
+  const d = def({
+    start: "s",
+    nodes: [
+      { id: "s", type: "setVariable", config: { values: {} } },
+      { id: "w", type: "setVariable", config: { values: {} }, maxVisits: 3 },
+      { id: "h", type: "setVariable", config: { values: {} }, maxVisits: 3 },
+      { id: "v", type: "setVariable", config: { values: {} }, join: "all" },
+      { id: "b", type: "setVariable", config: { values: {} } },
+      { id: "c", type: "condition", config: { left: "$.input.go", op: "eq", right: true } },
+    ],
+    edges: [
+      { from: "s", to: "w" }, { from: "s", to: "h" }, { from: "w", to: "v" }, { from: "h", to: "v" }, { from: "v", to: "b" }, { from: "v", to: "c" },
+      { from: "c", to: "w", when: "true" }, { from: "b", to: "h" },
+    ],
+  });
+
+  it.each([true, false])("is accepted, and a run (c %s) stops with v waiting for w", async (go) => {
+    const sim = await new Sim(d).start({ go });
+    expect([sim.s.status, sim.s.error?.code, sim.s.error?.message, sim.s.nodes.h!.attempt]).toEqual([
+      "failed", "BATON_JOIN_NEVER_FIRED", 'node(s) "v" were reached but their joins wait for edges from nodes that never run (they wait on each other)', 2,
+    ]);
+  });
+});
+
 describe("a loop's count restarts on a new pass of a loop around it, not on a cycle through that loop's exit", () => {
   /**
    * a ($iteration < 2) →body→ b and →exit→ b; b (goes out at once, maxVisits 3) →exit→ a and
