@@ -1112,6 +1112,37 @@ describe("a round started by an edge back whose source is reached from its targe
   });
 });
 
+describe("an n-join counting a condition's edge straight into it as arriving (known gap)", () => {
+  /**
+   * s → j twice, s → c1, s → c2; c1 →true→ x; c2 →false→ j; x → j; j ({ n: 3 }) → x (maxVisits
+   * on x). When c1 goes false, x is reached only through j; j then needs c2's edge, so when c2
+   * goes true it waits for x, which waits for j. Validation tries c1 either way but counts c2's
+   * edge as arriving (c2 does not lead towards x), so it accepts this definition (fuzz seed
+   * 252786 is of this kind; workflows.md, join_never_fires).
+   */
+  const d = def({
+    start: "s",
+    nodes: [
+      { id: "s", type: "setVariable", config: { values: {} } },
+      { id: "c1", type: "condition", config: { left: "$.input.x", op: "eq", right: true } },
+      { id: "c2", type: "condition", config: { left: "$.input.y", op: "eq", right: true } },
+      { id: "x", type: "setVariable", config: { values: {} }, maxVisits: 4 },
+      { id: "j", type: "setVariable", config: { values: {} }, join: { n: 3 } },
+    ],
+    edges: [
+      { from: "s", to: "c1" }, { from: "s", to: "c2" }, { from: "c1", to: "x", when: "true" }, { from: "x", to: "j" },
+      { from: "s", to: "j" }, { from: "s", to: "j" }, { from: "c2", to: "j", when: "false" }, { from: "j", to: "x" },
+    ],
+  });
+
+  it("is accepted, and with c1 false and c2 true the run stops with j waiting for x", async () => {
+    const stuck = await new Sim(d).start({ x: false, y: true });
+    expect([stuck.s.status, stuck.s.error?.code, stuck.s.error?.message]).toEqual([
+      "failed", "BATON_JOIN_NEVER_FIRED", 'node(s) "j" were reached but their joins wait for edges from nodes that never run (they wait on each other)',
+    ]);
+  });
+});
+
 describe("a loop's count restarts on a new pass of a loop around it, not on a cycle through that loop's exit", () => {
   /**
    * a ($iteration < 2) →body→ b and →exit→ b; b (goes out at once, maxVisits 3) →exit→ a and
