@@ -21,9 +21,10 @@
  *   dropped on its last delivery; the redelivered command sends the call again, finds it
  *   sent, and applies its recorded answer. When the compare-and-set is lost to another
  *   executor, the calls the step applied again does not send are cancelled.
- * Two findings of the chaos driver are reproduced here (docs/dev/chaos.md): a late redo's row
- * patch undoing a pause in a sub-run (seed 501, fixed), and a stale step's records landing after
- * another replica's rebuild (seed 603, fixed).
+ * Findings of the chaos driver reproduced here (docs/dev/chaos.md): a late redo's row patch
+ * undoing a pause in a sub-run (seed 501, fixed), a stale step's records landing after another
+ * replica's rebuild (seed 603, fixed), and after another replica's fresh start over an empty
+ * journal (seed 810, fixed).
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomBytes } from "node:crypto";
@@ -532,6 +533,55 @@ describe("the records of consecutive steps", () => {
     expect(completedAIds().size).toBe(1);
     const journal = await t.store.nodeExecutions.listById(id);
     expect(journal.filter((r) => r.status === "completed").map((r) => r.nodeId).sort()).toEqual(["a", "b", "c", "d", "j", "s"]);
+  });
+
+  // Chaos seed 810 (docs/dev/chaos.md): the same with a journal still empty. The start's
+  // statement (and a's, behind it) stalled; Redis lost the checkpoint; another replica took the
+  // start again and, finding no rows, applied it afresh, numbered from 1 again and without a
+  // fence. Two histories under the same step numbers: the stalled one's `node.completed a` went
+  // out under the id the fresh one then gave `node.completed b`, which the stream dropped as a
+  // duplicate, and a's completion went out again under the fresh history's own number.
+  it("publishes each step's events once when another replica starts the run afresh while its first records are stalled", async () => {
+    const stale = gated();
+    const row = await t.store.executions.create(tenantId, { workflowId, workflowVersion: 1, input: {} });
+    const start = command("execution.start", { executionId: row.id, tenantId, workflowId, workflowVersion: 1, input: {} });
+    const id = row.id;
+    // The start's statement is held (the executor stalls), and a's step queues behind it.
+    const heldS = stale.holdRows("s");
+    const staleStart = stale.executor.handle(start);
+    await until(() => stale.log.some((l) => l.startsWith("rows ") && l.includes("s:")), "the start's statement");
+    const staleA = stale.executor.handle(result(id, "a"));
+    await until(async () => (await checkpoints.get(id))?.state.nodes.a?.status === "completed", "a's checkpoint");
+    expect(await t.store.nodeExecutions.listById(id)).toEqual([]);
+    // Redis loses the checkpoint; the start, delivered again, reaches another replica: the row is
+    // running, the journal empty, so the start is applied afresh.
+    expect(await redis.del(`${prefix}:checkpoint:{${id}}`, `${prefix}:checkpoint:{${id}}:history`, `${prefix}:checkpoint:{${id}}:fwd`)).toBeGreaterThanOrEqual(1);
+    const other = gated();
+    await other.executor.handle(start, 2);
+    // The stalled executor wakes: its statements land after the fresh start.
+    heldS.release();
+    const outcomes = await Promise.all([staleStart, staleA].map((p) => p.then(() => undefined, (err: unknown) => err)));
+    // The fresh history takes b's result, then a's (delivered again: the stale step's was not
+    // acknowledged), and the rest.
+    for (const n of ["b", "a", "c", "d"]) await other.executor.handle(result(id, n), 2);
+    expect((await checkpoints.get(id))!.state.output).toEqual({ j: ["a", "b", "c", "d"] });
+    // No message id names two different events (the stream keeps the first and drops the other).
+    const byId = new Map<string, Set<string>>();
+    for (const l of [...stale.sent, ...other.sent]) {
+      const [type, node, key] = l.split(" ");
+      byId.set(key!, (byId.get(key!) ?? new Set()).add(`${type} ${node}`));
+    }
+    expect([...byId].filter(([, events]) => events.size > 1)).toEqual([]);
+    // The stalled history's records were refused (the fresh start fenced the journal), and none
+    // of its events went out.
+    expect(outcomes).toEqual([
+      expect.objectContaining({ code: "BATON_EXECUTOR_EFFECTS_FAILED", cause: expect.objectContaining({ code: "BATON_STORE_FENCED" }) }),
+      expect.objectContaining({ code: "BATON_EXECUTOR_EFFECTS_FAILED" }),
+    ]);
+    expect(stale.log.filter((l) => l.startsWith("event"))).toEqual([]);
+    const journal = await t.store.nodeExecutions.listById(id);
+    expect(journal.filter((r) => r.status === "completed").map((r) => r.nodeId).sort()).toEqual(["a", "b", "c", "d", "j", "s"]);
+    expect((await t.store.executions.getById(id))!.status).toBe("completed");
   });
 
   it("rebuilds again, in its place, a checkpoint numbered below the journal's floor (two rebuilds raced), rather than writing on it", async () => {

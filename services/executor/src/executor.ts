@@ -251,6 +251,13 @@ const UNKNOWN_RESULT_DELIVERIES = 8;
 
 type StepRecords = Parameters<Store["nodeExecutions"]["recordSteps"]>[0];
 
+/**
+ * What a rebuild from the journal gives: the rebuilt checkpoint, or, when the journal holds no
+ * row yet, no state and the floor it fenced the journal at: the start is applied afresh, its
+ * steps numbered past that floor.
+ */
+type Rebuilt = { state: CheckpointState; version: number } | { state: null; floor: number };
+
 /** A step whose journal rows and events are to be written: `prev` null = a redo after a crash (write everything again). */
 interface StepToRecord {
   prev: ExecutionState | null;
@@ -1040,18 +1047,20 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * (the executor died between admission and the first checkpoint, or before that step's
    * records), so the start is to be applied afresh, records and events included.
    */
-  async function rebuild(row: ExecutionRecord, definition: WorkflowDefinition, blobs: Map<string, JsonValue>, over?: { version: number }): Promise<{ state: CheckpointState; version: number } | null> {
+  async function rebuild(row: ExecutionRecord, definition: WorkflowDefinition, blobs: Map<string, JsonValue>, over?: { version: number }): Promise<Rebuilt> {
     // This process's records of the run still being written land first (or fail: then they are
     // the replay's to write, see unrecorded below).
     await recordsDone(row.id)?.catch(() => undefined);
-    let journal = await store.nodeExecutions.listForReplay(row.id);
-    if (journal.length === 0 && !over) return null;
     // The journal is fenced before the read the rebuild goes by: a statement of the lost
     // checkpoint's steps still running lands first; one that comes later (its executor stalled
     // between its checkpoint and its records) is refused, and its events never go out, since
-    // the rebuilt state takes that step again (chaos seed 603; ADR 004).
+    // the rebuilt state takes that step again (chaos seed 603; ADR 004). An empty journal too:
+    // the start is then applied afresh, and numbered past the floor, not from 1 again, where a
+    // stalled executor's first steps, landing later, would share its step numbers and so its
+    // events' message ids (chaos seed 810).
     const fence = await store.executions.fenceJournal(row.id, row.tenantId, REBUILD_ROOM);
-    journal = await store.nodeExecutions.listForReplay(row.id);
+    let journal = await store.nodeExecutions.listForReplay(row.id);
+    if (journal.length === 0 && !over) return { state: null, floor: fence };
     const identity = { executionId: row.id, tenantId: row.tenantId, workflowId: row.agentWorkflowId, workflowVersion: row.workflowVersion, ...(row.agentId !== null ? { agentId: row.agentId } : {}) };
     // A pause in sub-runs is not journaled: it is learned again from the sub-runs' rows, with
     // the reasons they would tell, and compared with what the row says was announced.
@@ -1305,6 +1314,9 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     let version = cp?.version ?? 0;
     const definition = await definitionFor(tenantId, ident.workflowId, ident.workflowVersion, ident.definitionRef);
     const blobs = new Map<string, JsonValue>();
+    // A start applied afresh over a fenced, empty journal (see rebuild): its first checkpoint
+    // is numbered past this floor.
+    let numberFrom: number | undefined;
     const floor = fenced.get(executionId);
     if (floor !== undefined && cp) {
       if (cp.version + (cp.state.versionBase ?? 0) < floor) {
@@ -1315,7 +1327,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         if (!row || row.tenantId !== tenantId) throw ExecutionMissing(executionId);
         logger.warn("the checkpoint is numbered below the journal's floor; it is rebuilt from the journal", { executionId, version: cp.version, floor });
         const rebuilt = await rebuild(row, definition, blobs, { version: cp.version });
-        if (rebuilt) ({ state, version } = rebuilt);
+        if (rebuilt.state) ({ state, version } = rebuilt);
       }
       fenced.delete(executionId);
     }
@@ -1330,12 +1342,13 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       // the journal, then this start is ignored as already applied; with nothing journaled
       // yet, the start is applied as if admitted now.
       const rebuilt = await rebuild(row!, definition, blobs);
-      if (rebuilt) ({ state, version } = rebuilt);
+      if (rebuilt.state) ({ state, version } = rebuilt);
+      else numberFrom = rebuilt.floor;
     }
     if (state === null && first.kind !== "start") {
       if (row!.status === "running" || row!.status === "paused") {
         const rebuilt = await rebuild(row!, definition, blobs);
-        if (!rebuilt) {
+        if (!rebuilt.state) {
           // Admitted, and nothing journaled: take the start first (from the row), then this command.
           await applyNow(executionId, tenantId, await startCommandOf(row!), [], newOutcome());
           return applyNow(executionId, tenantId, first, more, outcome);
@@ -1450,7 +1463,19 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       calls.catch(() => undefined); // awaited below, once the checkpoint is written
       let written: Awaited<ReturnType<typeof writeCheckpoint>>;
       try {
-        written = await writeCheckpoint(executionId, { ...r.state, outbox: r.effects, carried }, version);
+        if (version === 0 && numberFrom !== undefined) {
+          // Numbered past the floor: the steps' records are not refused, their events' ids are
+          // not those of a stalled executor's first steps, and no cached version of those is
+          // found in Redis again (as a rebuilt checkpoint is numbered, see rebuild).
+          written = await writeCheckpoint(executionId, { ...r.state, outbox: r.effects, carried }, 0, { firstVersionAfter: numberFrom });
+          if (written.version <= numberFrom) {
+            // A store that numbers from 1 again: keep the step numbers apart with a base instead.
+            r = { ...r, state: { ...r.state, versionBase: numberFrom } };
+            written = await writeCheckpoint(executionId, { ...r.state, outbox: r.effects, carried }, written.version);
+          }
+        } else {
+          written = await writeCheckpoint(executionId, { ...r.state, outbox: r.effects, carried }, version);
+        }
       } catch (err) {
         for (const e of r.effects) if (e.kind === "callTool") outcome.unconfirmed.set(e.callId, { nodeId: e.nodeId, attempt: e.attempt });
         throw err;
