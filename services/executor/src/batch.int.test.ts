@@ -890,3 +890,62 @@ describe("the execution row of a step that writes no journal row", () => {
     expect(after.subRunPauses).toEqual({ sub: sub.id });
   });
 });
+
+describe("the events a rebuild learns from the rows of sub-runs", () => {
+  // Chaos seed 810 (subReview 41, child 42; docs/dev/chaos.md): a parent whose checkpoint was lost
+  // while its child paused learned the pause at its rebuild, and owed `execution.paused` (its row
+  // did not say announced). The rebuild's records failed (Postgres refused the write); the
+  // checkpoint it had written kept the re-armed work and the lost steps' records, not that event,
+  // so the redelivered command's redo wrote the row as paused and published nothing: the parent's
+  // timeline had `execution.resumed` without `execution.paused`.
+  it("publishes a pause learned at a rebuild when the rebuild's records failed once", async () => {
+    const child = await t.store.workflows.create(tenantId, { name: "child", slug: `child-news-${prefix}`, definition: { start: "w", nodes: [{ id: "w", type: "tool", config: { tool: "echo" } }], edges: [] } });
+    const parentWf = (await t.store.workflows.create(tenantId, {
+      name: "parent", definition: { start: "sub", nodes: [{ id: "sub", type: "subworkflow", config: { workflow: { slug: child.slug } } }], edges: [] },
+    })).id;
+    const events: string[] = [];
+    const messaging = createMessaging(bus);
+    const rows = t.store.nodeExecutions;
+    let failParent = false;
+    let parentId = 0;
+    const x = createExecutor({
+      messaging: {
+        ...messaging,
+        publishEvent: async (type, init, key) => {
+          if ((init as { id?: number }).id === parentId) events.push(type);
+          return messaging.publishEvent(type, init, key);
+        },
+      },
+      store: {
+        ...t.store,
+        nodeExecutions: {
+          ...rows,
+          recordSteps: async (batch) => {
+            if (failParent && batch.executions.some((e) => e.id === parentId)) {
+              failParent = false;
+              throw new Error("the database refused the write");
+            }
+            return rows.recordSteps(batch);
+          },
+        },
+      },
+      checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0,
+    });
+    const row = await t.store.executions.create(tenantId, { workflowId: parentWf, workflowVersion: 1, input: {} });
+    parentId = row.id;
+    await x.handle(command("execution.start", { executionId: row.id, tenantId, workflowId: parentWf, workflowVersion: 1, input: {} }));
+    const sub = (await t.store.executions.listChildren(tenantId, row.id))[0]!;
+    // The child pauses (its row says so) while Redis loses the parent's checkpoint.
+    await rows.recordSteps({ entries: [], executions: [{ id: sub.id, tenantId, stepVersion: 5, patch: { status: "paused", currentState: "w" } }] });
+    expect(await redis.del(`${prefix}:checkpoint:{${row.id}}`, `${prefix}:checkpoint:{${row.id}}:history`, `${prefix}:checkpoint:{${row.id}}:fwd`)).toBeGreaterThanOrEqual(1);
+    // The child's news reaches the parent: rebuilt from its journal, it learns the pause; the
+    // rebuild's records fail once.
+    const news = command("execution.child_paused", { executionId: row.id, tenantId, nodeId: "sub", childKey: sub.childKey!, childExecutionId: sub.id, paused: true, seq: 5, reason: "check" });
+    failParent = true;
+    await expect(x.handle(news)).rejects.toThrow("the database refused the write");
+    // Delivered again: the rebuilt checkpoint's outbox is redone, the pause announced.
+    await x.handle(news, 2);
+    expect((await t.store.executions.getById(row.id))!.status).toBe("paused");
+    expect(events.filter((e) => e === "execution.paused")).toHaveLength(1);
+  });
+});

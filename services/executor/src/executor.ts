@@ -1108,8 +1108,15 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     // one of them in its cache cannot find it in Redis again and write over this state (an
     // ABA), and the journal's step numbers go on from there (records()).
     let state: ExecutionState = { ...shrunk.state, versionBase: 0 };
-    // The outbox holds the lost steps' records too, so a crash before they are written leaves them to the next delivery.
-    const outbox = [...rearm, ...unrecorded];
+    // The records of the steps whose rows and events were never written (an executor died
+    // writing them, and their outbox went with the checkpoint), then the events of the pauses
+    // in sub-runs that changed while the checkpoint was lost (the journal does not hold them;
+    // the row says what was announced).
+    const told: Effect[] = [...unrecorded, ...replay.subRunNews.map((event): Effect => ({ kind: "emit", event }))];
+    // The outbox holds them too, so a failure or a crash before they are written and published
+    // leaves them to the next delivery, which redoes it (a pause learned here and left out of it
+    // was never announced, while the redo wrote the row saying it was: chaos seed 810).
+    const outbox = [...rearm, ...told];
     // Over a checkpoint numbered below the floor (see applyNow): in its place (compare-and-set),
     // its versions going on, with a base that numbers the steps past the floor.
     if (over) state = { ...state, versionBase: floor };
@@ -1122,17 +1129,12 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       written = await writeCheckpoint(row.id, { ...state, outbox }, written.version);
     }
     logger.warn("checkpoint rebuilt from the journal", { executionId: row.id, status: state.status, rearmed: rearm.length });
-    // The records of the steps whose rows and events were never written (an executor died
-    // writing them, and their outbox went with the checkpoint), then the events of the pauses
-    // in sub-runs that changed while the checkpoint was lost (the journal does not hold them;
-    // the row says what was announced).
     if (unrecorded.length) logger.warn("records of lost steps written again", { executionId: row.id, rows: unrecorded.flatMap((e) => (e.kind === "journal" ? [`${e.entry.nodeId}#${e.entry.attempt}:${e.entry.status}`] : [])) });
-    const told: Effect[] = [...unrecorded, ...replay.subRunNews.map((event): Effect => ({ kind: "emit", event }))];
     // A row that does not say what the rebuilt state does is written again, whole; so is the row
     // of a run whose last steps were lost with their records (still active, the state finished):
     // carried out as a redo, the run's end is then written and told (its parent, its slot).
     const ended = isFinished(state) && row.status !== state.status;
-    await perform(ended || rowOutdated(row, state) ? null : state, state, [...rearm, ...told], written.version);
+    await perform(ended || rowOutdated(row, state) ? null : state, state, outbox, written.version);
     // A finished run's outbox went with its expiry (finished()): a new version would make the checkpoint permanent.
     if (ended && checkpoints.expire) return { state, version: written.version };
     const cleared = await writeCheckpoint(row.id, { ...state, outbox: [] }, written.version);
