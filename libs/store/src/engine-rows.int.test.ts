@@ -16,8 +16,8 @@
  *   the same row; two statements sharing rows listed in opposite orders take the locks in one
  *   order (no deadlock); an execution-row patch of an earlier step than the journal's latest
  *   row is left out;
- * - executions.fenceJournal raises an execution's journal floor to its highest step number plus
- *   the room asked for (never lowers it); recordSteps then refuses (BATON_STORE_FENCED, nothing
+ * - executions.fenceJournal raises an execution's journal floor by the room asked for past the
+ *   highest of its floor, its journal's steps and its row's last patch; recordSteps then refuses (BATON_STORE_FENCED, nothing
  *   written) a batch with an entry or a patch numbered below its execution's floor, also a
  *   statement that was waiting for the fence's lock, and writes at or above it;
  * - recordSteps writes journal entries and execution-row patches in one statement: a patch
@@ -336,10 +336,11 @@ describe("journal batches", () => {
     await store.nodeExecutions.recordSteps({ entries: [{ ...row, nodeId: "a", status: "running", stepVersion: 3 }], executions: [] });
     await expect(store.executions.fenceJournal(ex.id, other, 1000)).rejects.toMatchObject({ code: "BATON_STORE_NOT_FOUND" });
     expect(await store.executions.fenceJournal(ex.id, tenant, 1000)).toBe(1003);
-    // Never lowered.
-    expect(await store.executions.fenceJournal(ex.id, tenant, 10)).toBe(1003);
+    // Each fence rises past the floor before it (the history rebuilt after that one was numbered
+    // from it, and may have written nothing yet).
+    expect(await store.executions.fenceJournal(ex.id, tenant, 10)).toBe(1013);
     // An entry, or a patch, below the floor: nothing of the batch is written (not the other execution's entry either).
-    const refused = { code: "BATON_STORE_FENCED", details: { executionId: ex.id, floor: 1003 } };
+    const refused = { code: "BATON_STORE_FENCED", details: { executionId: ex.id, floor: 1013 } };
     await expect(store.nodeExecutions.recordSteps({
       entries: [{ ...row, nodeId: "a", status: "completed", stepVersion: 4 }, { ...row, executionId: theirs.id, nodeId: "z", status: "running", stepVersion: 1 }],
       executions: [],
@@ -351,11 +352,14 @@ describe("journal batches", () => {
     expect(await store.executions.getById(ex.id)).toMatchObject({ status: "queued" });
     // At the floor and above: written.
     expect(await store.nodeExecutions.recordSteps({
-      entries: [{ ...row, nodeId: "a", status: "completed", stepVersion: 1003 }],
-      executions: [{ id: ex.id, tenantId: tenant, stepVersion: 1004, patch: { status: "running" } }],
+      entries: [{ ...row, nodeId: "a", status: "completed", stepVersion: 1013 }],
+      executions: [{ id: ex.id, tenantId: tenant, stepVersion: 1014, patch: { status: "running" } }],
     })).toEqual({ journaled: 1, updated: 1 });
-    // The next fence goes on from the journal's highest step.
-    expect(await store.executions.fenceJournal(ex.id, tenant, 1000)).toBe(2003);
+    // The next fence goes on from the highest of the floor, the journal's steps and the step of
+    // the row's last patch (a step that wrote the row only: a pause in a sub-run).
+    expect(await store.executions.fenceJournal(ex.id, tenant, 1000)).toBe(2014);
+    expect(await store.nodeExecutions.recordSteps({ entries: [], executions: [{ id: ex.id, tenantId: tenant, stepVersion: 2500, patch: { status: "paused" } }] })).toEqual({ journaled: 0, updated: 1 });
+    expect(await store.executions.fenceJournal(ex.id, tenant, 1000)).toBe(3500);
   });
 
   it("refuses a statement that waited for a fence's lock, by the floor the fence set", async () => {

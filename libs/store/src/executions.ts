@@ -116,9 +116,15 @@ export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool)
   // statement's FOR KEY SHARE does not wait for (nor it for that). The journal's highest step
   // is read in this statement's snapshot, so rows committed while it waited for the lock may be
   // missed: the floor leaves room above them (the rebuild numbers past the journal it reads).
+  // The row's own columns are read again after the lock (the row's latest version). The floor
+  // rises past the floor before it, and past the step of the row's last patch, not only past
+  // the journal: the history rebuilt after the last fence was numbered from that floor, and its
+  // steps may have written no journal row (a pause in a sub-run patches the row only) or none
+  // yet (its executor stalled). A floor left where it was numbered the next rebuilt history
+  // from the same step, and so its events with the same message ids (chaos seed 810).
   const FENCE = namedStatement("execution_fence_journal", `WITH locked AS (SELECT x."id" FROM ${runs} x WHERE x."id" = $1 AND x."tenantId" = $2 FOR UPDATE)
-    UPDATE ${runs} AS x SET "journalFloor" = GREATEST(COALESCE(x."journalFloor", 0),
-      COALESCE((SELECT max(j."stepVersion") FROM ${quoteIdent(schema)}."agent_workflow_node_executions" j WHERE j."executionId" = x."id"), 0) + $3::int)
+    UPDATE ${runs} AS x SET "journalFloor" = GREATEST(COALESCE(x."journalFloor", 0), COALESCE(x."patchedStep", 0),
+      COALESCE((SELECT max(j."stepVersion") FROM ${quoteIdent(schema)}."agent_workflow_node_executions" j WHERE j."executionId" = x."id"), 0)) + $3::int
     FROM locked l WHERE x."id" = l."id" RETURNING x."journalFloor"`);
   const BY_TENANT_ID = namedStatement("execution_by_tenant_id", `SELECT * FROM ${runs} WHERE "id" = $1 AND "tenantId" = $2`);
   const CREATE_COLUMNS = ["tenantId", "agentWorkflowId", "workflowVersion", "status", "input", "agentId", "sessionId", "triggerEvent", "parentNodeId", "childKey",

@@ -608,8 +608,9 @@ export interface ExecutionsRepo {
   /**
    * Internal (executor): fences the journal of an execution whose checkpoint is rebuilt from it,
    * before it is read: in one statement, takes the row `FOR UPDATE` (every journal statement of
-   * the execution still running lands first) and raises its journal floor to at least its
-   * highest step number plus `room`. Records numbered below the floor are refused from then on
+   * the execution still running lands first) and raises its journal floor by `room` past the
+   * highest of: the floor before, its journal's highest step number, and the step of its row's
+   * last patch (`patchedStep`). Records numbered below the floor are refused from then on
    * (`recordSteps` throws `BATON_STORE_FENCED`). Resolves with the floor; throws
    * `BATON_STORE_NOT_FOUND` when the execution is not the tenant's.
    */

@@ -891,6 +891,66 @@ describe("the execution row of a step that writes no journal row", () => {
   });
 });
 
+describe("rebuilds one after another", () => {
+  // Chaos seed 810 (subReview 48; docs/dev/chaos.md): a parent whose sub node ran while its
+  // checkpoint was lost twice. Its steps in between (the rebuild's, the child's pause) wrote no
+  // journal row, only its execution row, so the second rebuild's fence found the journal as the
+  // first had left it, kept the floor where it was (1001), and numbered the second rebuilt
+  // history from the same step as the first: the same message ids for other events, and the
+  // stream dropped the later ones (`node.completed sub` never published).
+  it("number each rebuilt history past every step of the one before, also when those wrote no journal row", async () => {
+    const child = await t.store.workflows.create(tenantId, { name: "child-twice", slug: `child-twice-${prefix}`, definition: { start: "w", nodes: [{ id: "w", type: "tool", config: { tool: "echo" } }], edges: [] } });
+    const parentWf = (await t.store.workflows.create(tenantId, {
+      name: "parent-twice", definition: { start: "sub", nodes: [{ id: "sub", type: "subworkflow", config: { workflow: { slug: child.slug } } }], edges: [] },
+    })).id;
+    const sent: string[] = [];
+    const messaging = createMessaging(bus);
+    let parentId = 0;
+    const x = createExecutor({
+      messaging: {
+        ...messaging,
+        publishEvent: async (type, init, key) => {
+          if ((init as { id?: number; executionId?: number }).id === parentId || (init as { executionId?: number }).executionId === parentId) sent.push(`${key} ${type} ${(init as { nodeId?: string }).nodeId ?? ""}`);
+          return messaging.publishEvent(type, init, key);
+        },
+      },
+      store: t.store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0,
+    });
+    const row = await t.store.executions.create(tenantId, { workflowId: parentWf, workflowVersion: 1, input: {} });
+    parentId = row.id;
+    await x.handle(command("execution.start", { executionId: row.id, tenantId, workflowId: parentWf, workflowVersion: 1, input: {} }));
+    const sub = (await t.store.executions.listChildren(tenantId, row.id))[0]!;
+    const lose = async (): Promise<void> => {
+      expect(await redis.del(`${prefix}:checkpoint:{${row.id}}`, `${prefix}:checkpoint:{${row.id}}:history`, `${prefix}:checkpoint:{${row.id}}:fwd`)).toBeGreaterThanOrEqual(1);
+    };
+    const numbered = async (): Promise<number> => {
+      const cp = (await checkpoints.get(row.id))!;
+      return cp.version + (cp.state.versionBase ?? 0);
+    };
+    // Lost once: the child's pause rebuilds the parent, which takes it (its row only).
+    await lose();
+    await x.handle(command("execution.child_paused", { executionId: row.id, tenantId, nodeId: "sub", childKey: sub.childKey!, childExecutionId: sub.id, paused: true, seq: 5, reason: "check" }));
+    expect((await t.store.executions.getById(row.id))!.status).toBe("paused");
+    const first = await numbered();
+    // Lost again: the child's result reaches a rebuilt parent.
+    await lose();
+    const before = sent.length;
+    await x.handle(command("execution.child_result", { executionId: row.id, tenantId, nodeId: "sub", childKey: sub.childKey!, childExecutionId: sub.id, status: "completed", output: valueFromJson({ w: 1 }) }));
+    expect((await t.store.executions.getById(row.id))!.status).toBe("completed");
+    // No message id names two different events (the stream keeps the first and drops the other).
+    const byId = new Map<string, Set<string>>();
+    for (const l of sent) {
+      const [key, ...event] = l.split(" ");
+      byId.set(key!, (byId.get(key!) ?? new Set()).add(event.join(" ")));
+    }
+    expect([...byId].filter(([, events]) => events.size > 1)).toEqual([]);
+    // The second rebuilt history is numbered past every step of the first.
+    const stepOf = (l: string): number => Number(l.split(" ")[0]!.split(":")[2]);
+    expect(Math.min(...sent.slice(before).map(stepOf))).toBeGreaterThan(first);
+    expect(sent.map((l) => l.split(" ").slice(1).join(" ").trim())).toContain("node.completed sub");
+  });
+});
+
 describe("the events a rebuild learns from the rows of sub-runs", () => {
   // Chaos seed 810 (subReview 41, child 42; docs/dev/chaos.md): a parent whose checkpoint was lost
   // while its child paused learned the pause at its rebuild, and owed `execution.paused` (its row
@@ -899,9 +959,9 @@ describe("the events a rebuild learns from the rows of sub-runs", () => {
   // so the redelivered command's redo wrote the row as paused and published nothing: the parent's
   // timeline had `execution.resumed` without `execution.paused`.
   it("publishes a pause learned at a rebuild when the rebuild's records failed once", async () => {
-    const child = await t.store.workflows.create(tenantId, { name: "child", slug: `child-news-${prefix}`, definition: { start: "w", nodes: [{ id: "w", type: "tool", config: { tool: "echo" } }], edges: [] } });
+    const child = await t.store.workflows.create(tenantId, { name: "child-news", slug: `child-news-${prefix}`, definition: { start: "w", nodes: [{ id: "w", type: "tool", config: { tool: "echo" } }], edges: [] } });
     const parentWf = (await t.store.workflows.create(tenantId, {
-      name: "parent", definition: { start: "sub", nodes: [{ id: "sub", type: "subworkflow", config: { workflow: { slug: child.slug } } }], edges: [] },
+      name: "parent-news", definition: { start: "sub", nodes: [{ id: "sub", type: "subworkflow", config: { workflow: { slug: child.slug } } }], edges: [] },
     })).id;
     const events: string[] = [];
     const messaging = createMessaging(bus);
