@@ -1043,9 +1043,10 @@ export function createExecutor(opts: ExecutorOptions): Executor {
 
   /**
    * Redis lost the checkpoint of an active execution: replay the journal, write the result,
-   * re-issue outstanding work. Null when the journal is empty: no step's records were written
-   * (the executor died between admission and the first checkpoint, or before that step's
-   * records), so the start is to be applied afresh, records and events included.
+   * re-issue outstanding work. No state when the journal is empty: no step's records were
+   * written (the executor died between admission and the first checkpoint, or before that
+   * step's records, or it stalled before them), so the start is to be applied afresh, records
+   * and events included, numbered past the floor the journal was fenced at.
    */
   async function rebuild(row: ExecutionRecord, definition: WorkflowDefinition, blobs: Map<string, JsonValue>, over?: { version: number }): Promise<Rebuilt> {
     // This process's records of the run still being written land first (or fail: then they are
