@@ -584,6 +584,40 @@ describe("the records of consecutive steps", () => {
     expect((await t.store.executions.getById(id))!.status).toBe("completed");
   });
 
+  // Chaos seed 831 (docs/dev/chaos.md): the stalled executor of the test above got the next
+  // result while its refused statement was still in flight. It read the rebuilt checkpoint from
+  // Redis and took the step on it, but into the pipe that still held its own lost history's step:
+  // the rebuilt checkpoint carried that step, and every redo of it (any replica's, every
+  // delivery) was refused by the journal's floor; the run could not go on.
+  it("goes on from the rebuilt checkpoint when it takes a step there while its refused records are still in flight", async () => {
+    const { g: stale, id } = await startedGated();
+    const { a: staleA, heldA } = await aHeld(stale, id);
+    expect(await redis.del(`${prefix}:checkpoint:{${id}}`, `${prefix}:checkpoint:{${id}}:history`, `${prefix}:checkpoint:{${id}}:fwd`)).toBeGreaterThanOrEqual(1);
+    const other = gated();
+    await other.executor.handle(result(id, "a"), 2);
+    await until(async () => !(await checkpoints.get(id))!.state.outbox?.length, "the rebuilt checkpoint's outbox dropped");
+    // b's result reaches the stalled executor, its a statement still held: b's step is taken on
+    // the rebuilt checkpoint (its cached one lost the compare-and-set).
+    const staleB = stale.executor.handle(result(id, "b"));
+    await until(() => stale.log.some((l) => l.startsWith("rows ") && l.includes("b:completed")), "b's statement");
+    heldA.release();
+    const [refusedA, b] = await Promise.all([staleA, staleB].map((p) => p.then(() => undefined, (err: unknown) => err)));
+    expect(refusedA).toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED", cause: { code: "BATON_STORE_FENCED" } });
+    // The rebuilt checkpoint carries nothing of the lost history: b's step is written and
+    // published (on its first delivery, or on the next), and the run goes on on either replica.
+    if (b !== undefined) await stale.executor.handle(result(id, "b"), 2);
+    expect((await checkpoints.get(id))!.state.carried ?? []).toEqual([]);
+    await other.executor.handle(result(id, "c"));
+    await stale.executor.handle(result(id, "d"));
+    expect((await checkpoints.get(id))!.state.output).toEqual({ j: ["a", "b", "c", "d"] });
+    expect((await t.store.executions.getById(id))!.status).toBe("completed");
+    // Each node's completion went out under one message id, past the floor.
+    const sent = [...stale.sent, ...other.sent];
+    for (const n of ["a", "b", "c", "d"]) expect(new Set(sent.filter((l) => l.startsWith(`node.completed ${n} `)))).toHaveProperty("size", 1);
+    const steps = await completedSteps(id);
+    for (const n of ["a", "b", "c", "d"]) expect(steps[n]).toBeGreaterThan(1000);
+  });
+
   it("rebuilds again, in its place, a checkpoint numbered below the journal's floor (two rebuilds raced), rather than writing on it", async () => {
     const { id } = await startedGated();
     // Redis loses the checkpoint; a replica rebuilds the run on a's result and applies it.

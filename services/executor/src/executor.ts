@@ -1383,6 +1383,17 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       pipe = undefined;
     }
     const inFlight = (pipe !== undefined && pipe.versions.has(version)) || carriedOut.get(executionId) === version;
+    if (pipe !== undefined && !inFlight && pipes.get(executionId) === pipe) {
+      // This process is still writing the records of steps the checkpoint read does not go on
+      // from: another history's (Redis lost the checkpoint they were in, and another replica
+      // rebuilt the run without them), or steps another replica has since carried out again
+      // before writing on them. They finish (or are refused) on their own; the steps taken now
+      // start a pipe of their own and carry nothing of that one. Carried into this checkpoint,
+      // the other history's steps would be redone with it, under its numbers: refused by the
+      // journal's floor on every delivery (the run stuck), or published twice.
+      pipes.delete(executionId);
+      pipe = undefined;
+    }
     if (state && !inFlight && (state.outbox?.length || state.carried?.length)) {
       try {
         await performAll(state, [...(state.carried ?? []), ...(state.outbox?.length ? [{ version, effects: state.outbox }] : [])]);
