@@ -24,7 +24,8 @@
  * Findings of the chaos driver reproduced here (docs/dev/chaos.md): a late redo's row patch
  * undoing a pause in a sub-run (seed 501, fixed), a stale step's records landing after another
  * replica's rebuild (seed 603, fixed), and after another replica's fresh start over an empty
- * journal (seed 810, fixed).
+ * journal (seed 810, fixed); and, found tracing seed 831, a step taken on the rebuilt checkpoint
+ * while the stale step's refused records were in flight, which carried them (fixed).
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomBytes } from "node:crypto";
