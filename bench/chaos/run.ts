@@ -48,6 +48,9 @@ import pg from "pg";
 import { createRedis } from "@baton/checkpoints";
 import { loadConfig } from "@baton/config";
 import { createLogger } from "@baton/telemetry";
+import { streamNames } from "@baton/bus";
+import { connect } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
 // mulberry32: a small seeded generator, so a round's choices replay from its seed.
 import { mulberry32 as rng } from "../../libs/engine/src/test-support.ts";
 import { startBaton } from "../../bin/start.ts";
@@ -686,75 +689,94 @@ async function round(seed: number): Promise<string[]> {
       }
     };
     const tenant = runs.length ? await tenantId(runs[0]!.id) : "";
+    // For the report of a run with problems (below): the journal's steps, and the events' ids.
+    const db = new pg.Client({ connectionString: DATABASE_URL });
+    await db.connect();
+    const schema = `"${config.databaseSchema}"`;
+    const nc = await connect({ servers: config.natsUrl });
+    const jsm = await jetstreamManager(nc);
+    const eventsStream = streamNames(config.prefix).events;
 
-    for (const run of runs) {
-      const before = problems.length;
-      const say = (what: string) => problems.push(`${run.shape} ${run.id}${run.cancel ? ` (cancel ${run.cancel.answered ?? "unsent"} at ${run.cancel.atMs} ms)` : ""}: ${what}`);
-      const row = rows.get(run.id) ?? (await getExecution(a, run.id));
-      const stuck = !ends.includes(row.status);
-      if (stuck) {
-        const cp = await redis.hget(`${config.prefix}:checkpoint:{${run.id}}`, "s");
-        say(`still ${row.status} (${row.currentState ?? ""}); checkpoint ${cp ? cp.slice(0, 1500) : "none"}`);
-      }
-      const cancelled = run.cancel?.answered === 202 && row.status === "cancelled";
-      if (!cancelled && !stuck) {
-        // A flaky call run again after its worker died counts again: its answer may say so.
-        const flakyOut = run.expect.flaky && rerunsOf([run.id]) > 0 ? (row.output as { calls?: number } | undefined)?.calls : undefined;
-        const flakyOk = flakyOut !== undefined && flakyOut >= run.expect.flaky!.count && flakyOut <= run.expect.flaky!.count + rerunsOf([run.id]);
-        if (row.status !== run.expect.status) say(`ended ${row.status} (${row.error ?? ""}), expected ${run.expect.status}`);
-        else if (run.expect.status === "completed" && !flakyOk && !isDeepStrictEqual(row.output, run.expect.output)) say(`output ${JSON.stringify(row.output)}, expected ${JSON.stringify(run.expect.output)}`);
-      }
-      if (row.status === "cancelled" && run.cancel?.answered !== 202) say("cancelled without a cancel");
-      const kids = await kidsOf(run.id);
-      const grand = (await Promise.all(kids.map((k) => kidsOf(k.id)))).flat();
-      const family = [run.id, ...kids.map((k) => k.id), ...grand.map((k) => k.id)];
-      for (const id of family) {
-        const nodes = await journalOf(id);
-        const open = nodes.filter((n) => n.status === "running");
-        const kidRow = id === run.id ? row : await getExecution(a, id);
-        if (open.length && ends.includes(kidRow.status)) say(`execution ${id} (${kidRow.status}) has running rows ${open.map((n) => `${n.nodeId}#${n.attempt}`).join(", ")}`);
-        const seen = new Set<string>();
-        for (const n of nodes.filter((x) => x.status === "completed")) {
-          const key = `${n.nodeId}#${n.attempt}`;
-          if (seen.has(key)) say(`execution ${id}: node ${key} completed twice`);
-          seen.add(key);
+    try {
+      for (const run of runs) {
+        const before = problems.length;
+        const say = (what: string) => problems.push(`${run.shape} ${run.id}${run.cancel ? ` (cancel ${run.cancel.answered ?? "unsent"} at ${run.cancel.atMs} ms)` : ""}: ${what}`);
+        const row = rows.get(run.id) ?? (await getExecution(a, run.id));
+        const stuck = !ends.includes(row.status);
+        if (stuck) {
+          const cp = await redis.hget(`${config.prefix}:checkpoint:{${run.id}}`, "s");
+          say(`still ${row.status} (${row.currentState ?? ""}); checkpoint ${cp ? cp.slice(0, 1500) : "none"}`);
         }
-        if (!ends.includes(kidRow.status)) say(`child ${id} still ${kidRow.status}`);
-        // Timelines: every run read to its end passes the rules of docs/events.md.
-        const events = await collectEvents(a, config.apiKey!, id, undefined, 10_000).catch((err: unknown) => {
-          say(`events of ${id} did not end: ${(err as Error).message}`);
-          return undefined;
-        });
-        if (events) for (const p of timelineProblems(events, id, tenant)) say(`timeline of ${id}: ${p}`);
-      }
-      if (row.status === "completed" && !cancelled) {
-        const nodes = await journalOf(run.id);
-        if (run.expect.nodes) {
-          const per: Record<string, number> = {};
-          for (const n of nodes) if (n.status === "completed") per[n.nodeId] = (per[n.nodeId] ?? 0) + 1;
-          if (!isDeepStrictEqual(per, run.expect.nodes)) say(`completed rows ${JSON.stringify(per)}, expected ${JSON.stringify(run.expect.nodes)}`);
+        const cancelled = run.cancel?.answered === 202 && row.status === "cancelled";
+        if (!cancelled && !stuck) {
+          // A flaky call run again after its worker died counts again: its answer may say so.
+          const flakyOut = run.expect.flaky && rerunsOf([run.id]) > 0 ? (row.output as { calls?: number } | undefined)?.calls : undefined;
+          const flakyOk = flakyOut !== undefined && flakyOut >= run.expect.flaky!.count && flakyOut <= run.expect.flaky!.count + rerunsOf([run.id]);
+          if (row.status !== run.expect.status) say(`ended ${row.status} (${row.error ?? ""}), expected ${run.expect.status}`);
+          else if (run.expect.status === "completed" && !flakyOk && !isDeepStrictEqual(row.output, run.expect.output)) say(`output ${JSON.stringify(row.output)}, expected ${JSON.stringify(run.expect.output)}`);
         }
-        // Distinct calls (a call run twice is reported above).
-        const mine = [...new Set(calls.filter((c) => family.some((id) => c.startsWith(`${id}.`))))];
-        if (run.expect.calls !== undefined && mine.length !== run.expect.calls) say(`made ${mine.length} calls (${mine.join(", ")}), expected ${run.expect.calls}`);
-        if (run.expect.children !== undefined && kids.length !== run.expect.children) say(`started ${kids.length} children (${kids.map((k) => `${k.id}:${k.status}`).join(", ")}), expected ${run.expect.children}`);
-        if (run.expect.flaky) {
-          const n = await rec.flakyCount(run.expect.flaky.key);
-          const reruns = rerunsOf([run.id]);
-          if (n < run.expect.flaky.count || n > run.expect.flaky.count + reruns) say(`flaky ran ${n} times, expected ${run.expect.flaky.count}${reruns ? ` (+ up to ${reruns} interrupted by a worker fault)` : ""}`);
+        if (row.status === "cancelled" && run.cancel?.answered !== 202) say("cancelled without a cancel");
+        const kids = await kidsOf(run.id);
+        const grand = (await Promise.all(kids.map((k) => kidsOf(k.id)))).flat();
+        const family = [run.id, ...kids.map((k) => k.id), ...grand.map((k) => k.id)];
+        for (const id of family) {
+          const nodes = await journalOf(id);
+          const open = nodes.filter((n) => n.status === "running");
+          const kidRow = id === run.id ? row : await getExecution(a, id);
+          if (open.length && ends.includes(kidRow.status)) say(`execution ${id} (${kidRow.status}) has running rows ${open.map((n) => `${n.nodeId}#${n.attempt}`).join(", ")}`);
+          const seen = new Set<string>();
+          for (const n of nodes.filter((x) => x.status === "completed")) {
+            const key = `${n.nodeId}#${n.attempt}`;
+            if (seen.has(key)) say(`execution ${id}: node ${key} completed twice`);
+            seen.add(key);
+          }
+          if (!ends.includes(kidRow.status)) say(`child ${id} still ${kidRow.status}`);
+          // Timelines: every run read to its end passes the rules of docs/events.md.
+          const events = await collectEvents(a, config.apiKey!, id, undefined, 10_000).catch((err: unknown) => {
+            say(`events of ${id} did not end: ${(err as Error).message}`);
+            return undefined;
+          });
+          if (events) for (const p of timelineProblems(events, id, tenant)) say(`timeline of ${id}: ${p}`);
+        }
+        if (row.status === "completed" && !cancelled) {
+          const nodes = await journalOf(run.id);
+          if (run.expect.nodes) {
+            const per: Record<string, number> = {};
+            for (const n of nodes) if (n.status === "completed") per[n.nodeId] = (per[n.nodeId] ?? 0) + 1;
+            if (!isDeepStrictEqual(per, run.expect.nodes)) say(`completed rows ${JSON.stringify(per)}, expected ${JSON.stringify(run.expect.nodes)}`);
+          }
+          // Distinct calls (a call run twice is reported above).
+          const mine = [...new Set(calls.filter((c) => family.some((id) => c.startsWith(`${id}.`))))];
+          if (run.expect.calls !== undefined && mine.length !== run.expect.calls) say(`made ${mine.length} calls (${mine.join(", ")}), expected ${run.expect.calls}`);
+          if (run.expect.children !== undefined && kids.length !== run.expect.children) say(`started ${kids.length} children (${kids.map((k) => `${k.id}:${k.status}`).join(", ")}), expected ${run.expect.children}`);
+          if (run.expect.flaky) {
+            const n = await rec.flakyCount(run.expect.flaky.key);
+            const reruns = rerunsOf([run.id]);
+            if (n < run.expect.flaky.count || n > run.expect.flaky.count + reruns) say(`flaky ran ${n} times, expected ${run.expect.flaky.count}${reruns ? ` (+ up to ${reruns} interrupted by a worker fault)` : ""}`);
+          }
+        }
+        if (problems.length > before) {
+          // What it takes to see why: the journal in write order with each row's step, the row's
+          // fence and last patch, the events with their message ids (`evt:{run}:{step}:{n}`: the
+          // step that published each), and the executors' lines about the run.
+          const ids = [run.id, ...kids.map((k) => k.id)];
+          for (const id of ids) {
+            const { rows: steps } = await db.query<{ nodeId: string; attempt: number; status: string; stepVersion: number | null }>(
+              `SELECT "nodeId", "attempt", "status", "stepVersion" FROM ${schema}."agent_workflow_node_executions" WHERE "executionId" = $1 ORDER BY "id"`, [id]);
+            const { rows: [fence] } = await db.query<{ journalFloor: number | null; patchedStep: number | null }>(
+              `SELECT "journalFloor", "patchedStep" FROM ${schema}."agent_workflow_executions" WHERE "id" = $1`, [id]);
+            problems.push(`  journal of ${id} (floor ${fence?.journalFloor ?? "-"}, row patched at step ${fence?.patchedStep ?? "-"}): ${steps.map((n) => `${n.nodeId}#${n.attempt}:${n.status}/${n.stepVersion ?? "-"}`).join(" ")}`);
+            const events = await collectEvents(a, config.apiKey!, id, undefined, 3_000).catch(() => []);
+            const msgIds = await Promise.all(events.map((e) => jsm.streams.getMessage(eventsStream, { seq: e.data.seq }).then((m) => m?.header.get("Nats-Msg-Id") ?? "?", () => "?")));
+            problems.push(`  events of ${id}: ${events.map((e, i) => `${e.event}:${JSON.stringify(e.data.data.node_id ?? "")}#${JSON.stringify(e.data.data.attempt ?? "")}@${e.data.seq}/${msgIds[i]}`).join(" ")}`);
+          }
+          const about = (l: string) => ids.some((x) => l.includes(`"executionId":${x},`) || l.includes(`"executionId":${x}}`));
+          for (const p of procs) for (const l of p.output.join("").split("\n").filter(about)) problems.push(`  [${p.kind} ${p.index} pid ${p.child.pid}] ${l.slice(0, 800)}`);
         }
       }
-      if (problems.length > before) {
-        // What it takes to see why: the journal in write order, the events, the executors' lines about the run.
-        const ids = [run.id, ...kids.map((k) => k.id)];
-        for (const id of ids) {
-          problems.push(`  journal of ${id}: ${(await journalOf(id)).map((n) => `${n.nodeId}#${n.attempt}:${n.status}`).join(" ")}`);
-          const events = await collectEvents(a, config.apiKey!, id, undefined, 3_000).catch(() => []);
-          problems.push(`  events of ${id}: ${events.map((e) => `${e.event}:${JSON.stringify(e.data.data.node_id ?? "")}#${JSON.stringify(e.data.data.attempt ?? "")}@${e.data.seq}`).join(" ")}`);
-        }
-        const about = (l: string) => ids.some((x) => l.includes(`"executionId":${x},`) || l.includes(`"executionId":${x}}`));
-        for (const p of procs) for (const l of p.output.join("").split("\n").filter(about)) problems.push(`  [${p.kind} ${p.index} pid ${p.child.pid}] ${l.slice(0, 800)}`);
-      }
+    } finally {
+      await db.end();
+      await nc.close();
     }
     const by = new Map<string, number>();
     for (const run of runs) by.set(`${run.shape}:${rows.get(run.id)?.status ?? "?"}`, (by.get(`${run.shape}:${rows.get(run.id)?.status ?? "?"}`) ?? 0) + 1);
