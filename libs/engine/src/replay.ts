@@ -21,8 +21,20 @@ export interface ReplayInput {
   identity: NonNullable<StepInput["identity"]>;
   /** The start command as first given (input, deadline, parent...). */
   start: Command & { kind: "start" };
-  /** Journal rows in the order they were written. */
-  journal: JournalEntry[];
+  /**
+   * Journal rows in the order they were written; `stepVersion`, where known, the step that
+   * last wrote the row (see {@link announcedThrough}).
+   */
+  journal: (JournalEntry & { stepVersion?: number | null })[];
+  /**
+   * The highest step whose events were published (the message ids on the event stream say
+   * so), when known. A step's events go out after its rows, so an executor that died between
+   * the two left rows in the journal whose events never went out: a replayed step that last
+   * wrote a row numbered past this one is one of them, and its events, and every later step's,
+   * are given back with the unrecorded (see unrecordedOf). Undefined: not known, every step whose
+   * rows are in the journal counts as announced.
+   */
+  announcedThrough?: number;
   /** Time of the start step (the execution's startedAt). */
   startedAt: string;
   blobs?: ReadonlyMap<string, JsonValue>;
@@ -141,7 +153,7 @@ export async function replayJournal(input: ReplayInput): Promise<ReplayResult> {
   }
 
   replaying = false;
-  const unrecorded = unrecordedOf(steps, input.journal);
+  const unrecorded = unrecordedOf(steps, input.journal, input.announcedThrough);
 
   const announced = input.announced?.subRunPauses ?? {};
   const pausePoint = input.announced?.pausePoint ?? undefined;
@@ -172,26 +184,43 @@ export async function replayJournal(input: ReplayInput): Promise<ReplayResult> {
 }
 
 /**
- * The records the journal lacks, from the first replayed step that has a row missing: that
- * step's and every later step's events, and their rows that are missing. A step's events go
- * out only once its rows are written and the events of the steps before it are out, so that
- * step's events and all later ones were never published; rows of later steps may have landed
- * (statements overlap), and are not written again. A step's entry is in the journal when its
- * attempt has a row there: any row for a start, a finished one for an end.
+ * The records the journal lacks, from the first replayed step that has a row missing, or whose
+ * events never went out: that step's and every later step's events, and their rows that are
+ * missing. A step's events go out only once its rows are written and the events of the steps
+ * before it are out, so that step's events and all later ones were never published; rows of
+ * later steps may have landed (statements overlap), and are not written again. A step's entry
+ * is in the journal when its attempt has a row there: any row for a start, a finished one for
+ * an end. A step's events never went out, its rows written, when it last wrote one of the rows
+ * (same node, attempt and status) and the row's step is past `announcedThrough`, the last step
+ * whose events were published (unknown: none counts as unannounced).
  */
-function unrecordedOf(steps: readonly Effect[][], journal: readonly JournalEntry[]): Effect[] {
+function unrecordedOf(steps: readonly Effect[][], journal: ReplayInput["journal"], announcedThrough?: number): Effect[] {
   const rows = new Map<string, boolean>();
+  /** The rows written by a step past the last one announced, as `node#attempt:status`. */
+  const unannounced = new Set<string>();
   for (const j of journal) {
     const key = `${j.nodeId}#${j.attempt}`;
     rows.set(key, rows.get(key) === true || j.status !== "running");
+    if (announcedThrough !== undefined && typeof j.stepVersion === "number" && j.stepVersion > announcedThrough) unannounced.add(`${key}:${j.status}`);
   }
   const missing = (e: Effect): boolean => {
     if (e.kind !== "journal") return false;
     const finished = rows.get(`${e.entry.nodeId}#${e.entry.attempt}`);
     return finished === undefined || (e.entry.status !== "running" && !finished);
   };
-  const first = steps.findIndex((effects) => effects.some(missing));
-  if (first < 0) return [];
+  // The step that last wrote each of those rows (a later step may write the same again).
+  const lastWriter = new Map<string, number>();
+  steps.forEach((effects, i) => {
+    for (const e of effects) {
+      if (e.kind !== "journal") continue;
+      const key = `${e.entry.nodeId}#${e.entry.attempt}:${e.entry.status}`;
+      if (unannounced.has(key)) lastWriter.set(key, i);
+    }
+  });
+  const firstMissing = steps.findIndex((effects) => effects.some(missing));
+  const starts = [...lastWriter.values(), ...(firstMissing >= 0 ? [firstMissing] : [])];
+  if (starts.length === 0) return [];
+  const first = Math.min(...starts);
   return steps.slice(first).flatMap((effects) => effects.filter((e) => e.kind === "emit" || missing(e)));
 }
 

@@ -1402,6 +1402,35 @@ describe("replay: the records of steps lost with the checkpoint", () => {
     const done = [...live.journal, { nodeId: "d", nodeType: "tool", attempt: 1, status: "completed" as const, output: "D" }];
     expect((await replayJournal({ definition: d, identity, start: { kind: "start", input: {} }, journal: done, startedAt: new Date(t0).toISOString() })).unrecorded).toEqual([]);
   });
+
+  it("gives back the events of the steps whose rows were written and whose events never went out (chaos seed 841)", async () => {
+    const live = await drive(d, { tools: { f: () => ({ ok: true, output: { v: 20 } }), g: () => "hang" } }, null, { kind: "start", input: {} });
+    // Step 1 started a; step 2 (a's result) ended a, ran b and c, started d. Its rows were all
+    // written (each row's step says so), but the executor died before its events went out.
+    // The journal holds one row per attempt, merged by step: its last write, and that step's number.
+    const merged = new Map<string, JournalEntry & { stepVersion: number }>();
+    for (const j of live.journal) merged.set(`${j.nodeId}#${j.attempt}`, { ...j, stepVersion: j.nodeId === "a" && j.status === "running" ? 1 : 2 });
+    const journal = [...merged.values()];
+    expect(journal.find((j) => j.nodeId === "a")).toMatchObject({ status: "completed", stepVersion: 2 });
+    const replay = (announcedThrough?: number) => replayJournal({
+      definition: d, identity, start: { kind: "start", input: {} }, journal, startedAt: new Date(t0).toISOString(), ...(announcedThrough !== undefined ? { announcedThrough } : {}),
+    });
+    const untold = ["event node.completed:a", "event node.started:b", "event node.completed:b", "event node.started:c", "event node.completed:c", "event node.started:d"];
+    // Published through step 1: step 2's events, and no rows (they are in the journal).
+    const through1 = await replay(1);
+    expect(through1.unplaced).toEqual([]);
+    expect(records(through1.unrecorded)).toEqual(untold);
+    // As the live run had them, in its order.
+    expect(records(live.effects).filter((r) => untold.includes(r))).toEqual(untold);
+    // Published through step 2 (or later): nothing to tell. Not known: as before, nothing.
+    expect((await replay(2)).unrecorded).toEqual([]);
+    expect((await replay(5)).unrecorded).toEqual([]);
+    expect((await replay()).unrecorded).toEqual([]);
+    // Through step 1, and a row of step 2 missing too (c's): c's rows are written as well.
+    const withoutC = journal.filter((j) => j.nodeId !== "c");
+    const partly = await replayJournal({ definition: d, identity, start: { kind: "start", input: {} }, journal: withoutC, startedAt: new Date(t0).toISOString(), announcedThrough: 1 });
+    expect(records(partly.unrecorded)).toEqual([...untold.slice(0, 4), "row c#1:running", untold[4], "row c#1:completed", untold[5]]);
+  });
 });
 
 describe("step: cancel while a retry waits", () => {
