@@ -10,7 +10,7 @@ import type { KV } from "@nats-io/kv";
 import { BatonError, errorMessage, hasCode } from "@baton/errors";
 import { createLogger, extractTraceContext, getTracer, injectTraceContext, withSpan } from "@baton/telemetry";
 import { BusClosed, BusConnectFailed, BusHandlerFailed, BusInvalidOptions, BusNoResponders, BusPayloadTooLarge, BusPublishFailed, BusTimeout } from "./errors.ts";
-import { buildHeaders, fromCoreMsg, fromJsMsg, HEADERS } from "./message.ts";
+import { buildHeaders, fromCoreMsg, fromJsMsg, headerRecord, HEADERS, metaFromHeaders } from "./message.ts";
 import type { BusMessage, MessageMeta } from "./message.ts";
 import { compileBusOptions, filterWithin, isValidFilter, isValidSubject, streamSubjects, subjectMatches } from "./options.ts";
 import type { BusOptions, StreamKey } from "./options.ts";
@@ -89,6 +89,13 @@ export interface Bus {
    * No durable state: a late reader sees everything.
    */
   replay(filterSubject: string | readonly string[], opts: ReplayOptions, onMessage: (msg: BusMessage) => void | Promise<void>): Promise<void>;
+  /**
+   * The last message the events stream holds on each subject matching `filterSubject` (one
+   * filter within the events stream), in no particular order; none when no subject matches.
+   * No consumer: the stream's subjects, then the last message of each. For rare reads (what an
+   * execution last published, when its checkpoint is rebuilt), not for following events.
+   */
+  lastPerSubject(filterSubject: string): Promise<BusMessage[]>;
   /**
    * Core NATS request/reply. Throws BATON_BUS_NO_RESPONDERS (503) when nobody serves the
    * subject, BATON_BUS_TIMEOUT (504) without an answer in time, and the handler's own error
@@ -398,6 +405,22 @@ class NatsBus implements Bus {
         await consumer.delete().catch((err: unknown) => this.#logger.debug("deleting a replay's consumer failed", { err }));
       }
     }
+  }
+
+  async lastPerSubject(filterSubject: string): Promise<BusMessage[]> {
+    this.#assertOpen("lastPerSubject");
+    if (!isValidFilter(filterSubject)) throw BusInvalidOptions("lastPerSubject filter", [`"${filterSubject}" is not a subject filter`]);
+    if (!this.#subjects.events.some((t) => filterWithin(filterSubject, t))) {
+      throw BusInvalidOptions("lastPerSubject filter", [`"${filterSubject}" is outside the events stream (${this.#subjects.events.join(", ")})`]);
+    }
+    const stream = this.streams.events;
+    const subjects = Object.keys((await this.#jsm.streams.info(stream, { subjects_filter: filterSubject })).state.subjects ?? {});
+    const found = await Promise.all(subjects.map((subject) => this.#jsm.streams.getMessage(stream, { last_by_subj: subject })));
+    return found.flatMap((m) => {
+      if (m === null) return [];
+      const headers = headerRecord(m.header);
+      return [{ subject: m.subject, data: m.data, meta: metaFromHeaders(headers), deliveryCount: 1, seq: m.seq, timestamp: m.time, working: () => undefined }];
+    });
   }
 
   async request(subject: string, data: Uint8Array, opts: RequestOptions = {}): Promise<BusMessage> {

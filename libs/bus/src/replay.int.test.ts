@@ -11,7 +11,9 @@
  * - an already aborted signal resolves at once; an error thrown by onMessage rejects the
  *   replay; drain() ends running replays;
  * - a replay that ended leaves no consumer on the server (an ordered consumer would otherwise
- *   stay until its 5-minute inactivity threshold).
+ *   stay until its 5-minute inactivity threshold);
+ * - lastPerSubject gives the last message of each subject the filter matches, with its
+ *   headers (the message id), none when nothing matches, and leaves no consumer.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { Bus, BusMessage } from "@baton/bus";
@@ -120,5 +122,28 @@ describe("replay", () => {
     await waitFor(() => n > 0);
     await other.drain();
     await done;
+  });
+});
+
+describe("lastPerSubject", () => {
+  it("gives the last message of each matching subject, with its message id", async () => {
+    const consumers = async () => (await admin.jsm.streams.info(bus.streams.events)).state.consumer_count;
+    const before = await consumers();
+    const pub = (type: string, exec: string, id: string) => bus.publish(`${prefix}.evt.${type}.t_1.${exec}`, enc(id), { tenantId: "t_1", type, idempotencyKey: id });
+    await pub("execution.started", "9", "evt:9:1:1");
+    await pub("node.started", "9", "evt:9:1:2");
+    await pub("node.completed", "9", "evt:9:2:1");
+    await pub("node.started", "9", "evt:9:2:2");
+    await pub("node.started", "90", "evt:90:7:1");
+    const last = await bus.lastPerSubject(`${prefix}.evt.*.*.t_1.9`);
+    const got = last.map((m) => [m.subject, dec(m.data), m.meta.idempotencyKey]).sort((a, b) => String(a[0]).localeCompare(String(b[0])));
+    expect(got).toEqual([
+      [`${prefix}.evt.execution.started.t_1.9`, "evt:9:1:1", "evt:9:1:1"],
+      [`${prefix}.evt.node.completed.t_1.9`, "evt:9:2:1", "evt:9:2:1"],
+      [`${prefix}.evt.node.started.t_1.9`, "evt:9:2:2", "evt:9:2:2"],
+    ]);
+    expect(await bus.lastPerSubject(`${prefix}.evt.*.*.t_1.404`)).toEqual([]);
+    expect(await consumers()).toBe(before);
+    await expect(bus.lastPerSubject(`${prefix}.cmd.>`)).rejects.toMatchObject({ code: "BATON_BUS_INVALID_OPTIONS" });
   });
 });
