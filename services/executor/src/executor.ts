@@ -1070,16 +1070,21 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     let replay: Awaited<ReturnType<typeof replayJournal>> | undefined;
     const missingBlobs = new Set<string>();
     let regraced = false;
+    // The last step whose events went out: steps past it whose rows are in the journal had
+    // their executor die between the rows and the events (chaos seed 841), told again below.
+    let announcedThrough = await publishedThrough(row);
     for (;;) {
       try {
         replay = await replayJournal({
           definition, identity, start: await startCommandOf(row), startedAt: (row.startedAt ?? row.createdAt).toISOString(), blobs, missingBlobs, pausedSubRuns, announced,
+          ...(announcedThrough !== undefined ? { announcedThrough } : {}),
           journal: journal.map((j) => ({
             nodeId: j.nodeId, nodeType: j.nodeType, attempt: j.attempt, status: j.status as never,
             ...(j.output !== null ? { output: j.output } : {}), ...(j.error !== null ? { error: j.error } : {}),
             ...(j.errorCode !== null ? { errorCode: j.errorCode } : {}), ...(j.retryable !== null ? { retryable: j.retryable } : {}),
             ...(j.durationMs !== null ? { durationMs: j.durationMs } : {}),
             startedAt: j.startedAt.toISOString(), ...(j.completedAt ? { completedAt: j.completedAt.toISOString() } : {}),
+            stepVersion: j.stepVersion,
           })),
         });
         // Steps whose records are not in the journal: their executor died writing them (the
@@ -1089,6 +1094,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
           regraced = true;
           await new Promise((r) => setTimeout(r, UNRECORDED_GRACE_MS));
           journal = await store.nodeExecutions.listForReplay(row.id);
+          announcedThrough = await publishedThrough(row);
           continue;
         }
         break;
@@ -1130,7 +1136,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       written = await writeCheckpoint(row.id, { ...state, outbox }, written.version);
     }
     logger.warn("checkpoint rebuilt from the journal", { executionId: row.id, status: state.status, rearmed: rearm.length });
-    if (unrecorded.length) logger.warn("records of lost steps written again", { executionId: row.id, rows: unrecorded.flatMap((e) => (e.kind === "journal" ? [`${e.entry.nodeId}#${e.entry.attempt}:${e.entry.status}`] : [])) });
+    if (unrecorded.length) logger.warn("records of lost steps written again", { executionId: row.id, announcedThrough: announcedThrough ?? null, rows: unrecorded.flatMap((e) => (e.kind === "journal" ? [`${e.entry.nodeId}#${e.entry.attempt}:${e.entry.status}`] : [])) });
     // A row that does not say what the rebuilt state does is written again, whole; so is the row
     // of a run whose last steps were lost with their records (still active, the state finished):
     // carried out as a redo, the run's end is then written and told (its parent, its slot).
@@ -1140,6 +1146,31 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     if (ended && checkpoints.expire) return { state, version: written.version };
     const cleared = await writeCheckpoint(row.id, { ...state, outbox: [] }, written.version);
     return { state, version: cleared.version };
+  }
+
+  /**
+   * The highest step of a run whose events are on the event stream, from their message ids
+   * (`evt:{run}:{step}:{n}`): a run's steps publish their events in order, each step's after
+   * the previous step's are confirmed, so every step up to it was announced. The last event of
+   * each of the run's subjects is read (the last overall is one of them). Undefined when none
+   * is found (none kept, or none published) or the read failed: the replay then takes every
+   * step whose rows are in the journal as announced.
+   */
+  async function publishedThrough(row: ExecutionRecord): Promise<number | undefined> {
+    let last;
+    try {
+      last = await messaging.bus.lastPerSubject(messaging.subjects.executionEventsFilter(row.tenantId, row.id));
+    } catch (err) {
+      logger.warn("the events a run published could not be read; its rebuild takes every journaled step as announced", { executionId: row.id, error: errorMessage(err) });
+      return undefined;
+    }
+    let through: number | undefined;
+    for (const m of last) {
+      const id = /^evt:(\d+):(\d+):\d+$/.exec(m.meta.idempotencyKey ?? "");
+      if (!id || Number(id[1]) !== row.id) continue;
+      through = Math.max(through ?? 0, Number(id[2]));
+    }
+    return through;
   }
 
   /** Whether an execution row differs from what a rebuilt, unfinished state would write: its status, pause point or pauses in sub-runs. */
