@@ -25,7 +25,9 @@
  * undoing a pause in a sub-run (seed 501, fixed), a stale step's records landing after another
  * replica's rebuild (seed 603, fixed), and after another replica's fresh start over an empty
  * journal (seed 810, fixed); and, found tracing seed 831, a step taken on the rebuilt checkpoint
- * while the stale step's refused records were in flight, which carried them (fixed).
+ * while the stale step's refused records were in flight, which carried them (fixed); and a step's
+ * rows written, its executor dead before its events, the checkpoint then lost: the rebuild never
+ * told them (seed 841, fixed).
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomBytes } from "node:crypto";
@@ -643,6 +645,50 @@ describe("the records of consecutive steps", () => {
     const steps = await completedSteps(id);
     expect(steps.b).toBeGreaterThan(floor);
     expect((await t.store.executions.getById(id))!.status).toBe("completed");
+  });
+
+  // Chaos seed 841 (docs/dev/chaos.md): an executor wrote a step's rows and died before that
+  // step's events went out; Redis then lost the checkpoint, and with it the outbox holding them.
+  // The rebuild took every step whose rows are in the journal as announced, so they never went
+  // out. It now reads the last step the run published (its events' message ids) and tells the
+  // steps past it whose rows it finds, once; the steps before are not told again.
+  it("publishes, once, the events of a step whose rows were written and whose executor died before its events, after Redis lost the checkpoint", async () => {
+    const { g: dead, id } = await startedGated();
+    const startEvents = dead.sent.length;
+    expect(startEvents).toBeGreaterThan(0);
+    // a's step: its rows are written, its events never go out (the executor dies there).
+    const gate = dead.hold();
+    const a = dead.executor.handle(result(id, "a"));
+    await until(() => dead.written.has("a:completed") && dead.log.includes("event node.completed a"), "a's rows, then its event held");
+    gate.fail();
+    await expect(a).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED" });
+    const aStep = (await completedSteps(id)).a!;
+    // Redis loses the checkpoint (and the outbox with a's events); b's result reaches another
+    // replica, which rebuilds the run from the journal.
+    expect(await redis.del(`${prefix}:checkpoint:{${id}}`, `${prefix}:checkpoint:{${id}}:history`, `${prefix}:checkpoint:{${id}}:fwd`)).toBeGreaterThanOrEqual(1);
+    const other = gated();
+    await other.executor.handle(result(id, "b"), 2);
+    // a's completion goes out, once, before b's; nothing of the start step again.
+    const told = other.sent.map((l) => l.split(" ").slice(0, 2).join(" "));
+    expect(told.filter((l) => l === "node.completed a")).toHaveLength(1);
+    expect(told.indexOf("node.completed a")).toBeLessThan(told.indexOf("node.completed b"));
+    expect(told.filter((l) => l.startsWith("execution.started") || l.endsWith(" s"))).toEqual([]);
+    // Its rows were not written again.
+    expect((await completedSteps(id)).a).toBe(aStep);
+    for (const n of ["c", "d"]) await other.executor.handle(result(id, n));
+    expect((await t.store.executions.getById(id))!.status).toBe("completed");
+    expect(other.sent.filter((l) => l.startsWith("node.completed a "))).toHaveLength(1);
+    // On the stream: one node.completed a for the run.
+    const ac = new AbortController();
+    const seen: string[] = [];
+    const reading = bus.replay(`${prefix}.evt.node.completed.${tenantId}.${id}`, { signal: ac.signal }, (m) => void seen.push(m.meta.idempotencyKey ?? ""));
+    await until(() => seen.length >= 5, "the run's node.completed events");
+    await new Promise((r) => setTimeout(r, 200));
+    ac.abort();
+    await reading;
+    const completed = new Set(other.sent.filter((l) => l.startsWith("node.completed a ")).map((l) => l.split(" ")[2]));
+    expect(seen.filter((k) => completed.has(k))).toHaveLength(1);
+    expect(seen).toHaveLength(6);
   });
 
   it("does not publish a step's events when the previous step's events failed", async () => {
