@@ -104,6 +104,19 @@ interface Planned {
 type Rand = () => number;
 const int = (r: Rand, lo: number, hi: number) => lo + Math.floor(r() * (hi - lo + 1));
 const sleepNode = (id: string, ms: number, v: unknown) => ({ id, type: "tool", config: { tool: "rec.sleep" }, input: { ms, v } });
+/**
+ * The fan-in the fanAll and mixed shapes start with: s → p1, p2 (sleeps of `lo`–400 ms), p3 (echo)
+ * → j (their sum, 6). Its sleeps are the shape's first draws from `r`, so a seed replays the same.
+ */
+const fanIn = (r: Rand, lo: number) => ({
+  nodes: [
+    { id: "s", type: "setVariable", config: { values: { "$.vars.k": 1 } } },
+    sleepNode("p1", int(r, lo, 400), 1), sleepNode("p2", int(r, lo, 400), 2),
+    { id: "p3", type: "tool", config: { tool: "echo" }, input: { v: 3 } },
+    { id: "j", type: "transform", config: { expression: "p1.v + p2.v + p3.v" } },
+  ],
+  edges: [{ from: "s", to: "p1" }, { from: "s", to: "p2" }, { from: "s", to: "p3" }, { from: "p1", to: "j" }, { from: "p2", to: "j" }, { from: "p3", to: "j" }],
+});
 const ones = (ids: string[]) => Object.fromEntries(ids.map((i) => [i, 1]));
 
 /** The shapes: each picks its parameters from the round's generator and says what it must give. */
@@ -122,23 +135,20 @@ const shapes: Record<string, (r: Rand, tag: string) => Planned> = {
       expect: { status: "completed", output: { first: 1, last: n }, nodes: ones(ids), calls: n, children: 0 },
     };
   },
-  fanAll: (r) => ({
-    shape: "fanAll",
-    definition: {
-      start: "s",
-      nodes: [
-        { id: "s", type: "setVariable", config: { values: { "$.vars.k": 1 } } },
-        sleepNode("p1", int(r, 20, 400), 1), sleepNode("p2", int(r, 20, 400), 2),
-        { id: "p3", type: "tool", config: { tool: "echo" }, input: { v: 3 } },
-        { id: "j", type: "transform", config: { expression: "p1.v + p2.v + p3.v" } },
-        sleepNode("t", int(r, 20, 200), "$.j"),
-      ],
-      edges: [{ from: "s", to: "p1" }, { from: "s", to: "p2" }, { from: "s", to: "p3" }, { from: "p1", to: "j" }, { from: "p2", to: "j" }, { from: "p3", to: "j" }, { from: "j", to: "t" }],
-      output: { r: "$.t.v" },
-    },
-    input: {},
-    expect: { status: "completed", output: { r: 6 }, nodes: ones(["s", "p1", "p2", "p3", "j", "t"]), calls: 3, children: 0 },
-  }),
+  fanAll: (r) => {
+    const fan = fanIn(r, 20);
+    return {
+      shape: "fanAll",
+      definition: {
+        start: "s",
+        nodes: [...fan.nodes, sleepNode("t", int(r, 20, 200), "$.j")],
+        edges: [...fan.edges, { from: "j", to: "t" }],
+        output: { r: "$.t.v" },
+      },
+      input: {},
+      expect: { status: "completed", output: { r: 6 }, nodes: ones(["s", "p1", "p2", "p3", "j", "t"]), calls: 3, children: 0 },
+    };
+  },
   fanAny: (r) => ({
     shape: "fanAny",
     definition: {
@@ -298,33 +308,33 @@ const shapes: Record<string, (r: Rand, tag: string) => Planned> = {
         : { status: "failed" },
     };
   },
-  mixed: (r) => ({
-    shape: "mixed",
-    definition: {
-      start: "s",
-      nodes: [
-        { id: "s", type: "setVariable", config: { values: { "$.vars.k": 1 } } },
-        sleepNode("p1", int(r, 50, 400), 1), sleepNode("p2", int(r, 50, 400), 2),
-        { id: "p3", type: "tool", config: { tool: "echo" }, input: { v: 3 } },
-        { id: "j", type: "transform", config: { expression: "p1.v + p2.v + p3.v" } },
-        { id: "each", type: "forEach", config: { items: "$.input.xs", concurrency: 3, body: {
-          nodes: [sleepNode("z", int(r, 50, 400), "$.input.item"), { id: "y", type: "transform", config: { expression: "z.v * 10" } }],
-          edges: [{ from: "z", to: "y" }],
-        } } },
-        sleepNode("t1", int(r, 20, 200), "$.j"),
-        { id: "d", type: "delay", config: { ms: int(r, 50, 800) } },
-        sleepNode("t2", int(r, 20, 200), "$.t1.v"),
-        { id: "t3", type: "transform", config: { expression: "{ 'sum': t2.v, 'each': each }" } },
-      ],
-      edges: [
-        { from: "s", to: "p1" }, { from: "s", to: "p2" }, { from: "s", to: "p3" }, { from: "p1", to: "j" }, { from: "p2", to: "j" }, { from: "p3", to: "j" },
-        { from: "j", to: "each" }, { from: "each", to: "t1" }, { from: "t1", to: "d" }, { from: "d", to: "t2" }, { from: "t2", to: "t3" },
-      ],
-      output: { r: "$.t3" },
-    },
-    input: { xs: [1, 2, 3, 4, 5] },
-    expect: { status: "completed", output: { r: { sum: 6, each: [10, 20, 30, 40, 50] } }, nodes: ones(["s", "p1", "p2", "p3", "j", "each", "t1", "d", "t2", "t3"]), calls: 9, children: 5 },
-  }),
+  mixed: (r) => {
+    const fan = fanIn(r, 50);
+    return {
+      shape: "mixed",
+      definition: {
+        start: "s",
+        nodes: [
+          ...fan.nodes,
+          { id: "each", type: "forEach", config: { items: "$.input.xs", concurrency: 3, body: {
+            nodes: [sleepNode("z", int(r, 50, 400), "$.input.item"), { id: "y", type: "transform", config: { expression: "z.v * 10" } }],
+            edges: [{ from: "z", to: "y" }],
+          } } },
+          sleepNode("t1", int(r, 20, 200), "$.j"),
+          { id: "d", type: "delay", config: { ms: int(r, 50, 800) } },
+          sleepNode("t2", int(r, 20, 200), "$.t1.v"),
+          { id: "t3", type: "transform", config: { expression: "{ 'sum': t2.v, 'each': each }" } },
+        ],
+        edges: [
+          ...fan.edges,
+          { from: "j", to: "each" }, { from: "each", to: "t1" }, { from: "t1", to: "d" }, { from: "d", to: "t2" }, { from: "t2", to: "t3" },
+        ],
+        output: { r: "$.t3" },
+      },
+      input: { xs: [1, 2, 3, 4, 5] },
+      expect: { status: "completed", output: { r: { sum: 6, each: [10, 20, 30, 40, 50] } }, nodes: ones(["s", "p1", "p2", "p3", "j", "each", "t1", "d", "t2", "t3"]), calls: 9, children: 5 },
+    };
+  },
 };
 
 interface Proc { child: ChildProcess; output: string[]; healthPort: number; index: number; kind: "executor" | "worker"; stalled?: boolean }

@@ -83,6 +83,18 @@ afterAll(async () => {
   await removeTestPrefix(prefix, redis, bus, NATS);
 });
 
+/**
+ * Creates a child workflow of one echo call and a parent whose one node, `sub`, runs it (names
+ * and slug carry `tag`, so each test has its own); returns the parent's id.
+ */
+async function parentOfChild(tag: string): Promise<number> {
+  const suffix = tag ? `-${tag}` : "";
+  const child = await t.store.workflows.create(tenantId, { name: `child${suffix}`, slug: `child${suffix}-${prefix}`, definition: { start: "w", nodes: [{ id: "w", type: "tool", config: { tool: "echo" } }], edges: [] } });
+  return (await t.store.workflows.create(tenantId, {
+    name: `parent${suffix}`, definition: { start: "sub", nodes: [{ id: "sub", type: "subworkflow", config: { workflow: { slug: child.slug } } }], edges: [] },
+  })).id;
+}
+
 async function started(): Promise<number> {
   const row = await t.store.executions.create(tenantId, { workflowId, workflowVersion: 1, input: {} });
   await executor.handle(command("execution.start", { executionId: row.id, tenantId, workflowId, workflowVersion: 1, input: {} }));
@@ -916,10 +928,7 @@ describe("the execution row of a step that writes no journal row", () => {
   // `execution.paused` was out; a later rebuild then took that pause as never announced and never
   // published its `execution.resumed`. The row's `patchedStep` now leaves that patch out.
   it("keeps the pause of a sub-run when another replica's redo of the step before lands after it", async () => {
-    const child = await t.store.workflows.create(tenantId, { name: "child", slug: `child-${prefix}`, definition: { start: "w", nodes: [{ id: "w", type: "tool", config: { tool: "echo" } }], edges: [] } });
-    const parentWf = (await t.store.workflows.create(tenantId, {
-      name: "parent", definition: { start: "sub", nodes: [{ id: "sub", type: "subworkflow", config: { workflow: { slug: child.slug } } }], edges: [] },
-    })).id;
+    const parentWf = await parentOfChild("");
     const log: string[] = [];
     const gates: { y?: Promise<void> } = {};
     const rows = t.store.nodeExecutions;
@@ -980,10 +989,7 @@ describe("rebuilds one after another", () => {
   // history from the same step as the first: the same message ids for other events, and the
   // stream dropped the later ones (`node.completed sub` never published).
   it("number each rebuilt history past every step of the one before, also when those wrote no journal row", async () => {
-    const child = await t.store.workflows.create(tenantId, { name: "child-twice", slug: `child-twice-${prefix}`, definition: { start: "w", nodes: [{ id: "w", type: "tool", config: { tool: "echo" } }], edges: [] } });
-    const parentWf = (await t.store.workflows.create(tenantId, {
-      name: "parent-twice", definition: { start: "sub", nodes: [{ id: "sub", type: "subworkflow", config: { workflow: { slug: child.slug } } }], edges: [] },
-    })).id;
+    const parentWf = await parentOfChild("twice");
     const sent: string[] = [];
     const messaging = createMessaging(bus);
     let parentId = 0;
@@ -1040,10 +1046,7 @@ describe("the events a rebuild learns from the rows of sub-runs", () => {
   // so the redelivered command's redo wrote the row as paused and published nothing: the parent's
   // timeline had `execution.resumed` without `execution.paused`.
   it("publishes a pause learned at a rebuild when the rebuild's records failed once", async () => {
-    const child = await t.store.workflows.create(tenantId, { name: "child-news", slug: `child-news-${prefix}`, definition: { start: "w", nodes: [{ id: "w", type: "tool", config: { tool: "echo" } }], edges: [] } });
-    const parentWf = (await t.store.workflows.create(tenantId, {
-      name: "parent-news", definition: { start: "sub", nodes: [{ id: "sub", type: "subworkflow", config: { workflow: { slug: child.slug } } }], edges: [] },
-    })).id;
+    const parentWf = await parentOfChild("news");
     const events: string[] = [];
     const messaging = createMessaging(bus);
     const rows = t.store.nodeExecutions;
