@@ -94,7 +94,7 @@ export const slugSchema = z
 
 export const workflowCreateBody = z.strictObject({
   name: z.string().trim().min(1).max(200),
-  slug: slugSchema.optional().describe("URL-safe identifier, unique per tenant; derived from the name when absent"),
+  slug: slugSchema.optional().describe("URL-safe identifier, unique per tenant; derived from the name when absent (lowercase ASCII words; a name with letters of other scripts gets an 8-hex-digit suffix from a hash of the name)"),
   description: z.string().max(10_000).optional(),
   definition: workflowDefinitionSchema,
   agentConfig: workflowAgentConfig.optional(),

@@ -145,6 +145,20 @@ describe("workflow lifecycle", () => {
     expect((await createWorkflow(gw.a.admin, { name: "Dup", slug: "dup", definition: validDefinition() })).statusCode).toBe(201);
     problemOf(await createWorkflow(gw.a.admin, { name: "Dup 2", slug: "dup", definition: validDefinition() }), 409, "BATON_STORE_SLUG_TAKEN");
   });
+
+  test("names in other scripts get slugs of their own: two such workflows are both created", async () => {
+    const slugs: string[] = [];
+    for (const name of ["請假審批", "報銷流程"]) {
+      const res = await createWorkflow(gw.a.admin, { name, definition: validDefinition() });
+      expect(res.statusCode).toBe(201);
+      slugs.push(res.json<{ slug: string }>().slug);
+    }
+    expect(slugs[0]).toMatch(/^workflow-[0-9a-f]{8}$/);
+    expect(slugs[1]).toMatch(/^workflow-[0-9a-f]{8}$/);
+    expect(slugs[0]).not.toBe(slugs[1]);
+    // The same name again derives the same slug, taken: 409 as for any name.
+    problemOf(await createWorkflow(gw.a.admin, { name: "請假審批", definition: validDefinition() }), 409, "BATON_STORE_SLUG_TAKEN");
+  });
 });
 
 describe("tenant isolation", () => {
