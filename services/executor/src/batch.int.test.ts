@@ -27,7 +27,8 @@
  * journal (seed 810, fixed); and, found tracing seed 831, a step taken on the rebuilt checkpoint
  * while the stale step's refused records were in flight, which carried them (fixed); and a step's
  * rows written, its executor dead before its events, the checkpoint then lost: the rebuild never
- * told them (seed 841, fixed).
+ * told them (seed 841, fixed); and a cancel whose records were refused stopping the rebuilt run's
+ * calls and children, which then failed it (seed 832, fixed: what a step stops goes out after its rows).
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomBytes } from "node:crypto";
@@ -109,6 +110,25 @@ function command<N extends CommandName>(name: N, init: CommandInit<N>): AnyComma
 
 const result = (executionId: number, nodeId: string): AnyCommand =>
   command("tool.result", { callId: `${executionId}.${nodeId}.1`, executionId, tenantId, nodeId, attempt: 1, tool: "echo", ok: true, output: valueFromJson({ v: nodeId }), durationMs: 1 });
+
+/** Runs `fn` with the call ids of every tool cancel sent meanwhile (each cancel's list). */
+async function withCancels(fn: (cancelled: string[][]) => Promise<void>): Promise<void> {
+  const cancelled: string[][] = [];
+  const listener = await bus.serve(createMessaging(bus).subjects.toolCancel(), async (msg) => {
+    cancelled.push(decode(ToolCancelSchema, msg.data).callIds);
+    return { data: new Uint8Array() };
+  }, { queue: `test_${randomBytes(3).toString("hex")}` });
+  try {
+    await fn(cancelled);
+  } finally {
+    await listener.stop();
+  }
+}
+
+async function waitForCancel(cancelled: readonly string[][], callId: string): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!cancelled.some((ids) => ids.includes(callId)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+}
 
 /** The step number of each node's completed journal row. */
 async function completedSteps(id: number): Promise<Record<string, number>> {
@@ -703,6 +723,86 @@ describe("the records of consecutive steps", () => {
     expect(seen).toHaveLength(6);
   });
 
+  // Chaos seed 832 (docs/dev/chaos.md): a cancel was applied and its calls stopped, but its
+  // records were refused (Redis had lost the checkpoint and another replica had rebuilt the run
+  // without the cancel). The stopped call answered BATON_TOOL_CANCELLED to the rebuilt run,
+  // which had not asked, and failed it before the cancel, delivered again, reached it. Calls
+  // are now stopped only once the step's rows are written.
+  it("stops a cancel's calls only once its records are written: refused, they run on, and the cancel delivered again stops them", async () => {
+    await withCancels(async (cancelled) => {
+      const { g: stale, id } = await startedGated();
+      const held = stale.holdRows("a");
+      const cancel = command("execution.cancel", { executionId: id, tenantId, reason: "stop" });
+      const staleCancel = stale.executor.handle(cancel);
+      await until(() => stale.log.some((l) => l.startsWith("rows ") && l.includes("a:")), "the cancel's statement");
+      // Redis loses the checkpoint; another replica rebuilds the run from the journal (no
+      // cancel there) on a's result.
+      expect(await redis.del(`${prefix}:checkpoint:{${id}}`, `${prefix}:checkpoint:{${id}}:history`, `${prefix}:checkpoint:{${id}}:fwd`)).toBeGreaterThanOrEqual(1);
+      const other = gated();
+      await other.executor.handle(result(id, "a"), 2);
+      held.release();
+      await expect(staleCancel).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED", cause: { code: "BATON_STORE_FENCED" } });
+      // Nothing was stopped: b, c and d still run for the rebuilt run.
+      bus.sendNow();
+      await new Promise((r) => setTimeout(r, 200));
+      expect(cancelled).toEqual([]);
+      expect((await checkpoints.get(id))!.state.status).toBe("running");
+      // The cancel, delivered again, cancels the rebuilt run, and its calls are stopped then.
+      await stale.executor.handle(cancel, 2);
+      for (const n of ["b", "c", "d"]) await waitForCancel(cancelled, `${id}.${n}.1`);
+      expect(cancelled.flat().sort()).toEqual(["b", "c", "d"].map((n) => `${id}.${n}.1`));
+      expect((await checkpoints.get(id))!.state.status).toBe("cancelled");
+      expect((await t.store.executions.getById(id))!.status).toBe("cancelled");
+    });
+  });
+
+  // The replay of seed 832 failed the same way through a child: the parent's cancel, refused,
+  // had cancelled its child, and the rebuilt parent failed with BATON_CHILD_CANCELLED.
+  it("cancels a run's children only once the cancel's records are written", async () => {
+    const parentWf = await parentOfChild("stop");
+    const sent: string[] = [];
+    const messaging = createMessaging(bus);
+    const sendCommand: Messaging["sendCommand"] = (name, init, key) => {
+      sent.push(`${name} ${(init as { executionId: number }).executionId}`);
+      return messaging.sendCommand(name, init, key);
+    };
+    let gate: Promise<void> | undefined;
+    let statementHeld = false;
+    const rows = t.store.nodeExecutions;
+    const store: Store = {
+      ...t.store,
+      nodeExecutions: {
+        ...rows,
+        recordSteps: async (batch) => {
+          if (gate && batch.executions.some((e) => e.patch.status === "cancelled")) {
+            statementHeld = true;
+            await gate;
+          }
+          return rows.recordSteps(batch);
+        },
+      },
+    };
+    const x = createExecutor({ messaging: { ...messaging, sendCommand }, store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0 });
+    const row = await t.store.executions.create(tenantId, { workflowId: parentWf, workflowVersion: 1, input: {} });
+    await x.handle(command("execution.start", { executionId: row.id, tenantId, workflowId: parentWf, workflowVersion: 1, input: {} }));
+    const child = (await t.store.executions.listChildren(tenantId, row.id))[0]!;
+    let release!: () => void;
+    gate = new Promise<void>((r) => (release = r));
+    const cancel = command("execution.cancel", { executionId: row.id, tenantId, reason: "stop" });
+    const first = x.handle(cancel);
+    await until(() => statementHeld, "the cancel's statement");
+    // Another replica's rebuild fences the journal (the cancel is not in it); the statement lands after.
+    await t.store.executions.fenceJournal(row.id, tenantId, 1000);
+    gate = undefined;
+    release();
+    await expect(first).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED", cause: { code: "BATON_STORE_FENCED" } });
+    expect(sent).not.toContain(`execution.cancel ${child.id}`);
+    // Delivered again: applied to the run rebuilt past the floor, which cancels the child now.
+    await x.handle(cancel, 2);
+    expect(sent.filter((l) => l === `execution.cancel ${child.id}`)).toHaveLength(1);
+    expect((await t.store.executions.getById(row.id))!.status).toBe("cancelled");
+  });
+
   it("does not publish a step's events when the previous step's events failed", async () => {
     const { g, a, b, gate } = await twoSteps();
     gate.fail();
@@ -727,25 +827,6 @@ describe("calls sent while their checkpoint is written", () => {
 
   function executorWith(cp: typeof checkpoints): Executor {
     return createExecutor({ messaging: createMessaging(bus), store: t.store, checkpoints: cp, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0 });
-  }
-
-  /** Runs `fn` with the call ids of every tool cancel sent meanwhile (each cancel's list). */
-  async function withCancels(fn: (cancelled: string[][]) => Promise<void>): Promise<void> {
-    const cancelled: string[][] = [];
-    const listener = await bus.serve(createMessaging(bus).subjects.toolCancel(), async (msg) => {
-      cancelled.push(decode(ToolCancelSchema, msg.data).callIds);
-      return { data: new Uint8Array() };
-    }, { queue: `test_${randomBytes(3).toString("hex")}` });
-    try {
-      await fn(cancelled);
-    } finally {
-      await listener.stop();
-    }
-  }
-
-  async function waitForCancel(cancelled: readonly string[][], callId: string): Promise<void> {
-    const deadline = Date.now() + 5_000;
-    while (!cancelled.some((ids) => ids.includes(callId)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   }
 
   async function startChain(x: Executor): Promise<number> {

@@ -552,7 +552,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   }
 
   /**
-   * Tool calls, timers, children and cancellations: they go out as soon as the checkpoint holds them.
+   * Tool calls, timers and children: they go out as soon as the checkpoint holds them.
+   * Cancellations wait for the step's rows (see {@link sendCancellations}).
    * `resent`: effects carried out again (after a crash, or from a rebuilt checkpoint), whose
    * tool calls may have been answered already; workers look for a recorded answer first.
    */
@@ -561,9 +562,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     for (const e of effects) {
       switch (e.kind) {
         case "callTool":
-          break;
         case "cancelTools":
-          outward.push(cancelCalls(state.tenantId, e.callIds, e.reason));
+        case "cancelChildren":
           break;
         case "setTimer":
           // Keyed by the due time too: an outbox carried out again sends the same timer, which
@@ -575,12 +575,6 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         case "startChild":
           outward.push(startChild(state, e));
           break;
-        case "cancelChildren":
-          for (const key of e.childKeys) {
-            outward.push(store.executions.getChild(state.executionId, e.nodeId, key).then((child) =>
-              child ? messaging.sendCommand("execution.cancel", { executionId: child.id, tenantId: state.tenantId, reason: e.reason }, `cancel:${child.id}`) : undefined));
-          }
-          break;
         case "emit":
         case "journal":
         case "review":
@@ -588,6 +582,33 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       }
     }
     await Promise.all(outward);
+  }
+
+  /**
+   * The tool calls and children that steps stopped (a cancel, a deadline, a timeout, a branch
+   * no longer waited for), told once the steps' rows are written, never before: a step whose
+   * records the journal refuses (its checkpoint was lost, and the run rebuilt without it) must
+   * not stop work the rebuilt run still waits for. A call stopped that way would answer
+   * `BATON_TOOL_CANCELLED`, and a child end `cancelled`, to a run that never asked, and fail it
+   * before the cancel, delivered again, reached it (chaos seed 832, docs/dev/chaos.md). The
+   * checkpoint's outbox holds them until then, so a crash in between sends them with its redo;
+   * they go before the steps' events, since a run's end drops its checkpoint once those are out.
+   */
+  function sendCancellations(steps: readonly { state: ExecutionState; effects: readonly Effect[] }[]): Promise<unknown> | undefined {
+    let outward: Promise<unknown>[] | undefined;
+    for (const { state, effects } of steps) {
+      for (const e of effects) {
+        if (e.kind === "cancelTools") {
+          (outward ??= []).push(cancelCalls(state.tenantId, e.callIds, e.reason));
+        } else if (e.kind === "cancelChildren") {
+          for (const key of e.childKeys) {
+            (outward ??= []).push(store.executions.getChild(state.executionId, e.nodeId, key).then((child) =>
+              child ? messaging.sendCommand("execution.cancel", { executionId: child.id, tenantId: state.tenantId, reason: e.reason }, `cancel:${child.id}`) : undefined));
+          }
+        }
+      }
+    }
+    return outward && Promise.all(outward);
   }
 
   /**
@@ -650,7 +671,10 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * `prev` null = a redo after a crash: write everything again.
    */
   async function record(prev: ExecutionState | null, state: ExecutionState, effects: Effect[], checkpointVersion: number): Promise<void> {
-    await publishRecords(await writeRecords([{ prev, state, effects, version: checkpointVersion }]));
+    const steps = [{ prev, state, effects, version: checkpointVersion }];
+    const numbered = await writeRecords(steps);
+    await sendCancellations(steps);
+    await publishRecords(numbered);
   }
 
   /**
@@ -736,7 +760,12 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       (async () => {
         for (const g of groups) await dispatch(state, g.effects, true);
       })(),
-      (async () => publishRecords(await writeRecords(groups.map((g) => ({ prev: null, state, effects: g.effects, version: g.version })))))(),
+      (async () => {
+        const steps = groups.map((g) => ({ prev: null, state, effects: g.effects, version: g.version }));
+        const numbered = await writeRecords(steps);
+        await sendCancellations(steps);
+        await publishRecords(numbered);
+      })(),
     ]);
   }
 
@@ -1528,8 +1557,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       const prev = state;
       version = written.version;
       state = r.state;
-      // Timers, children and cancellations go out now; journal rows and events follow in order,
-      // off the lock, and the command is acknowledged only once they are written (see handle).
+      // Timers and children go out now; journal rows, then cancellations and events, follow in
+      // order, off the lock, and the command is acknowledged only once they are out (see handle).
       let again: Awaited<typeof calls>;
       try {
         [again] = await Promise.all([calls, dispatch(state, r.effects, false, false)]);
@@ -1685,15 +1714,22 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       if (p.waiting === steps) p.waiting = [];
       return writeRecords(steps);
     });
+    const failed = (err: unknown): void => {
+      announced.error = { error: err };
+      announce(p);
+    };
     void link.then(
       (numbered) => {
-        announced.steps = numbered;
-        announce(p);
+        const ready = (): void => {
+          announced.steps = numbered;
+          announce(p);
+        };
+        // Rows written: what the steps stopped is told now (sendCancellations), then their events.
+        const stopping = sendCancellations(steps);
+        if (stopping) void stopping.then(ready, failed);
+        else ready();
       },
-      (err: unknown) => {
-        announced.error = { error: err };
-        announce(p);
-      },
+      failed,
     );
     const rows = link.then(() => undefined);
     p.journaled = Promise.all([p.journaled, rows]).then(() => undefined);
