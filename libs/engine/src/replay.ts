@@ -35,6 +35,15 @@ export interface ReplayInput {
    * rows are in the journal counts as announced.
    */
   announcedThrough?: number;
+  /**
+   * By event kind, the step of the last event of that kind the run published, for the kinds
+   * the stream holds one of. A step's rows may all be written again by a later step whose
+   * events never went out either (a retry's start, then its failure: the row says `failed`, by
+   * the later step), so no row tells that the earlier step was past `announcedThrough`; its
+   * events are given back when one of them is of a kind last published before a step that
+   * the journal places at or before it (see unrecordedOf).
+   */
+  announcedByKind?: Readonly<Partial<Record<EngineEvent["kind"], number>>>;
   /** Time of the start step (the execution's startedAt). */
   startedAt: string;
   blobs?: ReadonlyMap<string, JsonValue>;
@@ -153,7 +162,7 @@ export async function replayJournal(input: ReplayInput): Promise<ReplayResult> {
   }
 
   replaying = false;
-  const unrecorded = unrecordedOf(steps, input.journal, input.announcedThrough);
+  const unrecorded = unrecordedOf(steps, input.journal, input.announcedThrough, input.announcedByKind);
 
   const announced = input.announced?.subRunPauses ?? {};
   const pausePoint = input.announced?.pausePoint ?? undefined;
@@ -192,33 +201,57 @@ export async function replayJournal(input: ReplayInput): Promise<ReplayResult> {
  * is in the journal when its attempt has a row there: any row for a start, a finished one for
  * an end. A step's events never went out, its rows written, when it last wrote one of the rows
  * (same node, attempt and status) and the row's step is past `announcedThrough`, the last step
- * whose events were published (unknown: none counts as unannounced).
+ * whose events were published (unknown: none counts as unannounced). Its events never went
+ * out either when one of them is of a kind whose last published event (`announcedByKind`) is
+ * numbered below a row that a replayed step up to this one last wrote: steps are numbered in
+ * the order they were taken, so this step's number is at least that row's (chaos seed 853: a
+ * retry's start, whose only row its failure wrote again, both unannounced).
  */
-function unrecordedOf(steps: readonly Effect[][], journal: ReplayInput["journal"], announcedThrough?: number): Effect[] {
+function unrecordedOf(steps: readonly Effect[][], journal: ReplayInput["journal"], announcedThrough?: number, announcedByKind?: ReplayInput["announcedByKind"]): Effect[] {
   const rows = new Map<string, boolean>();
-  /** The rows written by a step past the last one announced, as `node#attempt:status`. */
-  const unannounced = new Set<string>();
+  /** The step number of each row, as `node#attempt:status` (its last write). */
+  const rowStep = new Map<string, number>();
   for (const j of journal) {
     const key = `${j.nodeId}#${j.attempt}`;
     rows.set(key, rows.get(key) === true || j.status !== "running");
-    if (announcedThrough !== undefined && typeof j.stepVersion === "number" && j.stepVersion > announcedThrough) unannounced.add(`${key}:${j.status}`);
+    if (typeof j.stepVersion === "number") rowStep.set(`${key}:${j.status}`, j.stepVersion);
   }
   const missing = (e: Effect): boolean => {
     if (e.kind !== "journal") return false;
     const finished = rows.get(`${e.entry.nodeId}#${e.entry.attempt}`);
     return finished === undefined || (e.entry.status !== "running" && !finished);
   };
-  // The step that last wrote each of those rows (a later step may write the same again).
+  // The replayed step that last wrote each of those rows (a later step may write the same again).
   const lastWriter = new Map<string, number>();
   steps.forEach((effects, i) => {
     for (const e of effects) {
       if (e.kind !== "journal") continue;
       const key = `${e.entry.nodeId}#${e.entry.attempt}:${e.entry.status}`;
-      if (unannounced.has(key)) lastWriter.set(key, i);
+      if (rowStep.has(key)) lastWriter.set(key, i);
     }
   });
+  const starts: number[] = [];
+  if (announcedThrough !== undefined) {
+    for (const [key, i] of lastWriter) if (rowStep.get(key)! > announcedThrough) starts.push(i);
+  }
+  if (announcedByKind) {
+    // The least number each replayed step can have: the highest of the rows it, or a step before it, last wrote.
+    const numberAt = new Map<number, number>();
+    for (const [key, i] of lastWriter) numberAt.set(i, Math.max(numberAt.get(i) ?? 0, rowStep.get(key)!));
+    let atLeast = 0;
+    untold: for (const [i, effects] of steps.entries()) {
+      atLeast = Math.max(atLeast, numberAt.get(i) ?? 0);
+      for (const e of effects) {
+        const last = e.kind === "emit" ? announcedByKind[e.event.kind] : undefined;
+        if (last !== undefined && last < atLeast) {
+          starts.push(i);
+          break untold;
+        }
+      }
+    }
+  }
   const firstMissing = steps.findIndex((effects) => effects.some(missing));
-  const starts = [...lastWriter.values(), ...(firstMissing >= 0 ? [firstMissing] : [])];
+  if (firstMissing >= 0) starts.push(firstMissing);
   if (starts.length === 0) return [];
   const first = Math.min(...starts);
   return steps.slice(first).flatMap((effects) => effects.filter((e) => e.kind === "emit" || missing(e)));

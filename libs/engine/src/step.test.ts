@@ -1431,6 +1431,34 @@ describe("replay: the records of steps lost with the checkpoint", () => {
     const partly = await replayJournal({ definition: d, identity, start: { kind: "start", input: {} }, journal: withoutC, startedAt: new Date(t0).toISOString(), announcedThrough: 1 });
     expect(records(partly.unrecorded)).toEqual([...untold.slice(0, 4), "row c#1:running", untold[4], "row c#1:completed", untold[5]]);
   });
+  it("gives back the events of a retry's start whose only row its unannounced failure wrote again (chaos seed 853)", async () => {
+    const r = def({ nodes: [{ id: "f", type: "tool", config: { tool: "f" }, retry: { maxAttempts: 3, initialDelayMs: 10, jitter: 0 } }] });
+    let calls = 0;
+    const live = await drive(r, { tools: { f: () => (++calls <= 2 ? { ok: false, message: "flaky", retryable: true } : "hang") } }, null, { kind: "start", input: {} });
+    // Steps: 1 starts f#1; 2 fails it; 3 (the retry's timer) starts f#2; 4 fails it, its retry's
+    // timer set (the rebuild sets it again). Rows of steps 1-4 are written (merged by attempt: the last write and its step); the events
+    // went out through step 2. f#2's row says `failed`, written by step 4: no row is step 3's.
+    const journal = [
+      { nodeId: "f", nodeType: "tool", attempt: 1, status: "failed" as const, error: "flaky", errorCode: "E_TOOL", retryable: true, stepVersion: 2 },
+      { nodeId: "f", nodeType: "tool", attempt: 2, status: "failed" as const, error: "flaky", errorCode: "E_TOOL", retryable: true, stepVersion: 4 },
+    ];
+    expect(live.journal.filter((j) => j.status === "failed").map((j) => `${j.nodeId}#${j.attempt}`)).toEqual(["f#1", "f#2"]);
+    const replay = (announced: { announcedThrough?: number; announcedByKind?: Record<string, number> }) => replayJournal({
+      definition: r, identity, start: { kind: "start", input: {} }, journal, startedAt: new Date(t0).toISOString(), ...announced,
+    });
+    const byKind = { "execution.started": 1, "node.started": 1, "node.failed": 2 };
+    const told = await replay({ announcedThrough: 2, announcedByKind: byKind });
+    expect(told.unplaced).toEqual([]);
+    expect(records(told.unrecorded)).toEqual(["event node.started:f", "event node.failed:f"]);
+    expect(told.unrecorded.flatMap((e) => (e.kind === "emit" && "attempt" in e.event ? [e.event.attempt] : []))).toEqual([2, 2]);
+    expect(told.rearm.map((e) => (e.kind === "setTimer" ? e.timerId : e.kind))).toEqual(["retry:f:2"]);
+    // Without the kinds, only the step past the last announced one whose row says so (the gap).
+    expect(records((await replay({ announcedThrough: 2 })).unrecorded)).toEqual(["event node.failed:f"]);
+    // Step 3's node.started went out (the last node.started is step 3's): from step 4 on.
+    expect(records((await replay({ announcedThrough: 3, announcedByKind: { ...byKind, "node.started": 3 } })).unrecorded)).toEqual(["event node.failed:f"]);
+    // Everything through step 4 went out: nothing to tell.
+    expect((await replay({ announcedThrough: 4, announcedByKind: { ...byKind, "node.started": 3, "node.failed": 4 } })).unrecorded).toEqual([]);
+  });
 });
 
 describe("step: cancel while a retry waits", () => {

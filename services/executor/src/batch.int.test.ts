@@ -723,6 +723,48 @@ describe("the records of consecutive steps", () => {
     expect(seen).toHaveLength(6);
   });
 
+  // Chaos seed 853 (docs/dev/chaos.md): as above, but the unannounced steps were a retry's start
+  // and its failure. The start's only row (f#2 running) was written again by the failure
+  // (f#2 failed), so no row said the start was past the last announced step, and the rebuild
+  // told the failure alone: the timeline had `node.failed f#2` without `node.started f#2`. The
+  // rebuild now also reads the last event of each kind from the stream.
+  it("publishes the start of a retry whose only row its unannounced failure wrote again, after Redis lost the checkpoint", async () => {
+    const retried = (await t.store.workflows.create(tenantId, {
+      name: "retried", slug: `retried-${prefix}`,
+      definition: { start: "f", nodes: [{ id: "f", type: "tool", config: { tool: "echo" }, retry: { maxAttempts: 3, initialDelayMs: 0, jitter: 0 } }], edges: [] },
+    })).id;
+    const failed = (id: number, attempt: number): AnyCommand =>
+      command("tool.result", { callId: `${id}.f.${attempt}`, executionId: id, tenantId, nodeId: "f", attempt, tool: "echo", ok: false, error: { code: "E_FLAKY", message: "flaky", retryable: true }, durationMs: 1 });
+    const retryTimer = async (id: number, attempt: number): Promise<AnyCommand> => {
+      const cp = (await checkpoints.get(id))!;
+      return command("execution.timer", { executionId: id, tenantId, timerId: `retry:f:${attempt}`, dueAt: cp.state.timers![`retry:f:${attempt}`]!.dueAt });
+    };
+    const dead = gated();
+    const row = await t.store.executions.create(tenantId, { workflowId: retried, workflowVersion: 1, input: {} });
+    const id = row.id;
+    await dead.executor.handle(command("execution.start", { executionId: id, tenantId, workflowId: retried, workflowVersion: 1, input: {} }));
+    await dead.executor.handle(failed(id, 1));
+    const timer1 = await retryTimer(id, 1);
+    // The retry's start and its failure: rows written, events held; the executor dies there.
+    const gate = dead.hold();
+    const started2 = dead.executor.handle(timer1);
+    await until(() => dead.log.includes("event node.started f"), "f#2's start, its event held");
+    const failed2 = dead.executor.handle(failed(id, 2));
+    await until(async () => (await t.store.nodeExecutions.listById(id)).some((r) => r.attempt === 2 && r.status === "failed"), "f#2's failure written");
+    gate.fail();
+    await expect(started2).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED" });
+    await expect(failed2).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED" });
+    const timer2 = await retryTimer(id, 2);
+    // Redis loses the checkpoint; the next retry's timer reaches another replica, which rebuilds.
+    expect(await redis.del(`${prefix}:checkpoint:{${id}}`, `${prefix}:checkpoint:{${id}}:history`, `${prefix}:checkpoint:{${id}}:fwd`)).toBeGreaterThanOrEqual(1);
+    const other = gated();
+    await other.executor.handle(timer2, 2);
+    // f#2's start and failure go out, once each and in order, then f#3's start.
+    expect(other.sent.map((l) => l.split(" ").slice(0, 2).join(" "))).toEqual(["node.started f", "node.failed f", "node.started f"]);
+    const attempts = (await t.store.nodeExecutions.listById(id)).map((r) => `${r.attempt}:${r.status}`);
+    expect(attempts).toEqual(["1:failed", "2:failed", "3:running"]);
+  });
+
   // Chaos seed 832 (docs/dev/chaos.md): a cancel was applied and its calls stopped, but its
   // records were refused (Redis had lost the checkpoint and another replica had rebuilt the run
   // without the cancel). The stopped call answered BATON_TOOL_CANCELLED to the rebuilt run,

@@ -18,7 +18,7 @@ import { randomUUID } from "node:crypto";
 import { CheckpointCorrupt } from "@baton/checkpoints";
 import type { Checkpoint, CheckpointStore } from "@baton/checkpoints";
 import { encode, ToolCancelSchema, valueFromJson, valueToJson } from "@baton/contracts";
-import type { Command, Effect, ExecutionState, ForkStart, JsonObject, JsonValue, LearnedSubRunPause, WorkflowDefinition } from "@baton/engine";
+import type { Command, Effect, EngineEvent, ExecutionState, ForkStart, JsonObject, JsonValue, LearnedSubRunPause, ReplayInput, WorkflowDefinition } from "@baton/engine";
 import { BlobsNeeded, DEADLINE_TIMER_ID, forkStartOf, isJsonObject, forkStartRecord, isFinished, keptForkStart, outstandingCalls, outstandingCount, referencedTools, replayJournal, settledFanCall, step, subRunPauses, subRunReason, validateInput, validateWorkflow } from "@baton/engine";
 import { defineError, errorMessage, hasCode } from "@baton/errors";
 import type { AnyCommand, Messaging } from "@baton/messaging";
@@ -1101,12 +1101,12 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     let regraced = false;
     // The last step whose events went out: steps past it whose rows are in the journal had
     // their executor die between the rows and the events (chaos seed 841), told again below.
-    let announcedThrough = await publishedThrough(row);
+    let published = await publishedThrough(row);
     for (;;) {
       try {
         replay = await replayJournal({
           definition, identity, start: await startCommandOf(row), startedAt: (row.startedAt ?? row.createdAt).toISOString(), blobs, missingBlobs, pausedSubRuns, announced,
-          ...(announcedThrough !== undefined ? { announcedThrough } : {}),
+          ...published,
           journal: journal.map((j) => ({
             nodeId: j.nodeId, nodeType: j.nodeType, attempt: j.attempt, status: j.status as never,
             ...(j.output !== null ? { output: j.output } : {}), ...(j.error !== null ? { error: j.error } : {}),
@@ -1123,7 +1123,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
           regraced = true;
           await new Promise((r) => setTimeout(r, UNRECORDED_GRACE_MS));
           journal = await store.nodeExecutions.listForReplay(row.id);
-          announcedThrough = await publishedThrough(row);
+          published = await publishedThrough(row);
           continue;
         }
         break;
@@ -1165,7 +1165,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       written = await writeCheckpoint(row.id, { ...state, outbox }, written.version);
     }
     logger.warn("checkpoint rebuilt from the journal", { executionId: row.id, status: state.status, rearmed: rearm.length });
-    if (unrecorded.length) logger.warn("records of lost steps written again", { executionId: row.id, announcedThrough: announcedThrough ?? null, rows: unrecorded.flatMap((e) => (e.kind === "journal" ? [`${e.entry.nodeId}#${e.entry.attempt}:${e.entry.status}`] : [])) });
+    if (unrecorded.length) logger.warn("records of lost steps written again", { executionId: row.id, announcedThrough: published.announcedThrough ?? null, announcedByKind: published.announcedByKind ?? null, rows: unrecorded.flatMap((e) => (e.kind === "journal" ? [`${e.entry.nodeId}#${e.entry.attempt}:${e.entry.status}`] : [])) });
     // A row that does not say what the rebuilt state does is written again, whole; so is the row
     // of a run whose last steps were lost with their records (still active, the state finished):
     // carried out as a redo, the run's end is then written and told (its parent, its slot).
@@ -1185,21 +1185,26 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * is found (none kept, or none published) or the read failed: the replay then takes every
    * step whose rows are in the journal as announced.
    */
-  async function publishedThrough(row: ExecutionRecord): Promise<number | undefined> {
+  async function publishedThrough(row: ExecutionRecord): Promise<Pick<ReplayInput, "announcedThrough" | "announcedByKind">> {
     let last;
     try {
       last = await messaging.bus.lastPerSubject(messaging.subjects.executionEventsFilter(row.tenantId, row.id));
     } catch (err) {
       logger.warn("the events a run published could not be read; its rebuild takes every journaled step as announced", { executionId: row.id, error: errorMessage(err) });
-      return undefined;
+      return {};
     }
     let through: number | undefined;
+    const byKind: Partial<Record<EngineEvent["kind"], number>> = {};
     for (const m of last) {
       const id = /^evt:(\d+):(\d+):\d+$/.exec(m.meta.idempotencyKey ?? "");
       if (!id || Number(id[1]) !== row.id) continue;
-      through = Math.max(through ?? 0, Number(id[2]));
+      const step = Number(id[2]);
+      through = Math.max(through ?? 0, step);
+      // One subject per kind: its last message is the kind's last event.
+      const kind = messaging.subjects.parseEvent(m.subject)?.type as EngineEvent["kind"] | undefined;
+      if (kind) byKind[kind] = Math.max(byKind[kind] ?? 0, step);
     }
-    return through;
+    return through === undefined ? {} : { announcedThrough: through, announcedByKind: byKind };
   }
 
   /** Whether an execution row differs from what a rebuilt, unfinished state would write: its status, pause point or pauses in sub-runs. */
