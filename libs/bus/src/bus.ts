@@ -97,6 +97,12 @@ export interface Bus {
    */
   lastPerSubject(filterSubject: string): Promise<BusMessage[]>;
   /**
+   * When the oldest message the events stream still holds was stored; null when it holds none.
+   * Messages go oldest first (max age, size limits), so whatever was published since then is
+   * all still there: a subject with no message since then never had one.
+   */
+  eventsKeptSince(): Promise<Date | null>;
+  /**
    * Core NATS request/reply. Throws BATON_BUS_NO_RESPONDERS (503) when nobody serves the
    * subject, BATON_BUS_TIMEOUT (504) without an answer in time, and the handler's own error
    * (same code, status, retryability) when the server answered with one.
@@ -421,6 +427,14 @@ class NatsBus implements Bus {
       const headers = headerRecord(m.header);
       return [{ subject: m.subject, data: m.data, meta: metaFromHeaders(headers), deliveryCount: 1, seq: m.seq, timestamp: m.time, working: () => undefined }];
     });
+  }
+
+  async eventsKeptSince(): Promise<Date | null> {
+    this.#assertOpen("eventsKeptSince");
+    const { state } = await this.#jsm.streams.info(this.streams.events);
+    if (state.messages === 0) return null;
+    const first = new Date(state.first_ts);
+    return Number.isNaN(first.getTime()) ? null : first;
   }
 
   async request(subject: string, data: Uint8Array, opts: RequestOptions = {}): Promise<BusMessage> {

@@ -13,7 +13,8 @@
  * - a replay that ended leaves no consumer on the server (an ordered consumer would otherwise
  *   stay until its 5-minute inactivity threshold);
  * - lastPerSubject gives the last message of each subject the filter matches, with its
- *   headers (the message id), none when nothing matches, and leaves no consumer.
+ *   headers (the message id), none when nothing matches, and leaves no consumer;
+ * - eventsKeptSince gives the time of the oldest message the events stream holds, null for none.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { Bus, BusMessage } from "@baton/bus";
@@ -145,5 +146,24 @@ describe("lastPerSubject", () => {
     expect(await bus.lastPerSubject(`${prefix}.evt.*.*.t_1.404`)).toEqual([]);
     expect(await consumers()).toBe(before);
     await expect(bus.lastPerSubject(`${prefix}.cmd.>`)).rejects.toMatchObject({ code: "BATON_BUS_INVALID_OPTIONS" });
+  });
+});
+
+describe("eventsKeptSince", () => {
+  it("gives when the oldest message the events stream holds was stored, null for none", async () => {
+    const since = await bus.eventsKeptSince();
+    // The messages published at the start of this file are the oldest.
+    const first = (await admin.jsm.streams.getMessage(bus.streams.events, { seq: seqs["execution.started/1"]! }))!;
+    expect(since?.getTime()).toBe(new Date(first.time).getTime());
+    expect(since!.getTime()).toBeLessThanOrEqual(Date.now());
+    const empty = await openBus(randomPrefix());
+    const emptyAdmin = await openAdmin();
+    try {
+      await empty.ensureTopology();
+      expect(await empty.eventsKeptSince()).toBeNull();
+    } finally {
+      await empty.drain();
+      await emptyAdmin.cleanup(empty.prefix);
+    }
   });
 });

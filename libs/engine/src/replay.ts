@@ -31,8 +31,8 @@ export interface ReplayInput {
    * so), when known. A step's events go out after its rows, so an executor that died between
    * the two left rows in the journal whose events never went out: a replayed step that last
    * wrote a row numbered past this one is one of them, and its events, and every later step's,
-   * are given back with the unrecorded (see unrecordedOf). Undefined: not known, every step whose
-   * rows are in the journal counts as announced.
+   * are given back with the unrecorded (see unrecordedOf). 0: none published, every step is
+   * given back. Undefined: not known, every step whose rows are in the journal counts as announced.
    */
   announcedThrough?: number;
   /**
@@ -231,6 +231,9 @@ function unrecordedOf(steps: readonly Effect[][], journal: ReplayInput["journal"
     }
   });
   const starts: number[] = [];
+  // Nothing published (no event of the run on a stream that would still hold them): every
+  // step whose rows are written is told, from the first.
+  if (announcedThrough === 0 && rowStep.size > 0) starts.push(0);
   if (announcedThrough !== undefined) {
     for (const [key, i] of lastWriter) if (rowStep.get(key)! > announcedThrough) starts.push(i);
   }

@@ -1456,6 +1456,10 @@ describe("replay: the records of steps lost with the checkpoint", () => {
     expect(records((await replay({ announcedThrough: 2 })).unrecorded)).toEqual(["event node.failed:f"]);
     // Step 3's node.started went out (the last node.started is step 3's): from step 4 on.
     expect(records((await replay({ announcedThrough: 3, announcedByKind: { ...byKind, "node.started": 3 } })).unrecorded)).toEqual(["event node.failed:f"]);
+    // No event of the run went out (none on a stream that would still hold them): all of them.
+    expect(records((await replay({ announcedThrough: 0, announcedByKind: {} })).unrecorded)).toEqual([
+      "event execution.started", "event node.started:f", "event node.failed:f", "event node.started:f", "event node.failed:f",
+    ]);
     // Everything through step 4 went out: nothing to tell.
     expect((await replay({ announcedThrough: 4, announcedByKind: { ...byKind, "node.started": 3, "node.failed": 4 } })).unrecorded).toEqual([]);
   });

@@ -723,6 +723,37 @@ describe("the records of consecutive steps", () => {
     expect(seen).toHaveLength(6);
   });
 
+  // Chaos seeds 831 and 832 (docs/dev/chaos.md): a run's timeline began after its start (no
+  // `execution.started`, no `node.started` of the first node) though the journal had the start's
+  // rows: the start's executor died between its rows and its events, Redis lost the checkpoint,
+  // and the rebuild, finding no event of the run on the stream, took that as "not known" and told
+  // nothing. When the stream still holds messages from before the run, none was published.
+  it("publishes the start's events when no event of the run went out, its rows written, after Redis lost the checkpoint", async () => {
+    // The stream must hold a message from over a second before the run (the clocks' leeway).
+    const since = await bus.eventsKeptSince();
+    if (since === null || since.getTime() > Date.now() - 1_100) {
+      await bus.publish(`${prefix}.evt.workflow.created.${tenantId}.0`, new Uint8Array(), { tenantId, type: "workflow.created" });
+      await new Promise((r) => setTimeout(r, 1_100));
+    }
+    const dead = gated();
+    const row = await t.store.executions.create(tenantId, { workflowId, workflowVersion: 1, input: {} });
+    const id = row.id;
+    const gate = dead.hold();
+    const start = dead.executor.handle(command("execution.start", { executionId: id, tenantId, workflowId, workflowVersion: 1, input: {} }));
+    await until(() => dead.written.has("s:completed") && dead.log.includes("event execution.started"), "the start's rows, then its events held");
+    gate.fail();
+    await expect(start).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED" });
+    expect(await bus.lastPerSubject(`${prefix}.evt.*.*.${tenantId}.${id}`)).toEqual([]);
+    expect(await redis.del(`${prefix}:checkpoint:{${id}}`, `${prefix}:checkpoint:{${id}}:history`, `${prefix}:checkpoint:{${id}}:fwd`)).toBeGreaterThanOrEqual(1);
+    const other = gated();
+    await other.executor.handle(result(id, "a"), 2);
+    const told = other.sent.map((l) => l.split(" ").slice(0, 2).join(" ").trim());
+    expect(told.slice(0, 3)).toEqual(["execution.started", "node.started s", "node.completed s"]);
+    for (const e of ["execution.started", "node.completed s", "node.started a", "node.completed a"]) expect(told.filter((l) => l === e)).toHaveLength(1);
+    for (const n of ["b", "c", "d"]) await other.executor.handle(result(id, n));
+    expect((await t.store.executions.getById(id))!.status).toBe("completed");
+  });
+
   // Chaos seed 853 (docs/dev/chaos.md): as above, but the unannounced steps were a retry's start
   // and its failure. The start's only row (f#2 running) was written again by the failure
   // (f#2 failed), so no row said the start was past the last announced step, and the rebuild

@@ -1204,7 +1204,14 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       const kind = messaging.subjects.parseEvent(m.subject)?.type as EngineEvent["kind"] | undefined;
       if (kind) byKind[kind] = Math.max(byKind[kind] ?? 0, step);
     }
-    return through === undefined ? {} : { announcedThrough: through, announcedByKind: byKind };
+    if (through !== undefined) return { announcedThrough: through, announcedByKind: byKind };
+    if (last.length > 0) return {};
+    // No event of the run on the stream: none published (its first steps' rows written, their
+    // executor dead before the events), or none kept any more. When the stream still holds
+    // messages from before the run was created (a second's leeway for the clocks of NATS and
+    // Postgres), it would hold the run's too: none was published.
+    const since = await messaging.bus.eventsKeptSince().catch(() => null);
+    return since !== null && since.getTime() <= row.createdAt.getTime() - 1_000 ? { announcedThrough: 0, announcedByKind: {} } : {};
   }
 
   /** Whether an execution row differs from what a rebuilt, unfinished state would write: its status, pause point or pauses in sub-runs. */
