@@ -10,7 +10,10 @@
  * flaky tool, reviews in the run and in a sub-run that it approves or rejects after a while,
  * cancels of some runs) while, at random moments, it SIGKILLs an executor (restarted after a
  * while) and deletes random live executions' Redis checkpoints. Then, with every executor up
- * and every review answered, it checks each execution and each of its child runs:
+ * and every review answered, once every run and its child runs have ended (a child may end well
+ * after its parent: a command a killed executor held comes back after the 30 s ack wait, and
+ * the wait gives up after 180 s for the runs and 120 s more for the children), it checks each
+ * execution and each of its child runs:
  * - it ended (completed, failed, cancelled) with the status and output its shape should give;
  * - no journal row is left running, and no node attempt completed twice; a completed run of a
  *   loop-free shape has exactly one completed row per node it should have run;
@@ -643,6 +646,19 @@ async function round(seed: number): Promise<string[]> {
       }
       return rows.size === runs.length ? true : undefined;
     }, 180_000).catch(() => undefined);
+    // And their child runs: a parent that ended (cancelled, failed) stops its children
+    // asynchronously, and a command that a killed executor held comes back only after the
+    // consumer's ack wait (30 s), so a child may end well after its parent.
+    const childrenOf = async (id: number) => (await a.call<{ items: ExecutionRow[] }>("GET", `/api/agent-workflow-executions/${id}/children`)).body.items;
+    await waitFor("every child run to end", async () => {
+      for (const run of runs) {
+        for (const kid of await childrenOf(run.id)) {
+          if (!ends.includes(kid.status)) return undefined;
+          for (const grand of await childrenOf(kid.id)) if (!ends.includes(grand.status)) return undefined;
+        }
+      }
+      return true;
+    }, 120_000).catch(() => undefined);
     answering = false;
     await answer;
 
@@ -689,7 +705,6 @@ async function round(seed: number): Promise<string[]> {
     const rerunsOf = (ids: number[]) => [...interrupted].filter(([c]) => ids.some((x) => c.startsWith(`${x}.`))).reduce((m, [, n]) => m + n, 0);
 
     const journalOf = async (id: number) => (await a.call<{ items: NodeRow[] }>("GET", `/api/agent-workflow-executions/${id}/nodes`)).body.items;
-    const kidsOf = async (id: number) => (await a.call<{ items: ExecutionRow[] }>("GET", `/api/agent-workflow-executions/${id}/children`)).body.items;
     const tenantId = async (id: number) => {
       const store = (await import("@baton/store")).createStore({ databaseUrl: config.databaseUrl, schema: config.databaseSchema });
       try {
@@ -726,8 +741,8 @@ async function round(seed: number): Promise<string[]> {
           else if (run.expect.status === "completed" && !flakyOk && !isDeepStrictEqual(row.output, run.expect.output)) say(`output ${JSON.stringify(row.output)}, expected ${JSON.stringify(run.expect.output)}`);
         }
         if (row.status === "cancelled" && run.cancel?.answered !== 202) say("cancelled without a cancel");
-        const kids = await kidsOf(run.id);
-        const grand = (await Promise.all(kids.map((k) => kidsOf(k.id)))).flat();
+        const kids = await childrenOf(run.id);
+        const grand = (await Promise.all(kids.map((k) => childrenOf(k.id)))).flat();
         const family = [run.id, ...kids.map((k) => k.id), ...grand.map((k) => k.id)];
         for (const id of family) {
           const nodes = await journalOf(id);
