@@ -60,7 +60,7 @@ import { startBaton } from "../../bin/start.ts";
 import type { BatonHandle } from "../../bin/start.ts";
 import { api, DATABASE_URL, freePort, isolatedConfig, removeIsolated, waitFor } from "../../test/helpers.ts";
 import type { Api } from "../../test/helpers.ts";
-import type { ExecutionRow, NodeRow, Recorder } from "../../test/workflows.ts";
+import type { ExecutionRow, NodeRow, Recorder, SseEvent } from "../../test/workflows.ts";
 import { collectEvents, createDefinition, getExecution, testTools, timelineProblems } from "../../test/workflows.ts";
 
 const root = join(import.meta.dirname, "../..");
@@ -756,11 +756,23 @@ async function round(seed: number): Promise<string[]> {
             seen.add(key);
           }
           if (!ends.includes(kidRow.status)) say(`child ${id} still ${kidRow.status}`);
-          // Timelines: every run read to its end passes the rules of docs/events.md.
-          const events = await collectEvents(a, config.apiKey!, id, undefined, 10_000).catch((err: unknown) => {
-            say(`events of ${id} did not end: ${(err as Error).message}`);
-            return undefined;
-          });
+          // Timelines: every run read to its end passes the rules of docs/events.md. A run's rows
+          // (its row's status too) can be ahead of its events by the consumer's ack wait (30 s):
+          // an executor killed between a step's rows and its events leaves them to the command's
+          // next delivery. The stream of a run whose row has ended stops after 2 s without an
+          // event, so a timeline without its end is read again, for up to 45 s.
+          const readTimeline = async (): Promise<SseEvent[] | undefined> => {
+            const until = Date.now() + 45_000;
+            for (;;) {
+              const got = await collectEvents(a, config.apiKey!, id, undefined, 10_000).catch((err: unknown) => {
+                say(`events of ${id} did not end: ${(err as Error).message}`);
+                return undefined;
+              });
+              if (!got || got.some((e) => ends.includes(e.event.replace(/^execution\./, ""))) || Date.now() > until) return got;
+              await new Promise((r) => setTimeout(r, 1_000));
+            }
+          };
+          const events = await readTimeline();
           if (events) for (const p of timelineProblems(events, id, tenant)) say(`timeline of ${id}: ${p}`);
         }
         if (row.status === "completed" && !cancelled) {
