@@ -1181,9 +1181,11 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * The highest step of a run whose events are on the event stream, from their message ids
    * (`evt:{run}:{step}:{n}`): a run's steps publish their events in order, each step's after
    * the previous step's are confirmed, so every step up to it was announced. The last event of
-   * each of the run's subjects is read (the last overall is one of them). Undefined when none
-   * is found (none kept, or none published) or the read failed: the replay then takes every
-   * step whose rows are in the journal as announced.
+   * each of the run's subjects is read (the last overall is one of them); one subject per event
+   * kind, so the last step of each kind comes with it. 0 when the run has no event on a stream
+   * that would still hold them (none published). Neither, when that cannot be told (none kept,
+   * ids of another form) or the read failed: the replay then takes every step whose rows are in
+   * the journal as announced.
    */
   async function publishedThrough(row: ExecutionRecord): Promise<Pick<ReplayInput, "announcedThrough" | "announcedByKind">> {
     let last;
