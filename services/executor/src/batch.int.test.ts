@@ -351,11 +351,13 @@ describe("a command that reaches a finished execution", () => {
 describe("the records of consecutive steps", () => {
   /**
    * An executor whose event publishes wait for `gate` (when set), logging rows and events in the
-   * order they go out; `sent`: each event publish as `type node message-id`.
+   * order they go out; `sent`: each event publish as `type node message-id`; `commands`: each
+   * command it sends as `name execution-id`.
    */
-  function gated(): { executor: Executor; log: string[]; sent: string[]; written: Set<string>; hold(): { release(): void; fail(): void }; holdRows(nodeId: string): { release(): void; fail(): void } } {
+  function gated(): { executor: Executor; log: string[]; sent: string[]; commands: string[]; written: Set<string>; hold(): { release(): void; fail(): void }; holdRows(nodeId: string): { release(): void; fail(): void } } {
     const log: string[] = [];
     const sent: string[] = [];
+    const commands: string[] = [];
     /** `node:status` of the entries whose statement has returned (the log has a statement when it starts). */
     const written = new Set<string>();
     let gate: Promise<void> | undefined;
@@ -383,11 +385,16 @@ describe("the records of consecutive steps", () => {
         },
       },
     };
-    const x = createExecutor({ messaging: { ...messaging, publishEvent }, store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0 });
+    const sendCommand: Messaging["sendCommand"] = (name, init, key) => {
+      commands.push(`${name} ${(init as { executionId: number }).executionId}`);
+      return messaging.sendCommand(name, init, key);
+    };
+    const x = createExecutor({ messaging: { ...messaging, publishEvent, sendCommand }, store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0 });
     return {
       executor: x,
       log,
       sent,
+      commands,
       written,
       hold() {
         let release!: () => void;
@@ -833,46 +840,23 @@ describe("the records of consecutive steps", () => {
   // had cancelled its child, and the rebuilt parent failed with BATON_CHILD_CANCELLED.
   it("cancels a run's children only once the cancel's records are written", async () => {
     const parentWf = await parentOfChild("stop");
-    const sent: string[] = [];
-    const messaging = createMessaging(bus);
-    const sendCommand: Messaging["sendCommand"] = (name, init, key) => {
-      sent.push(`${name} ${(init as { executionId: number }).executionId}`);
-      return messaging.sendCommand(name, init, key);
-    };
-    let gate: Promise<void> | undefined;
-    let statementHeld = false;
-    const rows = t.store.nodeExecutions;
-    const store: Store = {
-      ...t.store,
-      nodeExecutions: {
-        ...rows,
-        recordSteps: async (batch) => {
-          if (gate && batch.executions.some((e) => e.patch.status === "cancelled")) {
-            statementHeld = true;
-            await gate;
-          }
-          return rows.recordSteps(batch);
-        },
-      },
-    };
-    const x = createExecutor({ messaging: { ...messaging, sendCommand }, store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0 });
+    const x = gated();
     const row = await t.store.executions.create(tenantId, { workflowId: parentWf, workflowVersion: 1, input: {} });
-    await x.handle(command("execution.start", { executionId: row.id, tenantId, workflowId: parentWf, workflowVersion: 1, input: {} }));
+    await x.executor.handle(command("execution.start", { executionId: row.id, tenantId, workflowId: parentWf, workflowVersion: 1, input: {} }));
     const child = (await t.store.executions.listChildren(tenantId, row.id))[0]!;
-    let release!: () => void;
-    gate = new Promise<void>((r) => (release = r));
+    // The cancel's statement (sub's attempt closed) is held.
+    const held = x.holdRows("sub");
     const cancel = command("execution.cancel", { executionId: row.id, tenantId, reason: "stop" });
-    const first = x.handle(cancel);
-    await until(() => statementHeld, "the cancel's statement");
+    const first = x.executor.handle(cancel);
+    await until(() => x.log.some((l) => l.startsWith("rows ") && l.includes("sub:")), "the cancel's statement");
     // Another replica's rebuild fences the journal (the cancel is not in it); the statement lands after.
     await t.store.executions.fenceJournal(row.id, tenantId, 1000);
-    gate = undefined;
-    release();
+    held.release();
     await expect(first).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED", cause: { code: "BATON_STORE_FENCED" } });
-    expect(sent).not.toContain(`execution.cancel ${child.id}`);
+    expect(x.commands).not.toContain(`execution.cancel ${child.id}`);
     // Delivered again: applied to the run rebuilt past the floor, which cancels the child now.
-    await x.handle(cancel, 2);
-    expect(sent.filter((l) => l === `execution.cancel ${child.id}`)).toHaveLength(1);
+    await x.executor.handle(cancel, 2);
+    expect(x.commands.filter((l) => l === `execution.cancel ${child.id}`)).toHaveLength(1);
     expect((await t.store.executions.getById(row.id))!.status).toBe("cancelled");
   });
 
