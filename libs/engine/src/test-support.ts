@@ -39,6 +39,8 @@ export type ToolFn = (args: JsonObject, call: Effect & { kind: "callTool" }) => 
 export class Sim {
   state: ExecutionState | null = null;
   readonly effects: Effect[] = [];
+  /** Each step's effects, in the order the steps were taken (step n is `perStep[n - 1]`). */
+  readonly perStep: Effect[][] = [];
   readonly held: (Effect & { kind: "callTool" })[] = [];
   private readonly timers: { id: string; due: number }[] = [];
   private clock = START;
@@ -109,6 +111,7 @@ export class Sim {
       const r = await step({ definition: this.d, state: this.state && deepFreeze(this.state), command: queue.shift()!, now: new Date(this.clock).toISOString(), identity: this.id });
       this.state = r.state;
       this.effects.push(...r.effects);
+      this.perStep.push(r.effects);
       if (r.more) queue.push({ kind: "continue" });
       for (const e of r.effects) {
         if (e.kind === "setTimer") this.timers.push({ id: e.timerId, due: Date.parse(e.dueAt) });
