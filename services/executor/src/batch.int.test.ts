@@ -761,6 +761,31 @@ describe("the records of consecutive steps", () => {
     expect((await t.store.executions.getById(id))!.status).toBe("completed");
   });
 
+  // Chaos seed 861 (docs/dev/chaos.md): as above, but the step was the run's last: its rows, the
+  // row's `completed` with them, landed and its events did not, and Redis then lost the
+  // checkpoint. The result, delivered again, found a finished run without a checkpoint and was
+  // ignored: the run's end was never published (nor its parent told, nor anything expired).
+  it("publishes the end of a run whose last step's rows landed and whose executor died before its events, after Redis lost the checkpoint", async () => {
+    const { g: dead, id } = await startedGated();
+    for (const n of ["a", "b", "c"]) await dead.executor.handle(result(id, n));
+    const gate = dead.hold();
+    const last = dead.executor.handle(result(id, "d"));
+    await until(() => dead.written.has("j:completed") && dead.log.includes("event node.completed d"), "the last step's rows, then its events held");
+    gate.fail();
+    await expect(last).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED" });
+    expect((await t.store.executions.getById(id))!.status).toBe("completed");
+    expect(await redis.del(`${prefix}:checkpoint:{${id}}`, `${prefix}:checkpoint:{${id}}:history`, `${prefix}:checkpoint:{${id}}:fwd`)).toBeGreaterThanOrEqual(1);
+    const other = gated();
+    await other.executor.handle(result(id, "d"), 2);
+    const told = other.sent.map((l) => l.split(" ").slice(0, 2).join(" ").trim());
+    expect(told).toEqual(["node.completed d", "node.started j", "node.completed j", "execution.completed"]);
+    // Its end is carried out: the checkpoint left to expire.
+    expect(await redis.pttl(`${prefix}:checkpoint:{${id}}`)).toBeGreaterThan(0);
+    // Delivered once more: the end is on the stream now, nothing is told again.
+    await other.executor.handle(result(id, "d"), 3);
+    expect(other.sent).toHaveLength(4);
+  });
+
   // Chaos seed 853 (docs/dev/chaos.md): as above, but the unannounced steps were a retry's start
   // and its failure. The start's only row (f#2 running) was written again by the failure
   // (f#2 failed), so no row said the start was past the last announced step, and the rebuild

@@ -1077,7 +1077,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * step's records, or it stalled before them), so the start is to be applied afresh, records
    * and events included, numbered past the floor the journal was fenced at.
    */
-  async function rebuild(row: ExecutionRecord, definition: WorkflowDefinition, blobs: Map<string, JsonValue>, over?: { version: number }): Promise<Rebuilt> {
+  async function rebuild(row: ExecutionRecord, definition: WorkflowDefinition, blobs: Map<string, JsonValue>, over?: { version: number }, endUntold = false): Promise<Rebuilt> {
     // This process's records of the run still being written land first (or fail: then they are
     // the replay's to write, see unrecorded below).
     await recordsDone(row.id)?.catch(() => undefined);
@@ -1169,12 +1169,33 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     // A row that does not say what the rebuilt state does is written again, whole; so is the row
     // of a run whose last steps were lost with their records (still active, the state finished):
     // carried out as a redo, the run's end is then written and told (its parent, its slot).
-    const ended = isFinished(state) && row.status !== state.status;
+    const ended = isFinished(state) && (row.status !== state.status || endUntold);
     await perform(ended || rowOutdated(row, state) ? null : state, state, outbox, written.version);
     // A finished run's outbox went with its expiry (finished()): a new version would make the checkpoint permanent.
     if (ended && checkpoints.expire) return { state, version: written.version };
     const cleared = await writeCheckpoint(row.id, { ...state, outbox: [] }, written.version);
     return { state, version: cleared.version };
+  }
+
+  /**
+   * Whether a run whose row has ended never published its end: the stream has no terminal event
+   * of it, though it would still hold one (it holds an earlier event of the run, or messages from
+   * before the run). Its last step's rows landed and its events did not; read only when a
+   * command finds such a run without a checkpoint, which a run that ended well keeps for as long
+   * as the stream keeps its events. A read that fails says no.
+   */
+  async function endUntold(row: ExecutionRecord): Promise<boolean> {
+    try {
+      const last = await messaging.bus.lastPerSubject(`${messaging.bus.prefix}.evt.execution.*.${row.tenantId}.${row.id}`);
+      const types = last.map((m) => messaging.subjects.parseEvent(m.subject)?.type);
+      if (types.some((t) => t === "execution.completed" || t === "execution.failed" || t === "execution.cancelled")) return false;
+      if (last.length > 0) return true;
+      const since = await messaging.bus.eventsKeptSince();
+      return since !== null && since.getTime() <= row.createdAt.getTime() - 1_000;
+    } catch (err) {
+      logger.warn("the events of a finished run could not be read; a command for it is ignored", { executionId: row.id, error: errorMessage(err) });
+      return false;
+    }
   }
 
   /**
@@ -1439,6 +1460,14 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         if (first.kind !== "cancel") throw NotStarted(executionId);
         await cancelQueued(row!, first.reason);
         return;
+      } else if (await endUntold(row!)) {
+        // Its last step's rows landed (the row says it ended) and its executor died before the
+        // events, and Redis then lost the checkpoint holding them (chaos seed 861): the rebuild
+        // tells them, and the run's end (parent, slot, expiry), from the journal.
+        logger.warn("a finished execution's end was never published and its checkpoint is lost; it is rebuilt from the journal", { executionId, status: row!.status });
+        const rebuilt = await rebuild(row!, definition, blobs, undefined, true);
+        if (!rebuilt.state) return;
+        ({ state, version } = rebuilt);
       } else {
         logger.debug("command for a finished execution without checkpoint ignored", { executionId, command: first.kind });
         return;
