@@ -761,6 +761,49 @@ describe("the records of consecutive steps", () => {
     expect((await t.store.executions.getById(id))!.status).toBe("completed");
   });
 
+  // Chaos seed 861, replayed (docs/dev/chaos.md): a child's start, delivered again after Redis
+  // lost its checkpoint, rebuilt the run; another replica's rebuild fenced the journal past the
+  // first's, whose records were refused. The refusal came back bare (BATON_STORE_FENCED, not
+  // retryable), and the start was taken as one that can never run: the child failed, and with it
+  // its parent's forEach. A refused start is delivered again, as any refused command.
+  it("delivers a start again when its rebuild's records are refused by another rebuild's fence, and the run goes on", async () => {
+    const { g: dead, id } = await startedGated();
+    const start = command("execution.start", { executionId: id, tenantId, workflowId, workflowVersion: 1, input: {} });
+    // d's result: d's rows land, the statement of j's step (inline, the run's end) fails, and the
+    // executor dies: the rebuild has j's rows to write.
+    for (const n of ["a", "b", "c"]) await dead.executor.handle(result(id, n));
+    const heldJ = dead.holdRows("j");
+    const last = dead.executor.handle(result(id, "d"));
+    await until(() => dead.written.has("d:completed") && dead.log.some((l) => l.startsWith("rows ") && l.includes("j:completed")), "d's rows, then j's statement");
+    heldJ.fail();
+    await expect(last).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED" });
+    let raceOnce = true;
+    const rows = t.store.nodeExecutions;
+    const store: Store = {
+      ...t.store,
+      nodeExecutions: {
+        ...rows,
+        recordSteps: async (batch) => {
+          if (raceOnce && batch.executions.some((e) => e.id === id)) {
+            // Another replica's rebuild fences the journal just before this statement.
+            raceOnce = false;
+            await t.store.executions.fenceJournal(id, tenantId, 1000);
+          }
+          return rows.recordSteps(batch);
+        },
+      },
+    };
+    const x = createExecutor({ messaging: createMessaging(bus), store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0 });
+    expect(await redis.del(`${prefix}:checkpoint:{${id}}`, `${prefix}:checkpoint:{${id}}:history`, `${prefix}:checkpoint:{${id}}:fwd`)).toBeGreaterThanOrEqual(1);
+    await expect(x.handle(start, 2)).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED", retryable: true, cause: { code: "BATON_STORE_FENCED" } });
+    expect(raceOnce).toBe(false);
+    expect((await t.store.executions.getById(id))!.status).toBe("running");
+    // Delivered again: rebuilt past the floor, its lost records written, and the run ends.
+    await x.handle(start, 3);
+    expect((await t.store.executions.getById(id))!.status).toBe("completed");
+    expect(Object.keys(await completedSteps(id)).sort()).toEqual(["a", "b", "c", "d", "j", "s"]);
+  });
+
   // Chaos seed 861 (docs/dev/chaos.md): as above, but the step was the run's last: its rows, the
   // row's `completed` with them, landed and its events did not, and Redis then lost the
   // checkpoint. The result, delivered again, found a finished run without a checkpoint and was

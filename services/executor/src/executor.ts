@@ -1327,8 +1327,12 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     try {
       await applyNow(executionId, tenantId, first, more, outcome);
     } catch (err) {
-      // Records of this apply's (or a redo's, or a rebuild's) refused by the journal's floor.
+      // Records of this apply's (or a redo's, or a rebuild's) refused by the journal's floor:
+      // the command is applied again, to the rebuilt checkpoint. Never a reason to give it up,
+      // even where the refusal comes bare (a rebuild's own records, racing another rebuild's
+      // fence): a start taken as one that can never run would fail the run (chaos seed 861).
       fencedOut(err);
+      if (fencedFloor(err) && !(hasCode(err) && err.retryable)) throw EffectsFailed(executionId, errorMessage(err), { cause: err, retryDelayMs: 250 });
       throw err;
     } finally {
       applying--;
