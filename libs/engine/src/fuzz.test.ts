@@ -10,7 +10,13 @@
  * - a completed run leaves no node waiting, ready or running (each completed, skipped, or
  *   failed as a branch stopped by its loop going round);
  * - one call per node attempt; journal rows and events agree both ways (each node.started,
- *   node.completed and node.failed has a journal row of that node, attempt and status).
+ *   node.completed and node.failed has a journal row of that node, attempt and status);
+ * - taken as the executor takes it (inline steps before the results queued behind them), a
+ *   checkpoint rebuilt from the run's whole journal (replayJournal, every event published)
+ *   places every row, ends as the run did, with its output, and tells nothing again; rebuilt
+ *   from one cut of it (events out through step k, rows written through step m, drawn from the
+ *   run's seed) it tells the live run's events from the start of a step after k, never one of a
+ *   step at or before k.
  * Mutual loops (two whileLoops each in the other's body) are among the definitions, and must
  * end like the rest. A failure names the seed, the run's tool seed, the input and the
  * definition; the generator also checks that it keeps making what the test is for.
@@ -19,8 +25,9 @@ import { writeFileSync } from "node:fs";
 import { describe, expect, it } from "@jest/globals";
 import { validateWorkflow } from "./validate.ts";
 import { graphOf, loopBody } from "./graph.ts";
-import type { JsonObject, JsonValue, WorkflowDefinition } from "./index.ts";
-import { mulberry32 as prng, Sim } from "./test-support.ts";
+import { replayJournal } from "./index.ts";
+import type { Effect, JsonObject, JsonValue, WorkflowDefinition } from "./index.ts";
+import { identity, journalThrough, lastEventsThrough, mulberry32 as prng, Sim, START } from "./test-support.ts";
 import type { Answer, ToolFn } from "./test-support.ts";
 
 
@@ -190,6 +197,45 @@ function check(sim: Sim, d: WorkflowDefinition): string[] {
   return out;
 }
 
+/** `kind:node#attempt` of each event among `effects`. */
+function emitted(effects: readonly Effect[]): string[] {
+  return effects.flatMap((e) => (e.kind === "emit" ? [`${e.event.kind}:${"nodeId" in e.event ? e.event.nodeId : ""}#${"attempt" in e.event ? e.event.attempt : ""}`] : []));
+}
+
+/** What a checkpoint rebuilt from the run's journal gets wrong, if anything (see the header). */
+async function checkReplay(sim: Sim, d: WorkflowDefinition, input: JsonObject, runSeed: number): Promise<string[]> {
+  const out: string[] = [];
+  const n = sim.perStep.length;
+  const replay = (m: number, k: number) => replayJournal({
+    definition: d, identity, start: { kind: "start", input }, journal: journalThrough(sim.perStep, m), startedAt: new Date(START).toISOString(),
+    announcedThrough: k, announcedByKind: lastEventsThrough(sim.perStep, k),
+  });
+  const whole = await replay(n, n);
+  if (whole.unplaced.length > 0) out.push(`rebuilt from the whole journal, rows unplaced: ${whole.unplaced.map((j) => `${j.nodeId}#${j.attempt}:${j.status}`).join(", ")}`);
+  if (whole.state.status !== sim.s.status) out.push(`rebuilt from the whole journal, it ends ${whole.state.status} where the run ended ${sim.s.status}`);
+  else if (JSON.stringify(whole.state.output ?? null) !== JSON.stringify(sim.s.output ?? null)) out.push(`rebuilt from the whole journal, its output ${JSON.stringify(whole.state.output)} differs from the run's ${JSON.stringify(sim.s.output)}`);
+  if (whole.unrecorded.length > 0) out.push(`rebuilt from the whole journal, every event out, it tells again: ${emitted(whole.unrecorded).join(", ")}`);
+  // One cut of the run.
+  const draw = prng(runSeed ^ 0x5bd1e995);
+  const m = 1 + Math.floor(draw() * n);
+  const k = Math.floor(draw() * (m + 1));
+  const cut = await replay(m, k);
+  if (cut.unplaced.length > 0) out.push(`rebuilt from the journal through step ${m}, rows unplaced: ${cut.unplaced.map((j) => `${j.nodeId}#${j.attempt}:${j.status}`).join(", ")}`);
+  const told = emitted(cut.unrecorded);
+  if (told.length > 0) {
+    const live = sim.perStep.map(emitted);
+    const flat = live.flat();
+    let at = live.slice(0, k).flat().length;
+    let found = false;
+    for (let j = k; j < n && !found; j++) {
+      if (live[j]!.length > 0 && told.every((t, i) => flat[at + i] === t)) found = true;
+      at += live[j]!.length;
+    }
+    if (!found) out.push(`rebuilt with events out through step ${k} and rows through step ${m}, it tells ${told.join(", ")}: not the run's events from a step after ${k}`);
+  }
+  return out;
+}
+
 const SEEDS = 2_000;
 const WANT = 500;
 const RUNS = 3;
@@ -275,7 +321,13 @@ describe("fuzz: random small graphs run by the engine as validation accepts them
         stats.runs++;
         if (sim.s.status === "completed") stats.completed++;
         for (const e of sim.events) if (e.kind === "node.completed" && d.nodes.find((x) => x.id === e.nodeId)?.type === "condition") stats.outcomes.add(JSON.stringify(e.output));
-        for (const problem of check(sim, d)) {
+        // The same run as the executor takes it (inline steps before queued results), rebuilt.
+        const eager = new Sim(d, { t: toolOf(runSeed) });
+        eager.cap = CAP;
+        eager.eagerInline = true;
+        await eager.start(input);
+        const replayed = eager.capped ? [] : await checkReplay(eager, d, input, runSeed);
+        for (const problem of [...check(sim, d), ...replayed]) {
           if (sim.s.error?.code === "BATON_JOIN_NEVER_FIRED" && problem.startsWith("failed with BATON_JOIN_NEVER_FIRED") && loopDependent(d, sim.s.error.message)) {
             excepted.push(`seed ${seed} run ${k}: ${sim.s.error.message}\n  ${JSON.stringify(raw)}`);
             continue;

@@ -15,8 +15,8 @@
  */
 import { describe, expect, it } from "@jest/globals";
 import { replayJournal } from "./index.ts";
-import type { Effect, EngineEvent, JournalEntry, WorkflowDefinition } from "./index.ts";
-import { def, echo, identity, ok, Sim, START } from "./test-support.ts";
+import type { Effect, EngineEvent, WorkflowDefinition } from "./index.ts";
+import { def, echo, identity, journalThrough, lastEventsThrough, ok, Sim, START } from "./test-support.ts";
 import type { ToolFn } from "./test-support.ts";
 
 /** `kind:node#attempt` of an event. */
@@ -27,32 +27,17 @@ function named(e: EngineEvent): string {
 interface Cut {
   /** Events of each live step (step n at n - 1). */
   events: string[][];
-  /** The journal as written through step m: each row's last write, with its step, in first-write order. */
-  journal: (m: number) => (JournalEntry & { stepVersion: number })[];
-  /** The step of each kind's last event through step k. */
-  byKind: (k: number) => Partial<Record<EngineEvent["kind"], number>>;
+  journal: (m: number) => ReturnType<typeof journalThrough>;
+  byKind: (k: number) => ReturnType<typeof lastEventsThrough>;
   steps: number;
 }
 
 function cutsOf(perStep: readonly Effect[][]): Cut {
-  const events = perStep.map((effects) => effects.flatMap((e) => (e.kind === "emit" ? [named(e.event)] : [])));
   return {
-    events,
+    events: perStep.map((effects) => effects.flatMap((e) => (e.kind === "emit" ? [named(e.event)] : []))),
     steps: perStep.length,
-    journal(m) {
-      const rows = new Map<string, JournalEntry & { stepVersion: number }>();
-      perStep.slice(0, m).forEach((effects, i) => {
-        for (const e of effects) if (e.kind === "journal") rows.set(`${e.entry.nodeId}#${e.entry.attempt}`, { ...e.entry, stepVersion: i + 1 });
-      });
-      return [...rows.values()];
-    },
-    byKind(k) {
-      const last: Partial<Record<EngineEvent["kind"], number>> = {};
-      perStep.slice(0, k).forEach((effects, i) => {
-        for (const e of effects) if (e.kind === "emit") last[e.event.kind] = i + 1;
-      });
-      return last;
-    },
+    journal: (m) => journalThrough(perStep, m),
+    byKind: (k) => lastEventsThrough(perStep, k),
   };
 }
 

@@ -150,6 +150,9 @@ export async function replayJournal(input: ReplayInput): Promise<ReplayResult> {
       run = state.nodes[entry.nodeId];
     }
     if (!run || (run.status !== "running" && run.status !== "paused") || run.attempt !== entry.attempt) {
+      // An outcome the engine itself decided (past `maxVisits`, a loop's limit), which the
+      // replay has just decided again: in place.
+      if (run?.attempt === entry.attempt && run.status === entry.status) continue;
       unplaced.push(entry);
       continue;
     }

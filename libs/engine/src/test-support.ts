@@ -51,6 +51,11 @@ export class Sim {
   capped = false;
   /** Steps taken in all. */
   steps = 0;
+  /**
+   * Whether the inline steps a step leads to run before the commands queued behind it, as the
+   * executor takes them (up to 256 in a row); by default they queue behind those commands.
+   */
+  eagerInline = false;
 
   readonly d: WorkflowDefinition;
   readonly tools: Record<string, ToolFn>;
@@ -112,7 +117,10 @@ export class Sim {
       this.state = r.state;
       this.effects.push(...r.effects);
       this.perStep.push(r.effects);
-      if (r.more) queue.push({ kind: "continue" });
+      if (r.more) {
+        if (this.eagerInline) queue.unshift({ kind: "continue" });
+        else queue.push({ kind: "continue" });
+      }
       for (const e of r.effects) {
         if (e.kind === "setTimer") this.timers.push({ id: e.timerId, due: Date.parse(e.dueAt) });
         if (e.kind === "callTool") {
@@ -152,6 +160,34 @@ export class Sim {
   start(input: JsonObject = {}): Promise<this> {
     return this.run({ kind: "start", input });
   }
+}
+
+/**
+ * The journal as an executor would have written it through step m of a run's steps (`perStep`
+ * of a {@link Sim}, step n at n - 1): each row's last write, numbered with its step, in the
+ * order the store reads it back for a replay (`listForReplay`: by step, then rows still running
+ * first, then by completion, then by first write).
+ */
+export function journalThrough(perStep: readonly Effect[][], m: number): (JournalEntry & { stepVersion: number })[] {
+  const rows = new Map<string, { row: JournalEntry & { stepVersion: number }; id: number }>();
+  perStep.slice(0, m).forEach((effects, i) => {
+    for (const e of effects) {
+      if (e.kind !== "journal") continue;
+      const key = `${e.entry.nodeId}#${e.entry.attempt}`;
+      rows.set(key, { row: { ...e.entry, stepVersion: i + 1 }, id: rows.get(key)?.id ?? rows.size });
+    }
+  });
+  const done = (r: JournalEntry): number => (r.completedAt ? Date.parse(r.completedAt) : -Infinity);
+  return [...rows.values()].sort((a, b) => a.row.stepVersion - b.row.stepVersion || done(a.row) - done(b.row) || a.id - b.id).map((r) => r.row);
+}
+
+/** The step of each event kind's last event through step k of a run's steps. */
+export function lastEventsThrough(perStep: readonly Effect[][], k: number): Partial<Record<EngineEvent["kind"], number>> {
+  const last: Partial<Record<EngineEvent["kind"], number>> = {};
+  perStep.slice(0, k).forEach((effects, i) => {
+    for (const e of effects) if (e.kind === "emit") last[e.event.kind] = i + 1;
+  });
+  return last;
 }
 
 /** The command that answers a call. */
