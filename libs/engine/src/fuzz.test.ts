@@ -11,12 +11,12 @@
  *   failed as a branch stopped by its loop going round);
  * - one call per node attempt; journal rows and events agree both ways (each node.started,
  *   node.completed and node.failed has a journal row of that node, attempt and status);
- * - taken as the executor takes it (inline steps before the results queued behind them), a
- *   checkpoint rebuilt from the run's whole journal (replayJournal, every event published)
+ * - a checkpoint rebuilt from the run's whole journal (replayJournal, every event published)
  *   places every row, ends as the run did, with its output, and tells nothing again; rebuilt
  *   from one cut of it (events out through step k, rows written through step m, drawn from the
- *   run's seed) it tells the live run's events from the start of a step after k, never one of a
- *   step at or before k.
+ *   run's seed) it never tells an event of a step at or before k again. Checked for the run as
+ *   the simulator takes it (the results queued behind a step before the inline steps it made
+ *   ready) and as the executor takes it (inline steps first, Sim.eagerInline).
  * Mutual loops (two whileLoops each in the other's body) are among the definitions, and must
  * end like the rest. A failure names the seed, the run's tool seed, the input and the
  * definition; the generator also checks that it keeps making what the test is for.
@@ -221,18 +221,12 @@ async function checkReplay(sim: Sim, d: WorkflowDefinition, input: JsonObject, r
   const k = Math.floor(draw() * (m + 1));
   const cut = await replay(m, k);
   if (cut.unplaced.length > 0) out.push(`rebuilt from the journal through step ${m}, rows unplaced: ${cut.unplaced.map((j) => `${j.nodeId}#${j.attempt}:${j.status}`).join(", ")}`);
-  const told = emitted(cut.unrecorded);
-  if (told.length > 0) {
-    const live = sim.perStep.map(emitted);
-    const flat = live.flat();
-    let at = live.slice(0, k).flat().length;
-    let found = false;
-    for (let j = k; j < n && !found; j++) {
-      if (live[j]!.length > 0 && told.every((t, i) => flat[at + i] === t)) found = true;
-      at += live[j]!.length;
-    }
-    if (!found) out.push(`rebuilt with events out through step ${k} and rows through step ${m}, it tells ${told.join(", ")}: not the run's events from a step after ${k}`);
-  }
+  // Never an event that went out (through step k) again. (`node.skipped` names no attempt, so
+  // a loop's passes repeat it; left out.) The steps after m were never journaled nor published:
+  // the rebuild may take them in another order than the run did.
+  const published = new Set(sim.perStep.slice(0, k).flatMap(emitted));
+  const again = emitted(cut.unrecorded).filter((e) => !e.startsWith("node.skipped:") && published.has(e));
+  if (again.length > 0) out.push(`rebuilt with events out through step ${k} and rows through step ${m}, it tells again ${again.join(", ")}`);
   return out;
 }
 
@@ -326,7 +320,10 @@ describe("fuzz: random small graphs run by the engine as validation accepts them
         eager.cap = CAP;
         eager.eagerInline = true;
         await eager.start(input);
-        const replayed = eager.capped ? [] : await checkReplay(eager, d, input, runSeed);
+        const replayed = [
+          ...(sim.capped ? [] : (await checkReplay(sim, d, input, runSeed)).map((p) => `(results between inline steps) ${p}`)),
+          ...(eager.capped ? [] : await checkReplay(eager, d, input, runSeed)),
+        ];
         for (const problem of [...check(sim, d), ...replayed]) {
           if (sim.s.error?.code === "BATON_JOIN_NEVER_FIRED" && problem.startsWith("failed with BATON_JOIN_NEVER_FIRED") && loopDependent(d, sim.s.error.message)) {
             excepted.push(`seed ${seed} run ${k}: ${sim.s.error.message}\n  ${JSON.stringify(raw)}`);

@@ -124,29 +124,83 @@ export async function replayJournal(input: ReplayInput): Promise<ReplayResult> {
     return s;
   };
 
-  let state = await apply(null, input.start);
+  // Inline steps the run took after its next recorded outcome, not before (the executor takes
+  // at most 256 in a row before the commands queued behind them): a continue whose rows the
+  // journal numbers past the step of the outcome about to be applied waits for it, and so does
+  // one whose rows it lacks (taken later, or never), unless the outcome cannot be placed without
+  // it (its rows were lost while later ones landed).
+  const rowStep = new Map<string, number>();
+  const attempts = new Set<string>();
+  const numbered = input.journal.every((j) => typeof j.stepVersion === "number");
+  for (const j of input.journal) {
+    attempts.add(`${j.nodeId}#${j.attempt}`);
+    if (typeof j.stepVersion === "number") rowStep.set(`${j.nodeId}#${j.attempt}:${j.status}`, j.stepVersion);
+  }
+  // A write the journal has (same node, attempt and status) gives the step's number; a write
+  // whose row a later step wrote again (a start, then its end) gives none; an attempt with no row
+  // at all was not taken before the rows that landed.
+  const after = (stepEffects: readonly Effect[], until: number): boolean =>
+    numbered && stepEffects.some((e) => {
+      if (e.kind !== "journal") return false;
+      const n = rowStep.get(`${e.entry.nodeId}#${e.entry.attempt}:${e.entry.status}`);
+      return n !== undefined ? n > until : until !== Infinity && !attempts.has(`${e.entry.nodeId}#${e.entry.attempt}`);
+    });
+  /** Ready nodes wait for a continue. */
+  let pending = false;
+  const take = async (state: ExecutionState | null, command: Command): Promise<ExecutionState> => {
+    const r = await step({ definition, state, command, now, identity, ...refs });
+    effects.push(...r.effects);
+    steps.push(r.effects);
+    pending = r.more;
+    return r.state;
+  };
+  /** The inline steps the run took before step `until` of the journal (all of them: Infinity). */
+  const catchUp = async (state: ExecutionState, until: number): Promise<ExecutionState> => {
+    let s = state;
+    while (pending) {
+      const c = await step({ definition, state: s, command: { kind: "continue" }, now, identity, ...refs });
+      if (after(c.effects, until)) break;
+      effects.push(...c.effects);
+      steps.push(c.effects);
+      s = c.state;
+      pending = c.more;
+    }
+    return s;
+  };
+
+  let state = await take(null, input.start);
   const unplaced: JournalEntry[] = [];
   const types = new Map(definition.nodes.map((n) => [n.id, n.type]));
   for (const entry of input.journal) {
     const type = types.get(entry.nodeId);
     if (!type || NODE_TYPES[type]?.inline) continue;
+    const at = typeof entry.stepVersion === "number" ? entry.stepVersion : Infinity;
     if (entry.status === "running") {
       // A retry's attempt that started and has no outcome yet: its backoff is over, so fire the
       // timer; the attempt is then outstanding and its call is sent again as a repeat.
+      state = await catchUp(state, at);
       const waiting = state.nodes[entry.nodeId];
       if (waiting?.status === "running" && waiting.timerId?.startsWith("retry:") && waiting.attempt < entry.attempt) {
         if (entry.startedAt) now = entry.startedAt;
-        state = await apply(state, { kind: "timer", timerId: waiting.timerId });
+        state = await take(state, { kind: "timer", timerId: waiting.timerId });
       }
       continue;
     }
     if (entry.status !== "completed" && entry.status !== "failed") continue;
     if (entry.errorCode === "BATON_CANCELLED") continue;
+    state = await catchUp(state, at);
     if (entry.completedAt) now = entry.completedAt;
     let run = state.nodes[entry.nodeId];
     // A retry waits on its backoff timer: fire it so the recorded attempt is outstanding.
     if (run?.status === "running" && run.timerId && run.attempt < entry.attempt) {
-      state = await apply(state, { kind: "timer", timerId: run.timerId });
+      state = await take(state, { kind: "timer", timerId: run.timerId });
+      state = await catchUp(state, at);
+      run = state.nodes[entry.nodeId];
+    }
+    const placed = (r: typeof run): boolean => r !== undefined && (r.status === "running" || r.status === "paused") && r.attempt === entry.attempt;
+    if (!placed(run) && pending) {
+      // Not started yet: by inline steps whose rows were lost while this one landed.
+      state = await catchUp(state, Infinity);
       run = state.nodes[entry.nodeId];
     }
     if (!run || (run.status !== "running" && run.status !== "paused") || run.attempt !== entry.attempt) {
@@ -161,8 +215,9 @@ export async function replayJournal(input: ReplayInput): Promise<ReplayResult> {
       unplaced.push(entry);
       continue;
     }
-    state = await apply(state, cmd);
+    state = await take(state, cmd);
   }
+  state = await catchUp(state, Infinity);
 
   replaying = false;
   const unrecorded = unrecordedOf(steps, input.journal, input.announcedThrough, input.announcedByKind);
