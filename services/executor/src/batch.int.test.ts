@@ -96,6 +96,12 @@ async function parentOfChild(tag: string): Promise<number> {
   })).id;
 }
 
+/** The test store, each journal statement first given to `before` (which may hold it, fence, or throw). */
+function storeBefore(before: (batch: Parameters<Store["nodeExecutions"]["recordSteps"]>[0]) => void | Promise<void>): Store {
+  const rows = t.store.nodeExecutions;
+  return { ...t.store, nodeExecutions: { ...rows, recordSteps: async (batch) => (await before(batch), rows.recordSteps(batch)) } };
+}
+
 async function started(): Promise<number> {
   const row = await t.store.executions.create(tenantId, { workflowId, workflowVersion: 1, input: {} });
   await executor.handle(command("execution.start", { executionId: row.id, tenantId, workflowId, workflowVersion: 1, input: {} }));
@@ -778,21 +784,13 @@ describe("the records of consecutive steps", () => {
     heldJ.fail();
     await expect(last).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED" });
     let raceOnce = true;
-    const rows = t.store.nodeExecutions;
-    const store: Store = {
-      ...t.store,
-      nodeExecutions: {
-        ...rows,
-        recordSteps: async (batch) => {
-          if (raceOnce && batch.executions.some((e) => e.id === id)) {
-            // Another replica's rebuild fences the journal just before this statement.
-            raceOnce = false;
-            await t.store.executions.fenceJournal(id, tenantId, 1000);
-          }
-          return rows.recordSteps(batch);
-        },
-      },
-    };
+    const store = storeBefore(async (batch) => {
+      if (raceOnce && batch.executions.some((e) => e.id === id)) {
+        // Another replica's rebuild fences the journal just before this statement.
+        raceOnce = false;
+        await t.store.executions.fenceJournal(id, tenantId, 1000);
+      }
+    });
     const x = createExecutor({ messaging: createMessaging(bus), store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0 });
     expect(await redis.del(`${prefix}:checkpoint:{${id}}`, `${prefix}:checkpoint:{${id}}:history`, `${prefix}:checkpoint:{${id}}:fwd`)).toBeGreaterThanOrEqual(1);
     await expect(x.handle(start, 2)).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED", retryable: true, cause: { code: "BATON_STORE_FENCED" } });
@@ -1266,19 +1264,12 @@ describe("the events a rebuild learns from the rows of sub-runs", () => {
           return messaging.publishEvent(type, init, key);
         },
       },
-      store: {
-        ...t.store,
-        nodeExecutions: {
-          ...rows,
-          recordSteps: async (batch) => {
-            if (failParent && batch.executions.some((e) => e.id === parentId)) {
-              failParent = false;
-              throw new Error("the database refused the write");
-            }
-            return rows.recordSteps(batch);
-          },
-        },
-      },
+      store: storeBefore((batch) => {
+        if (failParent && batch.executions.some((e) => e.id === parentId)) {
+          failParent = false;
+          throw new Error("the database refused the write");
+        }
+      }),
       checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0,
     });
     const row = await t.store.executions.create(tenantId, { workflowId: parentWf, workflowVersion: 1, input: {} });
