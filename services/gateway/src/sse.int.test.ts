@@ -10,7 +10,8 @@
  *   first); a client that had the terminal event gets an empty stream that ends; a value that
  *   is not an id in decimal digits (`0x3`, `3e0`) replays from the first event; one past the
  *   last event of a run that had ended when the stream opened gets a stream that ends once
- *   idle (2 s), while a running run's stream waits;
+ *   idle (2 s), while a running run's stream waits; a stream from the first event of a run
+ *   that ended moments ago waits longer (40 s) for the last events still owed;
  * - heartbeat comments keep an idle stream open;
  * - a client disconnect aborts the event source, and closing the app ends open streams;
  *   afterwards no stream is left following the execution;
@@ -182,6 +183,19 @@ describe("execution events over SSE", () => {
     await new Promise((r) => setTimeout(r, 2_500));
     expect(open.res.complete).toBe(false);
     open.destroy();
+    await gw.bus.waitForNoStreams();
+  });
+
+  test("a stream from the first event of a run that ended moments ago waits for its last events (owed after a crash)", async () => {
+    const id = await newExecution();
+    gw.bus.emit(gw.a.tenantId, id, "execution.started", {});
+    // The row says completed, its events are not all out (an executor died between the two).
+    await gw.store.executions.update(id, { status: "completed", completedAt: new Date() });
+    const s = await openStream(`/api/agent-workflow-executions/${id}/events`, auth());
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(s.res.complete).toBe(false);
+    gw.bus.emit(gw.a.tenantId, id, "execution.completed", {});
+    expect(parseSse(await s.ended).map((e) => e.event)).toEqual(["execution.started", "execution.completed"]);
     await gw.bus.waitForNoStreams();
   });
 

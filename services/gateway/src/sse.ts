@@ -52,10 +52,22 @@ export interface StreamOptions {
    * the stream's sequence numbers, cannot tell).
    */
   finished?: boolean;
+  /**
+   * The run ended moments ago (its row says so): its last events may still be on their way.
+   * A step's rows, the row's end with them, are written before its events, and when an executor
+   * dies between the two, its events go out with the command's next delivery, after the
+   * consumer's ack wait (30 s). A stream from the run's first event (no `Last-Event-ID`) then
+   * waits {@link OWED_END_WAIT_MS} for an event before it ends, rather than {@link FINISHED_IDLE_MS}.
+   */
+  endedRecently?: boolean;
 }
 
 /** How long the stream of a run that had ended when the client connected waits for an event before it ends. */
 export const FINISHED_IDLE_MS = 2_000;
+/** How long it waits when the run ended moments ago and the stream replays from its first event. */
+export const OWED_END_WAIT_MS = 40_000;
+/** How recently a run must have ended for its end to be awaited so ({@link StreamOptions.endedRecently}). */
+export const RECENT_END_MS = 60_000;
 
 /**
  * The event a reconnecting client had last: the `id` of an event, written in decimal digits.
@@ -117,7 +129,7 @@ export function streamExecutionEvents(request: FastifyRequest, reply: FastifyRep
   const awaitEvents = (): void => {
     if (!o.finished) return;
     clearTimeout(idle);
-    idle = setTimeout(finish, FINISHED_IDLE_MS);
+    idle = setTimeout(finish, o.endedRecently && after < 0 ? OWED_END_WAIT_MS : FINISHED_IDLE_MS);
   };
   awaitEvents();
 

@@ -45,7 +45,7 @@ import {
   toReview,
 } from "../schemas.ts";
 import type { SseRegistry } from "../sse.ts";
-import { streamExecutionEvents } from "../sse.ts";
+import { RECENT_END_MS, streamExecutionEvents } from "../sse.ts";
 import { apiErrors, blobRefIssues, defined, orNotFound } from "./common.ts";
 import { startOrFail } from "./workflows.ts";
 
@@ -371,7 +371,8 @@ export const executionsPlugin: FastifyPluginAsyncZod<ExecutionsPluginOptions> = 
         "`text/event-stream`. Every event is `id: <seq>`, `event: <type>` (e.g. `node.started`), `data: {type, seq, time, data}`. " +
         "The stream replays the run from its first event (or after `Last-Event-ID`), then follows it live, " +
         "sends a `: heartbeat` comment every 15 s, and ends after `execution.completed`, `execution.failed` or `execution.cancelled`; " +
-        "for a run that had ended when the stream opened, also after 2 s without an event (a `Last-Event-ID` past its last event).",
+        "for a run that had ended when the stream opened, also after 2 s without an event (a `Last-Event-ID` past its last event), or, " +
+        "when it ended less than a minute before and the stream starts from its first event, after 40 s (its last events may still be on their way after a crash).",
       security: API_SECURITY,
       params: idParams,
       produces: ["text/event-stream"],
@@ -386,6 +387,7 @@ export const executionsPlugin: FastifyPluginAsyncZod<ExecutionsPluginOptions> = 
         tenantId,
         executionId: id,
         finished: TERMINAL_STATUSES.has(execution.status),
+        endedRecently: TERMINAL_STATUSES.has(execution.status) && execution.completedAt !== null && Date.now() - execution.completedAt.getTime() < RECENT_END_MS,
         events: deps.events,
         heartbeatMs: heartbeatMs ?? 15_000,
         registry: sse,
