@@ -759,12 +759,13 @@ async function round(seed: number): Promise<string[]> {
           // Timelines: every run read to its end passes the rules of docs/events.md. A run's rows
           // (its row's status too) can be ahead of its events by the consumer's ack wait (30 s):
           // an executor killed between a step's rows and its events leaves them to the command's
-          // next delivery. The stream of a run whose row has ended stops after 2 s without an
-          // event, so a timeline without its end is read again, for up to 45 s.
+          // next delivery. The gateway's stream of a run that ended moments ago waits 40 s for
+          // them (2 s with a Last-Event-ID or for an older run), so a timeline without its end
+          // is read again, for up to 45 s.
           const readTimeline = async (): Promise<SseEvent[] | undefined> => {
             const until = Date.now() + 45_000;
             for (;;) {
-              const got = await collectEvents(a, config.apiKey!, id, undefined, 10_000).catch((err: unknown) => {
+              const got = await collectEvents(a, config.apiKey!, id, undefined, 50_000).catch((err: unknown) => {
                 say(`events of ${id} did not end: ${(err as Error).message}`);
                 return undefined;
               });
