@@ -117,6 +117,11 @@ function command<N extends CommandName>(name: N, init: CommandInit<N>): AnyComma
 const result = (executionId: number, nodeId: string): AnyCommand =>
   command("tool.result", { callId: `${executionId}.${nodeId}.1`, executionId, tenantId, nodeId, attempt: 1, tool: "echo", ok: true, output: valueFromJson({ v: nodeId }), durationMs: 1 });
 
+/** Redis loses an execution's checkpoint (its history and forward keys too); it had one. */
+async function loseCheckpoint(id: number): Promise<void> {
+  expect(await redis.del(`${prefix}:checkpoint:{${id}}`, `${prefix}:checkpoint:{${id}}:history`, `${prefix}:checkpoint:{${id}}:fwd`)).toBeGreaterThanOrEqual(1);
+}
+
 /** Runs `fn` with the call ids of every tool cancel sent meanwhile (each cancel's list). */
 async function withCancels(fn: (cancelled: string[][]) => Promise<void>): Promise<void> {
   const cancelled: string[][] = [];
@@ -454,6 +459,20 @@ describe("the records of consecutive steps", () => {
     return { a, heldA };
   }
 
+  /**
+   * A stalled replica: a's step checkpointed, its statement held. Redis then loses the
+   * checkpoint, and another replica gets a's result again, rebuilds the run from the journal
+   * (a still running there) and applies it.
+   */
+  async function rebuiltBehindStall(): Promise<{ stale: ReturnType<typeof gated>; other: ReturnType<typeof gated>; id: number; staleA: Promise<void>; heldA: { release(): void; fail(): void } }> {
+    const { g: stale, id } = await startedGated();
+    const { a: staleA, heldA } = await aHeld(stale, id);
+    await loseCheckpoint(id);
+    const other = gated();
+    await other.executor.handle(result(id, "a"), 2);
+    return { stale, other, id, staleA, heldA };
+  }
+
   /** a's result, its event held unconfirmed; then b's result, up to its rows being written. */
   async function twoSteps(): Promise<{ g: ReturnType<typeof gated>; id: number; a: Promise<void>; b: Promise<void>; gate: { release(): void; fail(): void } }> {
     const { g, id } = await startedGated();
@@ -552,14 +571,8 @@ describe("the records of consecutive steps", () => {
   // step, once from the rebuilt state, which takes the step again. The rebuild now fences the
   // journal (a floor on the execution row) and the stale step's records are refused.
   it("publishes a step's events once when its records land after another replica rebuilt the run without them", async () => {
-    const { g: stale, id } = await startedGated();
-    // a's step: its checkpoint is written, its statement held (the executor stalls).
-    const { a: staleA, heldA } = await aHeld(stale, id);
-    // Redis loses the checkpoint; another replica gets a's result again and rebuilds the run
-    // from the journal (a still running there), then applies the result.
-    expect(await redis.del(`${prefix}:checkpoint:{${id}}`, `${prefix}:checkpoint:{${id}}:history`, `${prefix}:checkpoint:{${id}}:fwd`)).toBeGreaterThanOrEqual(1);
-    const other = gated();
-    await other.executor.handle(result(id, "a"), 2);
+    // a's step stalled before its statement; another replica rebuilt the run and took a's result.
+    const { stale, other, id, staleA, heldA } = await rebuiltBehindStall();
     expect(other.log).toContain("event node.completed a");
     // The stalled executor wakes: its statement lands.
     heldA.release();
@@ -603,7 +616,7 @@ describe("the records of consecutive steps", () => {
     expect(await t.store.nodeExecutions.listById(id)).toEqual([]);
     // Redis loses the checkpoint; the start, delivered again, reaches another replica: the row is
     // running, the journal empty, so the start is applied afresh.
-    expect(await redis.del(`${prefix}:checkpoint:{${id}}`, `${prefix}:checkpoint:{${id}}:history`, `${prefix}:checkpoint:{${id}}:fwd`)).toBeGreaterThanOrEqual(1);
+    await loseCheckpoint(id);
     const other = gated();
     await other.executor.handle(start, 2);
     // The stalled executor wakes: its statements land after the fresh start.
@@ -638,11 +651,7 @@ describe("the records of consecutive steps", () => {
   // the rebuilt checkpoint carried that step, and every redo of it (any replica's, every
   // delivery) was refused by the journal's floor; the run could not go on.
   it("goes on from the rebuilt checkpoint when it takes a step there while its refused records are still in flight", async () => {
-    const { g: stale, id } = await startedGated();
-    const { a: staleA, heldA } = await aHeld(stale, id);
-    expect(await redis.del(`${prefix}:checkpoint:{${id}}`, `${prefix}:checkpoint:{${id}}:history`, `${prefix}:checkpoint:{${id}}:fwd`)).toBeGreaterThanOrEqual(1);
-    const other = gated();
-    await other.executor.handle(result(id, "a"), 2);
+    const { stale, other, id, staleA, heldA } = await rebuiltBehindStall();
     await until(async () => !(await checkpoints.get(id))!.state.outbox?.length, "the rebuilt checkpoint's outbox dropped");
     // b's result reaches the stalled executor, its a statement still held: b's step is taken on
     // the rebuilt checkpoint (its cached one lost the compare-and-set).
@@ -669,7 +678,7 @@ describe("the records of consecutive steps", () => {
   it("rebuilds again, in its place, a checkpoint numbered below the journal's floor (two rebuilds raced), rather than writing on it", async () => {
     const { id } = await startedGated();
     // Redis loses the checkpoint; a replica rebuilds the run on a's result and applies it.
-    expect(await redis.del(`${prefix}:checkpoint:{${id}}`, `${prefix}:checkpoint:{${id}}:history`, `${prefix}:checkpoint:{${id}}:fwd`)).toBeGreaterThanOrEqual(1);
+    await loseCheckpoint(id);
     const g = gated();
     await g.executor.handle(result(id, "a"), 2);
     // Another rebuild fenced the journal past that checkpoint's numbers, and lost the compare-and-set.
@@ -710,7 +719,7 @@ describe("the records of consecutive steps", () => {
     const aStep = (await completedSteps(id)).a!;
     // Redis loses the checkpoint (and the outbox with a's events); b's result reaches another
     // replica, which rebuilds the run from the journal.
-    expect(await redis.del(`${prefix}:checkpoint:{${id}}`, `${prefix}:checkpoint:{${id}}:history`, `${prefix}:checkpoint:{${id}}:fwd`)).toBeGreaterThanOrEqual(1);
+    await loseCheckpoint(id);
     const other = gated();
     await other.executor.handle(result(id, "b"), 2);
     // a's completion goes out, once, before b's; nothing of the start step again.
@@ -757,7 +766,7 @@ describe("the records of consecutive steps", () => {
     gate.fail();
     await expect(start).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED" });
     expect(await bus.lastPerSubject(`${prefix}.evt.*.*.${tenantId}.${id}`)).toEqual([]);
-    expect(await redis.del(`${prefix}:checkpoint:{${id}}`, `${prefix}:checkpoint:{${id}}:history`, `${prefix}:checkpoint:{${id}}:fwd`)).toBeGreaterThanOrEqual(1);
+    await loseCheckpoint(id);
     const other = gated();
     await other.executor.handle(result(id, "a"), 2);
     const told = other.sent.map((l) => l.split(" ").slice(0, 2).join(" ").trim());
@@ -792,7 +801,7 @@ describe("the records of consecutive steps", () => {
       }
     });
     const x = createExecutor({ messaging: createMessaging(bus), store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0 });
-    expect(await redis.del(`${prefix}:checkpoint:{${id}}`, `${prefix}:checkpoint:{${id}}:history`, `${prefix}:checkpoint:{${id}}:fwd`)).toBeGreaterThanOrEqual(1);
+    await loseCheckpoint(id);
     await expect(x.handle(start, 2)).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED", retryable: true, cause: { code: "BATON_STORE_FENCED" } });
     expect(raceOnce).toBe(false);
     expect((await t.store.executions.getById(id))!.status).toBe("running");
@@ -815,7 +824,7 @@ describe("the records of consecutive steps", () => {
     gate.fail();
     await expect(last).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED" });
     expect((await t.store.executions.getById(id))!.status).toBe("completed");
-    expect(await redis.del(`${prefix}:checkpoint:{${id}}`, `${prefix}:checkpoint:{${id}}:history`, `${prefix}:checkpoint:{${id}}:fwd`)).toBeGreaterThanOrEqual(1);
+    await loseCheckpoint(id);
     const other = gated();
     await other.executor.handle(result(id, "d"), 2);
     const told = other.sent.map((l) => l.split(" ").slice(0, 2).join(" ").trim());
@@ -860,7 +869,7 @@ describe("the records of consecutive steps", () => {
     await expect(failed2).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED" });
     const timer2 = await retryTimer(id, 2);
     // Redis loses the checkpoint; the next retry's timer reaches another replica, which rebuilds.
-    expect(await redis.del(`${prefix}:checkpoint:{${id}}`, `${prefix}:checkpoint:{${id}}:history`, `${prefix}:checkpoint:{${id}}:fwd`)).toBeGreaterThanOrEqual(1);
+    await loseCheckpoint(id);
     const other = gated();
     await other.executor.handle(timer2, 2);
     // f#2's start and failure go out, once each and in order, then f#3's start.
@@ -883,7 +892,7 @@ describe("the records of consecutive steps", () => {
       await until(() => stale.log.some((l) => l.startsWith("rows ") && l.includes("a:")), "the cancel's statement");
       // Redis loses the checkpoint; another replica rebuilds the run from the journal (no
       // cancel there) on a's result.
-      expect(await redis.del(`${prefix}:checkpoint:{${id}}`, `${prefix}:checkpoint:{${id}}:history`, `${prefix}:checkpoint:{${id}}:fwd`)).toBeGreaterThanOrEqual(1);
+      await loseCheckpoint(id);
       const other = gated();
       await other.executor.handle(result(id, "a"), 2);
       held.release();
@@ -1212,7 +1221,7 @@ describe("rebuilds one after another", () => {
     await x.handle(command("execution.start", { executionId: row.id, tenantId, workflowId: parentWf, workflowVersion: 1, input: {} }));
     const sub = (await t.store.executions.listChildren(tenantId, row.id))[0]!;
     const lose = async (): Promise<void> => {
-      expect(await redis.del(`${prefix}:checkpoint:{${row.id}}`, `${prefix}:checkpoint:{${row.id}}:history`, `${prefix}:checkpoint:{${row.id}}:fwd`)).toBeGreaterThanOrEqual(1);
+      await loseCheckpoint(row.id);
     };
     const numbered = async (): Promise<number> => {
       const cp = (await checkpoints.get(row.id))!;
@@ -1278,7 +1287,7 @@ describe("the events a rebuild learns from the rows of sub-runs", () => {
     const sub = (await t.store.executions.listChildren(tenantId, row.id))[0]!;
     // The child pauses (its row says so) while Redis loses the parent's checkpoint.
     await rows.recordSteps({ entries: [], executions: [{ id: sub.id, tenantId, stepVersion: 5, patch: { status: "paused", currentState: "w" } }] });
-    expect(await redis.del(`${prefix}:checkpoint:{${row.id}}`, `${prefix}:checkpoint:{${row.id}}:history`, `${prefix}:checkpoint:{${row.id}}:fwd`)).toBeGreaterThanOrEqual(1);
+    await loseCheckpoint(row.id);
     // The child's news reaches the parent: rebuilt from its journal, it learns the pause; the
     // rebuild's records fail once.
     const news = command("execution.child_paused", { executionId: row.id, tenantId, nodeId: "sub", childKey: sub.childKey!, childExecutionId: sub.id, paused: true, seq: 5, reason: "check" });
