@@ -14,6 +14,7 @@ import {
   CancelExecutionSchema,
   ChildPausedSchema,
   ChildResultSchema,
+  ContinueExecutionSchema,
   ExecutionTimerSchema,
   COMMANDS,
   commandSchema,
@@ -91,6 +92,7 @@ describe("COMMANDS and RPCS", () => {
       "execution.timer": ExecutionTimerSchema,
       "execution.child_result": ChildResultSchema,
       "execution.child_paused": ChildPausedSchema,
+      "execution.continue": ContinueExecutionSchema,
       "tool.result": ToolResultSchema,
     });
     expect(RPCS["planner.plan"].request.typeName).toBe("baton.v1.PlanRequest");

@@ -10,6 +10,7 @@ import {
   CancelExecutionSchema,
   ChildPausedSchema,
   ChildResultSchema,
+  ContinueExecutionSchema,
   ExecutionTimerSchema,
   file_baton_v1_commands,
   ResumeExecutionSchema,
@@ -133,6 +134,7 @@ export const COMMANDS = Object.freeze({
   "execution.timer": ExecutionTimerSchema,
   "execution.child_result": ChildResultSchema,
   "execution.child_paused": ChildPausedSchema,
+  "execution.continue": ContinueExecutionSchema,
   "tool.result": ToolResultSchema,
 });
 

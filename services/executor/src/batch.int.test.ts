@@ -46,7 +46,7 @@ import type { JsonObject, Store } from "@baton/store";
 import { createLogger } from "@baton/telemetry";
 import { CHECKPOINT_STORE_OPTIONS, createExecutor } from "./executor.ts";
 import type { CheckpointState, Executor } from "./executor.ts";
-import { removeTestPrefix } from "./test-support.ts";
+import { commandsSentBy, removeTestPrefix } from "./test-support.ts";
 
 const NATS = process.env.BATON_NATS_URL ?? "nats://127.0.0.1:4222";
 const prefix = `xb${randomBytes(4).toString("hex")}`;
@@ -120,6 +120,22 @@ const result = (executionId: number, nodeId: string): AnyCommand =>
 /** Redis loses an execution's checkpoint (its history and forward keys too); it had one. */
 async function loseCheckpoint(id: number): Promise<void> {
   expect(await redis.del(`${prefix}:checkpoint:{${id}}`, `${prefix}:checkpoint:{${id}}:history`, `${prefix}:checkpoint:{${id}}:fwd`)).toBeGreaterThanOrEqual(1);
+}
+
+/** Waits until run `id` is idle: its last step's records written and its outbox dropped from Redis (else a sweep sends it a continue). */
+async function idle(id: number): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while ((await redis.hget(`${prefix}:checkpoint:{${id}}`, "u")) !== null) {
+    if (Date.now() > deadline) throw new Error(`execution ${id} kept its outbox`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** The commands the recovery sweep of `x` sent for run `id`, read back from the stream, each handed to `x` as its consumer would (delivery 1); resolves with them. */
+async function swept(x: Executor, id: number): Promise<AnyCommand[]> {
+  const sent = (await commandsSentBy(bus, NATS, () => x.recover())).filter((c) => c.message.executionId === id);
+  for (const c of sent) await x.handle(c, 1);
+  return sent;
 }
 
 /** Runs `fn` with the call ids of every tool cancel sent meanwhile (each cancel's list). */
@@ -836,6 +852,72 @@ describe("the records of consecutive steps", () => {
     expect(other.sent).toHaveLength(4);
   });
 
+  // As above, but the run's last step was the recovery sweep's: it applied what it found (here
+  // an answer its worker recorded, whose tool.result was lost) itself, with no command behind
+  // the step. Its executor dead between the step's rows and its events, nothing delivered
+  // anything again, and the sweep looks at live runs only: the run's end was never told
+  // (ADR 004, "Still open" until 2026-11-28). The sweep now sends commands instead.
+  it("tells the end of a run whose last step came from the recovery sweep, its executor dead between the step's rows and its events", async () => {
+    const single = (await t.store.workflows.create(tenantId, {
+      name: "single", slug: `single-${prefix}`,
+      definition: { start: "x", nodes: [{ id: "x", type: "tool", config: { tool: "echo" } }], edges: [], output: { x: "$.x" } },
+    })).id;
+    const dead = gated();
+    const row = await t.store.executions.create(tenantId, { workflowId: single, workflowVersion: 1, input: {} });
+    const id = row.id;
+    await dead.executor.handle(command("execution.start", { executionId: id, tenantId, workflowId: single, workflowVersion: 1, input: {} }));
+    await idle(id);
+    await bus.kv(RESULTS_BUCKET);
+    await createMessaging(bus).recordToolResult(`${id}.x.1`, { ok: true, output: { v: "recorded" }, durationMs: 3, workerId: "w1" });
+    const sent = (await commandsSentBy(bus, NATS, () => dead.executor.recover())).filter((c) => c.message.executionId === id);
+    expect(sent.map((c) => c.name)).toEqual(["tool.result"]);
+    expect((await checkpoints.get(id))!.state.status).toBe("running"); // sent, not applied
+    // The executor takes it and dies between the step's rows and its events.
+    const gate = dead.hold();
+    const taken = dead.executor.handle(sent[0]!, 1);
+    await until(() => dead.written.has("x:completed") && dead.log.includes("event node.completed x"), "the step's rows, then its events held");
+    gate.fail();
+    await expect(taken).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED" });
+    expect((await t.store.executions.getById(id))!.status).toBe("completed");
+    // Not acknowledged, the command is delivered again (here to another executor), which
+    // carries out what the checkpoint still holds: the run's end is told.
+    const other = gated();
+    await other.executor.handle(sent[0]!, 2);
+    expect(other.sent.map((l) => l.split(" ").slice(0, 2).join(" ").trim())).toEqual(["node.completed x", "execution.completed"]);
+    expect(await redis.pttl(`${prefix}:checkpoint:{${id}}`)).toBeGreaterThan(0);
+  });
+
+  // A run of more than 256 inline steps in a row gives way to the commands queued behind it and
+  // goes on later. It went on in this process, with no command behind those steps: the same
+  // gap as above, for a loop of transforms whose last steps end the run.
+  it("leaves a long run of inline steps for later under a command of its own, execution.continue, which takes them up", async () => {
+    const loop = (await t.store.workflows.create(tenantId, {
+      name: "inline-loop", slug: `inline-loop-${prefix}`,
+      definition: {
+        start: "init",
+        nodes: [
+          { id: "init", type: "setVariable", config: { values: { "$.vars.i": 0 } } },
+          { id: "loop", type: "whileLoop", config: { condition: "vars.i < 200", maxIterations: 1000 } },
+          { id: "inc", type: "transform", config: { expression: "vars.i + 1" }, output: "$.vars.i" },
+          { id: "done", type: "transform", config: { expression: "vars.i" } },
+        ],
+        edges: [{ from: "init", to: "loop" }, { from: "loop", to: "inc", when: "body" }, { from: "inc", to: "loop" }, { from: "loop", to: "done", when: "exit" }],
+        output: { i: "$.done" },
+      },
+    })).id;
+    const row = await t.store.executions.create(tenantId, { workflowId: loop, workflowVersion: 1, input: {} });
+    const id = row.id;
+    // About 400 inline steps: the start takes 256 of them and sends a continue for the rest.
+    let sent = await commandsSentBy(bus, NATS, () => executor.handle(command("execution.start", { executionId: id, tenantId, workflowId: loop, workflowVersion: 1, input: {} })));
+    expect(sent.map((c) => c.name)).toEqual(["execution.continue"]);
+    expect((await checkpoints.get(id))!.state.status).toBe("running");
+    const continues = sent.length;
+    sent = await commandsSentBy(bus, NATS, () => executor.handle(sent[0]!, 1));
+    expect(sent).toEqual([]);
+    const cp = (await checkpoints.get(id))!;
+    expect({ status: cp.state.status, output: cp.state.output, continues }).toEqual({ status: "completed", output: { i: 200 }, continues: 1 });
+  });
+
   // Chaos seed 853 (docs/dev/chaos.md): as above, but the unannounced steps were a retry's start
   // and its failure. The start's only row (f#2 running) was written again by the failure
   // (f#2 failed), so no row said the start was past the last announced step, and the rebuild
@@ -1097,7 +1179,8 @@ describe("calls sent while their checkpoint is written", () => {
       expect(behindBeforePut).toBeUndefined(); // the race happened
       // That state sends b's call with the same id once a completes: it must not have been cancelled.
       expect(cancelled.flat()).not.toContain(`${id}.b.1`);
-      await x1.recover(); // a is ready: its call goes out again, as the same call
+      // a is ready: the sweep sends a continue, and its call goes out again, as the same call.
+      expect((await swept(x1, id)).map((c) => c.name)).toEqual(["execution.continue"]);
       await x1.handle(result(id, "a"), 2);
       await x1.handle(result(id, "b"), 1);
       expect((await checkpoints.get(id))!.state.status).toBe("completed");
@@ -1105,7 +1188,7 @@ describe("calls sent while their checkpoint is written", () => {
     });
   });
 
-  it("cancels the calls of a step the recovery sweep took for a lost command when it lost its compare-and-set", async () => {
+  it("cancels the calls of a step taken for a lost command the recovery sweep sent again when it lost its compare-and-set", async () => {
     await withCancels(async (cancelled) => {
       const x2 = executorWith(checkpoints);
       // Another executor cancels the run between the sweep's read of the checkpoint and its write.
@@ -1124,8 +1207,9 @@ describe("calls sent while their checkpoint is written", () => {
       // A worker ran a and recorded its answer, and the answer's command was lost: the sweep applies it.
       const kv = await bus.kv(RESULTS_BUCKET);
       await kv.put(resultKey(`${id}.a.1`), new TextEncoder().encode(JSON.stringify({ ok: true, output: { v: "recorded" }, durationMs: 3, workerId: "w1" })));
+      await idle(id);
       cancelBeforePut = id;
-      await x1.recover();
+      expect((await swept(x1, id)).map((c) => c.name)).toEqual(["tool.result"]);
       expect(cancelBeforePut).toBeUndefined(); // the race happened
       await waitForCancel(cancelled, `${id}.b.1`);
       expect(cancelled).toContainEqual([`${id}.b.1`]); // the orphan of the sweep's step

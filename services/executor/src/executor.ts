@@ -10,18 +10,21 @@
  * (journal upserts, `Nats-Msg-Id` on every publish, child rows unique per key). A
  * command redelivered after a crash finds the outbox, carries it out again
  * harmlessly, and the command itself is ignored by `step` because the state already
- * reflects it. On start the executor also sweeps every active execution for an
- * unfinished outbox. When Redis lost a checkpoint, it is rebuilt from the journal in
- * Postgres (ADR 004).
+ * reflects it. Every step is taken under a command, acknowledged once the step's records
+ * and events are out. On start, and every minute, the executor also sweeps every active
+ * execution for an unfinished outbox, ready nodes or a lost command, and sends the command
+ * that goes on with it (`execution.continue`, or the lost one again). When Redis lost a
+ * checkpoint, it is rebuilt from the journal in Postgres (ADR 004).
  */
 import { randomUUID } from "node:crypto";
 import { CheckpointCorrupt } from "@baton/checkpoints";
 import type { Checkpoint, CheckpointStore } from "@baton/checkpoints";
 import { encode, ToolCancelSchema, valueFromJson, valueToJson } from "@baton/contracts";
+import type { CommandName } from "@baton/contracts";
 import type { Command, Effect, EngineEvent, ExecutionState, ForkStart, JsonObject, JsonValue, LearnedSubRunPause, ReplayInput, WorkflowDefinition } from "@baton/engine";
 import { BlobsNeeded, DEADLINE_TIMER_ID, forkStartOf, isJsonObject, forkStartRecord, isFinished, keptForkStart, outstandingCalls, outstandingCount, referencedTools, replayJournal, settledFanCall, step, subRunPauses, subRunReason, validateInput, validateWorkflow } from "@baton/engine";
 import { defineError, errorMessage, hasCode } from "@baton/errors";
-import type { AnyCommand, Messaging } from "@baton/messaging";
+import type { AnyCommand, CommandInit, Messaging } from "@baton/messaging";
 import type { Service } from "@baton/runtime";
 import type { Admission, ExecutionRecord, Store } from "@baton/store";
 import type { Subscription } from "@baton/bus";
@@ -220,6 +223,9 @@ function errorOfRow(error: string | null): { code: string; message: string } {
   const m = /^([A-Z][A-Z0-9_]*): ([\s\S]*)$/.exec(error ?? "");
   return m ? { code: m[1]!, message: m[2]! } : { code: "BATON_CHILD_FAILED", message: error ?? "the sub-workflow run failed" };
 }
+
+/** A command the recovery sweep sends for a run; `what` names it within the run (its message id). */
+type SweepCommand = { [N in CommandName]: { name: N; init: CommandInit<N>; what: string } }[CommandName];
 
 /** Internal: a command was ignored against the cached checkpoint; apply it again from Redis. */
 class StaleCheckpoint extends Error {}
@@ -443,16 +449,30 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   }
 
   /** Runs `fn` after every earlier call for the same execution in this process has finished. */
-  async function serially(executionId: number, fn: () => Promise<void>): Promise<void> {
+  async function serially<T>(executionId: number, fn: () => Promise<T>): Promise<T> {
     const prev = locks.get(executionId) ?? Promise.resolve();
     const run = prev.then(fn, fn);
-    const tail = run.catch(() => undefined);
+    const tail = run.then(() => undefined, () => undefined);
     locks.set(executionId, tail);
     try {
-      await run;
+      return await run;
     } finally {
       if (locks.get(executionId) === tail) locks.delete(executionId);
     }
+  }
+
+  /**
+   * A finished child's result for its parent, from the child's row, as the child sent it when
+   * it ended. The row keeps the error as text; whether it was retryable is in the child's last
+   * checkpoint (kept for the checkpoint TTL after the end). Without it, it counts as final.
+   */
+  async function childResultOfRow(parent: Owner, nodeId: string, childKey: string, row: ExecutionRecord): Promise<CommandInit<"execution.child_result">> {
+    const retryable = row.status === "failed" && (await readCheckpoint(row.id))?.state.error?.retryable === true;
+    return {
+      executionId: parent.executionId, tenantId: parent.tenantId, nodeId, childKey, childExecutionId: row.id, status: row.status,
+      ...(row.status === "completed" ? { output: valueFromJson(row.output ?? null) } : {}),
+      ...(row.status === "failed" ? { error: { ...errorOfRow(row.error), retryable } } : {}),
+    };
   }
 
   async function startChild(state: ExecutionState, e: Effect & { kind: "startChild" }): Promise<void> {
@@ -510,14 +530,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       // child's result may have reached a state that did not wait for it, or none. A finished
       // child ignores a start, so its result is sent again from its row, under a message id of
       // its own: the first one may still be in the duplicate window, and the parent drops a repeat.
-      // The row keeps the error as text; whether it was retryable is in the child's last
-      // checkpoint (kept for the checkpoint TTL after the end). Without it, it counts as final.
-      const retryable = row.status === "failed" && (await readCheckpoint(row.id))?.state.error?.retryable === true;
-      await messaging.sendCommand("execution.child_result", {
-        executionId: state.executionId, tenantId: state.tenantId, nodeId: e.nodeId, childKey: e.childKey, childExecutionId: row.id, status: row.status,
-        ...(row.status === "completed" ? { output: valueFromJson(row.output ?? null) } : {}),
-        ...(row.status === "failed" ? { error: { ...errorOfRow(row.error), retryable } } : {}),
-      }, `child-result:${row.id}:again:${randomUUID()}`);
+      await messaging.sendCommand("execution.child_result", await childResultOfRow(state, e.nodeId, e.childKey, row), `child-result:${row.id}:again:${randomUUID()}`);
       return;
     }
     // The child's input may hold references to the parent's blobs: the child uses them too
@@ -865,6 +878,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       }
       case "execution.cancel":
         return { executionId: cmd.message.executionId, tenantId: cmd.message.tenantId, command: { kind: "cancel", reason: cmd.message.reason || "cancelled" } };
+      case "execution.continue":
+        return { executionId: cmd.message.executionId, tenantId: cmd.message.tenantId, command: { kind: "continue" } };
       case "execution.timer": {
         const m = cmd.message;
         const wait = Date.parse(m.dueAt) - clock().getTime();
@@ -1313,13 +1328,22 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     if (await applyFresh(executionId, tenantId, command, more, outcome)) await cancelOrphans(executionId, tenantId, outcome.unconfirmed);
   }
 
-  /** Applies `continue` once the commands queued behind the execution's lock now are applied. */
-  function continueLater(executionId: number, tenantId: string): void {
-    setImmediate(() => {
-      serially(executionId, async () => {
-        await applyFreshAndCancelOrphans(executionId, tenantId, { kind: "continue" }, [], newOutcome());
-      }).catch((err: unknown) => logger.warn("an execution's inline steps could not go on; the recovery sweep will", { executionId, error: errorMessage(err) }));
-    });
+  /**
+   * Leaves the rest of a long run of inline steps for later: `execution.continue` goes to the
+   * back of the commands stream, so the commands queued meanwhile go first, and the steps left
+   * are taken under a command of their own, delivered again until their records and events are
+   * out. (Taken in this process with no command behind them, a crash between the last step's
+   * rows and its events left the run's end untold: nothing would deliver anything again.) Sent
+   * before the command that took these steps is acknowledged; `step` (the checkpoint's step
+   * number) keeps one message per turn.
+   */
+  async function continueLater(executionId: number, tenantId: string, step: number): Promise<void> {
+    try {
+      await messaging.sendCommand("execution.continue", { executionId, tenantId, reason: "inline steps left for later" }, `continue:${executionId}:${step}`);
+    } catch (err) {
+      // Delivered again, the command finds its step applied and goes on with the ready nodes.
+      throw EffectsFailed(executionId, errorMessage(err), { cause: err, retryDelayMs: 1_000 });
+    }
   }
 
   async function apply(executionId: number, tenantId: string, first: Command, more: readonly Command[] = [], outcome: ApplyOutcome = newOutcome()): Promise<void> {
@@ -1620,8 +1644,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         if (++inlineSteps >= INLINE_STEPS_PER_TURN && recorded.length === 0) {
           // A long run of inline steps (a loop of transforms) gives way to the commands queued
           // behind it, a cancel or a deadline among them, and goes on after them from its
-          // checkpoint (whose ready nodes the recovery sweep also finds, after a crash).
-          continueLater(executionId, tenantId);
+          // checkpoint, under a command of its own.
+          await continueLater(executionId, tenantId, version + (state.versionBase ?? 0));
           break;
         }
         command = { kind: "continue" };
@@ -1825,7 +1849,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         throw err;
       },
     );
-    // handle() awaits the tail; a failure nobody waits for (a recovery sweep) must not crash the process.
+    // handle() awaits the tail; a failure nobody waits for must not crash the process.
     p.tail.catch(() => undefined);
     p.journaled.catch(() => undefined);
     p.ordered.catch(() => undefined);
@@ -1937,6 +1961,9 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     let written: Promise<void> | undefined;
     await serially(executionId, async () => {
       const more = joined?.() ?? [];
+      // A continue is sent for what a crash (or Redis) may have left in the checkpoint, which
+      // this process's cache would not show: read Redis.
+      if (command.kind === "continue") latest.delete(executionId);
       try {
         await applyFreshAndCancelOrphans(executionId, tenantId, command, more, outcome);
         written = recordsDone(executionId);
@@ -1991,11 +2018,10 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * otherwise (a cap lifted, a start command given up). Their start is sent again: with a cap,
    * as many as it leaves room for; without one, to rows queued for a minute.
    */
-  async function wakeAllQueued(): Promise<number> {
+  async function wakeAllQueued(sweep: string): Promise<number> {
     const capped = (opts.tenantMaxRunning ?? 0) > 0;
     const idleMs = capped ? 0 : 60_000;
     let count = 0;
-    const sweep = `sweep:${Math.floor(clock().getTime() / 10_000)}`;
     for (const tenantId of await store.executions.queuedTenants(idleMs)) {
       try {
         count += await wakeQueued(tenantId, sweep, idleMs);
@@ -2009,27 +2035,36 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   /**
    * What a live run waits for that is overdue: its timers past their due time (by
    * {@link LOST_COMMAND_GRACE_MS}), the answers its workers recorded, and the results of its
-   * children that ended (that long ago). Their commands were
-   * lost (given up by the consumer, or terminated); nothing else would send them again, and the
-   * run would wait for ever. Applied by the recovery sweep; a command that came meanwhile leaves
-   * it ignored (the timer is gone, the child no longer waited for).
+   * children that ended (that long ago). Their commands were lost (given up by the consumer, or
+   * terminated); nothing else would send them again, and the run would wait for ever. The
+   * recovery sweep sends them again; one that came meanwhile leaves the resent one ignored (the
+   * timer is gone, the child no longer waited for). `what` names the command within the run.
    */
-  async function lostCommands(state: ExecutionState): Promise<Command[]> {
+  async function lostCommands(state: ExecutionState): Promise<SweepCommand[]> {
     if (isFinished(state)) return [];
     const now = clock().getTime();
-    const lost: Command[] = [];
+    const { executionId, tenantId } = state;
+    const lost: SweepCommand[] = [];
     for (const [timerId, timer] of Object.entries(state.timers ?? {})) {
-      if (Date.parse(timer.dueAt) + LOST_COMMAND_GRACE_MS <= now) lost.push({ kind: "timer", timerId });
+      if (Date.parse(timer.dueAt) + LOST_COMMAND_GRACE_MS <= now) lost.push({ name: "execution.timer", init: { executionId, tenantId, timerId, dueAt: timer.dueAt }, what: `timer:${timerId}` });
     }
     // Calls whose worker recorded an answer (it records every answer it sends): that answer
     // was lost. A call with no record is still being worked on, or waits for a worker.
-    const owner = { tenantId: state.tenantId, executionId: state.executionId };
     for (const [nodeId, run] of Object.entries(state.nodes)) {
       if (run.status !== "running" && run.status !== "paused") continue;
       const callIds = [...(run.callId ? [run.callId] : []), ...(run.fan?.items ?? []).flatMap((it) => (it.status === "running" && it.key ? [it.key] : []))];
       for (const callId of callIds) {
         const rec = await messaging.recordedToolResult(callId);
-        if (rec) lost.push(await toolResultCommand(owner, { nodeId, callId, ok: rec.ok, durationMs: rec.durationMs, ...(rec.output !== undefined ? { output: rec.output } : {}), ...(rec.error ? { error: rec.error } : {}) }));
+        if (!rec) continue;
+        // As the worker sent it (its record is that answer; a large output, a reference).
+        lost.push({
+          name: "tool.result",
+          init: {
+            callId, executionId, tenantId, nodeId, attempt: run.attempt, ok: rec.ok, durationMs: rec.durationMs, workerId: rec.workerId,
+            ...(rec.ok ? { output: valueFromJson(rec.output ?? null) } : {}), ...(rec.error ? { error: rec.error } : {}),
+          },
+          what: `result:${callId}`,
+        });
       }
     }
     const waitsFor = (nodeId: string, childKey: string): boolean => {
@@ -2037,47 +2072,55 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       return run?.status === "running" && (run.childKey === childKey || (run.fan?.items.some((it) => it.status === "running" && it.key === childKey) ?? false));
     };
     if (!Object.values(state.nodes).some((run) => run.status === "running" && (run.childKey !== undefined || run.fan !== undefined))) return lost;
-    for (const c of await store.executions.listChildren(state.tenantId, state.executionId)) {
+    for (const c of await store.executions.listChildren(tenantId, executionId)) {
       if (!TERMINAL.has(c.status) || !c.parentNodeId || c.childKey === null || !waitsFor(c.parentNodeId, c.childKey)) continue;
       if ((c.completedAt?.getTime() ?? c.updatedAt.getTime()) + LOST_COMMAND_GRACE_MS > now) continue;
-      // As startChild sends it again: whether a failure was retryable is in the child's last checkpoint.
-      const retryable = c.status === "failed" && (await checkpoints.get(c.id))?.state.error?.retryable === true;
-      const status = c.status as "completed" | "failed" | "cancelled";
-      logger.warn("a child's result was lost; the recovery sweep applies it from the child's row", { executionId: state.executionId, childExecutionId: c.id, status });
-      lost.push({
-        kind: "childResult", nodeId: c.parentNodeId, childKey: c.childKey, status,
-        ...(status === "completed" ? { output: await childOutput(owner, c.output ?? null) } : {}),
-        ...(status === "failed" ? { error: { ...errorOfRow(c.error), ...(retryable ? { retryable: true } : {}) } } : {}),
-      });
+      logger.warn("a child's result was lost; the recovery sweep sends it again from the child's row", { executionId, childExecutionId: c.id, status: c.status });
+      lost.push({ name: "execution.child_result", init: await childResultOfRow(state, c.parentNodeId, c.childKey, c), what: `child:${c.id}` });
     }
     return lost;
   }
 
+  /**
+   * The recovery sweep: for every live run, what a crash, Redis or the consumer left undone is
+   * sent again as commands, never applied here, so that each step it leads to is taken under a
+   * command delivered again until the step's records and events are out (a step taken with no
+   * command behind it, its executor dead between its rows and its events, was never told: the
+   * run's end, when it was the last). `execution.continue` for a run whose checkpoint is lost or
+   * unreadable, holds effects not carried out, or has nodes ready; the lost commands
+   * (lostCommands) as they were. Message ids are per run, command and ten seconds, so executors
+   * sweeping together send each once, and a command given up is sent again by the next sweep.
+   * Resolves with the number of runs something was sent for, queued runs woken included.
+   */
   async function recover(): Promise<number> {
     let afterId = 0;
     let count = 0;
+    const sweep = `sweep:${Math.floor(clock().getTime() / 10_000)}`;
     for (;;) {
       const rows = await store.executions.listActive({ statuses: ["running", "paused"], limit: 200, afterId });
-      if (rows.length === 0) return count + (await wakeAllQueued());
+      if (rows.length === 0) return count + (await wakeAllQueued(sweep));
       for (const row of rows) {
         afterId = row.id;
         try {
-          await serially(row.id, async () => {
+          const sends = await serially(row.id, async () => {
             // The sweep looks for what a crash or Redis left behind: read Redis, not the cache.
             latest.delete(row.id);
             const cp = await readCheckpoint(row.id);
-            const lost = cp ? await lostCommands(cp.state) : [];
-            // Nothing to do unless effects are left, ready nodes wait for a step, or a command is lost.
-            if (cp && !cp.state.outbox?.length && !cp.state.ready.length && lost.length === 0) return;
-            count++;
-            if (!cp || cp.state.outbox?.length || cp.state.ready.length) await applyFreshAndCancelOrphans(row.id, row.tenantId, { kind: "continue" }, [], newOutcome());
-            for (const command of lost) {
-              logger.warn("a command of the execution is overdue; the recovery sweep applies it", { executionId: row.id, command: command.kind, ...(command.kind === "timer" ? { timerId: command.timerId } : {}) });
-              await applyFreshAndCancelOrphans(row.id, row.tenantId, command, [], newOutcome());
+            const sends: SweepCommand[] = [];
+            if (!cp || cp.state.outbox?.length || cp.state.ready.length) {
+              sends.push({ name: "execution.continue", init: { executionId: row.id, tenantId: row.tenantId, reason: "recovery sweep" }, what: "continue" });
             }
+            if (cp) sends.push(...(await lostCommands(cp.state)));
+            return sends;
           });
+          if (sends.length === 0) continue;
+          count++;
+          for (const c of sends) {
+            if (c.name !== "execution.continue") logger.warn("a command of the execution is overdue; the recovery sweep sends it again", { executionId: row.id, command: c.name, what: c.what });
+            await messaging.sendCommand(c.name, c.init, `${sweep}:${row.id}:${c.what}`);
+          }
         } catch (err) {
-          logger.warn("recovery of an execution failed; its next command retries", { executionId: row.id, error: errorMessage(err) });
+          logger.warn("recovery of an execution failed; the next sweep retries", { executionId: row.id, error: errorMessage(err) });
         }
       }
     }

@@ -2,13 +2,16 @@
  * Runs whose next command is lost (given up by the consumer after an outage outlasting its
  * deliveries, or terminated), against the real NATS, Redis and Postgres. The commands go to the
  * stream and nothing consumes them; the test purges the stream to lose them, then runs the
- * recovery sweep with the executor's clock moved past the grace. Rules checked:
- * - a timer (here a delay's) overdue by more than a minute is fired by the sweep;
+ * recovery sweep with the executor's clock moved past the grace, and hands the commands the
+ * sweep sent (read back from the stream) to the executor, as its consumer would. Rules checked:
+ * - a timer (here a delay's) overdue by more than a minute is sent again by the sweep, and fires;
  * - a finished child whose `execution.child_result` was lost, a minute after it ended, has its
- *   result applied from its row by the sweep, and the parent goes on;
+ *   result sent again from its row by the sweep, and the parent goes on;
  * - a call whose answer the worker recorded (its `tool.result` lost) is answered from the record;
- * - a timer not yet overdue, a child still running, and a call with no recorded answer are left alone;
- * - a checkpoint that cannot be decoded is removed and rebuilt from the journal, and the run goes on.
+ * - a timer not yet overdue, a child still running, and a call with no recorded answer are left
+ *   alone (the sweep sends nothing for them);
+ * - a checkpoint that cannot be decoded is removed and rebuilt from the journal (the sweep sends
+ *   the run `execution.continue`), and the run goes on.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
 import { randomBytes } from "node:crypto";
@@ -28,7 +31,7 @@ import type { JsonObject } from "@baton/store";
 import { createLogger } from "@baton/telemetry";
 import { CHECKPOINT_STORE_OPTIONS, createExecutor } from "./executor.ts";
 import type { CheckpointState, Executor } from "./executor.ts";
-import { removeTestPrefix } from "./test-support.ts";
+import { commandsSentBy, removeTestPrefix } from "./test-support.ts";
 
 const NATS = process.env.BATON_NATS_URL ?? "nats://127.0.0.1:4222";
 const prefix = `xs${randomBytes(4).toString("hex")}`;
@@ -71,10 +74,23 @@ async function workflow(name: string, definition: object): Promise<number> {
   return (await t.store.workflows.create(tenantId, { name, definition: definition as JsonObject })).id;
 }
 
+/** A run started, and idle: its records written and its outbox dropped from Redis (else the sweep would send it a continue for it). */
 async function started(workflowId: number): Promise<number> {
   const row = await t.store.executions.create(tenantId, { workflowId, workflowVersion: 1, input: {} });
   await ex.handle({ name: "execution.start", message: { executionId: row.id, tenantId, workflowId, workflowVersion: 1 } } as never);
+  const until = Date.now() + 5_000;
+  while ((await redis.hget(`${prefix}:checkpoint:{${row.id}}`, "u")) !== null) {
+    if (Date.now() > until) throw new Error(`execution ${row.id} kept its outbox`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
   return row.id;
+}
+
+/** The recovery sweep, then the commands it sent, handled as the consumer would (this suite has none); resolves with the names of those for run `id`. */
+async function sweep(id: number): Promise<string[]> {
+  const sent = await commandsSentBy(bus, NATS, () => ex.recover());
+  for (const c of sent) await ex.handle(c);
+  return sent.filter((c) => c.message.executionId === id).map((c) => c.name);
 }
 
 /** Every command sent so far is lost. */
@@ -84,13 +100,13 @@ async function loseCommands(): Promise<void> {
 
 
 /** The row once it has ended (the sweep's steps write their records after it returns). */
-/** A sweep within the lost-command grace (30 s) leaves the run waiting; one past it (120 s) lets it end as `expected`. */
-async function sweptOnlyPastGrace(id: number, expected: { status: string; output: unknown }): Promise<void> {
+/** A sweep within the lost-command grace (30 s) leaves the run waiting; one past it (120 s) sends `command` again, and the run ends as `expected`. */
+async function sweptOnlyPastGrace(id: number, command: string, expected: { status: string; output: unknown }): Promise<void> {
   skewMs = 30_000;
-  await ex.recover();
+  expect(await sweep(id)).toEqual([]);
   expect((await checkpoints.get(id))!.state.status).toBe("running");
   skewMs = 120_000;
-  await ex.recover();
+  expect(await sweep(id)).toEqual([command]);
   expect(await ended(id)).toMatchObject(expected);
 }
 
@@ -105,7 +121,7 @@ async function ended(id: number): Promise<{ status: string; output: unknown }> {
 }
 
 describe("the recovery sweep and a lost command", () => {
-  it("fires a timer overdue by more than a minute (a delay whose timer message was lost)", async () => {
+  it("sends again a timer overdue by more than a minute (a delay whose timer message was lost), which fires", async () => {
     const id = await started(await workflow("delay", {
       start: "d",
       nodes: [{ id: "d", type: "delay", config: { ms: 1000 } }, { id: "t", type: "transform", config: { expression: "42" } }],
@@ -115,10 +131,10 @@ describe("the recovery sweep and a lost command", () => {
     expect((await checkpoints.get(id))!.state.timers).toEqual({ "delay:d:1": expect.objectContaining({ kind: "delay" }) as unknown });
     await loseCommands();
     // Due, but not overdue by the grace: its message may still come.
-    await sweptOnlyPastGrace(id, { status: "completed", output: { v: 42 } });
+    await sweptOnlyPastGrace(id, "execution.timer", { status: "completed", output: { v: 42 } });
   });
 
-  it("applies a finished child's lost result from its row when the parent still waits for it", async () => {
+  it("sends a finished child's lost result again from its row when the parent still waits for it", async () => {
     const childWf = await workflow("child", { start: "c", nodes: [{ id: "c", type: "transform", config: { expression: "7" } }], output: { c: "$.c" } });
     const id = await started(await workflow("parent", {
       start: "sub",
@@ -129,17 +145,17 @@ describe("the recovery sweep and a lost command", () => {
     expect(child).toBeDefined();
     // The child's start was sent; nothing took it yet: the sweep leaves the parent of a running child alone.
     skewMs = 120_000;
-    await ex.recover();
+    expect(await sweep(id)).toEqual([]);
     expect((await checkpoints.get(id))!.state.status).toBe("running");
     skewMs = 0;
     await ex.handle({ name: "execution.start", message: { executionId: child!.id, tenantId, workflowId: childWf, workflowVersion: 1, parentExecutionId: id, parentNodeId: "sub", childKey: child!.childKey ?? "", triggerEvent: "subworkflow" } } as never);
     expect((await checkpoints.get(child!.id))!.state.status).toBe("completed");
     // Its child_result is lost.
     await loseCommands();
-    await sweptOnlyPastGrace(id, { status: "completed", output: { got: { c: 7 } } });
+    await sweptOnlyPastGrace(id, "execution.child_result", { status: "completed", output: { got: { c: 7 } } });
   });
 
-  it("applies a tool call's recorded answer whose tool.result was lost; a call with no answer recorded is left waiting", async () => {
+  it("sends a tool call's recorded answer again when its tool.result was lost; a call with no answer recorded is left waiting", async () => {
     const wf = await workflow("tool", { start: "x", nodes: [{ id: "x", type: "tool", config: { tool: "echo" } }], output: { x: "$.x" } });
     const answered = await started(wf);
     const waiting = await started(wf);
@@ -147,7 +163,9 @@ describe("the recovery sweep and a lost command", () => {
     await bus.kv(RESULTS_BUCKET);
     await messaging.recordToolResult(`${answered}.x.1`, { ok: true, output: { a: 1 }, durationMs: 3, workerId: "w1" });
     await loseCommands();
-    await ex.recover();
+    const sent = await commandsSentBy(bus, NATS, () => ex.recover());
+    expect(sent.filter((c) => c.message.executionId === answered || c.message.executionId === waiting).map((c) => `${c.name} ${c.message.executionId}`)).toEqual([`tool.result ${answered}`]);
+    for (const c of sent) await ex.handle(c);
     expect(await ended(answered)).toMatchObject({ status: "completed", output: { x: { a: 1 } } });
     expect((await checkpoints.get(waiting))!.state).toMatchObject({ status: "running", nodes: { x: { status: "running", callId: `${waiting}.x.1` } } });
   });
@@ -157,8 +175,8 @@ describe("a damaged checkpoint", () => {
   it("is removed and rebuilt from the journal: the run goes on (it used to fail every command with BATON_CHECKPOINT_CORRUPT)", async () => {
     const id = await started(await workflow("corrupt", { start: "x", nodes: [{ id: "x", type: "tool", config: { tool: "echo" } }] }));
     await redis.hset(`${prefix}:checkpoint:{${id}}`, "s", "{not json");
-    // The sweep (which reads Redis, not this process's cache) rebuilds it from the journal.
-    await ex.recover();
+    // The sweep (which reads Redis, not this process's cache) sends the run a continue, which rebuilds it from the journal.
+    expect(await sweep(id)).toEqual(["execution.continue"]);
     expect((await checkpoints.get(id))!.state).toMatchObject({ status: "running", nodes: { x: { status: "running" } } });
     // And the run can be told what to do again: here, stopped.
     await ex.handle({ name: "execution.cancel", message: { executionId: id, tenantId, reason: "stop" } } as never);

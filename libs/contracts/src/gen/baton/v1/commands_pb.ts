@@ -18,7 +18,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file baton/v1/commands.proto.
  */
 export const file_baton_v1_commands: GenFile = /*@__PURE__*/
-  fileDesc("ChdiYXRvbi92MS9jb21tYW5kcy5wcm90bxIIYmF0b24udjEinwMKDlN0YXJ0RXhlY3V0aW9uEhQKDGV4ZWN1dGlvbl9pZBgBIAEoBRIRCgl0ZW5hbnRfaWQYAiABKAkSEwoLd29ya2Zsb3dfaWQYAyABKAUSGAoQd29ya2Zsb3dfdmVyc2lvbhgEIAEoBRIqCgVpbnB1dBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCAhgBEhsKE3BhcmVudF9leGVjdXRpb25faWQYBiABKAUSFQoNdHJpZ2dlcl9ldmVudBgHIAEoCRIWCg5wYXJlbnRfbm9kZV9pZBgIIAEoCRIRCgljaGlsZF9rZXkYCSABKAkSFgoOZGVmaW5pdGlvbl9yZWYYCiABKAkSHAoUZm9ya19vZl9leGVjdXRpb25faWQYCyABKAUSFwoPZm9ya19vZl92ZXJzaW9uGAwgASgFEi4KDWNvbnRleHRfcGF0Y2gYDSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCGRlYWRsaW5lGA4gASgJEhkKEXJvb3RfZXhlY3V0aW9uX2lkGA8gASgFIlsKDkV4ZWN1dGlvblRpbWVyEhQKDGV4ZWN1dGlvbl9pZBgBIAEoBRIRCgl0ZW5hbnRfaWQYAiABKAkSEAoIdGltZXJfaWQYAyABKAkSDgoGZHVlX2F0GAQgASgJItIBCgtDaGlsZFJlc3VsdBIUCgxleGVjdXRpb25faWQYASABKAUSEQoJdGVuYW50X2lkGAIgASgJEg8KB25vZGVfaWQYAyABKAkSEQoJY2hpbGRfa2V5GAQgASgJEhoKEmNoaWxkX2V4ZWN1dGlvbl9pZBgFIAEoBRIOCgZzdGF0dXMYBiABKAkSJgoGb3V0cHV0GAcgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEiIKBWVycm9yGAggASgLMhMuYmF0b24udjEuRXJyb3JJbmZvIqMBCgtDaGlsZFBhdXNlZBIUCgxleGVjdXRpb25faWQYASABKAUSEQoJdGVuYW50X2lkGAIgASgJEg8KB25vZGVfaWQYAyABKAkSEQoJY2hpbGRfa2V5GAQgASgJEhoKEmNoaWxkX2V4ZWN1dGlvbl9pZBgFIAEoBRIOCgZwYXVzZWQYBiABKAgSCwoDc2VxGAcgASgFEg4KBnJlYXNvbhgIIAEoCSK2AQoPUmVzdW1lRXhlY3V0aW9uEhQKDGV4ZWN1dGlvbl9pZBgBIAEoBRIRCgl0ZW5hbnRfaWQYAiABKAkSDwoHbm9kZV9pZBgDIAEoCRIOCgZhY3Rpb24YBCABKAkSJQoEZGF0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHY29tbWVudBgGIAEoCRIQCghyZXZpZXdlchgHIAEoCRIPCgdhdHRlbXB0GAggASgFIkoKD0NhbmNlbEV4ZWN1dGlvbhIUCgxleGVjdXRpb25faWQYASABKAUSEQoJdGVuYW50X2lkGAIgASgJEg4KBnJlYXNvbhgDIAEoCSLzAQoIVG9vbENhbGwSDwoHY2FsbF9pZBgBIAEoCRIUCgxleGVjdXRpb25faWQYAiABKAUSEQoJdGVuYW50X2lkGAMgASgJEg8KB25vZGVfaWQYBCABKAkSDwoHYXR0ZW1wdBgFIAEoBRIMCgR0b29sGAYgASgJEiUKBGFyZ3MYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhIKCnRpbWVvdXRfbXMYCCABKAUSFwoPaWRlbXBvdGVuY3lfa2V5GAkgASgJEhkKEXJvb3RfZXhlY3V0aW9uX2lkGAogASgFEg4KBnJlc2VudBgLIAEoCCIuCgpUb29sQ2FuY2VsEhAKCGNhbGxfaWRzGAEgAygJEg4KBnJlYXNvbhgCIAEoCSL2AQoKVG9vbFJlc3VsdBIPCgdjYWxsX2lkGAEgASgJEhQKDGV4ZWN1dGlvbl9pZBgCIAEoBRIRCgl0ZW5hbnRfaWQYAyABKAkSDwoHbm9kZV9pZBgEIAEoCRIPCgdhdHRlbXB0GAUgASgFEgwKBHRvb2wYBiABKAkSCgoCb2sYByABKAgSJgoGb3V0cHV0GAggASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEiIKBWVycm9yGAkgASgLMhMuYmF0b24udjEuRXJyb3JJbmZvEhMKC2R1cmF0aW9uX21zGAogASgFEhEKCXdvcmtlcl9pZBgLIAEoCSKQAQoKVG9rZW5EZWx0YRIRCgl0ZW5hbnRfaWQYASABKAkSFAoMZXhlY3V0aW9uX2lkGAIgASgFEhkKEXJvb3RfZXhlY3V0aW9uX2lkGAMgASgFEg8KB25vZGVfaWQYBCABKAkSDwoHY2FsbF9pZBgFIAEoCRINCgVpbmRleBgGIAEoBRINCgVkZWx0YRgHIAEoCWIGcHJvdG8z", [file_baton_v1_common, file_google_protobuf_struct]);
+  fileDesc("ChdiYXRvbi92MS9jb21tYW5kcy5wcm90bxIIYmF0b24udjEinwMKDlN0YXJ0RXhlY3V0aW9uEhQKDGV4ZWN1dGlvbl9pZBgBIAEoBRIRCgl0ZW5hbnRfaWQYAiABKAkSEwoLd29ya2Zsb3dfaWQYAyABKAUSGAoQd29ya2Zsb3dfdmVyc2lvbhgEIAEoBRIqCgVpbnB1dBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCAhgBEhsKE3BhcmVudF9leGVjdXRpb25faWQYBiABKAUSFQoNdHJpZ2dlcl9ldmVudBgHIAEoCRIWCg5wYXJlbnRfbm9kZV9pZBgIIAEoCRIRCgljaGlsZF9rZXkYCSABKAkSFgoOZGVmaW5pdGlvbl9yZWYYCiABKAkSHAoUZm9ya19vZl9leGVjdXRpb25faWQYCyABKAUSFwoPZm9ya19vZl92ZXJzaW9uGAwgASgFEi4KDWNvbnRleHRfcGF0Y2gYDSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCGRlYWRsaW5lGA4gASgJEhkKEXJvb3RfZXhlY3V0aW9uX2lkGA8gASgFIlsKDkV4ZWN1dGlvblRpbWVyEhQKDGV4ZWN1dGlvbl9pZBgBIAEoBRIRCgl0ZW5hbnRfaWQYAiABKAkSEAoIdGltZXJfaWQYAyABKAkSDgoGZHVlX2F0GAQgASgJItIBCgtDaGlsZFJlc3VsdBIUCgxleGVjdXRpb25faWQYASABKAUSEQoJdGVuYW50X2lkGAIgASgJEg8KB25vZGVfaWQYAyABKAkSEQoJY2hpbGRfa2V5GAQgASgJEhoKEmNoaWxkX2V4ZWN1dGlvbl9pZBgFIAEoBRIOCgZzdGF0dXMYBiABKAkSJgoGb3V0cHV0GAcgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEiIKBWVycm9yGAggASgLMhMuYmF0b24udjEuRXJyb3JJbmZvIqMBCgtDaGlsZFBhdXNlZBIUCgxleGVjdXRpb25faWQYASABKAUSEQoJdGVuYW50X2lkGAIgASgJEg8KB25vZGVfaWQYAyABKAkSEQoJY2hpbGRfa2V5GAQgASgJEhoKEmNoaWxkX2V4ZWN1dGlvbl9pZBgFIAEoBRIOCgZwYXVzZWQYBiABKAgSCwoDc2VxGAcgASgFEg4KBnJlYXNvbhgIIAEoCSK2AQoPUmVzdW1lRXhlY3V0aW9uEhQKDGV4ZWN1dGlvbl9pZBgBIAEoBRIRCgl0ZW5hbnRfaWQYAiABKAkSDwoHbm9kZV9pZBgDIAEoCRIOCgZhY3Rpb24YBCABKAkSJQoEZGF0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHY29tbWVudBgGIAEoCRIQCghyZXZpZXdlchgHIAEoCRIPCgdhdHRlbXB0GAggASgFIkoKD0NhbmNlbEV4ZWN1dGlvbhIUCgxleGVjdXRpb25faWQYASABKAUSEQoJdGVuYW50X2lkGAIgASgJEg4KBnJlYXNvbhgDIAEoCSJMChFDb250aW51ZUV4ZWN1dGlvbhIUCgxleGVjdXRpb25faWQYASABKAUSEQoJdGVuYW50X2lkGAIgASgJEg4KBnJlYXNvbhgDIAEoCSLzAQoIVG9vbENhbGwSDwoHY2FsbF9pZBgBIAEoCRIUCgxleGVjdXRpb25faWQYAiABKAUSEQoJdGVuYW50X2lkGAMgASgJEg8KB25vZGVfaWQYBCABKAkSDwoHYXR0ZW1wdBgFIAEoBRIMCgR0b29sGAYgASgJEiUKBGFyZ3MYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhIKCnRpbWVvdXRfbXMYCCABKAUSFwoPaWRlbXBvdGVuY3lfa2V5GAkgASgJEhkKEXJvb3RfZXhlY3V0aW9uX2lkGAogASgFEg4KBnJlc2VudBgLIAEoCCIuCgpUb29sQ2FuY2VsEhAKCGNhbGxfaWRzGAEgAygJEg4KBnJlYXNvbhgCIAEoCSL2AQoKVG9vbFJlc3VsdBIPCgdjYWxsX2lkGAEgASgJEhQKDGV4ZWN1dGlvbl9pZBgCIAEoBRIRCgl0ZW5hbnRfaWQYAyABKAkSDwoHbm9kZV9pZBgEIAEoCRIPCgdhdHRlbXB0GAUgASgFEgwKBHRvb2wYBiABKAkSCgoCb2sYByABKAgSJgoGb3V0cHV0GAggASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEiIKBWVycm9yGAkgASgLMhMuYmF0b24udjEuRXJyb3JJbmZvEhMKC2R1cmF0aW9uX21zGAogASgFEhEKCXdvcmtlcl9pZBgLIAEoCSKQAQoKVG9rZW5EZWx0YRIRCgl0ZW5hbnRfaWQYASABKAkSFAoMZXhlY3V0aW9uX2lkGAIgASgFEhkKEXJvb3RfZXhlY3V0aW9uX2lkGAMgASgFEg8KB25vZGVfaWQYBCABKAkSDwoHY2FsbF9pZBgFIAEoCRINCgVpbmRleBgGIAEoBRINCgVkZWx0YRgHIAEoCWIGcHJvdG8z", [file_baton_v1_common, file_google_protobuf_struct]);
 
 /**
  * Starts an execution that already has its row in the database.
@@ -403,6 +403,42 @@ export const CancelExecutionSchema: GenMessage<CancelExecution> = /*@__PURE__*/
   messageDesc(file_baton_v1_commands, 5);
 
 /**
+ * Goes on with an execution from its checkpoint: carries out the effects a crash left in it,
+ * runs the nodes it has ready, and rebuilds it from the journal when Redis lost it; changes
+ * nothing when there is nothing to do. Sent by the recovery sweep, and by an executor that
+ * leaves a long run of inline steps for later, so that every step is taken under a command
+ * delivered again until the step's records and events are out.
+ * Subject: `{p}.cmd.execution.continue`.
+ *
+ * @generated from message baton.v1.ContinueExecution
+ */
+export type ContinueExecution = Message<"baton.v1.ContinueExecution"> & {
+  /**
+   * @generated from field: int32 execution_id = 1;
+   */
+  executionId: number;
+
+  /**
+   * @generated from field: string tenant_id = 2;
+   */
+  tenantId: string;
+
+  /**
+   * Why it was sent, for logs, e.g. "recovery sweep"; free text.
+   *
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message baton.v1.ContinueExecution.
+ * Use `create(ContinueExecutionSchema)` to create a new message.
+ */
+export const ContinueExecutionSchema: GenMessage<ContinueExecution> = /*@__PURE__*/
+  messageDesc(file_baton_v1_commands, 6);
+
+/**
  * A tool invocation handed to a worker. Subject: `{p}.tool.{tool}`.
  *
  * @generated from message baton.v1.ToolCall
@@ -487,7 +523,7 @@ export type ToolCall = Message<"baton.v1.ToolCall"> & {
  * Use `create(ToolCallSchema)` to create a new message.
  */
 export const ToolCallSchema: GenMessage<ToolCall> = /*@__PURE__*/
-  messageDesc(file_baton_v1_commands, 6);
+  messageDesc(file_baton_v1_commands, 7);
 
 /**
  * Asks every worker to abort the named calls (execution cancelled, deadline,
@@ -512,7 +548,7 @@ export type ToolCancel = Message<"baton.v1.ToolCancel"> & {
  * Use `create(ToolCancelSchema)` to create a new message.
  */
 export const ToolCancelSchema: GenMessage<ToolCancel> = /*@__PURE__*/
-  messageDesc(file_baton_v1_commands, 7);
+  messageDesc(file_baton_v1_commands, 8);
 
 /**
  * A worker's answer to a ToolCall. Subject: `{p}.cmd.tool.result`.
@@ -587,7 +623,7 @@ export type ToolResult = Message<"baton.v1.ToolResult"> & {
  * Use `create(ToolResultSchema)` to create a new message.
  */
 export const ToolResultSchema: GenMessage<ToolResult> = /*@__PURE__*/
-  messageDesc(file_baton_v1_commands, 8);
+  messageDesc(file_baton_v1_commands, 9);
 
 /**
  * One streamed piece of an LLM answer. Ephemeral: core NATS on
@@ -640,5 +676,5 @@ export type TokenDelta = Message<"baton.v1.TokenDelta"> & {
  * Use `create(TokenDeltaSchema)` to create a new message.
  */
 export const TokenDeltaSchema: GenMessage<TokenDelta> = /*@__PURE__*/
-  messageDesc(file_baton_v1_commands, 9);
+  messageDesc(file_baton_v1_commands, 10);
 
