@@ -16,6 +16,7 @@
  *   the same row; two statements sharing rows listed in opposite orders take the locks in one
  *   order (no deadlock); an execution-row patch of an earlier step than the journal's latest
  *   row is left out;
+ * - executions.journalFloor reads it (null before the first fence);
  * - executions.fenceJournal raises an execution's journal floor by the room asked for past the
  *   highest of its floor, its journal's steps and its row's last patch; recordSteps then refuses (BATON_STORE_FENCED, nothing
  *   written) a batch with an entry or a patch numbered below its execution's floor, also a
@@ -334,8 +335,11 @@ describe("journal batches", () => {
     const theirs = await newExecution();
     const row = { tenantId: tenant, executionId: ex.id, nodeType: "tool", attempt: 1 };
     await store.nodeExecutions.recordSteps({ entries: [{ ...row, nodeId: "a", status: "running", stepVersion: 3 }], executions: [] });
+    expect(await store.executions.journalFloor(ex.id, tenant)).toBeNull();
     await expect(store.executions.fenceJournal(ex.id, other, 1000)).rejects.toMatchObject({ code: "BATON_STORE_NOT_FOUND" });
     expect(await store.executions.fenceJournal(ex.id, tenant, 1000)).toBe(1003);
+    expect(await store.executions.journalFloor(ex.id, tenant)).toBe(1003);
+    await expect(store.executions.journalFloor(ex.id, other)).rejects.toMatchObject({ code: "BATON_STORE_NOT_FOUND" });
     // Each fence rises past the floor before it (the history rebuilt after that one was numbered
     // from it, and may have written nothing yet).
     expect(await store.executions.fenceJournal(ex.id, tenant, 10)).toBe(1013);

@@ -126,6 +126,7 @@ export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool)
     UPDATE ${runs} AS x SET "journalFloor" = GREATEST(COALESCE(x."journalFloor", 0), COALESCE(x."patchedStep", 0),
       COALESCE((SELECT max(j."stepVersion") FROM ${quoteIdent(schema)}."agent_workflow_node_executions" j WHERE j."executionId" = x."id"), 0)) + $3::int
     FROM locked l WHERE x."id" = l."id" RETURNING x."journalFloor"`);
+  const FLOOR = namedStatement("execution_journal_floor", `SELECT "journalFloor" FROM ${runs} WHERE "id" = $1 AND "tenantId" = $2`);
   const BY_TENANT_ID = namedStatement("execution_by_tenant_id", `SELECT * FROM ${runs} WHERE "id" = $1 AND "tenantId" = $2`);
   const CREATE_COLUMNS = ["tenantId", "agentWorkflowId", "workflowVersion", "status", "input", "agentId", "sessionId", "triggerEvent", "parentNodeId", "childKey",
     "definitionRef", "deadlineAt", "forkedFromVersion", "parentExecutionId", "forkedFromExecutionId", "checkpoint"] as const;
@@ -381,6 +382,15 @@ export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool)
       const gap = optionalInt("room", room, 1);
       if (gap == null) throw StoreInvalidInput("room is required");
       const res = await guard({ entity: "execution", id }, () => pool.query<{ journalFloor: number }>({ ...FENCE, values: [id, tenantId, gap] }));
+      const row = res.rows[0];
+      if (!row) throw StoreNotFound("execution", id);
+      return row.journalFloor;
+    },
+
+    async journalFloor(id, tenantId) {
+      requireTenantId(tenantId);
+      if (!isDbId(id)) throw StoreNotFound("execution", String(id));
+      const res = await guard({ entity: "execution", id }, () => pool.query<{ journalFloor: number | null }>({ ...FLOOR, values: [id, tenantId] }));
       const row = res.rows[0];
       if (!row) throw StoreNotFound("execution", id);
       return row.journalFloor;

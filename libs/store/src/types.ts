@@ -616,6 +616,11 @@ export interface ExecutionsRepo {
    */
   fenceJournal(id: number, tenantId: string, room: number): Promise<number>;
   /**
+   * Internal (executor): an execution's journal floor ({@link fenceJournal}), null when its
+   * journal was never fenced. Throws `BATON_STORE_NOT_FOUND` when the execution is not the tenant's.
+   */
+  journalFloor(id: number, tenantId: string): Promise<number | null>;
+  /**
    * Internal (executor): the oldest `queued` top-level executions of a tenant that can be
    * started from their row alone (a fork only once its starting state is on the row), as many
    * as the cap leaves free.

@@ -381,7 +381,10 @@ describe("the records of consecutive steps", () => {
    * order they go out; `sent`: each event publish as `type node message-id`; `commands`: each
    * command it sends as `name execution-id`.
    */
-  function gated(): { executor: Executor; log: string[]; sent: string[]; commands: string[]; written: Set<string>; hold(): { release(): void; fail(): void }; holdRows(nodeId: string): { release(): void; fail(): void } } {
+  function gated(): {
+    executor: Executor; log: string[]; sent: string[]; commands: string[]; written: Set<string>;
+    hold(): { release(): void; fail(): void }; holdRows(nodeId: string): { release(): void; fail(): void }; holdAfterRows(nodeId: string): { release(): void };
+  } {
     const log: string[] = [];
     const sent: string[] = [];
     const commands: string[] = [];
@@ -389,6 +392,7 @@ describe("the records of consecutive steps", () => {
     const written = new Set<string>();
     let gate: Promise<void> | undefined;
     const heldRows = new Map<string, Promise<void>>();
+    const heldAfterRows = new Map<string, Promise<void>>();
     const messaging = createMessaging(bus);
     const publishEvent: Messaging["publishEvent"] = async (type, init, key) => {
       log.push(`event ${type} ${(init as { nodeId?: string }).nodeId ?? ""}`.trim());
@@ -408,6 +412,9 @@ describe("the records of consecutive steps", () => {
           if (held) await held;
           const r = await rows.recordSteps(batch);
           for (const e of entries) written.add(e);
+          // Written, and the executor stalls before it learns so.
+          const after = batch.entries.map((e) => heldAfterRows.get(e.nodeId)).find((h) => h !== undefined);
+          if (after) await after;
           return r;
         },
       },
@@ -429,6 +436,16 @@ describe("the records of consecutive steps", () => {
         gate = new Promise<void>((res, rej) => ((release = res), (fail = rej)));
         gate.catch(() => undefined);
         return { release: () => release(), fail: () => fail(new Error("the events stream is gone")) };
+      },
+      holdAfterRows(nodeId) {
+        let release!: () => void;
+        heldAfterRows.set(nodeId, new Promise<void>((res) => (release = res)));
+        return {
+          release: () => {
+            heldAfterRows.delete(nodeId);
+            release();
+          },
+        };
       },
       holdRows(nodeId) {
         let release!: () => void;
@@ -850,6 +867,34 @@ describe("the records of consecutive steps", () => {
     // Delivered once more: the end is on the stream now, nothing is told again.
     await other.executor.handle(result(id, "d"), 3);
     expect(other.sent).toHaveLength(4);
+  });
+
+  // Chaos seed 903 (docs/dev/chaos.md): a replica's step whose rows landed and whose events were
+  // not out yet when the replica stalled; Redis lost the checkpoint and another replica rebuilt
+  // the run, found the rows in the journal and none of their events on the stream (nor a second
+  // later), and told them. The stalled replica woke and published them too, under its own step
+  // numbers: the same transition twice (ADR 004, "Still open" until 2026-11-28).
+  it("publishes a step's events once when a rebuild fenced the journal after its rows landed, its executor stalled before its events", async () => {
+    const { g: stale, id } = await startedGated();
+    const stalled = stale.holdAfterRows("a");
+    const staleA = stale.executor.handle(result(id, "a"));
+    await until(() => stale.written.has("a:completed"), "a's rows landed");
+    await loseCheckpoint(id);
+    const other = gated();
+    await other.executor.handle(result(id, "b"), 1);
+    const completedA = (g: ReturnType<typeof gated>): string[] => g.sent.filter((l) => l.startsWith("node.completed a "));
+    expect(completedA(other)).toHaveLength(1); // told by the rebuild
+    stalled.release();
+    const woke: unknown = await staleA.then(() => "acknowledged", (err: unknown) => err);
+    // It wakes, finds the journal fenced past its step, and publishes nothing: its command goes
+    // back, to be applied to the rebuilt checkpoint.
+    expect(completedA(stale)).toEqual([]);
+    expect(woke).toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED", retryable: true, cause: { code: "BATON_STORE_FENCED" } });
+    // Delivered again, a's result is ignored by the rebuilt run, which goes on.
+    await stale.executor.handle(result(id, "a"), 2);
+    for (const n of ["c", "d"]) await other.executor.handle(result(id, n));
+    expect((await checkpoints.get(id))!.state.status).toBe("completed");
+    expect([...completedA(stale), ...completedA(other)]).toHaveLength(1);
   });
 
   // As above, but the run's last step was the recovery sweep's: it applied what it found (here

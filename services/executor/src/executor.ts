@@ -26,6 +26,7 @@ import { BlobsNeeded, DEADLINE_TIMER_ID, forkStartOf, isJsonObject, forkStartRec
 import { defineError, errorMessage, hasCode } from "@baton/errors";
 import type { AnyCommand, CommandInit, Messaging } from "@baton/messaging";
 import type { Service } from "@baton/runtime";
+import { StoreFenced } from "@baton/store";
 import type { Admission, ExecutionRecord, Store } from "@baton/store";
 import type { Subscription } from "@baton/bus";
 import type { Logger } from "@baton/telemetry";
@@ -175,6 +176,13 @@ const OUTBOX_CLEAR_DELAY_MS = 250;
  * and its events go out; what is still missing is written by the rebuild.
  */
 const UNRECORDED_GRACE_MS = 1_000;
+/**
+ * How long a step's records may take, from the start of its journal statement to its events,
+ * before the executor checks that no rebuild fenced the journal meanwhile (notFenced): half
+ * a rebuild's grace, so that events published sooner are on the stream when a rebuild that
+ * fenced after their rows reads it again.
+ */
+const STALE_RECORDS_MS = UNRECORDED_GRACE_MS / 2;
 
 /**
  * Room a rebuild of a checkpoint from the journal leaves above the journal's highest step
@@ -685,8 +693,10 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    */
   async function record(prev: ExecutionState | null, state: ExecutionState, effects: Effect[], checkpointVersion: number): Promise<void> {
     const steps = [{ prev, state, effects, version: checkpointVersion }];
+    const since = performance.now();
     const numbered = await writeRecords(steps);
     await sendCancellations(steps);
+    if (performance.now() - since > STALE_RECORDS_MS) await notFenced(numbered);
     await publishRecords(numbered);
   }
 
@@ -1692,6 +1702,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   /** A link waiting for its events to go out: `steps` is set (numbered) once its rows are written. */
   interface Announcement {
     steps?: StepToRecord[];
+    /** When the link's journal statement started (`performance.now()`). */
+    since?: number;
     error?: { error: unknown };
     resolve(): void;
     reject(err: unknown): void;
@@ -1714,7 +1726,9 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     }
     if (batch.length === 0) return;
     p.announcing = true;
-    void publishRecords(batch.flatMap((a) => a.steps!)).then(
+    const steps = batch.flatMap((a) => a.steps!);
+    const since = Math.min(...batch.map((a) => a.since ?? Number.POSITIVE_INFINITY));
+    void (performance.now() - since > STALE_RECORDS_MS ? notFenced(steps).then(() => publishRecords(steps)) : publishRecords(steps)).then(
       () => {
         for (const a of batch) a.resolve();
       },
@@ -1726,6 +1740,24 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       p.announcing = false;
       announce(p);
     });
+  }
+
+  /**
+   * Before the events of steps whose records took long (the executor stalled, a statement was
+   * slow): whether a rebuild fenced the journal after their rows landed. That rebuild read those
+   * rows and tells their events itself (under its own step numbers) unless it finds them on the
+   * stream when it reads it again, a second after its fence; published from here too, later, they
+   * would go out twice. They are then refused as records below the floor are: not published,
+   * and the command is applied again to the rebuilt checkpoint (ADR 004, amended 2026-11-28).
+   * Steps published within {@link STALE_RECORDS_MS} of their statement need no check.
+   */
+  async function notFenced(steps: readonly StepToRecord[]): Promise<void> {
+    const { executionId, tenantId } = steps[0]!.state;
+    const last = Math.max(...steps.map((s) => s.version));
+    const floor = await store.executions.journalFloor(executionId, tenantId);
+    if (floor === null || last >= floor) return;
+    logger.warn("a rebuild fenced the journal after a step's rows landed; the rebuild tells its events, not this executor", { executionId, steps: steps.map((s) => s.version), floor });
+    throw StoreFenced(executionId, floor, { details: { executionId, floor } });
   }
 
   /** Outboxes to drop from Redis once their execution has been idle a moment; stop() drops them at once. */
@@ -1783,6 +1815,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     p.announce.push(announced);
     const link = (rowChange ? p.journaled : p.ordered).then(() => {
       if (p.waiting === steps) p.waiting = [];
+      announced.since = performance.now();
       return writeRecords(steps);
     });
     const failed = (err: unknown): void => {
