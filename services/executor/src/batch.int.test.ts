@@ -384,6 +384,8 @@ describe("the records of consecutive steps", () => {
   function gated(): {
     executor: Executor; log: string[]; sent: string[]; commands: string[]; written: Set<string>;
     hold(): { release(): void; fail(): void }; holdRows(nodeId: string): { release(): void; fail(): void }; holdAfterRows(nodeId: string): { release(): void };
+    /** How often the executor read a journal floor (before the events of slow records). */
+    floorReads(): number;
   } {
     const log: string[] = [];
     const sent: string[] = [];
@@ -401,8 +403,13 @@ describe("the records of consecutive steps", () => {
       return messaging.publishEvent(type, init, key);
     };
     const rows = t.store.nodeExecutions;
+    let floorReads = 0;
     const store: Store = {
       ...t.store,
+      executions: {
+        ...t.store.executions,
+        journalFloor: (...args) => (floorReads++, t.store.executions.journalFloor(...args)),
+      },
       nodeExecutions: {
         ...rows,
         recordSteps: async (batch) => {
@@ -437,6 +444,7 @@ describe("the records of consecutive steps", () => {
         gate.catch(() => undefined);
         return { release: () => release(), fail: () => fail(new Error("the events stream is gone")) };
       },
+      floorReads: () => floorReads,
       holdAfterRows(nodeId) {
         let release!: () => void;
         heldAfterRows.set(nodeId, new Promise<void>((res) => (release = res)));
@@ -889,12 +897,26 @@ describe("the records of consecutive steps", () => {
     // It wakes, finds the journal fenced past its step, and publishes nothing: its command goes
     // back, to be applied to the rebuilt checkpoint.
     expect(completedA(stale)).toEqual([]);
+    expect(stale.floorReads()).toBeGreaterThan(0);
     expect(woke).toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED", retryable: true, cause: { code: "BATON_STORE_FENCED" } });
     // Delivered again, a's result is ignored by the rebuilt run, which goes on.
     await stale.executor.handle(result(id, "a"), 2);
     for (const n of ["c", "d"]) await other.executor.handle(result(id, n));
     expect((await checkpoints.get(id))!.state.status).toBe("completed");
     expect([...completedA(stale), ...completedA(other)]).toHaveLength(1);
+  });
+
+  it("publishes the events of a step whose records took long when no rebuild fenced the journal meanwhile", async () => {
+    const { g, id } = await startedGated();
+    const slow = g.holdAfterRows("a");
+    const a = g.executor.handle(result(id, "a"));
+    await until(() => g.written.has("a:completed"), "a's rows landed");
+    await new Promise((r) => setTimeout(r, 700)); // past the 500 ms after which the journal's floor is read first
+    slow.release();
+    await a;
+    expect(g.sent.filter((l) => l.startsWith("node.completed a "))).toHaveLength(1);
+    expect(g.floorReads()).toBeGreaterThan(0); // read, and found no fence
+    expect(await t.store.executions.journalFloor(id, tenantId)).toBeNull();
   });
 
   // As above, but the run's last step was the recovery sweep's: it applied what it found (here

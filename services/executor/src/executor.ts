@@ -1753,9 +1753,10 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    */
   async function notFenced(steps: readonly StepToRecord[]): Promise<void> {
     const { executionId, tenantId } = steps[0]!.state;
-    const last = Math.max(...steps.map((s) => s.version));
+    // A step below the floor had its rows land before the fence (below it they are refused).
+    const first = Math.min(...steps.map((s) => s.version));
     const floor = await store.executions.journalFloor(executionId, tenantId);
-    if (floor === null || last >= floor) return;
+    if (floor === null || first >= floor) return;
     logger.warn("a rebuild fenced the journal after a step's rows landed; the rebuild tells its events, not this executor", { executionId, steps: steps.map((s) => s.version), floor });
     throw StoreFenced(executionId, floor, { details: { executionId, floor } });
   }
