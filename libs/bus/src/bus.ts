@@ -137,11 +137,11 @@ export interface Bus {
    */
   kvKeys(bucket: string, filter?: string): Promise<string[]>;
   /**
-   * The value of `key` in bucket `{prefix}_{bucket}`, or null when the key holds none (never
-   * written, deleted, purged, expired) or the bucket does not exist. Reads without opening
-   * the bucket, so a reader never creates it with settings of its own.
+   * The value of `key` in bucket `{prefix}_{bucket}` and when the server stored it, or null
+   * when the key holds none (never written, deleted, purged, expired) or the bucket does not
+   * exist. Reads without opening the bucket, so a reader never creates it with settings of its own.
    */
-  kvGet(bucket: string, key: string): Promise<Uint8Array | null>;
+  kvGet(bucket: string, key: string): Promise<KvValue | null>;
   /**
    * Puts `value` at `key` in bucket `{prefix}_{bucket}` only when the key has never held a
    * value (or it has expired): true when written, false when the key holds one already or
@@ -158,6 +158,13 @@ export interface Bus {
   isConnected(): boolean;
   /** Stops every subscription and replay (waiting for handlers in flight), then drains the connection. */
   drain(): Promise<void>;
+}
+
+/** A key's value as {@link Bus.kvGet} reads it. */
+export interface KvValue {
+  value: Uint8Array;
+  /** When the server stored it (its clock). */
+  storedAt: Date;
 }
 
 const tracer = getTracer("@baton/bus");
@@ -576,7 +583,7 @@ class NatsBus implements Bus {
     return Object.keys(subjects ?? {}).map((s) => s.slice(subjectPrefix.length)).sort();
   }
 
-  async kvGet(bucket: string, key: string): Promise<Uint8Array | null> {
+  async kvGet(bucket: string, key: string): Promise<KvValue | null> {
     this.#assertOpen("kvGet");
     const name = this.#kvName(bucket);
     let m: StoredMsg | null;
@@ -587,7 +594,7 @@ class NatsBus implements Bus {
       throw err;
     }
     const op = m?.header?.get("KV-Operation");
-    return m === null || op === "DEL" || op === "PURGE" ? null : m.data;
+    return m === null || op === "DEL" || op === "PURGE" ? null : { value: m.data, storedAt: m.time };
   }
 
   async kvCreate(bucket: string, key: string, value: Uint8Array): Promise<boolean> {

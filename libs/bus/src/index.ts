@@ -5,7 +5,7 @@
  * Payloads are opaque bytes: encoding is the contracts library's business.
  */
 export { connectBus } from "./bus.ts";
-export type { Bus, KvBucketOptions, Reply, ReplayOptions, RequestOptions, ServeOptions } from "./bus.ts";
+export type { Bus, KvBucketOptions, KvValue, Reply, ReplayOptions, RequestOptions, ServeOptions } from "./bus.ts";
 export type { ConsumerSpec, MessageHandler, Subscription } from "./consumer.ts";
 export { DEFAULT_ACK_WAIT_MS, DEFAULT_CONCURRENCY, DEFAULT_MAX_ACK_PENDING, DEFAULT_MAX_DELIVER } from "./consumer.ts";
 export { HEADERS } from "./message.ts";

@@ -74,8 +74,11 @@ export interface Messaging {
    * so this send added nothing.
    */
   callTool(init: ToolCallInit): Promise<{ duplicate: boolean }>;
-  /** The recorded result of a tool call, or null when no worker has recorded one (yet). */
-  recordedToolResult(callId: string): Promise<RecordedToolResult | null>;
+  /**
+   * The recorded result of a tool call and when it was recorded (by the NATS server's clock),
+   * or null when no worker has recorded one (yet).
+   */
+  recordedToolResult(callId: string): Promise<{ result: RecordedToolResult; recordedAt: Date } | null>;
   /**
    * Records a tool call's result unless one is recorded already (a worker's record is never
    * replaced): true when this one was written. For an answer whose worker may not have
@@ -138,8 +141,9 @@ export function createMessaging(bus: Bus): Messaging {
       return { duplicate };
     },
     async recordedToolResult(callId) {
-      const data = await bus.kvGet(RESULTS_BUCKET, resultKey(callId));
-      return data === null || data.length === 0 ? null : (JSON.parse(utf8.decode(data)) as RecordedToolResult);
+      const entry = await bus.kvGet(RESULTS_BUCKET, resultKey(callId));
+      if (entry === null || entry.value.length === 0) return null;
+      return { result: JSON.parse(utf8.decode(entry.value)) as RecordedToolResult, recordedAt: entry.storedAt };
     },
     recordToolResult(callId, result) {
       return bus.kvCreate(RESULTS_BUCKET, resultKey(callId), new TextEncoder().encode(JSON.stringify(result)));

@@ -273,7 +273,7 @@ describe("tool worker SDK", () => {
     expect(await messaging.callTool(call)).toEqual({ duplicate: false });
     await results.waitFor(callId);
     expect(await messaging.callTool(call)).toEqual({ duplicate: true });
-    expect(await messaging.recordedToolResult(callId)).toMatchObject({ ok: true, output: { sum: 5 }, workerId: "w-1" });
+    expect(await messaging.recordedToolResult(callId)).toMatchObject({ result: { ok: true, output: { sum: 5 }, workerId: "w-1" }, recordedAt: expect.any(Date) });
   });
 
   it("keeps a call running longer than ackWait from being redelivered", async () => {

@@ -30,7 +30,7 @@
  * told them (seed 841, fixed); and a cancel whose records were refused stopping the rebuilt run's
  * calls and children, which then failed it (seed 832, fixed: what a step stops goes out after its rows).
  */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { connectBus } from "@baton/bus";
@@ -57,6 +57,12 @@ let executor: Executor;
 let checkpoints: ReturnType<typeof redisCheckpointStore<CheckpointState>>;
 let tenantId: string;
 let workflowId: number;
+/**
+ * How far the clock of the executors made by gated() and executorWith() is ahead of the wall
+ * clock: a sweep sends a recorded answer only once it was recorded a minute ago.
+ */
+let skewMs = 0;
+const skewedClock = (): Date => new Date(Date.now() + skewMs);
 
 const fan = {
   start: "s",
@@ -77,6 +83,10 @@ beforeAll(async () => {
   executor = createExecutor({ messaging: createMessaging(bus), store: t.store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0 });
   tenantId = (await t.store.tenants.create("batch")).id;
   workflowId = (await t.store.workflows.create(tenantId, { name: "fan", definition: fan as unknown as JsonObject })).id;
+});
+
+beforeEach(() => {
+  skewMs = 0;
 });
 
 afterAll(async () => {
@@ -430,7 +440,7 @@ describe("the records of consecutive steps", () => {
       commands.push(`${name} ${(init as { executionId: number }).executionId}`);
       return messaging.sendCommand(name, init, key);
     };
-    const x = createExecutor({ messaging: { ...messaging, publishEvent, sendCommand }, store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0 });
+    const x = createExecutor({ messaging: { ...messaging, publishEvent, sendCommand }, store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0, clock: skewedClock });
     return {
       executor: x,
       log,
@@ -936,6 +946,7 @@ describe("the records of consecutive steps", () => {
     await idle(id);
     await bus.kv(RESULTS_BUCKET);
     await createMessaging(bus).recordToolResult(`${id}.x.1`, { ok: true, output: { v: "recorded" }, durationMs: 3, workerId: "w1" });
+    skewMs = 120_000; // the answer was recorded over a minute ago
     const sent = (await commandsSentBy(bus, NATS, () => dead.executor.recover())).filter((c) => c.message.executionId === id);
     expect(sent.map((c) => c.name)).toEqual(["tool.result"]);
     expect((await checkpoints.get(id))!.state.status).toBe("running"); // sent, not applied
@@ -1107,7 +1118,7 @@ describe("calls sent while their checkpoint is written", () => {
   });
 
   function executorWith(cp: typeof checkpoints): Executor {
-    return createExecutor({ messaging: createMessaging(bus), store: t.store, checkpoints: cp, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0 });
+    return createExecutor({ messaging: createMessaging(bus), store: t.store, checkpoints: cp, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0, clock: skewedClock });
   }
 
   async function startChain(x: Executor): Promise<number> {
@@ -1170,7 +1181,7 @@ describe("calls sent while their checkpoint is written", () => {
     expect(cp.state.output).toEqual({ b: { v: "only the answer" } });
     const raw = await bus.kvGet(RESULTS_BUCKET, resultKey(`${id}.b.1`));
     expect(raw).not.toBeNull();
-    const recorded: unknown = JSON.parse(new TextDecoder().decode(raw ?? undefined));
+    const recorded: unknown = JSON.parse(new TextDecoder().decode(raw?.value));
     expect(recorded).toMatchObject({ ok: true, output: { v: "only the answer" }, durationMs: 4 });
   });
 
@@ -1276,6 +1287,7 @@ describe("calls sent while their checkpoint is written", () => {
       await kv.put(resultKey(`${id}.a.1`), new TextEncoder().encode(JSON.stringify({ ok: true, output: { v: "recorded" }, durationMs: 3, workerId: "w1" })));
       await idle(id);
       cancelBeforePut = id;
+      skewMs = 120_000; // the answer was recorded over a minute ago
       expect((await swept(x1, id)).map((c) => c.name)).toEqual(["tool.result"]);
       expect(cancelBeforePut).toBeUndefined(); // the race happened
       await waitForCancel(cancelled, `${id}.b.1`);

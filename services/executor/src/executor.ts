@@ -217,9 +217,10 @@ export const COMMANDS_MAX_ACK_PENDING = 1_000_000;
 const INLINE_STEPS_PER_TURN = 256;
 
 /**
- * How long past its due time a timer, and past its child's end a child's result, is left to its
- * command before the recovery sweep takes that command for lost (given up after an outage that
- * outlasted its deliveries, or terminated) and applies it itself (see lostCommands).
+ * How long past its due time a timer, past its record a worker's answer, and past its child's
+ * end a child's result, is left to its command before the recovery sweep takes that command for
+ * lost (given up after an outage that outlasted its deliveries, or terminated) and sends it
+ * again (see lostCommands).
  */
 const LOST_COMMAND_GRACE_MS = 60_000;
 
@@ -680,7 +681,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       const rec = await messaging.recordedToolResult(c.callId);
       if (!rec) continue;
       logger.info("a call sent again had been answered; its recorded answer is applied", { callId: c.callId });
-      found.push(await toolResultCommand(owner, { nodeId: c.nodeId, callId: c.callId, ...rec }));
+      found.push(await toolResultCommand(owner, { nodeId: c.nodeId, callId: c.callId, ...rec.result }));
     }
     return found;
   }
@@ -2068,8 +2069,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
 
   /**
    * What a live run waits for that is overdue: its timers past their due time (by
-   * {@link LOST_COMMAND_GRACE_MS}), the answers its workers recorded, and the results of its
-   * children that ended (that long ago). Their commands were lost (given up by the consumer, or
+   * {@link LOST_COMMAND_GRACE_MS}), the answers its workers recorded (that long ago), and the
+   * results of its children that ended (that long ago). Their commands were lost (given up by the consumer, or
    * terminated); nothing else would send them again, and the run would wait for ever. The
    * recovery sweep sends them again; one that came meanwhile leaves the resent one ignored (the
    * timer is gone, the child no longer waited for). `what` names the command within the run.
@@ -2082,14 +2083,17 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     for (const [timerId, timer] of Object.entries(state.timers ?? {})) {
       if (Date.parse(timer.dueAt) + LOST_COMMAND_GRACE_MS <= now) lost.push({ name: "execution.timer", init: { executionId, tenantId, timerId, dueAt: timer.dueAt }, what: `timer:${timerId}` });
     }
-    // Calls whose worker recorded an answer (it records every answer it sends): that answer
-    // was lost. A call with no record is still being worked on, or waits for a worker.
+    // Calls whose worker recorded an answer (it records every answer it sends) more than the
+    // grace ago: that answer was lost. One recorded since may still be on its way, or queued
+    // behind the run's other commands. A call with no record is still being worked on, or
+    // waits for a worker.
     for (const [nodeId, run] of Object.entries(state.nodes)) {
       if (run.status !== "running" && run.status !== "paused") continue;
       const callIds = [...(run.callId ? [run.callId] : []), ...(run.fan?.items ?? []).flatMap((it) => (it.status === "running" && it.key ? [it.key] : []))];
       for (const callId of callIds) {
-        const rec = await messaging.recordedToolResult(callId);
-        if (!rec) continue;
+        const recorded = await messaging.recordedToolResult(callId);
+        if (!recorded || recorded.recordedAt.getTime() + LOST_COMMAND_GRACE_MS > now) continue;
+        const rec = recorded.result;
         // As the worker sent it (its record is that answer; a large output, a reference).
         lost.push({
           name: "tool.result",

@@ -126,7 +126,7 @@ async function until<T>(what: string, fn: () => Promise<T | undefined>): Promise
 
 /** The worker's answer to a call, as the tool.result command the executor consumes. */
 async function answer(id: number, nodeId: string, callId: string, attempt = 1): Promise<AnyCommand> {
-  const rec = await until(`the answer to ${callId}`, async () => (await messaging.recordedToolResult(callId)) ?? undefined);
+  const { result: rec } = await until(`the answer to ${callId}`, async () => (await messaging.recordedToolResult(callId)) ?? undefined);
   return command("tool.result", {
     callId, executionId: id, tenantId, nodeId, attempt, tool: "take", ok: rec.ok, durationMs: rec.durationMs,
     ...(rec.ok ? { output: valueFromJson(rec.output ?? null) } : { error: rec.error! }),
