@@ -224,6 +224,16 @@ const INLINE_STEPS_PER_TURN = 256;
  */
 const LOST_COMMAND_GRACE_MS = 60_000;
 
+/**
+ * How long a checkpoint holding effects or ready nodes must have gone without a step before the
+ * recovery sweep sends its run `execution.continue`. A run mid-step holds them for a moment (its
+ * outbox until its records are written, ready nodes until its next inline step or a free slot
+ * under `limits.maxConcurrency`), with a command behind that step; a continue then only redid
+ * what was being done. Well under the tool queue's duplicate window (2 minutes by default), so
+ * that the calls a continue sends again are still dropped as duplicates.
+ */
+const IDLE_CHECKPOINT_GRACE_MS = 10_000;
+
 /** Statuses of an execution row that has ended. */
 const TERMINAL: ReadonlySet<string> = new Set(["completed", "failed", "cancelled"]);
 
@@ -2125,7 +2135,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * command delivered again until the step's records and events are out (a step taken with no
    * command behind it, its executor dead between its rows and its events, was never told: the
    * run's end, when it was the last). `execution.continue` for a run whose checkpoint is lost or
-   * unreadable, holds effects not carried out, or has nodes ready; the lost commands
+   * unreadable, or has held effects not carried out or nodes ready with no step for
+   * {@link IDLE_CHECKPOINT_GRACE_MS}; the lost commands
    * (lostCommands) as they were. Message ids are per run, command and ten seconds, so executors
    * sweeping together send each once, and a command given up is sent again by the next sweep.
    * Resolves with the number of runs something was sent for, queued runs woken included.
@@ -2145,7 +2156,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
             latest.delete(row.id);
             const cp = await readCheckpoint(row.id);
             const sends: SweepCommand[] = [];
-            if (!cp || cp.state.outbox?.length || cp.state.ready.length) {
+            const idle = cp !== null && Date.parse(cp.updatedAt) + IDLE_CHECKPOINT_GRACE_MS <= clock().getTime();
+            if (!cp || (idle && (cp.state.outbox?.length || cp.state.ready.length))) {
               sends.push({ name: "execution.continue", init: { executionId: row.id, tenantId: row.tenantId, reason: "recovery sweep" }, what: "continue" });
             }
             if (cp) sends.push(...(await lostCommands(cp.state)));
