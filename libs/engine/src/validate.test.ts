@@ -153,6 +153,43 @@ describe("validateWorkflow: the complete model", () => {
     expect(codes(validateWorkflow(loop(3, { maxSteps: 0 })))).toEqual(["invalid_shape@limits.maxSteps"]);
   });
 
+  it("warns of two whileLoops each in the other's body (a run may go round until limits.maxSteps), and accepts them; nested loops are fine", () => {
+    // The shape of workflows.md's known limitation: a run of it goes round for ever.
+    const mutual = validateWorkflow({
+      start: "s",
+      nodes: [
+        { id: "s", ...sv },
+        { id: "a", type: "whileLoop", config: { condition: "true", maxIterations: 2, onLimit: "exit" } },
+        { id: "b", type: "whileLoop", config: { condition: "$iteration < 2", maxIterations: 2 } },
+      ],
+      edges: [
+        { from: "s", to: "a" }, { from: "s", to: "b" }, { from: "a", to: "a", when: "body" }, { from: "b", to: "b", when: "body" },
+        { from: "a", to: "b", when: "body" }, { from: "b", to: "a", when: "body" },
+      ],
+    });
+    expect(mutual.ok && mutual.warnings).toEqual([{
+      path: "nodes[1]",
+      code: "mutual_loops",
+      message: 'whileLoops "a" and "b" are each in the other\'s body: each pass of one starts the other\'s count again, so a run may go round until limits.maxSteps (BATON_STEP_LIMIT) or its deadline; nest one loop inside the other instead',
+    }]);
+    // An inner loop whose exit goes back to the outer one is in the outer's body, not the other way round.
+    const nested = validateWorkflow({
+      start: "outer",
+      nodes: [
+        { id: "outer", type: "whileLoop", config: { condition: "$iteration < 3", maxIterations: 3 } },
+        { id: "inner", type: "whileLoop", config: { condition: "$iteration < 2", maxIterations: 2 } },
+        { id: "work", ...sv },
+        { id: "done", ...sv },
+      ],
+      edges: [
+        { from: "outer", to: "inner", when: "body" }, { from: "inner", to: "work", when: "body" }, { from: "work", to: "inner" },
+        { from: "inner", to: "outer", when: "exit" }, { from: "outer", to: "done", when: "exit" },
+      ],
+    });
+    expect(codes(nested)).toEqual([]);
+    expect(nested).not.toHaveProperty("warnings");
+  });
+
   it("refuses a cycle that goes back through a whileLoop by its exit edge: exiting counts no iteration", () => {
     const l = { id: "l", type: "whileLoop", config: { condition: "false", maxIterations: 3, onLimit: "exit" } };
     const throughExit = validateWorkflow({ start: "l", nodes: [l, { id: "a", ...sv }], edges: [{ from: "l", to: "a", when: "exit" }, { from: "a", to: "l" }] });

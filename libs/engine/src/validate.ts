@@ -298,6 +298,7 @@ function validateGraph(input: unknown, opts: ValidateOptions, prefix: string, sc
     }
   });
   stepLimitWarnings(def, warnings);
+  mutualLoopWarnings(def, warnings);
   const all = warnings.map((w) => ({ ...w, path: prefixed(prefix, w.path) }));
   return {
     ok: true,
@@ -330,6 +331,29 @@ function stepLimitWarnings(def: z.infer<typeof workflowDefinitionSchema>, warnin
       code: "step_limit",
       message: `whileLoop "${n.id}" may go round ${parsed.data.maxIterations} times over ${perPass} nodes (${starts} node starts), more than ${which} allows: a run that goes round that often fails with BATON_STEP_LIMIT; raise limits.maxSteps`,
     });
+  }
+}
+
+/**
+ * Two `whileLoop`s each in the other's body (neither nested in the other): each pass of one
+ * starts the counts of the other's body again, so a run of them may go round until
+ * `limits.maxSteps` (workflows.md, Loops, "Known limitation"). Valid — a run may still end —
+ * but the author is told, once per pair, at the first of the two.
+ */
+function mutualLoopWarnings(def: z.infer<typeof workflowDefinitionSchema>, warnings: ValidationIssue[]): void {
+  const loops = def.nodes.map((n, i) => ({ n, i })).filter(({ n }) => canonicalType(n.type) === "whileLoop");
+  if (loops.length < 2) return;
+  const g = graphOf(def);
+  for (const [k, { n, i }] of loops.entries()) {
+    const body = loopBody(g, n.id);
+    for (const { n: m } of loops.slice(k + 1)) {
+      if (m.id === n.id || !body.has(m.id) || !loopBody(g, m.id).has(n.id)) continue;
+      warnings.push({
+        path: `nodes[${i}]`,
+        code: "mutual_loops",
+        message: `whileLoops "${n.id}" and "${m.id}" are each in the other's body: each pass of one starts the other's count again, so a run may go round until limits.maxSteps (BATON_STEP_LIMIT) or its deadline; nest one loop inside the other instead`,
+      });
+    }
   }
 }
 
