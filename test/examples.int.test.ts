@@ -1,0 +1,62 @@
+/**
+ * The example workflows of examples/workflows/ through the real services (all in one process),
+ * as its README runs them. Rules checked:
+ * - every `*.workflow.json` is created as it is (POST /api/agent-workflows, 201, no warnings);
+ * - each one with an `*.input.json` is executed with that body and ends as its `*.expected.json`
+ *   says: the status, the output and the error, each whole;
+ * - every example file belongs to a workflow, and every workflow is run or named by a run's
+ *   workflow (a child), so nothing in the folder goes untested.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { describe, expect, it } from "@jest/globals";
+import { getExecution, startExecution, suiteInProcess, waitForExecution } from "./workflows.ts";
+
+const dir = new URL("../examples/workflows/", import.meta.url);
+const files = readdirSync(dir).filter((f) => f.endsWith(".json")).sort();
+const read = <T>(file: string): T => JSON.parse(readFileSync(new URL(file, dir), "utf8")) as T;
+const names = [...new Set(files.map((f) => f.replace(/\.(workflow|input|expected)\.json$/, "")))];
+
+interface Expected {
+  status: string;
+  output?: unknown;
+  /** The execution row's error: `CODE: message`. */
+  error?: string;
+}
+
+const { a } = await suiteInProcess("examples-int");
+
+describe("examples/workflows", () => {
+  it("holds a workflow for every example file, and an expected end for every input", () => {
+    expect(files.filter((f) => !/\.(workflow|input|expected)\.json$/.test(f))).toEqual([]);
+    for (const name of names) {
+      expect({ name, workflow: files.includes(`${name}.workflow.json`) }).toEqual({ name, workflow: true });
+      expect({ name, expected: files.includes(`${name}.expected.json`) }).toEqual({ name, expected: files.includes(`${name}.input.json`) });
+    }
+    // A workflow without an input is a child of one that has one.
+    const run = names.filter((n) => files.includes(`${n}.input.json`)).map((n) => JSON.stringify(read(`${n}.workflow.json`)));
+    for (const child of names.filter((n) => !files.includes(`${n}.input.json`))) {
+      const slug = read<{ slug: string }>(`${child}.workflow.json`).slug;
+      expect({ child, calledBy: run.some((w) => w.includes(`"slug":"${slug}"`)) }).toEqual({ child, calledBy: true });
+    }
+  });
+
+  const ids = new Map<string, number>();
+  it("creates every workflow as it is, without warnings", async () => {
+    for (const name of names) {
+      const res = await a.call<{ id: number; warnings?: unknown }>("POST", "/api/agent-workflows", read(`${name}.workflow.json`));
+      expect({ name, status: res.status, warnings: res.body.warnings }).toEqual({ name, status: 201, warnings: undefined });
+      ids.set(name, res.body.id);
+    }
+  });
+
+  it.each(names.filter((n) => files.includes(`${n}.input.json`)))("%s runs to the end its expected file says", async (name) => {
+    const { input } = read<{ input: Record<string, unknown> }>(`${name}.input.json`);
+    const expected = read<Expected>(`${name}.expected.json`);
+    const id = await startExecution(a, ids.get(name)!, input);
+    await waitForExecution(a, id, ["completed", "failed", "cancelled"], 30_000);
+    const row = await getExecution(a, id);
+    expect(row.status).toBe(expected.status);
+    if ("output" in expected) expect(row.output).toEqual(expected.output);
+    expect(row.error).toEqual(expected.error ?? null);
+  });
+});
