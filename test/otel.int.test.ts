@@ -9,12 +9,16 @@
  *   `baton.execution.duration`, `baton.node.duration` by node type and status,
  *   `baton.tool.calls` / `baton.tool.duration` by tool and outcome, and
  *   `http.server.request.duration` by route template and status code, with no execution id
- *   in any metric attribute.
+ *   in any metric attribute;
+ * - `baton.recovery.commands` by command and `baton.checkpoint.rebuilds`: a paused run whose
+ *   checkpoint Redis lost is sent `execution.continue` by the recovery sweep (every second
+ *   here), which rebuilds it from the journal.
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, expect, it } from "@jest/globals";
 import { startTelemetry } from "@baton/telemetry";
+import { waitFor } from "./helpers.ts";
 import { createDefinition, startExecution, suiteInProcess, waitForExecution } from "./workflows.ts";
 
 type AnyValue = { stringValue?: string; intValue?: number | string; boolValue?: boolean; doubleValue?: number };
@@ -48,7 +52,8 @@ afterAll(async () => {
   await telemetry.shutdown();
   await new Promise<void>((resolve) => receiver.close(() => resolve()));
 });
-const h = await suiteInProcess("otel-int");
+// A sweep every second, for the recovery test (a healthy run gets nothing from it).
+const h = await suiteInProcess("otel-int", { BATON_RECOVERY_SWEEP_SECONDS: "1" });
 
 const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CLIENT_SPAN = "00f067aa0ba902b7";
@@ -62,6 +67,24 @@ const attr = (kvs: KeyValue[] | undefined, key: string): unknown => {
 const attrs = (kvs: KeyValue[] | undefined): Record<string, unknown> => Object.fromEntries((kvs ?? []).map((kv) => [kv.key, attr(kvs, kv.key)]));
 
 const execute = (workflowId: number, headers: Record<string, string>): Promise<number> => startExecution(h.a, workflowId, { v: 1 }, {}, headers);
+
+/** The metrics of the last export, which holds the cumulative totals. */
+function lastMetrics(): OtlpMetric[] {
+  const last = posts.filter((p) => p.path === "/v1/metrics").at(-1)?.body as { resourceMetrics: { resource: Resource; scopeMetrics: { metrics: OtlpMetric[] }[] }[] } | undefined;
+  expect(last).toBeDefined();
+  return last!.resourceMetrics.flatMap((r) => r.scopeMetrics.flatMap((s) => s.metrics));
+}
+
+/** The data points of metric `name`: attributes, and the count (histograms) or value (sums). */
+function pointsOf(metrics: OtlpMetric[], name: string): { attributes: Record<string, unknown>; value: number; sum?: number }[] {
+  const m = metrics.find((x) => x.name === name);
+  if (!m) throw new Error(`metric ${name} not exported; got ${metrics.map((x) => x.name).join(", ")}`);
+  return (m.sum ?? m.histogram)!.dataPoints.map((p) => ({
+    attributes: attrs(p.attributes),
+    value: Number(p.count ?? p.asInt ?? p.asDouble),
+    ...(p.sum === undefined ? {} : { sum: p.sum }),
+  }));
+}
 
 it("exports the run's spans in the client's trace and the dashboard's metrics", async () => {
   expect({ traces: telemetry.traces, metrics: telemetry.metrics }).toEqual({ traces: true, metrics: true });
@@ -96,18 +119,8 @@ it("exports the run's spans in the client's trace and the dashboard's metrics", 
   for (const s of inTrace) expect({ name: s.name, parentKnown: ids.has(s.parentSpanId ?? "") }).toEqual({ name: s.name, parentKnown: true });
 
   // Metrics: the last export holds the cumulative totals.
-  const last = posts.filter((p) => p.path === "/v1/metrics").at(-1)?.body as { resourceMetrics: { resource: Resource; scopeMetrics: { metrics: OtlpMetric[] }[] }[] } | undefined;
-  expect(last).toBeDefined();
-  const metrics = last!.resourceMetrics.flatMap((r) => r.scopeMetrics.flatMap((s) => s.metrics));
-  const points = (name: string): { attributes: Record<string, unknown>; value: number; sum?: number }[] => {
-    const m = metrics.find((x) => x.name === name);
-    if (!m) throw new Error(`metric ${name} not exported; got ${metrics.map((x) => x.name).join(", ")}`);
-    return (m.sum ?? m.histogram)!.dataPoints.map((p) => ({
-      attributes: attrs(p.attributes),
-      value: Number(p.count ?? p.asInt ?? p.asDouble),
-      ...(p.sum === undefined ? {} : { sum: p.sum }),
-    }));
-  };
+  const metrics = lastMetrics();
+  const points = (name: string) => pointsOf(metrics, name);
   expect(points("baton.executions")).toEqual(expect.arrayContaining([
     { attributes: { "baton.execution.status": "completed", "baton.execution.child": false }, value: 1 },
     { attributes: { "baton.execution.status": "failed", "baton.execution.child": false }, value: 1 },
@@ -136,6 +149,27 @@ it("exports the run's spans in the client's trace and the dashboard's metrics", 
     }
   }
   expect(http.filter((p) => /\/\d+/.test(typeof p.attributes["http.route"] === "string" ? p.attributes["http.route"] : ""))).toEqual([]);
+});
+
+it("counts what recovery did: the recovery sweep's commands by command, and checkpoints rebuilt from the journal", async () => {
+  await telemetry.forceFlush();
+  const before = (name: string, attributes: Record<string, unknown>): number =>
+    pointsOf(lastMetrics(), name).find((p) => JSON.stringify(p.attributes) === JSON.stringify(attributes))?.value ?? 0;
+  const has = (name: string): boolean => lastMetrics().some((m) => m.name === name);
+  const continues = has("baton.recovery.commands") ? before("baton.recovery.commands", { "baton.command": "execution.continue" }) : 0;
+  const rebuilds = has("baton.checkpoint.rebuilds") ? before("baton.checkpoint.rebuilds", {}) : 0;
+  const wf = await createDefinition(h.a, "otel-review", { nodes: [{ id: "r", type: "agent.humanReview", config: { reason: "check" } }], edges: [] });
+  const id = await execute(wf, {});
+  expect(await waitForExecution(h.a, id, ["paused", "completed", "failed", "cancelled"])).toMatchObject({ status: "paused" });
+  // Redis loses the paused run's checkpoint: the next sweep sends the run execution.continue, which rebuilds it.
+  const key = `${h.config.prefix}:checkpoint:{${id}}`;
+  expect(await h.redis.del(key, `${key}:history`, `${key}:fwd`)).toBeGreaterThanOrEqual(1);
+  await waitFor("the checkpoint rebuilt by the sweep's continue", async () => ((await h.redis.exists(key)) === 1 ? true : undefined), 15_000);
+  await telemetry.forceFlush();
+  expect(before("baton.recovery.commands", { "baton.command": "execution.continue" })).toBeGreaterThan(continues);
+  expect(before("baton.checkpoint.rebuilds", {})).toBe(rebuilds + 1);
+  // The run is as it was: paused at its review.
+  expect((await h.a.call<{ status: string }>("GET", `/api/agent-workflow-executions/${id}`)).body.status).toBe("paused");
 });
 
 it("ends the server span of a request whose client went away before the answer, as aborted", async () => {

@@ -1201,6 +1201,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       written = await writeCheckpoint(row.id, { ...state, outbox }, written.version);
     }
     logger.warn("checkpoint rebuilt from the journal", { executionId: row.id, status: state.status, rearmed: rearm.length });
+    metrics.rebuilt();
     if (unrecorded.length) logger.warn("records of lost steps written again", { executionId: row.id, announcedThrough: published.announcedThrough ?? null, announcedByKind: published.announcedByKind ?? null, rows: unrecorded.flatMap((e) => (e.kind === "journal" ? [`${e.entry.nodeId}#${e.entry.attempt}:${e.entry.status}`] : [])) });
     // A row that does not say what the rebuilt state does is written again, whole; so is the row
     // of a run whose last steps were lost with their records (still active, the state finished):
@@ -2167,7 +2168,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
           count++;
           for (const c of sends) {
             if (c.name !== "execution.continue") logger.warn("a command of the execution is overdue; the recovery sweep sends it again", { executionId: row.id, command: c.name, what: c.what });
-            await messaging.sendCommand(c.name, c.init, `${sweep}:${row.id}:${c.what}`);
+            const { duplicate } = await messaging.sendCommand(c.name, c.init, `${sweep}:${row.id}:${c.what}`);
+            if (!duplicate) metrics.recovered(c.name);
           }
         } catch (err) {
           logger.warn("recovery of an execution failed; the next sweep retries", { executionId: row.id, error: errorMessage(err) });

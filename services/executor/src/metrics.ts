@@ -1,7 +1,9 @@
 /**
  * The executor's metrics (docs/observability.md): runs finished by status, their duration,
- * and node durations by node type and status. Recorded when a step's events are confirmed,
- * from what the step journaled; nothing is built when no meter provider records them.
+ * and node durations by node type and status, recorded when a step's events are confirmed,
+ * from what the step journaled; and what recovery did: the commands the recovery sweep sent
+ * for what was lost or left undone, and the checkpoints rebuilt from the journal. Nothing is
+ * built when no meter provider records them.
  */
 import { isFinished } from "@baton/engine";
 import type { Effect, ExecutionState } from "@baton/engine";
@@ -12,9 +14,13 @@ export interface ExecutorMetrics {
   step(prev: ExecutionState | null, state: ExecutionState, effects: readonly Effect[]): void;
   /** Counts a run that ended without running a step (cancelled while queued, a start that cannot run). */
   ended(status: "failed" | "cancelled", child: boolean): void;
+  /** Counts a command the recovery sweep sent (not one another executor's sweep had sent already). */
+  recovered(command: string): void;
+  /** Counts a checkpoint rebuilt from the journal (Redis lost it, or held one it could not read or that was fenced). */
+  rebuilt(): void;
 }
 
-const NONE: ExecutorMetrics = { step: () => undefined, ended: () => undefined };
+const NONE: ExecutorMetrics = { step: () => undefined, ended: () => undefined, recovered: () => undefined, rebuilt: () => undefined };
 
 /** The executor's instruments, created once per executor, on the meter provider registered now. */
 export function createExecutorMetrics(): ExecutorMetrics {
@@ -31,6 +37,11 @@ export function createExecutorMetrics(): ExecutorMetrics {
     description: "Duration of one node attempt that completed or failed, by node type and status.",
     advice: { explicitBucketBoundaries: [...SHORT_DURATION_BUCKETS_S] },
   });
+  const recoveries = meter.createCounter("baton.recovery.commands", {
+    unit: "{command}",
+    description: "Commands the recovery sweep sent for runs whose command was lost or whose work was left undone, by command.",
+  });
+  const rebuilds = meter.createCounter("baton.checkpoint.rebuilds", { unit: "{checkpoint}", description: "Checkpoints rebuilt from the journal." });
   return {
     step(prev, state, effects) {
       for (const e of effects) {
@@ -48,6 +59,12 @@ export function createExecutorMetrics(): ExecutorMetrics {
     },
     ended(status, child) {
       executions.add(1, { "baton.execution.status": status, "baton.execution.child": child });
+    },
+    recovered(command) {
+      recoveries.add(1, { "baton.command": command });
+    },
+    rebuilt() {
+      rebuilds.add(1);
     },
   };
 }
