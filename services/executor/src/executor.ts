@@ -227,12 +227,21 @@ const LOST_COMMAND_GRACE_MS = 60_000;
 /**
  * How long a checkpoint holding effects or ready nodes must have gone without a step before the
  * recovery sweep sends its run `execution.continue`. A run mid-step holds them for a moment (its
- * outbox until its records are written, ready nodes until its next inline step or a free slot
- * under `limits.maxConcurrency`), with a command behind that step; a continue then only redid
- * what was being done. Well under the tool queue's duplicate window (2 minutes by default), so
+ * outbox until its records are written, ready nodes until its next inline step), with a command
+ * behind that step; a continue then only redid what was being done. Well under the tool queue's duplicate window (2 minutes by default), so
  * that the calls a continue sends again are still dropped as duplicates.
  */
 const IDLE_CHECKPOINT_GRACE_MS = 10_000;
+
+/**
+ * Whether a run has ready nodes and waits on nothing else. Ready nodes of a run that waits on
+ * something (a call, a timer, a child, a review) wait for a slot under `limits.maxConcurrency`
+ * and start with the command that ends that wait (the recovery sweep sends it again when lost);
+ * only a run waiting on nothing needs `execution.continue` for them.
+ */
+function readyWithNothingElse(state: ExecutionState): boolean {
+  return state.ready.length > 0 && !Object.values(state.nodes).some((r) => r.status === "running" || r.status === "paused");
+}
 
 /** Statuses of an execution row that has ended. */
 const TERMINAL: ReadonlySet<string> = new Set(["completed", "failed", "cancelled"]);
@@ -2136,8 +2145,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * command delivered again until the step's records and events are out (a step taken with no
    * command behind it, its executor dead between its rows and its events, was never told: the
    * run's end, when it was the last). `execution.continue` for a run whose checkpoint is lost or
-   * unreadable, or has held effects not carried out or nodes ready with no step for
-   * {@link IDLE_CHECKPOINT_GRACE_MS}; the lost commands
+   * unreadable, or has held effects not carried out, or ready nodes while waiting on nothing else
+   * (readyWithNothingElse), with no step for {@link IDLE_CHECKPOINT_GRACE_MS}; the lost commands
    * (lostCommands) as they were. Message ids are per run, command and ten seconds, so executors
    * sweeping together send each once, and a command given up is sent again by the next sweep.
    * Resolves with the number of runs something was sent for, queued runs woken included.
@@ -2158,7 +2167,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
             const cp = await readCheckpoint(row.id);
             const sends: SweepCommand[] = [];
             const idle = cp !== null && Date.parse(cp.updatedAt) + IDLE_CHECKPOINT_GRACE_MS <= clock().getTime();
-            if (!cp || (idle && (cp.state.outbox?.length || cp.state.ready.length))) {
+            if (!cp || (idle && (cp.state.outbox?.length || readyWithNothingElse(cp.state)))) {
               sends.push({ name: "execution.continue", init: { executionId: row.id, tenantId: row.tenantId, reason: "recovery sweep" }, what: "continue" });
             }
             if (cp) sends.push(...(await lostCommands(cp.state)));

@@ -11,6 +11,7 @@
  *   from the record;
  * - a timer not yet overdue, a child still running, an answer recorded within the minute and a
  *   call with no recorded answer are left alone (the sweep sends nothing for them);
+ * - a run whose ready nodes wait for a slot under `limits.maxConcurrency` is sent nothing;
  * - a checkpoint that cannot be decoded is removed and rebuilt from the journal (the sweep sends
  *   the run `execution.continue`), and the run goes on.
  */
@@ -174,6 +175,22 @@ describe("the recovery sweep and a lost command", () => {
     for (const c of sent) await ex.handle(c);
     expect(await ended(answered)).toMatchObject({ status: "completed", output: { x: { a: 1 } } });
     expect((await checkpoints.get(waiting))!.state).toMatchObject({ status: "running", nodes: { x: { status: "running", callId: `${waiting}.x.1` } } });
+  });
+});
+
+describe("a run with ready nodes", () => {
+  it("is left alone while they wait for a slot under limits.maxConcurrency (its running call's answer starts them)", async () => {
+    const id = await started(await workflow("capped", {
+      start: "s",
+      limits: { maxConcurrency: 1 },
+      nodes: [{ id: "s", type: "setVariable", config: { values: {} } }, { id: "a", type: "tool", config: { tool: "echo" } }, { id: "b", type: "tool", config: { tool: "echo" } }],
+      edges: [{ from: "s", to: "a" }, { from: "s", to: "b" }],
+    }));
+    const state = (await checkpoints.get(id))!.state;
+    expect([state.nodes.a?.status, state.ready]).toEqual(["running", ["b"]]);
+    // Long past the ten seconds after which a run holding ready nodes with nothing running is sent a continue.
+    skewMs = 120_000;
+    expect(await sweep(id)).toEqual([]);
   });
 });
 
