@@ -228,8 +228,9 @@ const LOST_COMMAND_GRACE_MS = 60_000;
  * How long a checkpoint holding effects or ready nodes must have gone without a step before the
  * recovery sweep sends its run `execution.continue`. A run mid-step holds them for a moment (its
  * outbox until its records are written, ready nodes until its next inline step), with a command
- * behind that step; a continue then only redid what was being done. Well under the tool queue's duplicate window (2 minutes by default), so
- * that the calls a continue sends again are still dropped as duplicates.
+ * behind that step; a continue then only redid what was being done. Well under the tool queue's
+ * duplicate window (2 minutes by default), so that the calls a continue sends again are still
+ * dropped as duplicates.
  */
 const IDLE_CHECKPOINT_GRACE_MS = 10_000;
 
@@ -2090,8 +2091,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   /**
    * What a live run waits for that is overdue: its timers past their due time (by
    * {@link LOST_COMMAND_GRACE_MS}), the answers its workers recorded (that long ago), and the
-   * results of its children that ended (that long ago). Their commands were lost (given up by the consumer, or
-   * terminated); nothing else would send them again, and the run would wait for ever. The
+   * results of its children that ended (that long ago). Their commands were lost (given up by the
+   * consumer, or terminated); nothing else would send them again, and the run would wait for ever. The
    * recovery sweep sends them again; one that came meanwhile leaves the resent one ignored (the
    * timer is gone, the child no longer waited for). `what` names the command within the run.
    */
