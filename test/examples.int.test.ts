@@ -5,10 +5,17 @@
  * - each one with an `*.input.json` is executed with that body and ends as its `*.expected.json`
  *   says: the status, the output and the error, each whole;
  * - every example file belongs to a workflow, and every workflow is run or named by a run's
- *   workflow (a child), so nothing in the folder goes untested.
+ *   workflow (a child), so nothing in the folder goes untested;
+ * - examples/worker (docs/tools.md): worker.ts, started as its own process as the docs say
+ *   (BATON_NATS_URL, BATON_BUS_PREFIX), registers its two tools (GET /api/tools, one worker
+ *   each); its workflow.json with input.json completes with the invoice's total and a notice;
+ *   SIGTERM drains it and it exits 0.
  */
+import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "@jest/globals";
+import { waitFor } from "./helpers.ts";
 import { getExecution, startExecution, suiteInProcess, waitForExecution } from "./workflows.ts";
 
 const dir = new URL("../examples/workflows/", import.meta.url);
@@ -23,7 +30,7 @@ interface Expected {
   error?: string;
 }
 
-const { a } = await suiteInProcess("examples-int");
+const { a, config } = await suiteInProcess("examples-int");
 
 describe("examples/workflows", () => {
   it("holds a workflow for every example file, and an expected end for every input", () => {
@@ -58,5 +65,38 @@ describe("examples/workflows", () => {
     expect(row.status).toBe(expected.status);
     if ("output" in expected) expect(row.output).toEqual(expected.output);
     expect(row.error).toEqual(expected.error ?? null);
+  });
+});
+
+describe("examples/worker", () => {
+  it("runs as its own process, serves its tools to a workflow, and drains on SIGTERM", async () => {
+    const root = join(import.meta.dirname, "..");
+    const worker = spawn(process.execPath, [join(root, "examples/worker/worker.ts")], {
+      cwd: root,
+      env: { ...process.env, BATON_NATS_URL: config.natsUrl, BATON_BUS_PREFIX: config.prefix },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    worker.stdout.on("data", (d: Buffer) => (output += d.toString("utf8")));
+    worker.stderr.on("data", (d: Buffer) => (output += d.toString("utf8")));
+    const exited = new Promise<number | null>((resolve) => worker.on("exit", (code) => resolve(code)));
+    try {
+      const tools = await waitFor("the example worker's tools in the registry", async () => {
+        const res = await a.call<{ items: { name: string; workers: number }[] }>("GET", "/api/tools");
+        const mine = res.body.items.filter((t) => t.name.startsWith("billing."));
+        return mine.length === 2 ? mine : undefined;
+      }, 30_000);
+      expect(tools.map((t) => [t.name, t.workers])).toEqual([["billing.invoiceTotal", 1], ["billing.sendNotice", 1]]);
+      const created = await a.call<{ id: number }>("POST", "/api/agent-workflows", JSON.parse(readFileSync(join(root, "examples/worker/workflow.json"), "utf8")));
+      expect(created.status).toBe(201);
+      const { input } = JSON.parse(readFileSync(join(root, "examples/worker/input.json"), "utf8")) as { input: Record<string, unknown> };
+      const id = await startExecution(a, created.body.id, input);
+      const row = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 30_000);
+      // 2 × 10 + 5.5 = 25.5 net, 20% tax.
+      expect({ status: row.status, output: row.output, error: row.error }).toEqual({ status: "completed", output: { gross: 30.6, notice: `notice-${id}-acme-30.6` }, error: null });
+    } finally {
+      worker.kill("SIGTERM");
+    }
+    expect({ code: await exited, output }).toEqual({ code: 0, output: expect.stringContaining("serving billing.invoiceTotal, billing.sendNotice") as unknown });
   });
 });
