@@ -9,14 +9,16 @@
  * - examples/worker (docs/tools.md): worker.ts, started as its own process as the docs say
  *   (BATON_NATS_URL, BATON_BUS_PREFIX), registers its two tools (GET /api/tools, one worker
  *   each); its workflow.json with input.json completes with the invoice's total and a notice;
- *   SIGTERM drains it and it exits 0.
+ *   SIGTERM drains it and it exits 0;
+ * - examples/subscriber (docs/events.md): timeline.ts, started as its own process, prints a run's
+ *   timeline from its events alone, in order, and stops on SIGTERM.
  */
 import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "@jest/globals";
 import { waitFor } from "./helpers.ts";
-import { getExecution, startExecution, suiteInProcess, waitForExecution } from "./workflows.ts";
+import { createDefinition, getExecution, startExecution, suiteInProcess, waitForExecution } from "./workflows.ts";
 
 const dir = new URL("../examples/workflows/", import.meta.url);
 const files = readdirSync(dir).filter((f) => f.endsWith(".json")).sort();
@@ -98,5 +100,50 @@ describe("examples/worker", () => {
       worker.kill("SIGTERM");
     }
     expect({ code: await exited, output }).toEqual({ code: 0, output: expect.stringContaining("serving billing.invoiceTotal, billing.sendNotice") as unknown });
+  });
+});
+
+describe("examples/subscriber", () => {
+  it("prints a run's timeline from its events alone", async () => {
+    const root = join(import.meta.dirname, "..");
+    const sub = spawn(process.execPath, [join(root, "examples/subscriber/timeline.ts")], {
+      cwd: root,
+      env: { ...process.env, BATON_NATS_URL: config.natsUrl, BATON_BUS_PREFIX: config.prefix },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    sub.stdout.on("data", (d: Buffer) => (output += d.toString("utf8")));
+    sub.stderr.on("data", (d: Buffer) => (output += d.toString("utf8")));
+    const exited = new Promise<number | null>((resolve) => sub.on("exit", (code) => resolve(code)));
+    let id = 0;
+    let wf = 0;
+    try {
+      await waitFor("the subscriber to follow the stream", async () => (output.includes("following ") ? true : undefined), 15_000).catch((err: unknown) => {
+        throw new Error(`${String(err)}; it printed:\n${output}`);
+      });
+      wf = await createDefinition(a, "timeline", {
+        start: "check",
+        nodes: [
+          { id: "check", type: "condition", config: { left: "$.input.n", op: "gt", right: 1 } },
+          { id: "big", type: "tool", config: { tool: "math.sum" }, input: { values: ["$.input.n", 1] } },
+          { id: "small", type: "setVariable", config: { values: { note: "small" } } },
+        ],
+        edges: [{ from: "check", to: "big", when: "true" }, { from: "check", to: "small", when: "false" }],
+      });
+      id = await startExecution(a, wf, { n: 5 });
+      await waitFor("the run's end in the timeline", async () => (output.includes(`execution ${id} completed`) ? true : undefined), 30_000);
+    } finally {
+      sub.kill("SIGTERM");
+    }
+    expect(await exited).toBe(0);
+    const mine = output.split("\n").filter((l) => l.startsWith(`execution ${id} `)).map((l) => l.replace(/in \d+ ms$/, "in … ms"));
+    expect(mine).toEqual([
+      `execution ${id} started (workflow ${wf} v1)`,
+      `execution ${id} node check#1 started (condition)`,
+      `execution ${id} node check#1 completed in … ms`,
+      `execution ${id} node big#1 started (tool)`,
+      `execution ${id} node big#1 completed in … ms`,
+      `execution ${id} completed`,
+    ]);
   });
 });
