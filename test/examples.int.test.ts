@@ -34,6 +34,22 @@ interface Expected {
 
 const { a, config } = await suiteInProcess("examples-int");
 
+const root = join(import.meta.dirname, "..");
+
+/** Starts an example script as its own process on this suite's NATS and prefix, as the docs say to run it. */
+function startExample(script: string): { output: () => string; exited: Promise<number | null>; stop: () => void } {
+  const child = spawn(process.execPath, [join(root, script)], {
+    cwd: root,
+    env: { ...process.env, BATON_NATS_URL: config.natsUrl, BATON_BUS_PREFIX: config.prefix },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout.on("data", (d: Buffer) => (output += d.toString("utf8")));
+  child.stderr.on("data", (d: Buffer) => (output += d.toString("utf8")));
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  return { output: () => output, exited, stop: () => child.kill("SIGTERM") };
+}
+
 describe("examples/workflows", () => {
   it("holds a workflow for every example file, and an expected end for every input", () => {
     expect(files.filter((f) => !/\.(workflow|input|expected)\.json$/.test(f))).toEqual([]);
@@ -72,16 +88,7 @@ describe("examples/workflows", () => {
 
 describe("examples/worker", () => {
   it("runs as its own process, serves its tools to a workflow, and drains on SIGTERM", async () => {
-    const root = join(import.meta.dirname, "..");
-    const worker = spawn(process.execPath, [join(root, "examples/worker/worker.ts")], {
-      cwd: root,
-      env: { ...process.env, BATON_NATS_URL: config.natsUrl, BATON_BUS_PREFIX: config.prefix },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let output = "";
-    worker.stdout.on("data", (d: Buffer) => (output += d.toString("utf8")));
-    worker.stderr.on("data", (d: Buffer) => (output += d.toString("utf8")));
-    const exited = new Promise<number | null>((resolve) => worker.on("exit", (code) => resolve(code)));
+    const worker = startExample("examples/worker/worker.ts");
     try {
       const tools = await waitFor("the example worker's tools in the registry", async () => {
         const res = await a.call<{ items: { name: string; workers: number }[] }>("GET", "/api/tools");
@@ -97,29 +104,20 @@ describe("examples/worker", () => {
       // 2 × 10 + 5.5 = 25.5 net, 20% tax.
       expect({ status: row.status, output: row.output, error: row.error }).toEqual({ status: "completed", output: { gross: 30.6, notice: `notice-${id}-acme-30.6` }, error: null });
     } finally {
-      worker.kill("SIGTERM");
+      worker.stop();
     }
-    expect({ code: await exited, output }).toEqual({ code: 0, output: expect.stringContaining("serving billing.invoiceTotal, billing.sendNotice") as unknown });
+    expect({ code: await worker.exited, output: worker.output() }).toEqual({ code: 0, output: expect.stringContaining("serving billing.invoiceTotal, billing.sendNotice") as unknown });
   });
 });
 
 describe("examples/subscriber", () => {
   it("prints a run's timeline from its events alone", async () => {
-    const root = join(import.meta.dirname, "..");
-    const sub = spawn(process.execPath, [join(root, "examples/subscriber/timeline.ts")], {
-      cwd: root,
-      env: { ...process.env, BATON_NATS_URL: config.natsUrl, BATON_BUS_PREFIX: config.prefix },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let output = "";
-    sub.stdout.on("data", (d: Buffer) => (output += d.toString("utf8")));
-    sub.stderr.on("data", (d: Buffer) => (output += d.toString("utf8")));
-    const exited = new Promise<number | null>((resolve) => sub.on("exit", (code) => resolve(code)));
+    const sub = startExample("examples/subscriber/timeline.ts");
     let id = 0;
     let wf = 0;
     try {
-      await waitFor("the subscriber to follow the stream", async () => (output.includes("following ") ? true : undefined), 15_000).catch((err: unknown) => {
-        throw new Error(`${String(err)}; it printed:\n${output}`);
+      await waitFor("the subscriber to follow the stream", async () => (sub.output().includes("following ") ? true : undefined), 15_000).catch((err: unknown) => {
+        throw new Error(`${String(err)}; it printed:\n${sub.output()}`);
       });
       wf = await createDefinition(a, "timeline", {
         start: "check",
@@ -131,12 +129,12 @@ describe("examples/subscriber", () => {
         edges: [{ from: "check", to: "big", when: "true" }, { from: "check", to: "small", when: "false" }],
       });
       id = await startExecution(a, wf, { n: 5 });
-      await waitFor("the run's end in the timeline", async () => (output.includes(`execution ${id} completed`) ? true : undefined), 30_000);
+      await waitFor("the run's end in the timeline", async () => (sub.output().includes(`execution ${id} completed`) ? true : undefined), 30_000);
     } finally {
-      sub.kill("SIGTERM");
+      sub.stop();
     }
-    expect(await exited).toBe(0);
-    const mine = output.split("\n").filter((l) => l.startsWith(`execution ${id} `)).map((l) => l.replace(/in \d+ ms$/, "in … ms"));
+    expect(await sub.exited).toBe(0);
+    const mine = sub.output().split("\n").filter((l) => l.startsWith(`execution ${id} `)).map((l) => l.replace(/in \d+ ms$/, "in … ms"));
     expect(mine).toEqual([
       `execution ${id} started (workflow ${wf} v1)`,
       `execution ${id} node check#1 started (condition)`,
