@@ -8,6 +8,7 @@
  * Baton's own context manager and W3C propagator (context.ts) stay the globals: the SDK only
  * adds a tracer provider and a meter provider.
  */
+import { randomUUID } from "node:crypto";
 import { diag, DiagLogLevel, metrics, trace } from "@opentelemetry/api";
 import type { DiagLogger } from "@opentelemetry/api";
 import { OTLPMetricExporter as OTLPJsonMetricExporter } from "@opentelemetry/exporter-metrics-otlp-http";
@@ -222,6 +223,9 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
   if (options.logger) diag.setLogger(diagLogger(options.logger), { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true });
   const resource = resourceFromAttributes({
     ...(options.serviceVersion === undefined ? {} : { "service.version": options.serviceVersion }),
+    // One process, one instance: two replicas of a module share a service.name, and a metrics
+    // backend (Prometheus's `instance` label) tells their cumulative series apart by this id.
+    "service.instance.id": randomUUID(),
     ...settings.resource,
   });
 
