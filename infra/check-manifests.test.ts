@@ -5,8 +5,9 @@
  * or build, an unpinned third-party image, an unknown environment variable, an
  * invalid value, an unknown target, a Deployment without probes, resources or the
  * 30 s grace period, a probe on the wrong port, a module without a Deployment, a file
- * kustomization does not list, a Dockerfile without the Baton entry point — and the
- * command then exits 1.
+ * kustomization does not list, a Dockerfile without the Baton entry point, a bind mount of a
+ * missing file, an observability env file with a foreign variable or an endpoint on no
+ * service, a dashboard query that does not parse — and the command then exits 1.
  */
 import { spawnSync } from "node:child_process";
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -63,7 +64,9 @@ describe("broken manifests", () => {
 
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), "baton-manifests-"));
-    for (const f of ["Dockerfile", "docker-compose.yml", "k8s"]) cpSync(join(ROOT, f), join(dir, f), { recursive: true });
+    for (const f of ["Dockerfile", "docker-compose.yml", "k8s", "infra/observability/prometheus.yml", "infra/observability/observability.env", "infra/observability/grafana"]) {
+      cpSync(join(ROOT, f), join(dir, f), { recursive: true });
+    }
 
     const compose = parse(readFileSync(join(dir, "docker-compose.yml"), "utf8"), { merge: true }) as ComposeDoc;
     const env = (service: string): Record<string, string> => compose.services[service]!.environment!;
@@ -72,7 +75,12 @@ describe("broken manifests", () => {
     env("baton").BATON_BOGUS = "1";
     env("executor").BATON_TARGET = "scheduler";
     env("gateway").BATON_API_KEY = "short";
+    (compose.services.prometheus as { volumes: string[] }).volumes[0] = "./infra/observability/missing.yml:/etc/prometheus/prometheus.yml:ro";
     writeFileSync(join(dir, "docker-compose.yml"), stringify(compose));
+    const envFile = join(dir, "infra/observability/observability.env");
+    writeFileSync(envFile, readFileSync(envFile, "utf8").replace("http://jaeger:4318", "http://tempo:4318") + "BATON_THING=1\n");
+    const dashboardFile = join(dir, "infra/observability/grafana/dashboards/baton.json");
+    writeFileSync(dashboardFile, readFileSync(dashboardFile, "utf8").replace("sum by (baton_execution_status) (rate(", "sum by (baton_execution_status) (rate(("));
 
     editK8s("executor.yaml", (d) => {
       delete container(d).readinessProbe;
@@ -118,6 +126,10 @@ describe("broken manifests", () => {
     ["an invalid LLM setting", "Deployment baton-planner: container baton: configuration is invalid: invalid LLM configuration: BATON_LLM_ALIASES: not valid JSON"],
     ["a file kustomization does not list", "k8s/kustomization.yaml: does not list review.yaml"],
     ["a Dockerfile without the entry point", 'Dockerfile: expected it has ENTRYPOINT ["node", "bin/baton.ts"]'],
+    ["a bind mount of a missing file", "services.prometheus: mounts ./infra/observability/missing.yml, which does not exist"],
+    ["a telemetry endpoint on no compose service", "observability.env: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: http://tempo:4318/v1/traces names no compose service"],
+    ["a variable that is not telemetry's in the observability env file", "observability.env: BATON_THING is not a telemetry variable"],
+    ["a dashboard query that does not parse", 'dashboards/baton.json: panel 2 "Runs ended per minute, by status" A: does not parse as PromQL'],
   ])("reports %s", (_what, expected) => {
     expect(problems.some((p) => p.includes(expected))).toBe(true);
   });

@@ -9,7 +9,11 @@
  *   `@baton/config`, `@baton/llm` and `@baton/telemetry` (the standard OTEL_* ones) read, with values their parsers accept, name only known targets,
  *   never start local servers, and
  *   probe /readyz on their module's health port; dependencies exist; the default
- *   set runs target `all` and the "split" profile runs every module.
+ *   set runs target `all` and the "split" profile runs every module; bind mounts exist and
+ *   named volumes are declared.
+ * - The "observability" profile: infra/observability/observability.env sets telemetry variables
+ *   Baton accepts, pointing at services of the profiles it turns on; Grafana's data sources
+ *   point at compose services; the dashboards are well formed and every query parses.
  * - k8s/: every file parses; kustomization lists every file; ConfigMap/Secret keys and
  *   container env are known variables with valid values; every Deployment has /readyz and /healthz probes
  *   on its module's health port, resource requests and limits, and a 30 s grace
@@ -25,6 +29,7 @@ import { parse, parseAllDocuments } from "yaml";
 import { ALL_MODULES, envSchema, loadConfig } from "@baton/config";
 import { LLM_ENV_VARS, llmConfigFromEnv } from "@baton/llm";
 import { TELEMETRY_ENV_VARS, telemetrySettingsFromEnv } from "@baton/telemetry";
+import { checkDashboard, repositoryDashboards } from "./observability/dashboard.ts";
 
 /** The variables the brief requires the manifests to be able to set. */
 const REQUIRED_ENV = [
@@ -67,6 +72,7 @@ export function checkManifests(root: string): ManifestReport {
   const ctx: Ctx = { root, problems, allowedEnv, targets };
   checkDockerfile(ctx);
   const composeServices = checkCompose(ctx);
+  checkObservability(ctx);
   const k8sDocuments = checkK8s(ctx);
   return { problems, checked: { composeServices, k8sDocuments } };
 }
@@ -189,6 +195,13 @@ function checkCompose(ctx: Ctx): number {
     }
     const dependsOn = Array.isArray(svc.depends_on) ? svc.depends_on.map((d) => str(d) ?? "") : Object.keys(asObj(svc.depends_on));
     for (const d of dependsOn) if (!names.includes(d)) ctx.problems.push(`${where}: depends on unknown service "${d}"`);
+    for (const v of asArr(svc.volumes)) {
+      const source = typeof v === "string" ? v.split(":")[0] : str(asObj(v).source);
+      if (source === undefined || !v || (typeof v === "string" && !v.includes(":"))) continue;
+      if (/^\.{1,2}\//.test(source)) {
+        if (!existsSync(join(ctx.root, source))) ctx.problems.push(`${where}: mounts ${source}, which does not exist`);
+      } else if (!source.startsWith("/") && !Object.hasOwn(asObj(doc.volumes), source)) ctx.problems.push(`${where}: uses volume ${source}, which the file does not declare`);
+    }
 
     const isBaton = build !== undefined || /^baton(:|$)/.test(image ?? "");
     if (!isBaton) {
@@ -218,6 +231,60 @@ function checkCompose(ctx: Ctx): number {
     for (const m of ALL_MODULES) if (!splitTargets.has(m)) ctx.problems.push(`${file}: the "split" profile runs no ${m}`);
   }
   return names.length;
+}
+
+/**
+ * The "observability" profile: its env file sets only telemetry variables Baton accepts, pointing
+ * at services of the profiles it turns on; Grafana's data sources point at compose services; and
+ * the dashboards are well formed and parse (infra/observability/dashboard.ts).
+ */
+function checkObservability(ctx: Ctx): void {
+  const envFile = "infra/observability/observability.env";
+  const composeText = readText(ctx, "docker-compose.yml");
+  const text = readText(ctx, envFile);
+  if (composeText === undefined || text === undefined) return;
+  const services = asObj(asObj(parse(composeText, { merge: true })).services);
+  const profilesOf = (name: string) => asArr(asObj(services[name]).profiles).map((p) => str(p) ?? "");
+  const env: Record<string, string> = {};
+  for (const line of text.split("\n").map((l) => l.trim())) {
+    if (line === "" || line.startsWith("#")) continue;
+    const eq = line.indexOf("=");
+    if (eq <= 0) ctx.problems.push(`${envFile}: "${line}" is not NAME=value`);
+    else env[line.slice(0, eq)] = line.slice(eq + 1);
+  }
+  const profiles = (env.COMPOSE_PROFILES ?? "").split(",").filter((p) => p !== "");
+  if (!profiles.includes("observability")) ctx.problems.push(`${envFile}: COMPOSE_PROFILES does not turn on the "observability" profile`);
+  for (const p of profiles) if (!Object.keys(services).some((n) => profilesOf(n).includes(p))) ctx.problems.push(`${envFile}: COMPOSE_PROFILES names profile "${p}", which no service has`);
+  for (const k of Object.keys(env)) if (k !== "COMPOSE_PROFILES" && !TELEMETRY_ENV_VARS.includes(k)) ctx.problems.push(`${envFile}: ${k} is not a telemetry variable Baton reads`);
+  try {
+    if (telemetrySettingsFromEnv(env, "baton") === undefined) ctx.problems.push(`${envFile}: turns no telemetry on`);
+  } catch (err) {
+    ctx.problems.push(`${envFile}: configuration is invalid: ${(err instanceof Error ? err.message : String(err)).replace(/\s*\n\s*/g, "; ")}`);
+  }
+  const reachable = (where: string, url: string) => {
+    let host: string;
+    try {
+      host = new URL(url).hostname;
+    } catch {
+      return; // reported by the configuration check
+    }
+    if (!Object.hasOwn(services, host)) ctx.problems.push(`${where}: ${url} names no compose service`);
+    else if (profilesOf(host).length > 0 && !profilesOf(host).some((p) => profiles.includes(p))) ctx.problems.push(`${where}: service ${host} is not in the profiles it turns on`);
+  };
+  for (const [k, v] of Object.entries(env)) if (k.endsWith("_ENDPOINT")) reachable(`${envFile}: ${k}`, v);
+
+  let dashboards: ReturnType<typeof repositoryDashboards>;
+  try {
+    dashboards = repositoryDashboards(ctx.root);
+  } catch (err) {
+    ctx.problems.push(`infra/observability/grafana: ${err instanceof Error ? err.message : String(err)}`);
+    return;
+  }
+  const datasources = asArr(asObj(parse(readFileSync(join(ctx.root, "infra/observability/grafana/provisioning/datasources/baton.yaml"), "utf8"))).datasources).map(asObj);
+  for (const d of datasources) reachable(`infra/observability/grafana/provisioning/datasources/baton.yaml: ${str(d.name) ?? "?"}`, str(d.url) ?? "");
+  for (const { file, dashboard } of dashboards.files) {
+    for (const p of checkDashboard(dashboard, dashboards.datasourceUids)) ctx.problems.push(`${file.slice(ctx.root.length + 1)}: ${p}`);
+  }
 }
 
 interface K8sDoc {

@@ -12,12 +12,16 @@
  *   in any metric attribute;
  * - `baton.recovery.commands` by command and `baton.checkpoint.rebuilds`: a paused run whose
  *   checkpoint Redis lost is sent `execution.continue` by the recovery sweep (every second
- *   here), which rebuilds it from the journal.
+ *   here), which rebuilds it from the journal;
+ * - the ops dashboard (infra/observability/grafana/dashboards/) selects only metrics and labels
+ *   Prometheus makes of this export (after the tests above, so every metric has been recorded).
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import { afterAll, expect, it } from "@jest/globals";
 import { startTelemetry } from "@baton/telemetry";
+import { checkDashboard, commonLabels, prometheusSeries, repositoryDashboards } from "../infra/observability/dashboard.ts";
 import { waitFor } from "./helpers.ts";
 import { createDefinition, startExecution, suiteInProcess, waitForExecution } from "./workflows.ts";
 
@@ -25,7 +29,7 @@ type AnyValue = { stringValue?: string; intValue?: number | string; boolValue?: 
 type KeyValue = { key: string; value: AnyValue };
 interface OtlpSpan { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; attributes?: KeyValue[] }
 interface Point { attributes?: KeyValue[]; asInt?: number | string; asDouble?: number; count?: number | string; sum?: number }
-interface OtlpMetric { name: string; unit?: string; sum?: { dataPoints: Point[] }; histogram?: { dataPoints: Point[] } }
+interface OtlpMetric { name: string; unit?: string; sum?: { dataPoints: Point[]; isMonotonic?: boolean }; gauge?: { dataPoints: Point[] }; histogram?: { dataPoints: Point[] } }
 interface Resource { attributes?: KeyValue[] }
 
 const posts: { path: string; body: unknown }[] = [];
@@ -103,7 +107,12 @@ it("exports the run's spans in the client's trace and the dashboard's metrics", 
   // Spans.
   const resourceSpans = posts.filter((p) => p.path === "/v1/traces").flatMap((p) => (p.body as { resourceSpans: { resource: Resource; scopeSpans: { spans: OtlpSpan[] }[] }[] }).resourceSpans);
   expect(resourceSpans.length).toBeGreaterThan(0);
-  expect(attrs(resourceSpans[0]!.resource.attributes)).toMatchObject({ "service.name": "baton-otel-int", "deployment.environment.name": "otel-int" });
+  expect(attrs(resourceSpans[0]!.resource.attributes)).toMatchObject({
+    "service.name": "baton-otel-int",
+    "deployment.environment.name": "otel-int",
+    // Replicas of one module share a service.name; this tells their series apart.
+    "service.instance.id": expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/),
+  });
   const spans = resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans));
   const inTrace = spans.filter((s) => s.traceId === TRACE);
   const server = inTrace.find((s) => s.name === "POST /api/agent-workflows/:id/execute");
@@ -194,4 +203,22 @@ it("ends the server span of a request whose client went away before the answer, 
   }
   expect(span).toMatchObject({ name: "POST /api/agent-workflows", parentSpanId: CLIENT_SPAN, status: { code: 2 } });
   expect(attrs(span!.attributes)).toMatchObject({ "error.type": "aborted" });
+});
+
+it("gives the ops dashboard every metric and label its queries select", () => {
+  const exported = lastMetrics().map((m) => ({
+    name: m.name,
+    ...(m.unit === undefined ? {} : { unit: m.unit }),
+    kind: m.histogram ? ("histogram" as const) : m.sum?.isMonotonic === true ? ("counter" as const) : ("gauge" as const),
+    attributes: new Set(((m.sum ?? m.gauge ?? m.histogram)?.dataPoints ?? []).flatMap((p) => (p.attributes ?? []).map((kv) => kv.key))),
+  }));
+  const root = join(import.meta.dirname, "..");
+  const series = prometheusSeries(exported, commonLabels(root));
+  // The names the dashboard relies on, as Prometheus's OTLP receiver spells them.
+  expect([...series.keys()]).toEqual(expect.arrayContaining([
+    "baton_executions_total", "baton_execution_duration_seconds_bucket", "baton_node_duration_seconds_count", "baton_tool_calls_total",
+    "baton_tool_duration_seconds_bucket", "http_server_request_duration_seconds_count", "baton_recovery_commands_total", "baton_checkpoint_rebuilds_total",
+  ]));
+  const { files, datasourceUids } = repositoryDashboards(root);
+  for (const { file, dashboard } of files) expect({ file, problems: checkDashboard(dashboard, datasourceUids, series) }).toEqual({ file, problems: [] });
 });
