@@ -36,6 +36,8 @@ import { createExecutorMetrics } from "./metrics.ts";
 import { createBlobPruner } from "./blob-pruner.ts";
 import { BLOB_REF_RE, BlobsMissing, createLargeValues } from "./large.ts";
 import { createLargeArgs } from "./large-args.ts";
+import { sweepTurns } from "./sweep-turns.ts";
+import type { SweepTurns } from "./sweep-turns.ts";
 import type { Owner, ToolAnswer } from "./large.ts";
 
 /** What the checkpoint holds: the engine state plus the effects not yet known to be carried out. */
@@ -2150,15 +2152,17 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * (readyWithNothingElse), with no step for {@link IDLE_CHECKPOINT_GRACE_MS}; the lost commands
    * (lostCommands) as they were. Message ids are per run, command and ten seconds, so executors
    * sweeping together send each once, and a command given up is sent again by the next sweep.
-   * Resolves with the number of runs something was sent for, queued runs woken included.
+   * Resolves with the number of runs something was sent for, queued runs woken included, and
+   * the number of runs it could not look at (each logged; the next sweep tries them again).
    */
-  async function recover(): Promise<number> {
+  async function sweepActive(): Promise<{ count: number; failed: number }> {
     let afterId = 0;
     let count = 0;
+    let failed = 0;
     const sweep = `sweep:${Math.floor(clock().getTime() / 10_000)}`;
     for (;;) {
       const rows = await store.executions.listActive({ statuses: ["running", "paused"], limit: 200, afterId });
-      if (rows.length === 0) return count + (await wakeAllQueued(sweep));
+      if (rows.length === 0) return { count: count + (await wakeAllQueued(sweep)), failed };
       for (const row of rows) {
         afterId = row.id;
         try {
@@ -2182,10 +2186,29 @@ export function createExecutor(opts: ExecutorOptions): Executor {
             if (!duplicate) metrics.recovered(c.name);
           }
         } catch (err) {
+          failed++;
           logger.warn("recovery of an execution failed; the next sweep retries", { executionId: row.id, error: errorMessage(err) });
         }
       }
     }
+  }
+
+  /** The recovery sweep (sweepActive), resolving with the number of runs something was sent for. */
+  async function recover(): Promise<number> {
+    return (await sweepActive()).count;
+  }
+
+  /**
+   * The periodic sweep, when it is this executor's turn in the window (sweep-turns.ts): one
+   * executor sweeps per interval, not every one. A sweep that looked at every run is recorded
+   * as done for the window.
+   */
+  async function sweepInTurn(turns: SweepTurns): Promise<void> {
+    const turn = await turns.take(clock().getTime());
+    if (!turn.sweep) return;
+    const { count, failed } = await sweepActive();
+    if (count > 0) logger.info("recovered executions", { count });
+    if (failed === 0) await turns.done(turn.window);
   }
 
   return {
@@ -2212,10 +2235,10 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       }
       const every = opts.recoverEveryMs ?? 60_000;
       if (every > 0) {
+        const turns = sweepTurns(messaging.bus, every, randomUUID(), (err) => logger.warn("could not tell whose turn the recovery sweep is; sweeping", { error: errorMessage(err) }));
         sweeper = setInterval(() => {
           if (sweeping) return;
-          sweeping = recover()
-            .then((n) => (n > 0 ? logger.info("recovered executions", { count: n }) : undefined))
+          sweeping = sweepInTurn(turns)
             .catch((err: unknown) => logger.warn("recovery sweep failed", { error: errorMessage(err) }))
             .finally(() => (sweeping = undefined));
         }, every);
