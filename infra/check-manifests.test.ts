@@ -7,7 +7,8 @@
  * 30 s grace period, a probe on the wrong port, a module without a Deployment, a file
  * kustomization does not list, a Dockerfile without the Baton entry point, a bind mount of a
  * missing file, an observability env file with a foreign variable or an endpoint on no
- * service, a dashboard query that does not parse — and the command then exits 1.
+ * service, a dashboard query or an alerting rule that does not parse — and the command then
+ * exits 1.
  */
 import { spawnSync } from "node:child_process";
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -64,7 +65,7 @@ describe("broken manifests", () => {
 
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), "baton-manifests-"));
-    for (const f of ["Dockerfile", "docker-compose.yml", "k8s", "infra/observability/prometheus.yml", "infra/observability/observability.env", "infra/observability/grafana"]) {
+    for (const f of ["Dockerfile", "docker-compose.yml", "k8s", "infra/observability/prometheus.yml", "infra/observability/alerts.yml", "infra/observability/observability.env", "infra/observability/grafana"]) {
       cpSync(join(ROOT, f), join(dir, f), { recursive: true });
     }
 
@@ -79,6 +80,8 @@ describe("broken manifests", () => {
     writeFileSync(join(dir, "docker-compose.yml"), stringify(compose));
     const envFile = join(dir, "infra/observability/observability.env");
     writeFileSync(envFile, readFileSync(envFile, "utf8").replace("http://jaeger:4318", "http://tempo:4318") + "BATON_THING=1\n");
+    const alertsFile = join(dir, "infra/observability/alerts.yml");
+    writeFileSync(alertsFile, readFileSync(alertsFile, "utf8").replace("increase(baton_checkpoint_rebuilds_total[15m])", "increase(baton_checkpoint_rebuilds_total[15m]"));
     const dashboardFile = join(dir, "infra/observability/grafana/dashboards/baton.json");
     writeFileSync(dashboardFile, readFileSync(dashboardFile, "utf8").replace("sum by (baton_execution_status) (rate(", "sum by (baton_execution_status) (rate(("));
 
@@ -129,6 +132,7 @@ describe("broken manifests", () => {
     ["a bind mount of a missing file", "services.prometheus: mounts ./infra/observability/missing.yml, which does not exist"],
     ["a telemetry endpoint on no compose service", "observability.env: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: http://tempo:4318/v1/traces names no compose service"],
     ["a variable that is not telemetry's in the observability env file", "observability.env: BATON_THING is not a telemetry variable"],
+    ["an alerting rule that does not parse", "infra/observability/alerts.yml: alert BatonCheckpointsRebuilt: does not parse as PromQL"],
     ["a dashboard query that does not parse", 'dashboards/baton.json: panel 2 "Runs ended per minute, by status" A: does not parse as PromQL'],
   ])("reports %s", (_what, expected) => {
     expect(problems.some((p) => p.includes(expected))).toBe(true);

@@ -13,7 +13,8 @@
  *   named volumes are declared.
  * - The "observability" profile: infra/observability/observability.env sets telemetry variables
  *   Baton accepts, pointing at services of the profiles it turns on; Grafana's data sources
- *   point at compose services; the dashboards are well formed and every query parses.
+ *   point at compose services; the dashboards are well formed and every query parses, as does
+ *   every alerting rule.
  * - k8s/: every file parses; kustomization lists every file; ConfigMap/Secret keys and
  *   container env are known variables with valid values; every Deployment has /readyz and /healthz probes
  *   on its module's health port, resource requests and limits, and a 30 s grace
@@ -29,7 +30,7 @@ import { parse, parseAllDocuments } from "yaml";
 import { ALL_MODULES, envSchema, loadConfig } from "@baton/config";
 import { LLM_ENV_VARS, llmConfigFromEnv } from "@baton/llm";
 import { TELEMETRY_ENV_VARS, telemetrySettingsFromEnv } from "@baton/telemetry";
-import { checkDashboard, repositoryDashboards } from "./observability/dashboard.ts";
+import { checkDashboard, checkQueries, repositoryDashboards, repositoryRules } from "./observability/dashboard.ts";
 
 /** The variables the brief requires the manifests to be able to set. */
 const REQUIRED_ENV = [
@@ -284,6 +285,11 @@ function checkObservability(ctx: Ctx): void {
   for (const d of datasources) reachable(`infra/observability/grafana/provisioning/datasources/baton.yaml: ${str(d.name) ?? "?"}`, str(d.url) ?? "");
   for (const { file, dashboard } of dashboards.files) {
     for (const p of checkDashboard(dashboard, dashboards.datasourceUids)) ctx.problems.push(`${file.slice(ctx.root.length + 1)}: ${p}`);
+  }
+  try {
+    for (const p of checkQueries(repositoryRules(ctx.root))) ctx.problems.push(`infra/observability/alerts.yml: ${p}`);
+  } catch (err) {
+    ctx.problems.push(`infra/observability/alerts.yml: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
 

@@ -13,15 +13,16 @@
  * - `baton.recovery.commands` by command and `baton.checkpoint.rebuilds`: a paused run whose
  *   checkpoint Redis lost is sent `execution.continue` by the recovery sweep (every second
  *   here), which rebuilds it from the journal;
- * - the ops dashboard (infra/observability/grafana/dashboards/) selects only metrics and labels
- *   Prometheus makes of this export (after the tests above, so every metric has been recorded).
+ * - the ops dashboard (infra/observability/grafana/dashboards/) and the alerting rules
+ *   (infra/observability/alerts.yml) select only metrics and labels Prometheus makes of this
+ *   export (after the tests above, so every metric has been recorded).
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, expect, it } from "@jest/globals";
 import { startTelemetry } from "@baton/telemetry";
-import { checkDashboard, commonLabels, prometheusSeries, repositoryDashboards } from "../infra/observability/dashboard.ts";
+import { checkDashboard, checkQueries, commonLabels, prometheusSeries, repositoryDashboards, repositoryRules } from "../infra/observability/dashboard.ts";
 import { waitFor } from "./helpers.ts";
 import { createDefinition, startExecution, suiteInProcess, waitForExecution } from "./workflows.ts";
 
@@ -205,7 +206,7 @@ it("ends the server span of a request whose client went away before the answer, 
   expect(attrs(span!.attributes)).toMatchObject({ "error.type": "aborted" });
 });
 
-it("gives the ops dashboard every metric and label its queries select", () => {
+it("gives the ops dashboard and the alerting rules every metric and label their queries select", () => {
   const exported = lastMetrics().map((m) => ({
     name: m.name,
     ...(m.unit === undefined ? {} : { unit: m.unit }),
@@ -221,4 +222,6 @@ it("gives the ops dashboard every metric and label its queries select", () => {
   ]));
   const { files, datasourceUids } = repositoryDashboards(root);
   for (const { file, dashboard } of files) expect({ file, problems: checkDashboard(dashboard, datasourceUids, series) }).toEqual({ file, problems: [] });
+  // And the alerting rules.
+  expect(checkQueries(repositoryRules(root), series)).toEqual([]);
 });

@@ -1,10 +1,11 @@
 /**
- * Checks Baton's Grafana dashboard (infra/observability/grafana/dashboards/) against its
- * provisioning and against the metrics Baton exports:
+ * Checks Baton's Grafana dashboard (infra/observability/grafana/dashboards/) and alerting rules
+ * (infra/observability/alerts.yml) against the dashboard's provisioning and against the metrics
+ * Baton exports:
  *
  * - structure: unique panel ids, a grid position for each panel, every data source one that
  *   infra/observability/grafana/provisioning/datasources/ provisions, a query on every target;
- * - every query parses as PromQL (the Prometheus project's own grammar,
+ * - every query and rule parses as PromQL (the Prometheus project's own grammar,
  *   `@prometheus-io/lezer-promql`), once Grafana's variables are replaced by values;
  * - with the metrics of a real OTLP export at hand (`prometheusSeries`), every metric a query
  *   selects is a series Prometheus makes of them, and every label it matches on or groups by is
@@ -168,7 +169,17 @@ export function checkDashboard(dashboard: unknown, datasourceUids: Set<string>, 
     const uid = v.datasource?.uid;
     if (uid !== undefined && (typeof uid !== "string" || !datasourceUids.has(uid))) problems.push(`variable ${String(v.name)}: data source ${JSON.stringify(uid)} is not provisioned`);
   }
-  for (const q of dashboardQueries(dashboard)) {
+  problems.push(...checkQueries(dashboardQueries(dashboard), series));
+  return problems;
+}
+
+/**
+ * The problems of queries: each one's syntax and, when `series` is given, its metrics and labels
+ * against them.
+ */
+export function checkQueries(queries: DashboardQuery[], series?: Map<string, Set<string>>): string[] {
+  const problems: string[] = [];
+  for (const q of queries) {
     if (q.expr === "") continue;
     const found = querySelectors(q.expr);
     problems.push(...found.problems.map((p) => `${q.panel}: ${p}`));
@@ -188,6 +199,21 @@ export function checkDashboard(dashboard: unknown, datasourceUids: Set<string>, 
     }
   }
   return problems;
+}
+
+/** The expressions of a Prometheus rules file, each named `alert <name>` or `record <name>`. */
+export function ruleQueries(rules: unknown): DashboardQuery[] {
+  const groups = (rules as { groups?: { rules?: { alert?: unknown; record?: unknown; expr?: unknown }[] }[] }).groups ?? [];
+  const name = (v: unknown): string => (typeof v === "string" ? v : JSON.stringify(v));
+  return groups.flatMap((g) => (g.rules ?? []).map((r) => ({
+    panel: r.alert !== undefined ? `alert ${name(r.alert)}` : `record ${name(r.record)}`,
+    expr: typeof r.expr === "string" ? r.expr : "",
+  })));
+}
+
+/** The alerting rules of the repository (infra/observability/alerts.yml), as queries. */
+export function repositoryRules(root: string): DashboardQuery[] {
+  return ruleQueries(parse(readFileSync(join(root, "infra/observability/alerts.yml"), "utf8")));
 }
 
 /** The repository's dashboards and the data source uids its provisioning defines. */
