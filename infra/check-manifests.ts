@@ -197,8 +197,9 @@ function checkCompose(ctx: Ctx): number {
     const dependsOn = Array.isArray(svc.depends_on) ? svc.depends_on.map((d) => str(d) ?? "") : Object.keys(asObj(svc.depends_on));
     for (const d of dependsOn) if (!names.includes(d)) ctx.problems.push(`${where}: depends on unknown service "${d}"`);
     for (const v of asArr(svc.volumes)) {
-      const source = typeof v === "string" ? v.split(":")[0] : str(asObj(v).source);
-      if (source === undefined || !v || (typeof v === "string" && !v.includes(":"))) continue;
+      // "src:target[:mode]" or { source }; a lone "/path" is an anonymous volume.
+      const source = typeof v === "string" ? (v.includes(":") ? v.split(":")[0] : undefined) : str(asObj(v).source);
+      if (source === undefined) continue;
       if (/^\.{1,2}\//.test(source)) {
         if (!existsSync(join(ctx.root, source))) ctx.problems.push(`${where}: mounts ${source}, which does not exist`);
       } else if (!source.startsWith("/") && !Object.hasOwn(asObj(doc.volumes), source)) ctx.problems.push(`${where}: uses volume ${source}, which the file does not declare`);
@@ -281,8 +282,7 @@ function checkObservability(ctx: Ctx): void {
     ctx.problems.push(`infra/observability/grafana: ${err instanceof Error ? err.message : String(err)}`);
     return;
   }
-  const datasources = asArr(asObj(parse(readFileSync(join(ctx.root, "infra/observability/grafana/provisioning/datasources/baton.yaml"), "utf8"))).datasources).map(asObj);
-  for (const d of datasources) reachable(`infra/observability/grafana/provisioning/datasources/baton.yaml: ${str(d.name) ?? "?"}`, str(d.url) ?? "");
+  for (const d of dashboards.datasources) reachable(`infra/observability/grafana/provisioning/datasources/baton.yaml: ${d.name ?? "?"}`, d.url ?? "");
   for (const { file, dashboard } of dashboards.files) {
     for (const p of checkDashboard(dashboard, dashboards.datasourceUids)) ctx.problems.push(`${file.slice(ctx.root.length + 1)}: ${p}`);
   }

@@ -216,11 +216,16 @@ export function repositoryRules(root: string): DashboardQuery[] {
   return ruleQueries(parse(readFileSync(join(root, "infra/observability/alerts.yml"), "utf8")));
 }
 
-/** The repository's dashboards and the data source uids its provisioning defines. */
-export function repositoryDashboards(root: string): { files: { file: string; dashboard: unknown }[]; datasourceUids: Set<string> } {
+/** The repository's dashboards, and the data sources its provisioning defines (with their uids apart). */
+export function repositoryDashboards(root: string): {
+  files: { file: string; dashboard: unknown }[];
+  datasources: { name?: string; uid?: string; url?: string }[];
+  datasourceUids: Set<string>;
+} {
   const dir = join(root, "infra/observability/grafana");
-  const provisioning = parse(readFileSync(join(dir, "provisioning/datasources/baton.yaml"), "utf8")) as { datasources?: { uid?: string }[] };
-  const datasourceUids = new Set((provisioning.datasources ?? []).map((d) => d.uid).filter((u): u is string => typeof u === "string"));
+  const provisioning = parse(readFileSync(join(dir, "provisioning/datasources/baton.yaml"), "utf8")) as { datasources?: { name?: string; uid?: string; url?: string }[] };
+  const datasources = provisioning.datasources ?? [];
+  const datasourceUids = new Set(datasources.map((d) => d.uid).filter((u): u is string => typeof u === "string"));
   const files = readdirSync(join(dir, "dashboards")).filter((f) => f.endsWith(".json")).sort().map((f) => join(dir, "dashboards", f));
-  return { files: files.map((file) => ({ file, dashboard: JSON.parse(readFileSync(file, "utf8")) as unknown })), datasourceUids };
+  return { files: files.map((file) => ({ file, dashboard: JSON.parse(readFileSync(file, "utf8")) as unknown })), datasources, datasourceUids };
 }

@@ -2235,7 +2235,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       }
       const every = opts.recoverEveryMs ?? 60_000;
       if (every > 0) {
-        const turns = sweepTurns(messaging.bus, every, randomUUID(), (err) => logger.warn("could not tell whose turn the recovery sweep is; sweeping", { error: errorMessage(err) }));
+        const turns = sweepTurns(messaging.bus, every, randomUUID(), (err) => logger.warn("could not read or record the recovery sweep's turn; sweeping when in doubt", { error: errorMessage(err) }));
         sweeper = setInterval(() => {
           if (sweeping) return;
           sweeping = sweepInTurn(turns)
