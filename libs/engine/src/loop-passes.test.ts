@@ -1143,6 +1143,38 @@ describe("an n-join counting a condition's edge straight into it as arriving (kn
   });
 });
 
+describe("two whileLoops each in the other's body", () => {
+  /**
+   * s → a, s → b; a →body→ a, b →body→ b, a →body→ b, b →body→ a (a: "true", maxIterations 2,
+   * onLimit exit; b: `$iteration < 2`, maxIterations 2). Neither is inside the other. Each pass
+   * of one used to start a new run of the other (its count afresh), so the two restarted each
+   * other for ever and the run went on until limits.maxSteps (workflows.md, the old "Known
+   * limitation"; fuzz seeds 75033, 90067, 90875, 94325, 96059, 114054, 120083, 120673, 125112).
+   * A pass of one now starts a new run of the other only when the other did not start its own
+   * run: a's second run, started by b, does not start b over, and both counts run out.
+   */
+  const d = def({
+    start: "s",
+    nodes: [
+      { id: "s", type: "setVariable", config: { values: {} } },
+      { id: "a", type: "whileLoop", config: { condition: "true", maxIterations: 2, onLimit: "exit" } },
+      { id: "b", type: "whileLoop", config: { condition: "$iteration < 2", maxIterations: 2 } },
+    ],
+    edges: [
+      { from: "s", to: "a" }, { from: "s", to: "b" }, { from: "a", to: "a", when: "body" }, { from: "b", to: "b", when: "body" },
+      { from: "a", to: "b", when: "body" }, { from: "b", to: "a", when: "body" },
+    ],
+  });
+
+  it("end: each pass of one restarts the other only until the other restarted it", async () => {
+    const sim = await new Sim(d).start({});
+    expect([sim.capped, sim.s.status, sim.s.error, sim.s.steps]).toEqual([false, "completed", undefined, 11]);
+    const completions = (id: string) => sim.nodeEvents(id).filter((e) => e.startsWith("completed")).length;
+    expect([completions("a"), completions("b")]).toEqual([6, 4]);
+    expect(sim.s.nodes.a!.restartedBy).toBe("b");
+  });
+});
+
 describe("a loop's count restarts on a new pass of a loop around it, not on a cycle through that loop's exit", () => {
   /**
    * a ($iteration < 2) →body→ b and →exit→ b; b (goes out at once, maxVisits 3) →exit→ a and

@@ -72,6 +72,12 @@ export interface NodeRun {
    * written before it was kept: then only coming back by its exit edge says so).
    */
   exited?: boolean;
+  /**
+   * The whileLoop whose pass started this whileLoop's current run (its count afresh), when the
+   * two are each in the other's body. A pass of this loop then does not start a new run of that
+   * one, nor of a loop that started it, so they cannot restart each other's counts for ever.
+   */
+  restartedBy?: string;
   error?: string;
   /** Resolved input of the current attempt, kept for retries and the journal. */
   input?: JsonValue;

@@ -578,6 +578,16 @@ class Stepper {
     return !loopBody(this.g, head).has(e.from) || (e.from === head && e.when === "exit");
   }
 
+  /** Whether the run of `loop` was started by `by`, or by a loop whose run `by` started, and so on. */
+  restartedThrough(loop: string, by: string): boolean {
+    const seen = new Set<string>();
+    for (let at = this.s.nodes[loop]?.restartedBy; at !== undefined && !seen.has(at); at = this.s.nodes[at]?.restartedBy) {
+      if (at === by) return true;
+      seen.add(at);
+    }
+    return false;
+  }
+
   /** The edge `e` closes a loop back to its target, the head: the head's region runs again. */
   resetRegion(e: EdgeDefinition): void {
     const { from, to: head } = e;
@@ -608,7 +618,18 @@ class Stepper {
       // comes back to it: an edge from its body back to a loop around it (never taken, or not
       // this time) puts that loop in its body too, and must not make its passes one run.
       const inside = id === head ? ownBody || loopBody(this.g, id).has(from) : loopBody(this.g, id).has(head);
-      if (run.iterations !== undefined && (!inside || wentOut)) delete run.iterations;
+      if (run.iterations !== undefined && (!inside || wentOut)) {
+        if (id === head) {
+          delete run.iterations;
+          delete run.restartedBy;
+        } else if (!inside || !this.restartedThrough(head, id)) {
+          // A new run of loop `id`, started by a pass of `head`. Not when `head`'s own run was
+          // started by `id` (or by a loop that `id` started, and so on): two loops each in the
+          // other's body would start each other's runs for ever, neither count ever running out.
+          delete run.iterations;
+          run.restartedBy = head;
+        }
+      }
       this.clearNodeTimers(id);
       this.s.ready = this.s.ready.filter((r) => r !== id);
     }

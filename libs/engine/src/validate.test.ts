@@ -153,8 +153,8 @@ describe("validateWorkflow: the complete model", () => {
     expect(codes(validateWorkflow(loop(3, { maxSteps: 0 })))).toEqual(["invalid_shape@limits.maxSteps"]);
   });
 
-  it("warns of two whileLoops each in the other's body (a run may go round until limits.maxSteps), and accepts them; nested loops are fine", () => {
-    // The shape of workflows.md's known limitation: a run of it goes round for ever.
+  it("warns of two whileLoops each in the other's body (their passes are hard to foresee), and accepts them; nested loops are fine", () => {
+    // The shape of workflows.md's "Loops each in the other's body" (it used to go round for ever).
     const mutual = validateWorkflow({
       start: "s",
       nodes: [
@@ -170,7 +170,7 @@ describe("validateWorkflow: the complete model", () => {
     expect(mutual.ok && mutual.warnings).toEqual([{
       path: "nodes[1]",
       code: "mutual_loops",
-      message: 'whileLoops "a" and "b" are each in the other\'s body: each pass of one starts the other\'s count again, so a run may go round until limits.maxSteps (BATON_STEP_LIMIT) or its deadline; nest one loop inside the other instead',
+      message: 'whileLoops "a" and "b" are each in the other\'s body, so neither is inside the other: how often each goes round is hard to foresee, and a run of some such shapes goes round until limits.maxSteps (BATON_STEP_LIMIT) or its deadline; nest one loop inside the other instead',
     }]);
     // An inner loop whose exit goes back to the outer one is in the outer's body, not the other way round.
     const nested = validateWorkflow({

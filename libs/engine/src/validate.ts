@@ -335,9 +335,9 @@ function stepLimitWarnings(def: z.infer<typeof workflowDefinitionSchema>, warnin
 }
 
 /**
- * Two `whileLoop`s each in the other's body (neither nested in the other): each pass of one
- * starts the counts of the other's body again, so a run of them may go round until
- * `limits.maxSteps` (workflows.md, Loops, "Known limitation"). Valid — a run may still end —
+ * Two `whileLoop`s each in the other's body (neither nested in the other): a pass of one starts
+ * a new run of the other unless that one started the first's current run (workflows.md, Loops,
+ * "Loops each in the other's body"), so how often each goes round is hard to foresee. Valid,
  * but the author is told, once per pair, at the first of the two.
  */
 function mutualLoopWarnings(def: z.infer<typeof workflowDefinitionSchema>, warnings: ValidationIssue[]): void {
@@ -351,7 +351,7 @@ function mutualLoopWarnings(def: z.infer<typeof workflowDefinitionSchema>, warni
       warnings.push({
         path: `nodes[${i}]`,
         code: "mutual_loops",
-        message: `whileLoops "${n.id}" and "${m.id}" are each in the other's body: each pass of one starts the other's count again, so a run may go round until limits.maxSteps (BATON_STEP_LIMIT) or its deadline; nest one loop inside the other instead`,
+        message: `whileLoops "${n.id}" and "${m.id}" are each in the other's body, so neither is inside the other: how often each goes round is hard to foresee, and a run of some such shapes goes round until limits.maxSteps (BATON_STEP_LIMIT) or its deadline; nest one loop inside the other instead`,
       });
     }
   }
