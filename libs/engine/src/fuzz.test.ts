@@ -359,3 +359,31 @@ describe("fuzz: random small graphs run by the engine as validation accepts them
     expect([...stats.joins].sort()).toEqual(["all", "any", "n", "n@start"]);
   }, wide ? 24 * 3600_000 : undefined);
 });
+
+describe("fuzz: loops each in the other's body", () => {
+  /**
+   * The definitions of seeds 62001–132000 whose runs went round to the cap while two whileLoops
+   * each in the other's body restarted each other (docs/workflows.md, Loops): back and forth
+   * through their passes, or through a cycle out of one loop's exit that a `maxVisits` bounds and
+   * the other loop's passes started afresh. Every run of each ends now, in either order of steps.
+   */
+  const FORMER_RUNAWAYS = [75033, 90067, 90875, 94325, 96059, 114054, 120083, 120673, 125112];
+
+  it.each(FORMER_RUNAWAYS)("seed %i: every run ends", async (seed) => {
+    const v = validateWorkflow(generate(seed));
+    if (!v.ok) throw new Error(`seed ${seed} is no longer accepted: ${JSON.stringify(v.errors)}`);
+    const ends: string[] = [];
+    for (let k = 0; k < RUNS; k++) {
+      const runSeed = seed * 31 + k;
+      const input = { x: hashUnit(`input:${runSeed}`) };
+      for (const eagerInline of [false, true]) {
+        const sim = new Sim(v.workflow, { t: toolOf(runSeed) });
+        sim.cap = CAP;
+        sim.eagerInline = eagerInline;
+        await sim.start(input);
+        ends.push(`${k}${eagerInline ? " eager" : ""}: ${sim.capped ? "capped" : sim.s.status}`);
+      }
+    }
+    expect(ends.filter((e) => e.endsWith("capped"))).toEqual([]);
+  });
+});

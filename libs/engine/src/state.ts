@@ -73,11 +73,15 @@ export interface NodeRun {
    */
   exited?: boolean;
   /**
-   * The whileLoop whose pass started this whileLoop's current run (its count afresh), when the
-   * two are each in the other's body. A pass of this loop then does not start a new run of that
-   * one, nor of a loop that started it, so they cannot restart each other's counts for ever.
+   * What started this whileLoop's current run (its count afresh): the node whose pass or cycle
+   * came round to it (a loop, or the head of a cycle), or, when a cycle through its own exit came
+   * back to it, the loop whose pass started the `maxVisits` count of the cycle's last node
+   * ({@link passOf}). A pass of this loop does not start a new run of a loop that this run is
+   * owed to, so two loops each in the other's body cannot restart each other for ever.
    */
   restartedBy?: string;
+  /** The whileLoop whose pass last started this node's `maxVisits` count afresh. */
+  passOf?: string;
   error?: string;
   /** Resolved input of the current attempt, kept for retries and the journal. */
   input?: JsonValue;

@@ -548,7 +548,9 @@ class Stepper {
   newPass(loop: string): void {
     for (const id of passNodes(this.g, loop)) {
       const run = this.s.nodes[id];
-      if (run?.visits !== undefined) run.visitsBeforePass = run.visits;
+      if (run?.visits === undefined) continue;
+      run.visitsBeforePass = run.visits;
+      run.passOf = loop;
     }
   }
 
@@ -578,12 +580,23 @@ class Stepper {
     return !loopBody(this.g, head).has(e.from) || (e.from === head && e.when === "exit");
   }
 
-  /** Whether the run of `loop` was started by `by`, or by a loop whose run `by` started, and so on. */
+  /**
+   * Whether the current run of `loop` was made possible by `by`, or by what `by` made possible,
+   * and so on. A whileLoop's run is owed to the node whose pass or cycle started it afresh
+   * ({@link NodeRun.restartedBy}); a node's visits since its `maxVisits` count last started
+   * afresh are owed to the whileLoop whose pass did that ({@link NodeRun.passOf}).
+   */
   restartedThrough(loop: string, by: string): boolean {
-    const seen = new Set<string>();
-    for (let at = this.s.nodes[loop]?.restartedBy; at !== undefined && !seen.has(at); at = this.s.nodes[at]?.restartedBy) {
-      if (at === by) return true;
-      seen.add(at);
+    const seen = new Set<string>([loop]);
+    const stack = [loop];
+    while (stack.length) {
+      const run = this.s.nodes[stack.pop()!];
+      for (const at of [run?.restartedBy, run?.passOf]) {
+        if (at === undefined || seen.has(at)) continue;
+        if (at === by) return true;
+        seen.add(at);
+        stack.push(at);
+      }
     }
     return false;
   }
@@ -620,12 +633,17 @@ class Stepper {
       const inside = id === head ? ownBody || loopBody(this.g, id).has(from) : loopBody(this.g, id).has(head);
       if (run.iterations !== undefined && (!inside || wentOut)) {
         if (id === head) {
+          // Entered afresh from outside its body, by a cycle through its exit: that run is owed to
+          // what let the cycle go round again, the loop whose pass started its last node's count.
           delete run.iterations;
-          delete run.restartedBy;
+          const by = this.s.nodes[from]?.passOf;
+          if (by === undefined) delete run.restartedBy;
+          else run.restartedBy = by;
         } else if (!inside || !this.restartedThrough(head, id)) {
           // A new run of loop `id`, started by a pass of `head`. Not when `head`'s own run was
-          // started by `id` (or by a loop that `id` started, and so on): two loops each in the
-          // other's body would start each other's runs for ever, neither count ever running out.
+          // made possible by `id` (restarted by it, or by a cycle whose `maxVisits` count a pass
+          // of `id` started afresh, and so on): two loops each in the other's body would start
+          // each other's runs for ever, neither count ever running out.
           delete run.iterations;
           run.restartedBy = head;
         }

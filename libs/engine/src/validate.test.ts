@@ -170,7 +170,7 @@ describe("validateWorkflow: the complete model", () => {
     expect(mutual.ok && mutual.warnings).toEqual([{
       path: "nodes[1]",
       code: "mutual_loops",
-      message: 'whileLoops "a" and "b" are each in the other\'s body, so neither is inside the other: how often each goes round is hard to foresee, and a run of some such shapes goes round until limits.maxSteps (BATON_STEP_LIMIT) or its deadline; nest one loop inside the other instead',
+      message: 'whileLoops "a" and "b" are each in the other\'s body, so neither is inside the other: a pass of one starts a new run of the other only while that one did not make the first\'s run possible, so how often each goes round is hard to foresee; nest one loop inside the other instead',
     }]);
     // An inner loop whose exit goes back to the outer one is in the outer's body, not the other way round.
     const nested = validateWorkflow({

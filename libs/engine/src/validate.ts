@@ -351,7 +351,7 @@ function mutualLoopWarnings(def: z.infer<typeof workflowDefinitionSchema>, warni
       warnings.push({
         path: `nodes[${i}]`,
         code: "mutual_loops",
-        message: `whileLoops "${n.id}" and "${m.id}" are each in the other's body, so neither is inside the other: how often each goes round is hard to foresee, and a run of some such shapes goes round until limits.maxSteps (BATON_STEP_LIMIT) or its deadline; nest one loop inside the other instead`,
+        message: `whileLoops "${n.id}" and "${m.id}" are each in the other's body, so neither is inside the other: a pass of one starts a new run of the other only while that one did not make the first's run possible, so how often each goes round is hard to foresee; nest one loop inside the other instead`,
       });
     }
   }
