@@ -267,6 +267,13 @@ interface ApplyOutcome {
   unknown: Set<Command>;
   /** Calls sent for a step whose checkpoint was not written: call id → its node and attempt. */
   unconfirmed: Map<string, { nodeId: string; attempt: number }>;
+  /**
+   * The command was delivered before: an earlier delivery may have sent the calls of the steps
+   * it leads to and never written their checkpoint. Those calls go marked as sent again, so that
+   * a worker answers from its record: the queue drops a call it already has only within the
+   * tools stream's duplicate window (two minutes), and a delivery backing off comes later.
+   */
+  redelivered?: boolean;
 }
 const newOutcome = (): ApplyOutcome => ({ unknown: new Set(), unconfirmed: new Map() });
 
@@ -664,7 +671,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * above the threshold go through their object bucket first, and the call carries a
    * reference (large-args.ts).
    */
-  async function sendCalls(state: ExecutionState, effects: Effect[], resent = false): Promise<(Effect & { kind: "callTool" })[]> {
+  async function sendCalls(state: ExecutionState, effects: Effect[], resent = false, maybeSent = false): Promise<(Effect & { kind: "callTool" })[]> {
     const calls = effects.filter((e): e is Effect & { kind: "callTool" } => e.kind === "callTool");
     if (calls.length === 0) return [];
     // A step's own calls have their arguments at hand: no await, so they still leave together.
@@ -673,7 +680,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     const sending = Promise.all(calls.map((e, i) => {
       const send = (args: JsonObject): Promise<{ duplicate: boolean }> => messaging.callTool({
         callId: e.callId, executionId: state.executionId, tenantId: state.tenantId, nodeId: e.nodeId, attempt: e.attempt,
-        tool: e.tool, args, timeoutMs: e.timeoutMs ?? 0, idempotencyKey: e.idempotencyKey, rootExecutionId: state.rootExecutionId ?? state.executionId, resent,
+        tool: e.tool, args, timeoutMs: e.timeoutMs ?? 0, idempotencyKey: e.idempotencyKey, rootExecutionId: state.rootExecutionId ?? state.executionId, resent: resent || maybeSent,
       });
       const args = largeArgs.outgoing(e.callId, whole[i]!, large.measured(whole[i]!));
       return args instanceof Promise ? args.then(send) : send(args);
@@ -1638,7 +1645,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       // applied again at once and handleNow cancels what that does not send again; after a
       // crash the redelivered command sends them again, finds them sent (recordedAnswers),
       // and an answer that came in between is delivered again for a while (handle).
-      const calls = sendCalls(r.state, r.effects);
+      const calls = sendCalls(r.state, r.effects, false, outcome.redelivered === true);
       calls.catch(() => undefined); // awaited below, once the checkpoint is written
       let written: Awaited<ReturnType<typeof writeCheckpoint>>;
       try {
@@ -1937,14 +1944,16 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    */
   async function handle(cmd: AnyCommand, delivery = Number.POSITIVE_INFINITY): Promise<void> {
     const { executionId, tenantId, command } = await toEngineCommand(cmd);
-    if (command.kind !== "toolResult") return handleNow(cmd, executionId, tenantId, command);
+    const redelivered = Number.isFinite(delivery) && delivery > 1;
+    if (command.kind !== "toolResult") return handleNow(cmd, executionId, tenantId, command, undefined, { ...newOutcome(), redelivered });
     const open = queued.get(executionId);
     let batch: ResultBatch;
     if (open && open.tenantId === tenantId) {
       batch = open;
       batch.commands.push(command);
+      if (redelivered) batch.outcome.redelivered = true;
     } else {
-      const b: ResultBatch = { tenantId, commands: [command], settled: Promise.resolve(), outcome: newOutcome() };
+      const b: ResultBatch = { tenantId, commands: [command], settled: Promise.resolve(), outcome: { ...newOutcome(), redelivered } };
       if (!open) queued.set(executionId, b);
       const lead = (): Promise<void> => handleNow(cmd, executionId, tenantId, command, () => {
         // The lock is ours: whatever joined so far is applied with the leader; later results wait for the next turn.

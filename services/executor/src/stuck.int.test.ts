@@ -13,7 +13,9 @@
  *   call with no recorded answer are left alone (the sweep sends nothing for them);
  * - a run whose ready nodes wait for a slot under `limits.maxConcurrency` is sent nothing;
  * - a checkpoint that cannot be decoded is removed and rebuilt from the journal (the sweep sends
- *   the run `execution.continue`), and the run goes on.
+ *   the run `execution.continue`), and the run goes on;
+ * - a command delivered again sends its steps' calls marked `resent` (a worker then answers from
+ *   its record); a first delivery's calls are not.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
 import { randomBytes } from "node:crypto";
@@ -25,6 +27,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { connectBus } from "@baton/bus";
 import type { Bus } from "@baton/bus";
 import { createRedis, redisCheckpointStore } from "@baton/checkpoints";
+import { decode, ToolCallSchema } from "@baton/contracts";
 import { createMessaging, RESULTS_BUCKET } from "@baton/messaging";
 import type { Messaging } from "@baton/messaging";
 import { openTestStore } from "@baton/store/testing";
@@ -204,5 +207,25 @@ describe("a damaged checkpoint", () => {
     // And the run can be told what to do again: here, stopped.
     await ex.handle({ name: "execution.cancel", message: { executionId: id, tenantId, reason: "stop" } } as never);
     expect(await ended(id)).toMatchObject({ status: "cancelled" });
+  });
+});
+
+describe("a command delivered again", () => {
+  /** The call the start of a run of one tool node sent, as a worker gets it, when the start was delivered `delivery` times. */
+  async function startedCall(tool: string, delivery?: number): Promise<{ callId: string; resent: boolean }> {
+    const wf = await workflow(`again-${tool}`, { nodes: [{ id: "call", type: "tool", config: { tool } }], edges: [] });
+    const row = await t.store.executions.create(tenantId, { workflowId: wf, workflowVersion: 1, input: {} });
+    await ex.handle({ name: "execution.start", message: { executionId: row.id, tenantId, workflowId: wf, workflowVersion: 1 } } as never, delivery);
+    const msg = await jsm.streams.getMessage(bus.streams.tools, { last_by_subj: messaging.subjects.toolCall(tool) });
+    const call = decode(ToolCallSchema, msg!.data);
+    return { callId: call.callId, resent: call.resent };
+  }
+
+  it("marks the calls of its steps as sent again, so that a worker answers from its record past the queue's duplicate window", async () => {
+    // A first delivery's calls are new: the worker skips the record lookup.
+    expect(await startedCall("again.first", 1)).toMatchObject({ resent: false });
+    // A later delivery may follow one that sent the same calls and never wrote its checkpoint,
+    // more than the tools stream's two-minute duplicate window ago (deliveries back off).
+    expect(await startedCall("again.second", 2)).toMatchObject({ resent: true });
   });
 });
