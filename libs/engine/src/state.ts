@@ -170,6 +170,13 @@ export interface ExecutionState {
    */
   versionBase?: number;
   /**
+   * The checkpoint was rebuilt from the journal (Redis lost it). Steps lost with it may have sent
+   * tool calls that a later step sends again under the same ids, after the tools stream's
+   * duplicate window; the executor then sends every call of the run marked as sent again, so a
+   * worker answers from its record.
+   */
+  rebuilt?: boolean;
+  /**
    * Node starts so far (every attempt of every node: the journal's rows), which
    * `limits.maxSteps` bounds. Absent in a checkpoint written before it was counted: the
    * nodes' attempts are summed at the next start.

@@ -271,7 +271,8 @@ interface ApplyOutcome {
    * The command was delivered before: an earlier delivery may have sent the calls of the steps
    * it leads to and never written their checkpoint. Those calls go marked as sent again, so that
    * a worker answers from its record: the queue drops a call it already has only within the
-   * tools stream's duplicate window (two minutes), and a delivery backing off comes later.
+   * tools stream's duplicate window (two minutes), and a delivery backing off comes later. (So
+   * do the calls of a run whose checkpoint was rebuilt: `ExecutionState.rebuilt`.)
    */
   redelivered?: boolean;
 }
@@ -1198,7 +1199,9 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     // Numbered past every version and step written before the loss: a replica that still holds
     // one of them in its cache cannot find it in Redis again and write over this state (an
     // ABA), and the journal's step numbers go on from there (records()).
-    let state: ExecutionState = { ...shrunk.state, versionBase: 0 };
+    // Rebuilt: steps lost with the checkpoint may have sent calls that this state's later steps
+    // send again under the same ids, past the queue's duplicate window (see sendCalls).
+    let state: ExecutionState = { ...shrunk.state, versionBase: 0, rebuilt: true };
     // The records of the steps whose rows and events were never written (an executor died
     // writing them, and their outbox went with the checkpoint), then the events of the pauses
     // in sub-runs that changed while the checkpoint was lost (the journal does not hold them;
@@ -1645,7 +1648,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       // applied again at once and handleNow cancels what that does not send again; after a
       // crash the redelivered command sends them again, finds them sent (recordedAnswers),
       // and an answer that came in between is delivered again for a while (handle).
-      const calls = sendCalls(r.state, r.effects, false, outcome.redelivered === true);
+      const calls = sendCalls(r.state, r.effects, false, outcome.redelivered === true || r.state.rebuilt === true);
       calls.catch(() => undefined); // awaited below, once the checkpoint is written
       let written: Awaited<ReturnType<typeof writeCheckpoint>>;
       try {

@@ -15,7 +15,8 @@
  * - a checkpoint that cannot be decoded is removed and rebuilt from the journal (the sweep sends
  *   the run `execution.continue`), and the run goes on;
  * - a command delivered again sends its steps' calls marked `resent` (a worker then answers from
- *   its record); a first delivery's calls are not.
+ *   its record); a first delivery's calls are not; after a rebuild from the journal, the run's
+ *   calls are marked so too.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
 import { randomBytes } from "node:crypto";
@@ -27,7 +28,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { connectBus } from "@baton/bus";
 import type { Bus } from "@baton/bus";
 import { createRedis, redisCheckpointStore } from "@baton/checkpoints";
-import { decode, ToolCallSchema } from "@baton/contracts";
+import { COMMANDS, decode, encode, ToolCallSchema, valueFromJson } from "@baton/contracts";
 import { createMessaging, RESULTS_BUCKET } from "@baton/messaging";
 import type { Messaging } from "@baton/messaging";
 import { openTestStore } from "@baton/store/testing";
@@ -227,5 +228,21 @@ describe("a command delivered again", () => {
     // A later delivery may follow one that sent the same calls and never wrote its checkpoint,
     // more than the tools stream's two-minute duplicate window ago (deliveries back off).
     expect(await startedCall("again.second", 2)).toMatchObject({ resent: true });
+  });
+
+  it("after a rebuild from the journal, marks the run's calls as sent again (lost steps may have sent them)", async () => {
+    const wf = await workflow("again-rebuilt", { nodes: [{ id: "a", type: "tool", config: { tool: "again.a" } }, { id: "b", type: "tool", config: { tool: "again.b" } }], edges: [{ from: "a", to: "b" }] });
+    const id = await started(wf);
+    const lastCall = async (tool: string) => decode(ToolCallSchema, (await jsm.streams.getMessage(bus.streams.tools, { last_by_subj: messaging.subjects.toolCall(tool) }))!.data);
+    expect(await lastCall("again.a")).toMatchObject({ callId: `${id}.a.1`, resent: false });
+    // Redis loses the checkpoint; the sweep's continue rebuilds the run from the journal.
+    const key = `${prefix}:checkpoint:{${id}}`;
+    await redis.del(key, `${key}:history`, `${key}:fwd`);
+    expect(await sweep(id)).toEqual(["execution.continue"]);
+    // a's answer (a first delivery) starts b on the rebuilt state.
+    const answer = { name: "tool.result", message: decode(COMMANDS["tool.result"], encode(COMMANDS["tool.result"], { callId: `${id}.a.1`, executionId: id, tenantId, nodeId: "a", attempt: 1, tool: "again.a", ok: true, output: valueFromJson({}), durationMs: 1 })) };
+    await ex.handle(answer as never, 1);
+    expect((await checkpoints.get(id))!.state).toMatchObject({ rebuilt: true, nodes: { a: { status: "completed" }, b: { status: "running" } } });
+    expect(await lastCall("again.b")).toMatchObject({ callId: `${id}.b.1`, resent: true });
   });
 });
