@@ -16,7 +16,8 @@
  *   the run `execution.continue`), and the run goes on;
  * - a command delivered again sends its steps' calls marked `resent` (a worker then answers from
  *   its record); a first delivery's calls are not; after a rebuild from the journal, the run's
- *   calls are marked so too.
+ *   calls are marked so too, and a call the queue drops as a repeat (sent within its duplicate
+ *   window) is answered at once from its record, not by a sweep a minute later.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
 import { randomBytes } from "node:crypto";
@@ -244,5 +245,34 @@ describe("a command delivered again", () => {
     await ex.handle(answer as never, 1);
     expect((await checkpoints.get(id))!.state).toMatchObject({ rebuilt: true, nodes: { a: { status: "completed" }, b: { status: "running" } } });
     expect(await lastCall("again.b")).toMatchObject({ callId: `${id}.b.1`, resent: true });
+  });
+
+  it("after a rebuild, sends the run the recorded answer of a call the queue drops as a repeat, at once, not a sweep later", async () => {
+    // A forEach's items: their answers are in no journal row, so a rebuild sends their calls
+    // again, within the tools stream's duplicate window of the first send: no worker gets them.
+    const wf = await workflow("again-dropped", {
+      nodes: [{ id: "each", type: "forEach", config: { items: "$.input.xs", tool: "again.each", concurrency: 1, itemInput: { v: "$.item" } } }], edges: [], output: { each: "$.each" },
+    });
+    const row = await t.store.executions.create(tenantId, { workflowId: wf, workflowVersion: 1, input: { xs: [1, 2] } });
+    await ex.handle({ name: "execution.start", message: { executionId: row.id, tenantId, workflowId: wf, workflowVersion: 1 } } as never);
+    const id = row.id;
+    const first = `${id}.each.1.0`;
+    expect((await checkpoints.get(id))!.state.nodes.each?.fan?.items[0]).toMatchObject({ key: first, status: "running" });
+    // The worker answered the first item and recorded it; the answer went to a checkpoint Redis then lost.
+    await bus.kv(RESULTS_BUCKET);
+    await messaging.recordToolResult(first, { ok: true, output: { v: 1 }, durationMs: 2, workerId: "w1" });
+    await loseCommands();
+    const key = `${prefix}:checkpoint:{${id}}`;
+    await redis.del(key, `${key}:history`, `${key}:fwd`);
+    const sweepSent = await commandsSentBy(bus, NATS, () => ex.recover());
+    expect(sweepSent.filter((c) => c.message.executionId === id).map((c) => c.name)).toEqual(["execution.continue"]);
+    // The rebuild sends the first item's call again; the queue drops it, and its record is the answer.
+    const rebuildSent = await commandsSentBy(bus, NATS, async () => {
+      for (const c of sweepSent) await ex.handle(c);
+    });
+    expect(rebuildSent.filter((c) => c.message.executionId === id).map((c) => `${c.name} ${(c.message as { callId?: string }).callId ?? ""}`)).toEqual([`tool.result ${first}`]);
+    for (const c of rebuildSent) await ex.handle(c);
+    const items = (await checkpoints.get(id))!.state.nodes.each?.fan?.items ?? [];
+    expect(items.map((it) => it.status)).toEqual(["done", "running"]);
   });
 });
