@@ -740,9 +740,14 @@ describe("the records of consecutive steps", () => {
     // b's step on that checkpoint: refused, and never announced.
     await expect(g.executor.handle(result(id, "b"))).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED", cause: { code: "BATON_STORE_FENCED" } });
     expect(g.sent.filter((l) => l.startsWith("node.completed b "))).toEqual([]);
-    // Delivered again: the checkpoint is rebuilt in its place, numbered past the floor, and b's
-    // result applied to it; the run goes on.
-    await g.executor.handle(result(id, "b"), 2);
+    // Delivered again at once: the rebuild that fenced is left a few seconds to write its
+    // checkpoint (it may still be reading the journal), and the floor stays.
+    await expect(g.executor.handle(result(id, "b"), 2)).rejects.toMatchObject({ code: "BATON_EXECUTOR_REBUILD_AWAITED", retryable: true });
+    expect(await t.store.executions.journalFloor(id, tenantId)).toBe(floor);
+    // None came (that rebuild lost the compare-and-set): delivered again later, the checkpoint is
+    // rebuilt in its place, numbered past the floor, and b's result applied to it; the run goes on.
+    skewMs = 5_000;
+    await g.executor.handle(result(id, "b"), 3);
     const rebuilt = (await checkpoints.get(id))!;
     expect(rebuilt.version + (rebuilt.state.versionBase ?? 0)).toBeGreaterThan(floor);
     for (const n of ["c", "d"]) await g.executor.handle(result(id, n));
@@ -852,13 +857,16 @@ describe("the records of consecutive steps", () => {
         await t.store.executions.fenceJournal(id, tenantId, 1000);
       }
     });
-    const x = createExecutor({ messaging: createMessaging(bus), store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0 });
+    const x = createExecutor({ messaging: createMessaging(bus), store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0, clock: skewedClock });
     await loseCheckpoint(id);
     await expect(x.handle(start, 2)).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED", retryable: true, cause: { code: "BATON_STORE_FENCED" } });
     expect(raceOnce).toBe(false);
     expect((await t.store.executions.getById(id))!.status).toBe("running");
-    // Delivered again: rebuilt past the floor, its lost records written, and the run ends.
-    await x.handle(start, 3);
+    // Delivered again: once the other rebuild has had its time (it never writes here), rebuilt
+    // past the floor, its lost records written, and the run ends.
+    await expect(x.handle(start, 3)).rejects.toMatchObject({ code: "BATON_EXECUTOR_REBUILD_AWAITED" });
+    skewMs = 5_000;
+    await x.handle(start, 4);
     expect((await t.store.executions.getById(id))!.status).toBe("completed");
     expect(Object.keys(await completedSteps(id)).sort()).toEqual(["a", "b", "c", "d", "j", "s"]);
   });
@@ -1090,8 +1098,12 @@ describe("the records of consecutive steps", () => {
     held.release();
     await expect(first).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED", cause: { code: "BATON_STORE_FENCED" } });
     expect(x.commands).not.toContain(`execution.cancel ${child.id}`);
-    // Delivered again: applied to the run rebuilt past the floor, which cancels the child now.
-    await x.executor.handle(cancel, 2);
+    // Delivered again once the other rebuild has had its time: applied to the run rebuilt past
+    // the floor, which cancels the child now.
+    await expect(x.executor.handle(cancel, 2)).rejects.toMatchObject({ code: "BATON_EXECUTOR_REBUILD_AWAITED" });
+    expect(x.commands).not.toContain(`execution.cancel ${child.id}`);
+    skewMs = 5_000;
+    await x.executor.handle(cancel, 3);
     expect(x.commands.filter((l) => l === `execution.cancel ${child.id}`)).toHaveLength(1);
     expect((await t.store.executions.getById(row.id))!.status).toBe("cancelled");
   });

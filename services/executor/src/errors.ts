@@ -5,6 +5,15 @@ export const DefinitionMissing = defineError("BATON_EXECUTOR_DEFINITION_MISSING"
 export const DefinitionInvalid = defineError("BATON_EXECUTOR_DEFINITION_INVALID", (wf: number, v: number, why: string) => `workflow ${wf} version ${v} is not valid: ${why}`, { status: 422 });
 export const NotStarted = defineError("BATON_EXECUTOR_NOT_STARTED", (id: number) => `execution ${id} has no checkpoint yet`, { status: 409, retryable: true });
 /**
+ * The run's checkpoint is numbered below the journal's floor, which another executor's rebuild
+ * raised moments ago: that rebuild is left to write its checkpoint, and the command comes back.
+ */
+export const RebuildAwaited = defineError(
+  "BATON_EXECUTOR_REBUILD_AWAITED",
+  (id: number, floor: number) => `execution ${id} is being rebuilt from its journal elsewhere (floor ${floor}); the command is applied again once its checkpoint is written`,
+  { status: 409, retryable: true },
+);
+/**
  * A command failed on every one of its deliveries with an error no retry mended (a fault in
  * the engine or the executor, not an unreachable service): its run is failed with this code
  * rather than left waiting for a command that is gone.

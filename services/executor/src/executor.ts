@@ -30,7 +30,7 @@ import { StoreFenced } from "@baton/store";
 import type { Admission, ExecutionRecord, Store } from "@baton/store";
 import type { Subscription } from "@baton/bus";
 import type { Logger } from "@baton/telemetry";
-import { CommandFailed, DefinitionInvalid, DefinitionMissing, ExecutionMissing, NotStarted } from "./errors.ts";
+import { CommandFailed, DefinitionInvalid, DefinitionMissing, ExecutionMissing, NotStarted, RebuildAwaited } from "./errors.ts";
 import { publishEngineEvent } from "./events.ts";
 import { createExecutorMetrics } from "./metrics.ts";
 import { createBlobPruner } from "./blob-pruner.ts";
@@ -178,6 +178,15 @@ const OUTBOX_CLEAR_DELAY_MS = 250;
  * and its events go out; what is still missing is written by the rebuild.
  */
 const UNRECORDED_GRACE_MS = 1_000;
+/**
+ * How long after its records were refused (BATON_STORE_FENCED) an executor leaves a run to the
+ * rebuild whose fence refused them, while Redis still holds a checkpoint numbered below that
+ * floor: the rebuild writes its checkpoint once it has read the journal, which can take
+ * {@link UNRECORDED_GRACE_MS} and more. Rebuilding at once fenced that rebuild out in turn, and
+ * with several executors holding commands of one run, each rebuild refused the one before, for
+ * minutes (chaos seed 966). Past this, the rebuilder is taken for dead and the run rebuilt here.
+ */
+const FENCED_WAIT_MS = 3_000;
 /**
  * How long a step's records may take, from the start of its journal statement to its events,
  * before the executor checks that no rebuild fenced the journal meanwhile (notFenced): half
@@ -408,14 +417,16 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * floor that refused them: the state they came from was lost and the run rebuilt from the
    * journal without them. The cached checkpoint goes; the next apply reads Redis, and a
    * checkpoint there numbered below the floor (a rebuild that lost the race with another one's
-   * fence) is rebuilt again, over it, rather than written on (see applyNow).
+   * fence) is rebuilt again, over it, rather than written on (see applyNow). `at`: when this
+   * process learned that floor.
    */
-  const fenced = new Map<number, number>();
+  const fenced = new Map<number, { floor: number; at: number }>();
   const fencedOut = (err: unknown): void => {
     const f = fencedFloor(err);
     if (!f) return;
     latest.delete(f.executionId);
-    fenced.set(f.executionId, Math.max(f.floor, fenced.get(f.executionId) ?? 0));
+    const known = fenced.get(f.executionId);
+    if (!known || f.floor > known.floor) fenced.set(f.executionId, { floor: f.floor, at: clock().getTime() });
     if (fenced.size > LATEST_MAX) fenced.delete(fenced.keys().next().value!);
     logger.warn("a step's records were refused: its checkpoint was rebuilt from the journal without them; the step is applied again from the rebuilt one", { executionId: f.executionId, floor: f.floor });
   };
@@ -1531,12 +1542,20 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     // A start applied afresh over a fenced, empty journal (see rebuild): its first checkpoint
     // is numbered past this floor.
     let numberFrom: number | undefined;
-    const floor = fenced.get(executionId);
-    if (floor !== undefined && cp) {
+    const fence = fenced.get(executionId);
+    if (fence !== undefined && cp) {
+      const { floor } = fence;
       if (cp.version + (cp.state.versionBase ?? 0) < floor) {
         // A checkpoint whose steps' records the journal refuses (numbered below its floor): the
-        // state of a rebuild whose fence another rebuild's passed, or one older still. Rebuilt
-        // again from the journal, in its place, rather than written on.
+        // state of a rebuild whose fence another rebuild's passed, or one older still. The
+        // rebuild that fenced may still be writing its checkpoint: it is given the time to, and
+        // this command comes back to read it (FENCED_WAIT_MS).
+        const waited = clock().getTime() - fence.at;
+        if (waited < FENCED_WAIT_MS) {
+          latest.delete(executionId);
+          throw RebuildAwaited(executionId, floor, { retryDelayMs: Math.max(250, FENCED_WAIT_MS - waited) });
+        }
+        // Rebuilt again from the journal, in its place, rather than written on.
         row ??= await store.executions.getById(executionId);
         if (!row || row.tenantId !== tenantId) throw ExecutionMissing(executionId);
         logger.warn("the checkpoint is numbered below the journal's floor; it is rebuilt from the journal", { executionId, version: cp.version, floor });

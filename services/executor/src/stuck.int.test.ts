@@ -17,7 +17,10 @@
  * - a command delivered again sends its steps' calls marked `resent` (a worker then answers from
  *   its record); a first delivery's calls are not; after a rebuild from the journal, the run's
  *   calls are marked so too, and a call the queue drops as a repeat (sent within its duplicate
- *   window) is answered at once from its record, not by a sweep a minute later.
+ *   window) is answered at once from its record, not by a sweep a minute later;
+ * - records refused by another executor's rebuild leave the run to that rebuild for three
+ *   seconds (a command delivered meanwhile comes back later, the floor untouched), after which
+ *   the executor rebuilds the run itself.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
 import { randomBytes } from "node:crypto";
@@ -180,6 +183,29 @@ describe("the recovery sweep and a lost command", () => {
     for (const c of sent) await ex.handle(c);
     expect(await ended(answered)).toMatchObject({ status: "completed", output: { x: { a: 1 } } });
     expect((await checkpoints.get(waiting))!.state).toMatchObject({ status: "running", nodes: { x: { status: "running", callId: `${waiting}.x.1` } } });
+  });
+});
+
+describe("records refused by another executor's rebuild", () => {
+  it("leave the run to that rebuild for a while, rather than fence it out in turn, then rebuild it here", async () => {
+    const wf = await workflow("fenced-wait", {
+      nodes: [{ id: "x", type: "tool", config: { tool: "fenced.x" } }, { id: "y", type: "tool", config: { tool: "fenced.y" } }], edges: [{ from: "x", to: "y" }],
+    });
+    const id = await started(wf);
+    // Another executor lost the checkpoint, fenced the journal and is rebuilding the run (it may
+    // wait a second for records in flight before it writes its checkpoint).
+    const floor = await t.store.executions.fenceJournal(id, tenantId, 1000);
+    const answer = { name: "tool.result", message: decode(COMMANDS["tool.result"], encode(COMMANDS["tool.result"], { callId: `${id}.x.1`, executionId: id, tenantId, nodeId: "x", attempt: 1, tool: "fenced.x", ok: true, output: valueFromJson({}), durationMs: 1 })) };
+    // This executor steps on the checkpoint Redis still holds: its records are refused.
+    await expect(ex.handle(answer as never, 1)).rejects.toMatchObject({ retryable: true });
+    // Delivered again at once: the checkpoint is still below the floor, and the rebuild is left to write its own.
+    await expect(ex.handle(answer as never, 2)).rejects.toMatchObject({ code: "BATON_EXECUTOR_REBUILD_AWAITED", retryable: true });
+    expect(await t.store.executions.journalFloor(id, tenantId)).toBe(floor);
+    // No checkpoint came: the rebuilder is taken for dead, and this executor rebuilds the run and applies the answer.
+    skewMs = 5_000;
+    await ex.handle(answer as never, 3);
+    expect(await t.store.executions.journalFloor(id, tenantId)).toBeGreaterThan(floor);
+    expect((await checkpoints.get(id))!.state.nodes).toMatchObject({ x: { status: "completed" }, y: { status: "running" } });
   });
 });
 
