@@ -1262,13 +1262,27 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     // Over a checkpoint numbered below the floor (see applyNow): in its place (compare-and-set),
     // its versions going on, with a base that numbers the steps past the floor.
     if (over) state = { ...state, versionBase: floor };
-    let written = over
-      ? await writeCheckpoint(row.id, { ...state, outbox }, over.version)
-      : await writeCheckpoint(row.id, { ...state, outbox }, 0, { firstVersionAfter: floor });
-    if (!over && written.version <= floor) {
-      // A store that numbers from 1 again: keep the step numbers apart with a base instead.
-      state = { ...state, versionBase: floor };
-      written = await writeCheckpoint(row.id, { ...state, outbox }, written.version);
+    let written;
+    try {
+      written = over
+        ? await writeCheckpoint(row.id, { ...state, outbox }, over.version)
+        : await writeCheckpoint(row.id, { ...state, outbox }, 0, { firstVersionAfter: floor });
+      if (!over && written.version <= floor) {
+        // A store that numbers from 1 again: keep the step numbers apart with a base instead.
+        state = { ...state, versionBase: floor };
+        written = await writeCheckpoint(row.id, { ...state, outbox }, written.version);
+      }
+    } catch (err) {
+      // Another replica wrote a checkpoint since the read, numbered below this rebuild's fence
+      // (a rebuild that fenced before this one, or a step on the lost state): it is rebuilt
+      // over, at once, when the command is applied again. No other rebuild is known to be under
+      // way (this one fenced last), so none is waited for (FENCED_WAIT_MS); one that fenced
+      // since refuses records in turn, and is waited for then.
+      if (hasCode(err) && err.code === "BATON_CHECKPOINT_CONFLICT") {
+        const known = fenced.get(row.id);
+        if (!known || fence > known.floor) fenced.set(row.id, { floor: fence, at: -Infinity });
+      }
+      throw err;
     }
     logger.warn("checkpoint rebuilt from the journal", { executionId: row.id, status: state.status, rearmed: rearm.length });
     metrics.rebuilt();

@@ -20,7 +20,8 @@
  *   window) is answered at once from its record, not by a sweep a minute later;
  * - records refused by another executor's rebuild leave the run to that rebuild for three
  *   seconds (a command delivered meanwhile comes back later, the floor untouched), after which
- *   the executor rebuilds the run itself.
+ *   the executor rebuilds the run itself; a rebuild that fenced and then lost the
+ *   compare-and-set rebuilds again at once over the checkpoint written meanwhile.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
 import { randomBytes } from "node:crypto";
@@ -205,6 +206,39 @@ describe("records refused by another executor's rebuild", () => {
     skewMs = 5_000;
     await ex.handle(answer as never, 3);
     expect(await t.store.executions.journalFloor(id, tenantId)).toBeGreaterThan(floor);
+    expect((await checkpoints.get(id))!.state.nodes).toMatchObject({ x: { status: "completed" }, y: { status: "running" } });
+  });
+});
+
+describe("a rebuild that loses the compare-and-set after its fence", () => {
+  it("rebuilds again at once over the checkpoint written meanwhile (below its fence), waiting for no other rebuild", async () => {
+    const wf = await workflow("fenced-lost-cas", {
+      nodes: [{ id: "x", type: "tool", config: { tool: "lost.x" } }, { id: "y", type: "tool", config: { tool: "lost.y" } }], edges: [{ from: "x", to: "y" }],
+    });
+    const id = await started(wf);
+    const before = (await checkpoints.get(id))!;
+    const key = `${prefix}:checkpoint:{${id}}`;
+    await redis.del(key, `${key}:history`, `${key}:fwd`);
+    // While this executor rebuilds the run (its fence raised), another replica writes a
+    // checkpoint first: the lost state, numbered below the fence (a step taken on it, or a
+    // rebuild that fenced before this one).
+    let raced = false;
+    const racing: typeof checkpoints = {
+      ...checkpoints,
+      put: async (executionId, state, expected, o) => {
+        if (!raced && executionId === id && expected === 0) {
+          raced = true;
+          await checkpoints.put(id, before.state, 0);
+        }
+        return checkpoints.put(executionId, state, expected, o);
+      },
+    };
+    const x = createExecutor({ messaging, store: t.store, checkpoints: racing, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0, clock: () => new Date(Date.now() + skewMs) });
+    const answer = { name: "tool.result", message: decode(COMMANDS["tool.result"], encode(COMMANDS["tool.result"], { callId: `${id}.x.1`, executionId: id, tenantId, nodeId: "x", attempt: 1, tool: "lost.x", ok: true, output: valueFromJson({}), durationMs: 1 })) };
+    // Applied again at once (the compare-and-set lost): that checkpoint is rebuilt over, and
+    // the answer applied, on this delivery; before, a step on it was refused by the fence.
+    await x.handle(answer as never, 1);
+    expect(raced).toBe(true);
     expect((await checkpoints.get(id))!.state.nodes).toMatchObject({ x: { status: "completed" }, y: { status: "running" } });
   });
 });
