@@ -100,6 +100,7 @@ export function toExecution(r: AgentWorkflowExecution): ExecutionRecord {
     triggerEvent: r.triggerEvent,
     tokenUsage: objectOut(r.tokenUsage),
     subRunPauses: idMapOut(r.subRunPauses),
+    patchedStep: r.patchedStep,
     parentExecutionId: r.parentExecutionId,
     parentNodeId: r.parentNodeId,
     childKey: r.childKey,

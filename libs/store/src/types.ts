@@ -165,6 +165,12 @@ export interface ExecutionRecord {
    * events; a checkpoint rebuilt from the journal compares it with what it learns again.
    */
   subRunPauses: Record<string, number>;
+  /**
+   * Internal (executor): the step whose records last patched the row, null before any. A step
+   * writes the row before its events, so the row's status and pauses were announced only once
+   * that step's events are out.
+   */
+  patchedStep: number | null;
   parentExecutionId: number | null;
   /** Sub-workflow runs: the parent's node that waits for this run. */
   parentNodeId: string | null;

@@ -1477,4 +1477,51 @@ describe("the events a rebuild learns from the rows of sub-runs", () => {
     expect((await t.store.executions.getById(row.id))!.status).toBe("paused");
     expect(events.filter((e) => e === "execution.paused")).toHaveLength(1);
   });
+
+  // Chaos seed 975 (docs/dev/chaos.md): a parent took its child's pause; the step wrote the row
+  // (paused, its pause in the sub-run named) and its executor died before the step's events.
+  // Redis lost the checkpoint holding them, and the child went on. The rebuild took the row's
+  // word that the pause was announced, and told an `execution.resumed` with no
+  // `execution.paused` before it.
+  it("tells no resume of a pause in a sub-run whose step wrote the row and never published its events, after Redis lost the checkpoint", async () => {
+    const parentWf = await parentOfChild("untold");
+    const events: string[] = [];
+    const messaging = createMessaging(bus);
+    let parentId = 0;
+    let dieBeforePause = false;
+    const executorFor = () => createExecutor({
+      messaging: {
+        ...messaging,
+        publishEvent: async (type, init, key) => {
+          if ((init as { id?: number }).id === parentId) {
+            // The executor dies between the step's rows and its events.
+            if (type === "execution.paused" && dieBeforePause) throw new Error("the executor died");
+            events.push(type);
+          }
+          return messaging.publishEvent(type, init, key);
+        },
+      },
+      store: t.store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0,
+    });
+    const x = executorFor();
+    const row = await t.store.executions.create(tenantId, { workflowId: parentWf, workflowVersion: 1, input: {} });
+    parentId = row.id;
+    await x.handle(command("execution.start", { executionId: row.id, tenantId, workflowId: parentWf, workflowVersion: 1, input: {} }));
+    const sub = (await t.store.executions.listChildren(tenantId, row.id))[0]!;
+    // The child pauses, and tells its parent, whose step writes the row and publishes nothing.
+    await t.store.nodeExecutions.recordSteps({ entries: [], executions: [{ id: sub.id, tenantId, stepVersion: 5, patch: { status: "paused", currentState: "w" } }] });
+    dieBeforePause = true;
+    await expect(x.handle(command("execution.child_paused", { executionId: row.id, tenantId, nodeId: "sub", childKey: sub.childKey!, childExecutionId: sub.id, paused: true, seq: 5, reason: "check" }))).rejects.toThrow();
+    expect((await t.store.executions.getById(row.id))!).toMatchObject({ status: "paused", subRunPauses: { sub: sub.id } });
+    expect(events).not.toContain("execution.paused");
+    // Redis loses the parent's checkpoint; the child goes on, and says so to another replica.
+    await loseCheckpoint(row.id);
+    await t.store.nodeExecutions.recordSteps({ entries: [], executions: [{ id: sub.id, tenantId, stepVersion: 6, patch: { status: "running", currentState: "w" } }] });
+    dieBeforePause = false;
+    const y = executorFor();
+    await y.handle(command("execution.child_paused", { executionId: row.id, tenantId, nodeId: "sub", childKey: sub.childKey!, childExecutionId: sub.id, paused: false, seq: 6, reason: "" }));
+    // The pause was never told, so neither is its end; the row is running again.
+    expect(events.filter((e) => e === "execution.paused" || e === "execution.resumed")).toEqual([]);
+    expect((await t.store.executions.getById(row.id))!).toMatchObject({ status: "running", subRunPauses: {} });
+  });
 });

@@ -1199,7 +1199,6 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     // A pause in sub-runs is not journaled: it is learned again from the sub-runs' rows, with
     // the reasons they would tell, and compared with what the row says was announced.
     const pausedSubRuns = await pausedSubRunsOf(row);
-    const announced = { subRunPauses: row.subRunPauses, pausePoint: row.status === "paused" ? row.currentState : null };
     let replay: Awaited<ReturnType<typeof replayJournal>> | undefined;
     const missingBlobs = new Set<string>();
     let regraced = false;
@@ -1209,7 +1208,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     for (;;) {
       try {
         replay = await replayJournal({
-          definition, identity, start: await startCommandOf(row), startedAt: (row.startedAt ?? row.createdAt).toISOString(), blobs, missingBlobs, pausedSubRuns, announced,
+          definition, identity, start: await startCommandOf(row), startedAt: (row.startedAt ?? row.createdAt).toISOString(), blobs, missingBlobs, pausedSubRuns,
+          announced: announcedPauses(row, published),
           ...published,
           journal: journal.map((j) => ({
             nodeId: j.nodeId, nodeType: j.nodeType, attempt: j.attempt, status: j.status as never,
@@ -1363,6 +1363,22 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       return null;
     });
     return since !== null && since.getTime() <= row.createdAt.getTime() - 1_000 ? { announcedThrough: 0, announcedByKind: {} } : {};
+  }
+
+  /**
+   * What the run had announced of its pauses in sub-runs, for a rebuild: what its row says,
+   * unless the step that last patched the row never had its events published (its executor died
+   * between the two, and Redis lost the checkpoint holding them) and the run never published an
+   * `execution.paused`: then nothing was announced. Before, the rebuild took the row's word, and
+   * told an `execution.resumed` with no `execution.paused` before it (chaos seed 975). When some
+   * `execution.paused` went out, the row is still taken at its word: which nodes it named cannot
+   * be told from the last event of each kind.
+   */
+  function announcedPauses(row: ExecutionRecord, published: Pick<ReplayInput, "announcedThrough" | "announcedByKind">): { subRunPauses: Record<string, number>; pausePoint: string | null } {
+    const told = { subRunPauses: row.subRunPauses, pausePoint: row.status === "paused" ? row.currentState : null };
+    const through = published.announcedThrough;
+    if (through === undefined || row.patchedStep === null || row.patchedStep <= through) return told;
+    return published.announcedByKind?.["execution.paused"] === undefined ? { subRunPauses: {}, pausePoint: null } : told;
   }
 
   /** Whether an execution row differs from what a rebuilt, unfinished state would write: its status, pause point or pauses in sub-runs. */
