@@ -1284,7 +1284,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       }
       throw err;
     }
-    logger.warn("checkpoint rebuilt from the journal", { executionId: row.id, status: state.status, rearmed: rearm.length });
+    logger.warn("checkpoint rebuilt from the journal", { executionId: row.id, status: state.status, rearmed: rearm.length, announcedThrough: published.announcedThrough ?? null });
     metrics.rebuilt();
     if (endUntold && !told.some((e) => e.kind === "emit" && END_EVENTS.has(e.event.kind))) {
       // A contradiction: the stream holds no end of the run, and the replay finds it told. What it read, for whoever looks into it (chaos seed 959).
@@ -1362,7 +1362,10 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       logger.warn("the events stream could not be read; a rebuild of a run with no event on it takes every journaled step as announced", { executionId: row.id, error: errorMessage(err) });
       return null;
     });
-    return since !== null && since.getTime() <= row.createdAt.getTime() - 1_000 ? { announcedThrough: 0, announcedByKind: {} } : {};
+    if (since !== null && since.getTime() <= row.createdAt.getTime() - 1_000) return { announcedThrough: 0, announcedByKind: {} };
+    // Chaos seeds 959 and 984 each showed a run rebuilt with no event on the stream and nothing told; this says why, should it recur.
+    logger.warn("no event of the run is on the stream, which holds none from before the run: its rebuild takes every journaled step as announced", { executionId: row.id, eventsKeptSince: since?.toISOString() ?? null, createdAt: row.createdAt.toISOString() });
+    return {};
   }
 
   /**
