@@ -17,6 +17,13 @@ import { isFinished, step, SUB_RUN_DECISION, subRunPauses } from "./step.ts";
 import type { StepInput } from "./step.ts";
 
 export interface ReplayInput {
+  /**
+   * The run's row says it was cancelled: the cancel, with this reason, is taken after the
+   * journal, so that the rebuilt run ends as the row says (and tells its end when that was
+   * never published). Without it, a cancelled run whose checkpoint was lost replays to running
+   * (chaos seed 994).
+   */
+  cancelled?: string;
   definition: WorkflowDefinition;
   identity: NonNullable<StepInput["identity"]>;
   /** The start command as first given (input, deadline, parent...). */
@@ -218,6 +225,9 @@ export async function replayJournal(input: ReplayInput): Promise<ReplayResult> {
     state = await take(state, cmd);
   }
   state = await catchUp(state, Infinity);
+  // A cancel is not journaled (the attempts it stopped are, failed with BATON_CANCELLED, and
+  // skipped above): the row says so, and the cancel is taken last, as it was.
+  if (input.cancelled !== undefined && (state.status === "running" || state.status === "paused")) state = await take(state, { kind: "cancel", reason: input.cancelled });
 
   replaying = false;
   const unrecorded = unrecordedOf(steps, input.journal, input.announcedThrough, input.announcedByKind);

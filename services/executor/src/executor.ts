@@ -1193,6 +1193,15 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     // stalled executor's first steps, landing later, would share its step numbers and so its
     // events' message ids (chaos seed 810).
     const fence = await store.executions.fenceJournal(row.id, row.tenantId, REBUILD_ROOM);
+    if (!TERMINAL.has(row.status)) {
+      // A statement that landed before the fence may have ended the run (a cancel, its last
+      // step) after the row was read: rebuilt from that row, the run would go on as if it had
+      // not, and a later command could end it otherwise (chaos seed 994: a cancelled run rebuilt
+      // running, which a child's result then failed). Applied again, the command reads the row
+      // as it is now.
+      const now = await store.executions.getById(row.id);
+      if (now && TERMINAL.has(now.status)) throw new StaleCheckpoint();
+    }
     let journal = await store.nodeExecutions.listForReplay(row.id);
     if (journal.length === 0 && !over) return { state: null, floor: fence };
     const identity = { executionId: row.id, tenantId: row.tenantId, workflowId: row.agentWorkflowId, workflowVersion: row.workflowVersion, ...(row.agentId !== null ? { agentId: row.agentId } : {}) };
@@ -1210,6 +1219,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         replay = await replayJournal({
           definition, identity, start: await startCommandOf(row), startedAt: (row.startedAt ?? row.createdAt).toISOString(), blobs, missingBlobs, pausedSubRuns,
           announced: announcedPauses(row, published),
+          // The reason is not kept on the row: the end told again says only "cancelled".
+          ...(row.status === "cancelled" ? { cancelled: "cancelled" } : {}),
           ...published,
           journal: journal.map((j) => ({
             nodeId: j.nodeId, nodeType: j.nodeType, attempt: j.attempt, status: j.status as never,

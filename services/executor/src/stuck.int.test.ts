@@ -243,6 +243,50 @@ describe("a rebuild that loses the compare-and-set after its fence", () => {
   });
 });
 
+describe("a rebuild whose row finished before its fence", () => {
+  it("does not rebuild the run from the row it read before: a cancel that landed meanwhile stands", async () => {
+    const wf = await workflow("cancel-before-fence", {
+      nodes: [{ id: "x", type: "tool", config: { tool: "late.x" } }, { id: "y", type: "tool", config: { tool: "late.y" } }], edges: [{ from: "x", to: "y" }],
+    });
+    const id = await started(wf);
+    const key = `${prefix}:checkpoint:{${id}}`;
+    await redis.del(key, `${key}:history`, `${key}:fwd`);
+    // Between this executor's read of the row (running) and its rebuild's fence, another
+    // replica's cancel lands: x's attempt failed with BATON_CANCELLED, the row cancelled.
+    let landed = false;
+    const store: typeof t.store = {
+      ...t.store,
+      executions: {
+        ...t.store.executions,
+        fenceJournal: async (executionId, tenant, room) => {
+          if (!landed && executionId === id) {
+            landed = true;
+            const at = new Date();
+            await t.store.nodeExecutions.recordSteps({
+              entries: [{ tenantId, executionId: id, nodeId: "x", nodeType: "tool", attempt: 1, status: "failed", errorCode: "BATON_CANCELLED", error: "stop", completedAt: at, stepVersion: 3 }],
+              executions: [{ id, tenantId, stepVersion: 3, patch: { status: "cancelled", error: "BATON_CANCELLED: stop", completedAt: at } }],
+            });
+          }
+          return t.store.executions.fenceJournal(executionId, tenant, room);
+        },
+      },
+    };
+    const x = createExecutor({ messaging, store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0 });
+    const answer = { name: "tool.result", message: decode(COMMANDS["tool.result"], encode(COMMANDS["tool.result"], { callId: `${id}.x.1`, executionId: id, tenantId, nodeId: "x", attempt: 1, tool: "late.x", ok: true, output: valueFromJson({}), durationMs: 1 })) };
+    await x.handle(answer as never, 1).catch(() => undefined);
+    expect(landed).toBe(true);
+    expect((await t.store.executions.getById(id))!.status).toBe("cancelled");
+    // The end, never published, is told from the journal; nothing went on after the cancel.
+    const cp = await checkpoints.get(id);
+    expect(cp?.state.status ?? "expired").not.toBe("running");
+    expect(cp?.state.nodes.y).toBeUndefined();
+    const ends = await bus.lastPerSubject(`${prefix}.evt.execution.*.${tenantId}.${id}`);
+    expect(ends.map((m) => m.subject.split(".")[3]).sort()).toEqual(["cancelled", "started"]);
+    const lastStarted = await bus.lastPerSubject(`${prefix}.evt.node.started.${tenantId}.${id}`);
+    expect(lastStarted.map((m) => (JSON.parse(new TextDecoder().decode(m.data)) as { node_id?: string }).node_id)).toEqual(["x"]);
+  });
+});
+
 describe("a run with ready nodes", () => {
   it("is left alone while they wait for a slot under limits.maxConcurrency (its running call's answer starts them)", async () => {
     const id = await started(await workflow("capped", {
