@@ -109,6 +109,25 @@ async function loseCommands(): Promise<void> {
   await jsm.streams.purge(bus.streams.commands);
 }
 
+/** Redis loses the run's checkpoint (and its history). */
+async function loseCheckpoint(id: number): Promise<void> {
+  const key = `${prefix}:checkpoint:{${id}}`;
+  await redis.del(key, `${key}:history`, `${key}:fwd`);
+}
+
+/** A run of two tool nodes, x (tool `{tool}.x`) then y, started: x's call is out. */
+async function startedTwoTools(tool: string): Promise<number> {
+  return started(await workflow(tool, {
+    nodes: [{ id: "x", type: "tool", config: { tool: `${tool}.x` } }, { id: "y", type: "tool", config: { tool: `${tool}.y` } }], edges: [{ from: "x", to: "y" }],
+  }));
+}
+
+/** A worker's answer to the first attempt of node `nodeId` (tool `tool`), as the consumer hands it over. */
+function answerOf(id: number, nodeId: string, tool: string): never {
+  const init = { callId: `${id}.${nodeId}.1`, executionId: id, tenantId, nodeId, attempt: 1, tool, ok: true, output: valueFromJson({}), durationMs: 1 };
+  return { name: "tool.result", message: decode(COMMANDS["tool.result"], encode(COMMANDS["tool.result"], init)) } as never;
+}
+
 
 /** The row once it has ended (the sweep's steps write their records after it returns). */
 /** A sweep within the lost-command grace (30 s) leaves the run waiting; one past it (120 s) sends `command` again, and the run ends as `expected`. */
@@ -189,22 +208,19 @@ describe("the recovery sweep and a lost command", () => {
 
 describe("records refused by another executor's rebuild", () => {
   it("leave the run to that rebuild for a while, rather than fence it out in turn, then rebuild it here", async () => {
-    const wf = await workflow("fenced-wait", {
-      nodes: [{ id: "x", type: "tool", config: { tool: "fenced.x" } }, { id: "y", type: "tool", config: { tool: "fenced.y" } }], edges: [{ from: "x", to: "y" }],
-    });
-    const id = await started(wf);
+    const id = await startedTwoTools("fenced");
     // Another executor lost the checkpoint, fenced the journal and is rebuilding the run (it may
     // wait a second for records in flight before it writes its checkpoint).
     const floor = await t.store.executions.fenceJournal(id, tenantId, 1000);
-    const answer = { name: "tool.result", message: decode(COMMANDS["tool.result"], encode(COMMANDS["tool.result"], { callId: `${id}.x.1`, executionId: id, tenantId, nodeId: "x", attempt: 1, tool: "fenced.x", ok: true, output: valueFromJson({}), durationMs: 1 })) };
+    const answer = answerOf(id, "x", "fenced.x");
     // This executor steps on the checkpoint Redis still holds: its records are refused.
-    await expect(ex.handle(answer as never, 1)).rejects.toMatchObject({ retryable: true });
+    await expect(ex.handle(answer, 1)).rejects.toMatchObject({ retryable: true });
     // Delivered again at once: the checkpoint is still below the floor, and the rebuild is left to write its own.
-    await expect(ex.handle(answer as never, 2)).rejects.toMatchObject({ code: "BATON_EXECUTOR_REBUILD_AWAITED", retryable: true });
+    await expect(ex.handle(answer, 2)).rejects.toMatchObject({ code: "BATON_EXECUTOR_REBUILD_AWAITED", retryable: true });
     expect(await t.store.executions.journalFloor(id, tenantId)).toBe(floor);
     // No checkpoint came: the rebuilder is taken for dead, and this executor rebuilds the run and applies the answer.
     skewMs = 5_000;
-    await ex.handle(answer as never, 3);
+    await ex.handle(answer, 3);
     expect(await t.store.executions.journalFloor(id, tenantId)).toBeGreaterThan(floor);
     expect((await checkpoints.get(id))!.state.nodes).toMatchObject({ x: { status: "completed" }, y: { status: "running" } });
   });
@@ -212,13 +228,9 @@ describe("records refused by another executor's rebuild", () => {
 
 describe("a rebuild that loses the compare-and-set after its fence", () => {
   it("rebuilds again at once over the checkpoint written meanwhile (below its fence), waiting for no other rebuild", async () => {
-    const wf = await workflow("fenced-lost-cas", {
-      nodes: [{ id: "x", type: "tool", config: { tool: "lost.x" } }, { id: "y", type: "tool", config: { tool: "lost.y" } }], edges: [{ from: "x", to: "y" }],
-    });
-    const id = await started(wf);
+    const id = await startedTwoTools("lost");
     const before = (await checkpoints.get(id))!;
-    const key = `${prefix}:checkpoint:{${id}}`;
-    await redis.del(key, `${key}:history`, `${key}:fwd`);
+    await loseCheckpoint(id);
     // While this executor rebuilds the run (its fence raised), another replica writes a
     // checkpoint first: the lost state, numbered below the fence (a step taken on it, or a
     // rebuild that fenced before this one).
@@ -234,10 +246,10 @@ describe("a rebuild that loses the compare-and-set after its fence", () => {
       },
     };
     const x = createExecutor({ messaging, store: t.store, checkpoints: racing, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0, clock: () => new Date(Date.now() + skewMs) });
-    const answer = { name: "tool.result", message: decode(COMMANDS["tool.result"], encode(COMMANDS["tool.result"], { callId: `${id}.x.1`, executionId: id, tenantId, nodeId: "x", attempt: 1, tool: "lost.x", ok: true, output: valueFromJson({}), durationMs: 1 })) };
+    const answer = answerOf(id, "x", "lost.x");
     // Applied again at once (the compare-and-set lost): that checkpoint is rebuilt over, and
     // the answer applied, on this delivery; before, a step on it was refused by the fence.
-    await x.handle(answer as never, 1);
+    await x.handle(answer, 1);
     expect(raced).toBe(true);
     expect((await checkpoints.get(id))!.state.nodes).toMatchObject({ x: { status: "completed" }, y: { status: "running" } });
   });
@@ -245,12 +257,8 @@ describe("a rebuild that loses the compare-and-set after its fence", () => {
 
 describe("a rebuild whose row finished before its fence", () => {
   it("does not rebuild the run from the row it read before: a cancel that landed meanwhile stands", async () => {
-    const wf = await workflow("cancel-before-fence", {
-      nodes: [{ id: "x", type: "tool", config: { tool: "late.x" } }, { id: "y", type: "tool", config: { tool: "late.y" } }], edges: [{ from: "x", to: "y" }],
-    });
-    const id = await started(wf);
-    const key = `${prefix}:checkpoint:{${id}}`;
-    await redis.del(key, `${key}:history`, `${key}:fwd`);
+    const id = await startedTwoTools("late");
+    await loseCheckpoint(id);
     // Between this executor's read of the row (running) and its rebuild's fence, another
     // replica's cancel lands: x's attempt failed with BATON_CANCELLED, the row cancelled.
     let landed = false;
@@ -272,8 +280,8 @@ describe("a rebuild whose row finished before its fence", () => {
       },
     };
     const x = createExecutor({ messaging, store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0 });
-    const answer = { name: "tool.result", message: decode(COMMANDS["tool.result"], encode(COMMANDS["tool.result"], { callId: `${id}.x.1`, executionId: id, tenantId, nodeId: "x", attempt: 1, tool: "late.x", ok: true, output: valueFromJson({}), durationMs: 1 })) };
-    await x.handle(answer as never, 1).catch(() => undefined);
+    const answer = answerOf(id, "x", "late.x");
+    await x.handle(answer, 1).catch(() => undefined);
     expect(landed).toBe(true);
     expect((await t.store.executions.getById(id))!.status).toBe("cancelled");
     // The end, never published, is told from the journal; nothing went on after the cancel.
@@ -341,12 +349,11 @@ describe("a command delivered again", () => {
     const lastCall = async (tool: string) => decode(ToolCallSchema, (await jsm.streams.getMessage(bus.streams.tools, { last_by_subj: messaging.subjects.toolCall(tool) }))!.data);
     expect(await lastCall("again.a")).toMatchObject({ callId: `${id}.a.1`, resent: false });
     // Redis loses the checkpoint; the sweep's continue rebuilds the run from the journal.
-    const key = `${prefix}:checkpoint:{${id}}`;
-    await redis.del(key, `${key}:history`, `${key}:fwd`);
+    await loseCheckpoint(id);
     expect(await sweep(id)).toEqual(["execution.continue"]);
     // a's answer (a first delivery) starts b on the rebuilt state.
-    const answer = { name: "tool.result", message: decode(COMMANDS["tool.result"], encode(COMMANDS["tool.result"], { callId: `${id}.a.1`, executionId: id, tenantId, nodeId: "a", attempt: 1, tool: "again.a", ok: true, output: valueFromJson({}), durationMs: 1 })) };
-    await ex.handle(answer as never, 1);
+    const answer = answerOf(id, "a", "again.a");
+    await ex.handle(answer, 1);
     expect((await checkpoints.get(id))!.state).toMatchObject({ rebuilt: true, nodes: { a: { status: "completed" }, b: { status: "running" } } });
     expect(await lastCall("again.b")).toMatchObject({ callId: `${id}.b.1`, resent: true });
   });
@@ -366,8 +373,7 @@ describe("a command delivered again", () => {
     await bus.kv(RESULTS_BUCKET);
     await messaging.recordToolResult(first, { ok: true, output: { v: 1 }, durationMs: 2, workerId: "w1" });
     await loseCommands();
-    const key = `${prefix}:checkpoint:{${id}}`;
-    await redis.del(key, `${key}:history`, `${key}:fwd`);
+    await loseCheckpoint(id);
     const sweepSent = await commandsSentBy(bus, NATS, () => ex.recover());
     expect(sweepSent.filter((c) => c.message.executionId === id).map((c) => c.name)).toEqual(["execution.continue"]);
     // The rebuild sends the first item's call again; the queue drops it, and its record is the answer.
