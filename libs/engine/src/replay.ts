@@ -90,10 +90,15 @@ export interface ReplayResult {
   unplaced: JournalEntry[];
   /**
    * The records (journal and emit effects) of the replayed steps that never reached the journal
-   * and the event stream (see unrecordedOf). A step writes its checkpoint before its rows and
-   * events, so when the executor died with a step's records unwritten and Redis then lost the
-   * checkpoint holding them, no one else has them. The replay recomputes such steps (inline
-   * nodes, a node started after them); these are their records, to be written and published.
+   * and the event stream (see unrecordedOf), with what those steps stopped (`cancelTools`,
+   * `cancelChildren`). A step writes its checkpoint before its rows and events, so when the
+   * executor died with a step's records unwritten and Redis then lost the checkpoint holding
+   * them, no one else has them. The replay recomputes such steps (inline nodes, a node started
+   * after them); these are their records, to be written and published. A step's stops are sent
+   * after its rows and before its events, so a step whose events never went out may not have
+   * sent them either (a cancel whose executor died after its rows left the calls and children
+   * it stopped running); sending them again is harmless. Nothing the rebuilt state still waits
+   * for is stopped.
    */
   unrecorded: Effect[];
   /**
@@ -230,7 +235,18 @@ export async function replayJournal(input: ReplayInput): Promise<ReplayResult> {
   if (input.cancelled !== undefined && (state.status === "running" || state.status === "paused")) state = await take(state, { kind: "cancel", reason: input.cancelled });
 
   replaying = false;
-  const unrecorded = unrecordedOf(steps, input.journal, input.announcedThrough, input.announcedByKind);
+  const live = outstandingWork(state);
+  const unrecorded = unrecordedOf(steps, input.journal, input.announcedThrough, input.announcedByKind).flatMap((e): Effect[] => {
+    if (e.kind === "cancelTools") {
+      const callIds = e.callIds.filter((id) => !live.calls.has(id));
+      return callIds.length ? [{ ...e, callIds }] : [];
+    }
+    if (e.kind === "cancelChildren") {
+      const childKeys = e.childKeys.filter((key) => !live.children.has(`${e.nodeId}/${key}`));
+      return childKeys.length ? [{ ...e, childKeys }] : [];
+    }
+    return [e];
+  });
 
   const announced = input.announced?.subRunPauses ?? {};
   const pausePoint = input.announced?.pausePoint ?? undefined;
@@ -257,13 +273,13 @@ export async function replayJournal(input: ReplayInput): Promise<ReplayResult> {
     for (const e of learned) if (e.kind === "execution.paused" && announced[e.nodeId] === undefined) subRunNews.push(e);
   }
 
-  return { state, rearm: stillOutstanding(state, effects), unplaced, unrecorded, subRunNews };
+  return { state, rearm: stillOutstanding(state, live, effects), unplaced, unrecorded, subRunNews };
 }
 
 /**
  * The records the journal lacks, from the first replayed step that has a row missing, or whose
- * events never went out: that step's and every later step's events, and their rows that are
- * missing. A step's events go out only once its rows are written and the events of the steps
+ * events never went out: that step's and every later step's events and stops, and their rows
+ * that are missing. A step's events go out only once its rows are written and the events of the steps
  * before it are out, so that step's events and all later ones were never published; rows of
  * later steps may have landed (statements overlap), and are not written again. A step's entry
  * is in the journal when its attempt has a row there: any row for a start, a finished one for
@@ -325,7 +341,7 @@ function unrecordedOf(steps: readonly Effect[][], journal: ReplayInput["journal"
   if (firstMissing >= 0) starts.push(firstMissing);
   if (starts.length === 0) return [];
   const first = Math.min(...starts);
-  return steps.slice(first).flatMap((effects) => effects.filter((e) => e.kind === "emit" || missing(e)));
+  return steps.slice(first).flatMap((effects) => effects.filter((e) => e.kind === "emit" || e.kind === "cancelTools" || e.kind === "cancelChildren" || missing(e)));
 }
 
 /**
@@ -338,8 +354,8 @@ function learningOrder(pauses: readonly LearnedSubRunPause[], announced: Readonl
   return [...pauses].sort((a, b) => rank(a) - rank(b) || a.childExecutionId - b.childExecutionId);
 }
 
-/** Of the effects issued on the way, those whose work the final state still waits for. */
-function stillOutstanding(state: ExecutionState, effects: Effect[]): Effect[] {
+/** The calls (by id) and children (as `node/childKey`) a state still waits for. */
+function outstandingWork(state: ExecutionState): { calls: Set<string>; children: Set<string> } {
   const calls = new Set<string>();
   const children = new Set<string>();
   for (const [id, run] of Object.entries(state.nodes)) {
@@ -353,6 +369,11 @@ function stillOutstanding(state: ExecutionState, effects: Effect[]): Effect[] {
       }
     }
   }
+  return { calls, children };
+}
+
+/** Of the effects issued on the way, those whose work the final state still waits for. */
+function stillOutstanding(state: ExecutionState, { calls, children }: ReturnType<typeof outstandingWork>, effects: Effect[]): Effect[] {
   const out: Effect[] = [];
   for (const e of effects) {
     if (e.kind === "callTool" && calls.has(e.callId)) out.push(e);

@@ -1461,6 +1461,36 @@ describe("replay: the records of steps lost with the checkpoint", () => {
     // Everything through step 4 went out: nothing to tell.
     expect((await replay({ announcedThrough: 4, announcedByKind: { ...byKind, "node.started": 3, "node.failed": 4 } })).unrecorded).toEqual([]);
   });
+
+  it("gives back what a cancel whose events never went out stopped, and only that", async () => {
+    // After s, a and b run side by side; c waits for both. A cancel stops a's and b's calls: its
+    // rows were written (step 2), and its executor died before the stops and the events went out.
+    const p = def({
+      nodes: [
+        { id: "s", type: "transform", config: { expression: "1" } },
+        { id: "a", type: "tool", config: { tool: "f" } }, { id: "b", type: "tool", config: { tool: "f" } }, { id: "c", type: "tool", config: { tool: "f" } },
+      ],
+      edges: [{ from: "s", to: "a" }, { from: "s", to: "b" }, { from: "a", to: "c" }, { from: "b", to: "c" }],
+    });
+    const running = await drive(p, { tools: { f: () => "hang" } }, null, { kind: "start", input: {} });
+    const cancelled = await drive(p, { tools: { f: () => "hang" } }, running.state, { kind: "cancel", reason: "stop" });
+    expect(cancelled.state.status).toBe("cancelled");
+    expect(cancelled.effects.filter((e) => e.kind === "cancelTools")).toEqual([{ kind: "cancelTools", callIds: ["7.a.1", "7.b.1"], reason: "cancelled" }]);
+    const journal = [
+      ...running.journal.map((j) => ({ ...j, stepVersion: 1 })).filter((j) => !cancelled.journal.some((k) => k.nodeId === j.nodeId)),
+      ...cancelled.journal.map((j) => ({ ...j, stepVersion: 2 })),
+    ];
+    expect(journal.map((j) => `${entry(j)}@${j.stepVersion}`)).toEqual(["s#1:running@1", "s#1:completed@1", "a#1:failed@2", "b#1:failed@2"]);
+    const replay = (announcedThrough: number) => replayJournal({ definition: p, identity, start: { kind: "start", input: {} }, journal, startedAt: new Date(t0).toISOString(), cancelled: "cancelled", announcedThrough });
+    const untold = await replay(1);
+    expect(untold.unplaced).toEqual([]);
+    expect(untold.state.status).toBe("cancelled");
+    expect(untold.rearm).toEqual([]);
+    expect(records(untold.unrecorded)).toEqual(["event node.failed:a", "event node.failed:b", "cancelTools", "event execution.cancelled"]);
+    expect(untold.unrecorded.find((e) => e.kind === "cancelTools")).toMatchObject({ callIds: ["7.a.1", "7.b.1"] });
+    // Its events went out, so its stops did before them: nothing to send again.
+    expect((await replay(2)).unrecorded).toEqual([]);
+  });
 });
 
 describe("step: cancel while a retry waits", () => {

@@ -18,6 +18,8 @@
  *   its record); a first delivery's calls are not; after a rebuild from the journal, the run's
  *   calls are marked so too, and a call the queue drops as a repeat (sent within its duplicate
  *   window) is answered at once from its record, not by a sweep a minute later;
+ * - a rebuild that tells a cancel's end, its executor having died after the cancel's rows, also
+ *   cancels the calls the cancel stopped;
  * - records refused by another executor's rebuild leave the run to that rebuild for three
  *   seconds (a command delivered meanwhile comes back later, the floor untouched), after which
  *   the executor rebuilds the run itself; a rebuild that fenced and then lost the
@@ -33,7 +35,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { connectBus } from "@baton/bus";
 import type { Bus } from "@baton/bus";
 import { createRedis, redisCheckpointStore } from "@baton/checkpoints";
-import { COMMANDS, decode, encode, ToolCallSchema, valueFromJson } from "@baton/contracts";
+import { COMMANDS, decode, encode, ToolCallSchema, ToolCancelSchema, valueFromJson } from "@baton/contracts";
 import { createMessaging, RESULTS_BUCKET } from "@baton/messaging";
 import type { Messaging } from "@baton/messaging";
 import { openTestStore } from "@baton/store/testing";
@@ -128,8 +130,6 @@ function answerOf(id: number, nodeId: string, tool: string): never {
   return { name: "tool.result", message: decode(COMMANDS["tool.result"], encode(COMMANDS["tool.result"], init)) } as never;
 }
 
-
-/** The row once it has ended (the sweep's steps write their records after it returns). */
 /** A sweep within the lost-command grace (30 s) leaves the run waiting; one past it (120 s) sends `command` again, and the run ends as `expected`. */
 async function sweptOnlyPastGrace(id: number, command: string, expected: { status: string; output: unknown }): Promise<void> {
   skewMs = 30_000;
@@ -140,6 +140,7 @@ async function sweptOnlyPastGrace(id: number, command: string, expected: { statu
   expect(await ended(id)).toMatchObject(expected);
 }
 
+/** The row once it has ended (the sweep's steps write their records after it returns). */
 async function ended(id: number): Promise<{ status: string; output: unknown }> {
   const until = Date.now() + 10_000;
   for (;;) {
@@ -292,6 +293,39 @@ describe("a rebuild whose row finished before its fence", () => {
     expect(ends.map((m) => m.subject.split(".")[3]).sort()).toEqual(["cancelled", "started"]);
     const lastStarted = await bus.lastPerSubject(`${prefix}.evt.node.started.${tenantId}.${id}`);
     expect(lastStarted.map((m) => (JSON.parse(new TextDecoder().decode(m.data)) as { node_id?: string }).node_id)).toEqual(["x"]);
+  });
+});
+
+describe("a cancel whose executor died after its rows", () => {
+  it("has the calls it stopped cancelled by the rebuild that tells its end (they ran on before)", async () => {
+    const id = await startedTwoTools("stopped");
+    // The cancel's rows landed (x's attempt failed with BATON_CANCELLED, the row cancelled); its
+    // executor died before it told the workers to stop x's call, and before the events. Then Redis
+    // lost the checkpoint, whose outbox held both.
+    const at = new Date();
+    await t.store.nodeExecutions.recordSteps({
+      entries: [{ tenantId, executionId: id, nodeId: "x", nodeType: "tool", attempt: 1, status: "failed", errorCode: "BATON_CANCELLED", error: "stop", completedAt: at, stepVersion: 3 }],
+      executions: [{ id, tenantId, stepVersion: 3, patch: { status: "cancelled", error: "BATON_CANCELLED: stop", completedAt: at } }],
+    });
+    await loseCheckpoint(id);
+    const cancels: string[][] = [];
+    const sub = nc.subscribe(messaging.subjects.toolCancel(), {
+      callback: (_err, m) => {
+        cancels.push(decode(ToolCancelSchema, m.data).callIds);
+      },
+    });
+    await nc.flush();
+    try {
+      // The cancel, delivered again: the run has ended, its end untold, and it is rebuilt.
+      await ex.handle({ name: "execution.cancel", message: { executionId: id, tenantId, reason: "stop" } } as never, 2);
+      const until = Date.now() + 5_000;
+      while (!cancels.some((ids) => ids.includes(`${id}.x.1`)) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      sub.unsubscribe();
+    }
+    expect(cancels).toContainEqual([`${id}.x.1`]);
+    const ends = await bus.lastPerSubject(`${prefix}.evt.execution.*.${tenantId}.${id}`);
+    expect(ends.map((m) => m.subject.split(".")[3]).sort()).toEqual(["cancelled", "started"]);
   });
 });
 
