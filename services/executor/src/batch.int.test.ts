@@ -1524,4 +1524,65 @@ describe("the events a rebuild learns from the rows of sub-runs", () => {
     expect(events.filter((e) => e === "execution.paused" || e === "execution.resumed")).toEqual([]);
     expect((await t.store.executions.getById(row.id))!).toMatchObject({ status: "running", subRunPauses: {} });
   });
+
+  // The same with two nodes paused in sub-runs, the first pause told: the row names both, and
+  // the last event of each kind cannot say which nodes were told. The run's pause events can.
+  it("tells no resume of the one pause in a sub-run whose step never published its events, while another pause was told", async () => {
+    const child = await t.store.workflows.create(tenantId, { name: "child-two", slug: `child-two-${prefix}`, definition: { start: "w", nodes: [{ id: "w", type: "tool", config: { tool: "echo" } }], edges: [] } });
+    const parentWf = (await t.store.workflows.create(tenantId, {
+      name: "parent-two",
+      definition: {
+        start: "s",
+        nodes: [
+          { id: "s", type: "transform", config: { expression: "1" } },
+          { id: "a", type: "subworkflow", config: { workflow: { slug: child.slug } } },
+          { id: "b", type: "subworkflow", config: { workflow: { slug: child.slug } } },
+        ],
+        edges: [{ from: "s", to: "a" }, { from: "s", to: "b" }],
+      },
+    })).id;
+    const events: string[] = [];
+    const messaging = createMessaging(bus);
+    let parentId = 0;
+    let dieBeforePause = false;
+    const executorFor = () => createExecutor({
+      messaging: {
+        ...messaging,
+        publishEvent: async (type, init, key) => {
+          if ((init as { id?: number }).id === parentId) {
+            if (type === "execution.paused" && dieBeforePause) throw new Error("the executor died");
+            events.push(`${type}:${(init as { nodeId?: string }).nodeId ?? ""}`);
+          }
+          return messaging.publishEvent(type, init, key);
+        },
+      },
+      store: t.store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0,
+    });
+    const x = executorFor();
+    const row = await t.store.executions.create(tenantId, { workflowId: parentWf, workflowVersion: 1, input: {} });
+    parentId = row.id;
+    await x.handle(command("execution.start", { executionId: row.id, tenantId, workflowId: parentWf, workflowVersion: 1, input: {} }));
+    const subs = await t.store.executions.listChildren(tenantId, row.id);
+    const subOf = (nodeId: string) => subs.find((c) => c.parentNodeId === nodeId)!;
+    const pause = async (e: Executor, nodeId: string, paused: boolean, seq: number) => {
+      const sub = subOf(nodeId);
+      await t.store.nodeExecutions.recordSteps({ entries: [], executions: [{ id: sub.id, tenantId, stepVersion: seq, patch: { status: paused ? "paused" : "running", currentState: "w" } }] });
+      await e.handle(command("execution.child_paused", { executionId: row.id, tenantId, nodeId, childKey: sub.childKey!, childExecutionId: sub.id, paused, seq, reason: paused ? "check" : "" }));
+    };
+    // a's child pauses, and its parent tells it.
+    await pause(x, "a", true, 5);
+    expect(events).toContain("execution.paused:a");
+    // b's child pauses: the parent's step writes the row, naming both, and publishes nothing.
+    dieBeforePause = true;
+    await expect(pause(x, "b", true, 5)).rejects.toThrow();
+    expect((await t.store.executions.getById(row.id))!).toMatchObject({ status: "paused", subRunPauses: { a: subOf("a").id, b: subOf("b").id } });
+    expect(events).not.toContain("execution.paused:b");
+    // Redis loses the parent's checkpoint; b's child goes on, and says so to another replica.
+    await loseCheckpoint(row.id);
+    dieBeforePause = false;
+    await pause(executorFor(), "b", false, 6);
+    // b's pause was never told, so neither is its end; a's still stands.
+    expect(events.filter((e) => e.startsWith("execution.paused") || e.startsWith("execution.resumed"))).toEqual(["execution.paused:a"]);
+    expect((await t.store.executions.getById(row.id))!).toMatchObject({ status: "paused", subRunPauses: { a: subOf("a").id } });
+  });
 });

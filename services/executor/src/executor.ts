@@ -25,6 +25,7 @@ import type { Command, Effect, EngineEvent, ExecutionState, ForkStart, JsonObjec
 import { BlobsNeeded, DEADLINE_TIMER_ID, forkStartOf, isJsonObject, forkStartRecord, isFinished, keptForkStart, outstandingCalls, outstandingCount, referencedTools, replayJournal, settledFanCall, step, subRunPauses, subRunReason, validateInput, validateWorkflow } from "@baton/engine";
 import { defineError, errorMessage, hasCode } from "@baton/errors";
 import type { AnyCommand, CommandInit, Messaging, RecordedToolResult } from "@baton/messaging";
+import { decodeEventMessage } from "@baton/messaging";
 import type { Service } from "@baton/runtime";
 import { StoreFenced } from "@baton/store";
 import type { Admission, ExecutionRecord, Store } from "@baton/store";
@@ -187,6 +188,8 @@ const UNRECORDED_GRACE_MS = 1_000;
  * minutes (chaos seed 966). Past this, the rebuilder is taken for dead and the run rebuilt here.
  */
 const FENCED_WAIT_MS = 3_000;
+/** How long a rebuild reads a run's pause events for (pausesTold) before it takes its row's word. */
+const PAUSES_READ_MS = 2_000;
 /**
  * How long a step's records may take, from the start of its journal statement to its events,
  * before the executor checks that no rebuild fenced the journal meanwhile (notFenced): half
@@ -313,6 +316,8 @@ type StepRecords = Parameters<Store["nodeExecutions"]["recordSteps"]>[0];
  * steps numbered past that floor.
  */
 type Rebuilt = { state: CheckpointState; version: number } | { state: null; floor: number };
+/** A run's announced pauses in sub-runs (node → sub-run) and its pause point, as a rebuild takes them (ReplayInput.announced). */
+type PausesTold = { subRunPauses: Record<string, number>; pausePoint: string | null };
 
 /** A step whose journal rows and events are to be written: `prev` null = a redo after a crash (write everything again). */
 interface StepToRecord {
@@ -1218,7 +1223,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       try {
         replay = await replayJournal({
           definition, identity, start: await startCommandOf(row), startedAt: (row.startedAt ?? row.createdAt).toISOString(), blobs, missingBlobs, pausedSubRuns,
-          announced: announcedPauses(row, published),
+          announced: await announcedPauses(row, published),
           // The reason is not kept on the row: the end told again says only "cancelled".
           ...(row.status === "cancelled" ? { cancelled: "cancelled" } : {}),
           ...published,
@@ -1382,17 +1387,54 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   /**
    * What the run had announced of its pauses in sub-runs, for a rebuild: what its row says,
    * unless the step that last patched the row never had its events published (its executor died
-   * between the two, and Redis lost the checkpoint holding them) and the run never published an
-   * `execution.paused`: then nothing was announced. Before, the rebuild took the row's word, and
-   * told an `execution.resumed` with no `execution.paused` before it (chaos seed 975). When some
-   * `execution.paused` went out, the row is still taken at its word: which nodes it named cannot
-   * be told from the last event of each kind.
+   * between the two, and Redis lost the checkpoint holding them). Then the row may name pauses
+   * that were never told: when the run never published an `execution.paused`, nothing was
+   * announced; else the announced pauses are read from its pause events (pausesTold). Before,
+   * the rebuild took the row's word, and told an `execution.resumed` with no `execution.paused`
+   * before it (chaos seed 975).
    */
-  function announcedPauses(row: ExecutionRecord, published: Pick<ReplayInput, "announcedThrough" | "announcedByKind">): { subRunPauses: Record<string, number>; pausePoint: string | null } {
+  async function announcedPauses(row: ExecutionRecord, published: Pick<ReplayInput, "announcedThrough" | "announcedByKind">): Promise<PausesTold> {
     const told = { subRunPauses: row.subRunPauses, pausePoint: row.status === "paused" ? row.currentState : null };
     const through = published.announcedThrough;
     if (through === undefined || row.patchedStep === null || row.patchedStep <= through) return told;
-    return published.announcedByKind?.["execution.paused"] === undefined ? { subRunPauses: {}, pausePoint: null } : told;
+    if (published.announcedByKind?.["execution.paused"] === undefined) return { subRunPauses: {}, pausePoint: null };
+    return (await pausesTold(row)) ?? told;
+  }
+
+  /**
+   * The pauses a run's events left standing: its `execution.paused` and `execution.resumed`
+   * events read in order (rare: a rebuild whose row may name pauses never told). The pause point
+   * is the node last told paused that still is. Undefined when they cannot all be read.
+   */
+  async function pausesTold(row: ExecutionRecord): Promise<PausesTold | undefined> {
+    const subjects = (["execution.paused", "execution.resumed"] as const).map((type) => messaging.subjects.event(type, row.tenantId, row.id));
+    try {
+      const last = (await Promise.all(subjects.map((s) => messaging.bus.lastPerSubject(s)))).flat();
+      const until = Math.max(0, ...last.map((m) => m.seq));
+      // Node → the sub-run its pause names (0: its own review), in the order last told.
+      const paused = new Map<string, number>();
+      let read = 0;
+      if (until > 0) {
+        const done = new AbortController();
+        await messaging.bus.replay(subjects, { signal: AbortSignal.any([done.signal, AbortSignal.timeout(PAUSES_READ_MS)]) }, (msg) => {
+          const e = decodeEventMessage(messaging.bus.prefix, msg);
+          if (e?.type === "execution.paused") {
+            paused.delete(e.message.nodeId);
+            paused.set(e.message.nodeId, e.message.subExecutionId);
+          } else if (e?.type === "execution.resumed") {
+            paused.delete(e.message.nodeId);
+          }
+          read = msg.seq;
+          if (read >= until) done.abort();
+        });
+      }
+      if (read < until) throw new Error(`the read stopped at sequence ${read}, before ${until}`);
+      const subRunPauses = Object.fromEntries([...paused].filter(([, sub]) => sub > 0));
+      return { subRunPauses, pausePoint: [...paused.keys()].pop() ?? null };
+    } catch (err) {
+      logger.warn("the pause events of a run could not be read; its rebuild takes the pauses its row names as announced", { executionId: row.id, error: errorMessage(err) });
+      return undefined;
+    }
   }
 
   /** Whether an execution row differs from what a rebuilt, unfinished state would write: its status, pause point or pauses in sub-runs. */
