@@ -112,7 +112,7 @@ describe(`BATON_TENANT_MAX_RUNNING=${CAP}`, () => {
     const answer = await a.call("POST", `/api/agent-workflow-executions/${id}/cancel`, { reason: "not needed" });
     expect(answer.status).toBe(202);
     const done = await waitForExecution(a, id, ["cancelled", "completed", "failed"], 10_000);
-    expect(done).toMatchObject({ status: "cancelled", startedAt: null, error: null });
+    expect(done).toMatchObject({ status: "cancelled", startedAt: null, error: "BATON_CANCELLED: not needed" });
     expect(done.completedAt).not.toBeNull();
     const events = await collectEvents(a, config.apiKey!, id, undefined, 5_000);
     expect(eventNames(events)).toEqual(["execution.cancelled"]);

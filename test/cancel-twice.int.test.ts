@@ -129,7 +129,8 @@ describe("a second cancel while the first is still to be carried out", () => {
 
     await cancelTwiceWhileUnhandled(queued, "queued");
     const q = await getExecution(a, queued);
-    expect({ status: q.status, startedAt: q.startedAt }).toEqual({ status: "cancelled", startedAt: null });
+    // The row keeps the first cancel's reason too.
+    expect({ status: q.status, startedAt: q.startedAt, error: q.error }).toEqual({ status: "cancelled", startedAt: null, error: "BATON_CANCELLED: first" });
     expect(await eventsOf(queued)).toEqual(["execution.cancelled:first"]);
 
     await cancelTwiceWhileUnhandled(paused, "paused");
@@ -143,6 +144,7 @@ describe("a second cancel while the first is still to be carried out", () => {
       .toEqual({ cancelled: 1, failed: 1, created: 1, resolved: 1 });
     expect(events).toContain("execution.cancelled:first");
     expect(events).toContain("review.resolved:check:cancelled");
+    expect((await getExecution(a, paused)).error).toBe("BATON_CANCELLED: first");
     // Only the review service's answers to it come after the run's last event.
     expect(events.slice(events.indexOf("execution.cancelled:first") + 1).every((e) => e.startsWith("review."))).toBe(true);
     const reviews = (await a.call<{ items: { status: string; decision: { decision: string } }[] }>("GET", `/api/reviews?executionId=${paused}`)).body.items;

@@ -2237,6 +2237,8 @@ async function stepOnce(input: StepInput): Promise<StepResult> {
       delete st.s.pause;
       delete st.s.subRuns;
       st.s.finishedAt = now;
+      // Kept on the run (its row's `error`), so that the reason can be read after the event.
+      st.s.error = { code: "BATON_CANCELLED", message: command.reason || "cancelled" };
       st.emit({ kind: "execution.cancelled", reason: command.reason });
       return { state: st.s, effects: st.effects, more: false };
     }

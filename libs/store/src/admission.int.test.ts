@@ -135,8 +135,8 @@ describe("executions.cancelQueued", () => {
     const row = await queued(tenant);
     expect(await store.executions.cancelQueued(row.id, "someone-else", new Date())).toBeNull();
     const at = new Date();
-    const cancelled = await store.executions.cancelQueued(row.id, tenant, at);
-    expect(cancelled).toMatchObject({ id: row.id, status: "cancelled", startedAt: null, completedAt: at });
+    const cancelled = await store.executions.cancelQueued(row.id, tenant, at, "not needed");
+    expect(cancelled).toMatchObject({ id: row.id, status: "cancelled", startedAt: null, completedAt: at, error: "BATON_CANCELLED: not needed" });
     expect(await store.executions.cancelQueued(row.id, tenant, new Date())).toBeNull();
     expect((await admit(tenant, row.id)).outcome).toBe("finished");
 

@@ -165,7 +165,7 @@ export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool)
   const ADMIT = namedStatement("execution_admit", admitSql(false));
   const ADMIT_CAPPED = namedStatement("execution_admit_capped", admitSql(true));
   const admissionLock = lockKey(`baton:tenant-admission:${schema}`);
-  const CANCEL_QUEUED = namedStatement("execution_cancel_queued", `UPDATE ${runs} SET "status" = 'cancelled', "completedAt" = $3, "updatedAt" = CURRENT_TIMESTAMP
+  const CANCEL_QUEUED = namedStatement("execution_cancel_queued", `UPDATE ${runs} SET "status" = 'cancelled', "completedAt" = $3, "error" = 'BATON_CANCELLED: ' || $4, "updatedAt" = CURRENT_TIMESTAMP
     WHERE "id" = $1 AND "tenantId" = $2 AND "status" = 'queued' RETURNING *`);
   // A fork can be started from its row once its starting state is there (admit keeps it).
   const startable = `x."status" = 'queued' AND x."parentExecutionId" IS NULL AND (x."forkedFromExecutionId" IS NULL OR x."checkpoint" IS NOT NULL)
@@ -396,12 +396,12 @@ export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool)
       return row.journalFloor;
     },
 
-    async cancelQueued(id, tenantId, at) {
+    async cancelQueued(id, tenantId, at, reason) {
       requireTenantId(tenantId);
       if (!isDbId(id)) return null;
       const when = optionalDate("at", at);
       if (!when) throw StoreInvalidInput("at is required");
-      return one({ entity: "execution", id }, CANCEL_QUEUED, [id, tenantId, when.toISOString()]);
+      return one({ entity: "execution", id }, CANCEL_QUEUED, [id, tenantId, when.toISOString(), reason || "cancelled"]);
     },
 
     async listStartable(query) {

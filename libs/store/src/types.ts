@@ -608,9 +608,10 @@ export interface ExecutionsRepo {
   admit(input: AdmitInput): Promise<Admission>;
   /**
    * Internal (executor): cancels an execution that is still `queued` (status `cancelled`,
-   * `completedAt`); null when it is not queued (any more) or not the tenant's.
+   * `completedAt`, `error` `BATON_CANCELLED: <reason>`, as a cancelled run's); null when it is
+   * not queued (any more) or not the tenant's.
    */
-  cancelQueued(id: number, tenantId: string, at: Date): Promise<ExecutionRecord | null>;
+  cancelQueued(id: number, tenantId: string, at: Date, reason?: string): Promise<ExecutionRecord | null>;
   /**
    * Internal (executor): fences the journal of an execution whose checkpoint is rebuilt from it,
    * before it is read: in one statement, takes the row `FOR UPDATE` (every journal statement of

@@ -269,6 +269,12 @@ function errorOfRow(error: string | null): { code: string; message: string } {
   return m ? { code: m[1]!, message: m[2]! } : { code: "BATON_CHILD_FAILED", message: error ?? "the sub-workflow run failed" };
 }
 
+/** The reason a cancelled run's row keeps (its error, `BATON_CANCELLED: <reason>`); "cancelled" when it keeps none. */
+function cancelReasonOf(error: string | null): string {
+  const e = errorOfRow(error);
+  return e.code === "BATON_CANCELLED" && e.message ? e.message : "cancelled";
+}
+
 /** A command the recovery sweep sends for a run; `what` names it within the run (its message id). */
 type SweepCommand = { [N in CommandName]: { name: N; init: CommandInit<N>; what: string } }[CommandName];
 
@@ -930,7 +936,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         executionId: state.parent.executionId, tenantId: state.tenantId, nodeId: state.parent.nodeId, childKey: state.parent.childKey,
         childExecutionId: state.executionId, status: state.status,
         ...(state.status === "completed" ? { output: valueFromJson(state.output ?? null) } : {}),
-        ...(state.error ? { error: { code: state.error.code, message: state.error.message, retryable: state.error.retryable === true } } : {}),
+        ...(state.status === "failed" && state.error ? { error: { code: state.error.code, message: state.error.message, retryable: state.error.retryable === true } } : {}),
       }, `child-result:${state.executionId}`);
     }
     latest.delete(state.executionId);
@@ -1164,7 +1170,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    */
   async function cancelQueued(row: ExecutionRecord, reason: string): Promise<void> {
     if (row.status === "queued") {
-      const done = await store.executions.cancelQueued(row.id, row.tenantId, clock());
+      const done = await store.executions.cancelQueued(row.id, row.tenantId, clock(), reason);
       // It started meanwhile: the redelivered cancel applies to its checkpoint.
       if (!done) throw NotStarted(row.id, { retryDelayMs: 250 });
     }
@@ -1224,8 +1230,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         replay = await replayJournal({
           definition, identity, start: await startCommandOf(row), startedAt: (row.startedAt ?? row.createdAt).toISOString(), blobs, missingBlobs, pausedSubRuns,
           announced: await announcedPauses(row, published),
-          // The reason is not kept on the row: the end told again says only "cancelled".
-          ...(row.status === "cancelled" ? { cancelled: "cancelled" } : {}),
+          // The row keeps the reason as its error, `BATON_CANCELLED: <reason>` (not a run cancelled before it did).
+          ...(row.status === "cancelled" ? { cancelled: cancelReasonOf(row.error) } : {}),
           ...published,
           journal: journal.map((j) => ({
             nodeId: j.nodeId, nodeType: j.nodeType, attempt: j.attempt, status: j.status as never,

@@ -291,6 +291,9 @@ describe("a rebuild whose row finished before its fence", () => {
     expect(cp?.state.nodes.y).toBeUndefined();
     const ends = await bus.lastPerSubject(`${prefix}.evt.execution.*.${tenantId}.${id}`);
     expect(ends.map((m) => m.subject.split(".")[3]).sort()).toEqual(["cancelled", "started"]);
+    // With the reason the row keeps.
+    const end = ends.find((m) => m.subject.split(".")[3] === "cancelled")!;
+    expect(JSON.parse(new TextDecoder().decode(end.data))).toMatchObject({ reason: "stop" });
     const lastStarted = await bus.lastPerSubject(`${prefix}.evt.node.started.${tenantId}.${id}`);
     expect(lastStarted.map((m) => (JSON.parse(new TextDecoder().decode(m.data)) as { node_id?: string }).node_id)).toEqual(["x"]);
   });

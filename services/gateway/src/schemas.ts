@@ -284,7 +284,7 @@ export const executionSchema = z
     currentState: z.string().nullable().describe("The node the run is at"),
     input: z.unknown(),
     output: z.unknown(),
-    error: z.string().nullable(),
+    error: z.string().nullable().describe("Why the run failed or was cancelled: `<code>: <message>` (`BATON_CANCELLED: <the cancel's reason>` for a cancel)"),
     tokenUsage: z.unknown(),
     triggerEvent: z.string().nullable(),
     parentExecutionId: z.number().int().nullable().describe("The execution that started this one as a sub-workflow"),
