@@ -14,7 +14,8 @@
  * after its parent: a command a killed executor held comes back after the 30 s ack wait, and
  * the wait gives up after 180 s for the runs and 120 s more for the children), it checks each
  * execution and each of its child runs:
- * - it ended (completed, failed, cancelled) with the status and output its shape should give;
+ * - it ended (completed, failed, cancelled) with the status and output its shape should give; a
+ *   run cancelled keeps the cancel's reason as its error;
  * - no journal row is left running, and no node attempt completed twice; a completed run of a
  *   loop-free shape has exactly one completed row per node it should have run;
  * - every recorded tool call (`rec.sleep` call ids) ran at most once, a completed run made
@@ -743,6 +744,7 @@ async function round(seed: number): Promise<string[]> {
           else if (run.expect.status === "completed" && !flakyOk && !isDeepStrictEqual(row.output, run.expect.output)) say(`output ${JSON.stringify(row.output)}, expected ${JSON.stringify(run.expect.output)}`);
         }
         if (row.status === "cancelled" && run.cancel?.answered !== 202) say("cancelled without a cancel");
+        if (cancelled && row.error !== "BATON_CANCELLED: chaos") say(`cancelled, its error ${JSON.stringify(row.error)}, not the cancel's reason`);
         const kids = await childrenOf(run.id);
         const grand = (await Promise.all(kids.map((k) => childrenOf(k.id)))).flat();
         const family = [run.id, ...kids.map((k) => k.id), ...grand.map((k) => k.id)];
