@@ -758,6 +758,37 @@ describe("the records of consecutive steps", () => {
     expect((await t.store.executions.getById(id))!.status).toBe("completed");
   });
 
+  // Chaos seed 1013 (docs/dev/chaos.md): that rebuild in place numbered its steps at the floor
+  // plus the old checkpoint's version (past 1 000 after a rebuild), so past the fence of the next
+  // rebuild too, which leaves 1 000 above the steps recorded. That fence refused none of the
+  // state it replaced, and both states had their steps written and told.
+  it("numbers the steps of a checkpoint rebuilt in its place from just past the floor, so that the next rebuild's fence refuses them", async () => {
+    const { id } = await startedGated();
+    await loseCheckpoint(id);
+    const g = gated();
+    await g.executor.handle(result(id, "a"), 2);
+    const floor = await t.store.executions.fenceJournal(id, tenantId, 1000);
+    const below = (await checkpoints.get(id))!;
+    expect(below.version).toBeGreaterThan(1000);
+    // Refused below the floor; past the wait, rebuilt in its place on a command with nothing to do.
+    await expect(g.executor.handle(result(id, "b"))).rejects.toMatchObject({ cause: { code: "BATON_STORE_FENCED" } });
+    skewMs = 5_000;
+    await g.executor.handle(command("execution.continue", { executionId: id, tenantId }), 2);
+    const rebuilt = (await checkpoints.get(id))!;
+    expect(rebuilt.version).toBeGreaterThan(below.version);
+    // Its own fence raised the floor again; its steps go on from just past it.
+    const own = (await t.store.executions.journalFloor(id, tenantId))!;
+    expect(own).toBeGreaterThan(floor);
+    const step = rebuilt.version + (rebuilt.state.versionBase ?? 0);
+    expect(step).toBeGreaterThan(own);
+    expect(step).toBeLessThanOrEqual(own + 2);
+    // Another rebuild fences the journal: b's step on the state rebuilt in place is refused.
+    const next = await t.store.executions.fenceJournal(id, tenantId, 1000);
+    expect(next).toBeGreaterThan(step);
+    await expect(g.executor.handle(result(id, "b"), 3)).rejects.toMatchObject({ cause: { code: "BATON_STORE_FENCED" } });
+    expect(g.sent.filter((l) => l.startsWith("node.completed b "))).toEqual([]);
+  });
+
   // Chaos seed 841 (docs/dev/chaos.md): an executor wrote a step's rows and died before that
   // step's events went out; Redis then lost the checkpoint, and with it the outbox holding them.
   // The rebuild took every step whose rows are in the journal as announced, so they never went

@@ -1282,8 +1282,12 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     // was never announced, while the redo wrote the row saying it was: chaos seed 810).
     const outbox = [...rearm, ...told];
     // Over a checkpoint numbered below the floor (see applyNow): in its place (compare-and-set),
-    // its versions going on, with a base that numbers the steps past the floor.
-    if (over) state = { ...state, versionBase: floor };
+    // its versions going on, with a base that numbers the steps from just past the floor. Not
+    // the floor itself: the versions go on from the old checkpoint's (a thousand and more after
+    // a rebuild), and steps numbered that far past the floor were past the next rebuild's fence
+    // too (it leaves REBUILD_ROOM above the steps recorded), which then refused none of this
+    // state's records: two states of one run both had their steps written and told (chaos seed 1013).
+    if (over) state = { ...state, versionBase: floor - over.version };
     let written;
     try {
       written = over
@@ -1291,7 +1295,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         : await writeCheckpoint(row.id, { ...state, outbox }, 0, { firstVersionAfter: floor });
       if (!over && written.version <= floor) {
         // A store that numbers from 1 again: keep the step numbers apart with a base instead.
-        state = { ...state, versionBase: floor };
+        state = { ...state, versionBase: floor - written.version };
         written = await writeCheckpoint(row.id, { ...state, outbox }, written.version);
       }
     } catch (err) {
