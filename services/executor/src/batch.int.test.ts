@@ -1509,6 +1509,33 @@ describe("the events a rebuild learns from the rows of sub-runs", () => {
     expect(events.filter((e) => e === "execution.paused")).toHaveLength(1);
   });
 
+  /**
+   * Executors that record the events of run `watch.id` (as `type:node`) and, while
+   * `watch.dieBeforePause`, die before publishing its `execution.paused` (between a step's rows
+   * and its events).
+   */
+  function pauseWatch(): { events: string[]; id: number; dieBeforePause: boolean; executor(): Executor } {
+    const messaging = createMessaging(bus);
+    const watch = {
+      events: [] as string[], id: 0, dieBeforePause: false,
+      executor: () => createExecutor({
+        messaging: {
+          ...messaging,
+          publishEvent: async (type, init, key) => {
+            if ((init as { id?: number }).id === watch.id) {
+              if (type === "execution.paused" && watch.dieBeforePause) throw new Error("the executor died");
+              watch.events.push(`${type}:${(init as { nodeId?: string }).nodeId ?? ""}`);
+            }
+            return messaging.publishEvent(type, init, key);
+          },
+        },
+        store: t.store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0,
+      }),
+    };
+    return watch;
+  }
+  const pauseEvents = (events: readonly string[]) => events.filter((e) => e.startsWith("execution.paused:") || e.startsWith("execution.resumed:"));
+
   // Chaos seed 975 (docs/dev/chaos.md): a parent took its child's pause; the step wrote the row
   // (paused, its pause in the sub-run named) and its executor died before the step's events.
   // Redis lost the checkpoint holding them, and the child went on. The rebuild took the row's
@@ -1516,43 +1543,26 @@ describe("the events a rebuild learns from the rows of sub-runs", () => {
   // `execution.paused` before it.
   it("tells no resume of a pause in a sub-run whose step wrote the row and never published its events, after Redis lost the checkpoint", async () => {
     const parentWf = await parentOfChild("untold");
-    const events: string[] = [];
-    const messaging = createMessaging(bus);
-    let parentId = 0;
-    let dieBeforePause = false;
-    const executorFor = () => createExecutor({
-      messaging: {
-        ...messaging,
-        publishEvent: async (type, init, key) => {
-          if ((init as { id?: number }).id === parentId) {
-            // The executor dies between the step's rows and its events.
-            if (type === "execution.paused" && dieBeforePause) throw new Error("the executor died");
-            events.push(type);
-          }
-          return messaging.publishEvent(type, init, key);
-        },
-      },
-      store: t.store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0,
-    });
-    const x = executorFor();
+    const watch = pauseWatch();
+    const x = watch.executor();
     const row = await t.store.executions.create(tenantId, { workflowId: parentWf, workflowVersion: 1, input: {} });
-    parentId = row.id;
+    watch.id = row.id;
     await x.handle(command("execution.start", { executionId: row.id, tenantId, workflowId: parentWf, workflowVersion: 1, input: {} }));
     const sub = (await t.store.executions.listChildren(tenantId, row.id))[0]!;
     // The child pauses, and tells its parent, whose step writes the row and publishes nothing.
     await t.store.nodeExecutions.recordSteps({ entries: [], executions: [{ id: sub.id, tenantId, stepVersion: 5, patch: { status: "paused", currentState: "w" } }] });
-    dieBeforePause = true;
+    watch.dieBeforePause = true;
     await expect(x.handle(command("execution.child_paused", { executionId: row.id, tenantId, nodeId: "sub", childKey: sub.childKey!, childExecutionId: sub.id, paused: true, seq: 5, reason: "check" }))).rejects.toThrow();
     expect((await t.store.executions.getById(row.id))!).toMatchObject({ status: "paused", subRunPauses: { sub: sub.id } });
-    expect(events).not.toContain("execution.paused");
+    expect(pauseEvents(watch.events)).toEqual([]);
     // Redis loses the parent's checkpoint; the child goes on, and says so to another replica.
     await loseCheckpoint(row.id);
     await t.store.nodeExecutions.recordSteps({ entries: [], executions: [{ id: sub.id, tenantId, stepVersion: 6, patch: { status: "running", currentState: "w" } }] });
-    dieBeforePause = false;
-    const y = executorFor();
+    watch.dieBeforePause = false;
+    const y = watch.executor();
     await y.handle(command("execution.child_paused", { executionId: row.id, tenantId, nodeId: "sub", childKey: sub.childKey!, childExecutionId: sub.id, paused: false, seq: 6, reason: "" }));
     // The pause was never told, so neither is its end; the row is running again.
-    expect(events.filter((e) => e === "execution.paused" || e === "execution.resumed")).toEqual([]);
+    expect(pauseEvents(watch.events)).toEqual([]);
     expect((await t.store.executions.getById(row.id))!).toMatchObject({ status: "running", subRunPauses: {} });
   });
 
@@ -1572,26 +1582,10 @@ describe("the events a rebuild learns from the rows of sub-runs", () => {
         edges: [{ from: "s", to: "a" }, { from: "s", to: "b" }],
       },
     })).id;
-    const events: string[] = [];
-    const messaging = createMessaging(bus);
-    let parentId = 0;
-    let dieBeforePause = false;
-    const executorFor = () => createExecutor({
-      messaging: {
-        ...messaging,
-        publishEvent: async (type, init, key) => {
-          if ((init as { id?: number }).id === parentId) {
-            if (type === "execution.paused" && dieBeforePause) throw new Error("the executor died");
-            events.push(`${type}:${(init as { nodeId?: string }).nodeId ?? ""}`);
-          }
-          return messaging.publishEvent(type, init, key);
-        },
-      },
-      store: t.store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0,
-    });
-    const x = executorFor();
+    const watch = pauseWatch();
+    const x = watch.executor();
     const row = await t.store.executions.create(tenantId, { workflowId: parentWf, workflowVersion: 1, input: {} });
-    parentId = row.id;
+    watch.id = row.id;
     await x.handle(command("execution.start", { executionId: row.id, tenantId, workflowId: parentWf, workflowVersion: 1, input: {} }));
     const subs = await t.store.executions.listChildren(tenantId, row.id);
     const subOf = (nodeId: string) => subs.find((c) => c.parentNodeId === nodeId)!;
@@ -1602,18 +1596,18 @@ describe("the events a rebuild learns from the rows of sub-runs", () => {
     };
     // a's child pauses, and its parent tells it.
     await pause(x, "a", true, 5);
-    expect(events).toContain("execution.paused:a");
+    expect(pauseEvents(watch.events)).toEqual(["execution.paused:a"]);
     // b's child pauses: the parent's step writes the row, naming both, and publishes nothing.
-    dieBeforePause = true;
+    watch.dieBeforePause = true;
     await expect(pause(x, "b", true, 5)).rejects.toThrow();
     expect((await t.store.executions.getById(row.id))!).toMatchObject({ status: "paused", subRunPauses: { a: subOf("a").id, b: subOf("b").id } });
-    expect(events).not.toContain("execution.paused:b");
+    expect(pauseEvents(watch.events)).toEqual(["execution.paused:a"]);
     // Redis loses the parent's checkpoint; b's child goes on, and says so to another replica.
     await loseCheckpoint(row.id);
-    dieBeforePause = false;
-    await pause(executorFor(), "b", false, 6);
+    watch.dieBeforePause = false;
+    await pause(watch.executor(), "b", false, 6);
     // b's pause was never told, so neither is its end; a's still stands.
-    expect(events.filter((e) => e.startsWith("execution.paused") || e.startsWith("execution.resumed"))).toEqual(["execution.paused:a"]);
+    expect(pauseEvents(watch.events)).toEqual(["execution.paused:a"]);
     expect((await t.store.executions.getById(row.id))!).toMatchObject({ status: "paused", subRunPauses: { a: subOf("a").id } });
   });
 });
