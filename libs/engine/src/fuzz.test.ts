@@ -14,7 +14,9 @@
  * - a checkpoint rebuilt from the run's whole journal (replayJournal, every event published)
  *   places every row, ends as the run did, with its output, and tells nothing again; rebuilt
  *   from one cut of it (events out through step k, rows written through step m, drawn from the
- *   run's seed) it never tells an event of a step at or before k again. Checked for the run as
+ *   run's seed) it never tells an event of a step at or before k again, and an event it tells
+ *   under the id of the live step that first took it (`origin`) is the event that step had
+ *   there (the same kind, node and attempt). Checked for the run as
  *   the simulator takes it (the results queued behind a step before the inline steps it made
  *   ready) and as the executor takes it (inline steps first, Sim.eagerInline).
  * Mutual loops (two whileLoops each in the other's body) are among the definitions, and must
@@ -27,7 +29,7 @@ import { validateWorkflow } from "./validate.ts";
 import { graphOf, loopBody } from "./graph.ts";
 import { replayJournal } from "./index.ts";
 import type { Effect, JsonObject, JsonValue, WorkflowDefinition } from "./index.ts";
-import { identity, journalThrough, lastEventsThrough, mulberry32 as prng, Sim, START } from "./test-support.ts";
+import { identity, journalThrough, lastEventsThrough, mulberry32 as prng, originProblems, Sim, START } from "./test-support.ts";
 import type { Answer, ToolFn } from "./test-support.ts";
 
 
@@ -227,6 +229,8 @@ async function checkReplay(sim: Sim, d: WorkflowDefinition, input: JsonObject, r
   const published = new Set(sim.perStep.slice(0, k).flatMap(emitted));
   const again = emitted(cut.unrecorded).filter((e) => !e.startsWith("node.skipped:") && published.has(e));
   if (again.length > 0) out.push(`rebuilt with events out through step ${k} and rows through step ${m}, it tells again ${again.join(", ")}`);
+  // An event told under the id of the live step that first took it is the event that step had there.
+  for (const p of originProblems(sim.perStep, cut.unrecorded).problems) out.push(`rebuilt with events out through step ${k} and rows through step ${m}: ${p}`);
   return out;
 }
 

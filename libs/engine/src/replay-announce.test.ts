@@ -11,12 +11,14 @@
  * - in these shapes, with the kinds of the events published (`announcedByKind`), every cut is
  *   told whole: the first step given back is k + 1, or the steps before it have no events. Without
  *   the kinds, a retry's start whose only row its failure wrote again is lost in some cuts.
+ * - an event told under the id of the live step that first took it (`origin`) is the very event
+ *   that step had there.
  * k = 0 is a run with no event published (nothing on the stream): every step from the first.
  */
 import { describe, expect, it } from "@jest/globals";
 import { replayJournal } from "./index.ts";
 import type { Effect, EngineEvent, WorkflowDefinition } from "./index.ts";
-import { def, echo, identity, journalThrough, lastEventsThrough, ok, Sim, START } from "./test-support.ts";
+import { def, echo, identity, journalThrough, lastEventsThrough, ok, originProblems, Sim, START } from "./test-support.ts";
 import type { ToolFn } from "./test-support.ts";
 
 /** `kind:node#attempt` of an event. */
@@ -52,13 +54,14 @@ async function live(d: WorkflowDefinition, tools: Record<string, ToolFn>, input 
  * For every cut, the events the rebuild gives back, and the first live step they start at
  * (Infinity when none). Fails when they are not the live events from a step boundary after k.
  */
-async function check(d: WorkflowDefinition, sim: Sim, input = {}, withKinds = true): Promise<{ cuts: number; complete: number }> {
+async function check(d: WorkflowDefinition, sim: Sim, input = {}, withKinds = true): Promise<{ cuts: number; complete: number; placed: number }> {
   const c = cutsOf(sim.perStep);
   const flat = c.events.flat();
   const offset: number[] = [];
   c.events.reduce((at, evs, i) => ((offset[i] = at), at + evs.length), 0);
   let cuts = 0;
   let complete = 0;
+  let placed = 0;
   for (let m = 1; m <= c.steps; m++) {
     const journal = c.journal(m);
     const rowSteps = journal.map((j) => j.stepVersion);
@@ -68,6 +71,9 @@ async function check(d: WorkflowDefinition, sim: Sim, input = {}, withKinds = tr
         announcedThrough: k, ...(withKinds ? { announcedByKind: c.byKind(k) } : {}),
       });
       expect(r.unplaced).toEqual([]);
+      const origins = originProblems(sim.perStep, r.unrecorded);
+      expect(origins.problems).toEqual([]);
+      placed += origins.placed;
       const told = r.unrecorded.flatMap((e) => (e.kind === "emit" ? [named(e.event)] : []));
       // The step it starts at: the first step after k whose events begin the same way.
       let from = Infinity;
@@ -90,7 +96,7 @@ async function check(d: WorkflowDefinition, sim: Sim, input = {}, withKinds = tr
       if (rowSteps.some((s) => s > k)) expect(from).toBeLessThanOrEqual(Math.max(...rowSteps));
     }
   }
-  return { cuts, complete };
+  return { cuts, complete, placed };
 }
 
 describe("replay: the events of lost steps, over every cut of live runs", () => {
@@ -169,6 +175,8 @@ describe("replay: the events of lost steps, over every cut of live runs", () => 
     expect(r.cuts).toBeGreaterThan(sim.perStep.length);
     // In these shapes every cut is told whole: no step after k is lost.
     expect(r.complete).toBe(r.cuts);
+    // Events told again under their first step's id, checked above.
+    expect(r.placed).toBeGreaterThan(0);
   });
 
   it("loses a retry's start in some cuts without the kinds of the events published (the gap announcedByKind closed)", async () => {

@@ -341,7 +341,54 @@ function unrecordedOf(steps: readonly Effect[][], journal: ReplayInput["journal"
   if (firstMissing >= 0) starts.push(firstMissing);
   if (starts.length === 0) return [];
   const first = Math.min(...starts);
-  return steps.slice(first).flatMap((effects) => effects.filter((e) => e.kind === "emit" || e.kind === "cancelTools" || e.kind === "cancelChildren" || missing(e)));
+  const origins = originsOf(steps, rowStep, lastWriter, announcedThrough);
+  return steps.slice(first).flatMap((effects, k) => {
+    const origin = origins.get(first + k);
+    return effects.flatMap((e, i): Effect[] => {
+      if (e.kind === "emit") return [origin ? { ...e, origin: { step: origin.step, index: origin.offset + i + 1 } } : e];
+      return e.kind === "cancelTools" || e.kind === "cancelChildren" || missing(e) ? [e] : [];
+    });
+  });
+}
+
+/**
+ * For the replayed steps the journal places, the live step that took them (Effect `origin`):
+ * its number, and how many of its effects came before (a live step may take several commands,
+ * each replayed as a step of its own, one after another). A replayed step is placed when each
+ * row it writes is in the journal, written last by it, all by one live step past
+ * `announcedThrough` (never an id of a step whose events went out). The first of a live step's
+ * replayed steps is taken to begin it. Should a step the journal cannot place have begun it
+ * (a command whose rows later steps wrote again), the places are off, and a late copy of its
+ * events is not dropped: the events go out twice, as without places, and none is lost.
+ */
+function originsOf(steps: readonly Effect[][], rowStep: ReadonlyMap<string, number>, lastWriter: ReadonlyMap<string, number>, announcedThrough: number | undefined): Map<number, { step: number; offset: number }> {
+  const out = new Map<number, { step: number; offset: number }>();
+  if (announcedThrough === undefined) return out;
+  const stepOf = steps.map((effects, i): number | undefined => {
+    let at: number | undefined;
+    for (const e of effects) {
+      if (e.kind !== "journal") continue;
+      const key = `${e.entry.nodeId}#${e.entry.attempt}:${e.entry.status}`;
+      const s = rowStep.get(key);
+      if (s === undefined || lastWriter.get(key) !== i || (at !== undefined && at !== s)) return undefined;
+      at = s;
+    }
+    return at !== undefined && at > announcedThrough ? at : undefined;
+  });
+  const begun = new Set<number>();
+  for (let i = 0; i < steps.length; i++) {
+    const step = stepOf[i];
+    if (step === undefined) continue;
+    if (i > 0 && stepOf[i - 1] === step) {
+      // The live step of the one before goes on: placed after it, when that one was placed.
+      const before = out.get(i - 1);
+      if (before) out.set(i, { step, offset: before.offset + steps[i - 1]!.length });
+    } else if (!begun.has(step)) {
+      out.set(i, { step, offset: 0 });
+    }
+    begun.add(step);
+  }
+  return out;
 }
 
 /**

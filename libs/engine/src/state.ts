@@ -244,7 +244,18 @@ export interface JournalEntry {
 }
 
 export type Effect =
-  | { kind: "emit"; event: EngineEvent }
+  | {
+    kind: "emit";
+    event: EngineEvent;
+    /**
+     * Set on the events a rebuild tells again (`ReplayResult.unrecorded`) when the journal says
+     * which step first took them: that step's number and the event's place among the step's
+     * effects (from 1), which its executor's message id was made of. A late copy from that
+     * executor (stalled, not dead) and the rebuild's then share a message id, and the stream
+     * keeps one.
+     */
+    origin?: { step: number; index: number };
+  }
   | { kind: "journal"; entry: JournalEntry }
   | { kind: "callTool"; nodeId: string; callId: string; tool: string; args: JsonObject; attempt: number; idempotencyKey: string; timeoutMs?: number }
   | { kind: "cancelTools"; callIds: string[]; reason: string }

@@ -181,6 +181,26 @@ export function journalThrough(perStep: readonly Effect[][], m: number): (Journa
   return [...rows.values()].sort((a, b) => a.row.stepVersion - b.row.stepVersion || done(a.row) - done(b.row) || a.id - b.id).map((r) => r.row);
 }
 
+/**
+ * The events a rebuild tells again under the id of the live step that first took them (Effect
+ * `origin`) whose live step holds another effect there: each should be the event the live step
+ * had at that place (the same kind, node and attempt; a duration may differ), so that a late
+ * copy of it shares its message id. Resolves with the problems and how many events were placed.
+ */
+export function originProblems(perStep: readonly Effect[][], told: readonly Effect[]): { problems: string[]; placed: number } {
+  const name = (e: EngineEvent): string => `${e.kind}:${"nodeId" in e ? e.nodeId : ""}#${"attempt" in e ? e.attempt : ""}`;
+  const problems: string[] = [];
+  let placed = 0;
+  for (const e of told) {
+    if (e.kind !== "emit" || !e.origin) continue;
+    placed++;
+    const live = perStep[e.origin.step - 1]?.[e.origin.index - 1];
+    const was = live === undefined ? "nothing" : live.kind === "emit" ? name(live.event) : live.kind;
+    if (was !== name(e.event)) problems.push(`${name(e.event)} told as step ${e.origin.step}'s effect ${e.origin.index}, which is ${was}`);
+  }
+  return { problems, placed };
+}
+
 /** The step of each event kind's last event through step k of a run's steps. */
 export function lastEventsThrough(perStep: readonly Effect[][], k: number): Partial<Record<EngineEvent["kind"], number>> {
   const last: Partial<Record<EngineEvent["kind"], number>> = {};

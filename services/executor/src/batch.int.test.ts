@@ -833,6 +833,35 @@ describe("the records of consecutive steps", () => {
     expect(seen).toHaveLength(6);
   });
 
+  // Chaos seed 977 (docs/dev/chaos.md): the same, but the executor was stalled, not dead, in the
+  // publish of the step's events (past its check of the journal's floor): the rebuild told them,
+  // then the executor woke and published its own. The rebuild now tells them under the ids their
+  // step gave them, and the stream keeps one of each.
+  it("tells the events of a step whose executor stalled in their publish under that step's ids, so that its late copies are dropped", async () => {
+    const { g: stalled, id } = await startedGated();
+    const gate = stalled.hold();
+    const a = stalled.executor.handle(result(id, "a"));
+    await until(() => stalled.written.has("a:completed") && stalled.log.includes("event node.completed a"), "a's rows, then its events held");
+    await loseCheckpoint(id);
+    const other = gated();
+    await other.executor.handle(result(id, "b"), 2);
+    const byRebuild = other.sent.find((l) => l.startsWith("node.completed a "))!.split(" ")[2];
+    // The executor wakes and publishes a's events.
+    gate.release();
+    await a.catch(() => undefined);
+    const byStalled = stalled.sent.find((l) => l.startsWith("node.completed a "))!.split(" ")[2];
+    expect(byRebuild).toBe(byStalled);
+    // On the stream: a's completion once (and b's), though both executors published it.
+    const ac = new AbortController();
+    const seen: string[] = [];
+    const reading = bus.replay(`${prefix}.evt.node.completed.${tenantId}.${id}`, { signal: ac.signal }, (m) => void seen.push((JSON.parse(new TextDecoder().decode(m.data)) as { node_id: string }).node_id));
+    await until(() => seen.length >= 3, "the run's node.completed events");
+    await new Promise((r) => setTimeout(r, 200));
+    ac.abort();
+    await reading;
+    expect(seen.sort()).toEqual(["a", "b", "s"]);
+  });
+
   // Chaos seeds 831 and 832 (docs/dev/chaos.md): a run's timeline began after its start (no
   // `execution.started`, no `node.started` of the first node) though the journal had the start's
   // rows: the start's executor died between its rows and its events, Redis lost the checkpoint,

@@ -816,7 +816,9 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       let i = 0;
       for (const e of s.effects) {
         i++;
-        if (e.kind === "emit") confirmed.push(publishEngineEvent(messaging, s.state, e.event, `evt:${s.state.executionId}:${s.version}:${i}`));
+        // An event a rebuild tells again goes under the id its first step gave it, when known: a
+        // stalled executor's late copy is then dropped by the stream (Effect `origin`).
+        if (e.kind === "emit") confirmed.push(publishEngineEvent(messaging, s.state, e.event, `evt:${s.state.executionId}:${e.origin?.step ?? s.version}:${e.origin?.index ?? i}`));
       }
     }
     // Subscribers (the SSE stream, a parent waiting on node events) wait for these: when

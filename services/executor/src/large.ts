@@ -307,7 +307,7 @@ export function createLargeValues(opts: LargeValuesOptions): LargeValues {
         } else if (ev.kind === "execution.failed" && ev.error.message.length > EVENT_TEXT_MAX) {
           out = { ...ev, error: { ...ev.error, message: cut(ev.error.message) } };
         }
-        if (out !== ev) next = { kind: "emit", event: out };
+        if (out !== ev) next = { ...e, event: out };
       } else if (e.kind === "callTool") {
         // Usually the node's input, measured already as its journal row's; the measure goes with the call.
         const args = await shrink(e.args);
