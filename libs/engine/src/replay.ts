@@ -279,8 +279,8 @@ export async function replayJournal(input: ReplayInput): Promise<ReplayResult> {
 /**
  * The records the journal lacks, from the first replayed step that has a row missing, or whose
  * events never went out: that step's and every later step's events and stops, and their rows
- * that are missing. A step's events go out only once its rows are written and the events of the steps
- * before it are out, so that step's events and all later ones were never published; rows of
+ * that are missing. A step's events go out only once its rows are written and the events of the
+ * steps before it are out, so that step's events and all later ones were never published; rows of
  * later steps may have landed (statements overlap), and are not written again. A step's entry
  * is in the journal when its attempt has a row there: any row for a start, a finished one for
  * an end. A step's events never went out, its rows written, when it last wrote one of the rows
@@ -358,8 +358,8 @@ function unrecordedOf(steps: readonly Effect[][], journal: ReplayInput["journal"
  * row it writes is in the journal, written last by it, all by one live step past
  * `announcedThrough` (never an id of a step whose events went out). The first of a live step's
  * replayed steps is taken to begin it. Should a step the journal cannot place have begun it
- * (a command whose rows later steps wrote again), the places are off, and a late copy of its
- * events is not dropped: the events go out twice, as without places, and none is lost.
+ * (a command whose rows later steps wrote again), the places are off: they name other places
+ * of the same unannounced step, and at worst a late copy goes out too, as without places.
  */
 function originsOf(steps: readonly Effect[][], rowStep: ReadonlyMap<string, number>, lastWriter: ReadonlyMap<string, number>, announcedThrough: number | undefined): Map<number, { step: number; offset: number }> {
   const out = new Map<number, { step: number; offset: number }>();
