@@ -97,9 +97,11 @@ export interface Bus {
    */
   lastPerSubject(filterSubject: string): Promise<BusMessage[]>;
   /**
-   * When the oldest message the events stream still holds was stored; null when it holds none.
-   * Messages go oldest first (max age, size limits), so whatever was published since then is
-   * all still there: a subject with no message since then never had one.
+   * Since when the events stream holds every message published to it: when it was created, if it
+   * has dropped none (its first sequence is still 1, or nothing was published yet), else when the
+   * oldest message it still holds was stored; null when it has dropped every message. Messages
+   * go oldest first (max age, size limits), so whatever was published since then is all still
+   * there: a subject with no message since then never had one.
    */
   eventsKeptSince(): Promise<Date | null>;
   /**
@@ -438,10 +440,10 @@ class NatsBus implements Bus {
 
   async eventsKeptSince(): Promise<Date | null> {
     this.#assertOpen("eventsKeptSince");
-    const { state } = await this.#jsm.streams.info(this.streams.events);
-    if (state.messages === 0) return null;
-    const first = new Date(state.first_ts);
-    return Number.isNaN(first.getTime()) ? null : first;
+    const { state, created } = await this.#jsm.streams.info(this.streams.events);
+    // Nothing dropped yet: everything since its creation (a run created in its first second too).
+    const since = state.first_seq <= 1 ? new Date(created) : state.messages === 0 ? null : new Date(state.first_ts);
+    return since === null || Number.isNaN(since.getTime()) ? null : since;
   }
 
   async request(subject: string, data: Uint8Array, opts: RequestOptions = {}): Promise<BusMessage> {

@@ -14,7 +14,9 @@
  *   stay until its 5-minute inactivity threshold);
  * - lastPerSubject gives the last message of each subject the filter matches, with its
  *   headers (the message id), none when nothing matches, and leaves no consumer;
- * - eventsKeptSince gives the time of the oldest message the events stream holds, null for none.
+ * - eventsKeptSince gives the stream's creation while it has dropped no message (nothing
+ *   published yet, or its first message still there), else the time of the oldest message it
+ *   holds, and null when it has dropped every message.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { Bus, BusMessage } from "@baton/bus";
@@ -150,20 +152,34 @@ describe("lastPerSubject", () => {
 });
 
 describe("eventsKeptSince", () => {
-  it("gives when the oldest message the events stream holds was stored, null for none", async () => {
+  it("gives the stream's creation while it has dropped nothing, else when its oldest message was stored, null when it has dropped them all", async () => {
+    // This file's stream holds every message published to it: since its creation.
+    const info = await admin.jsm.streams.info(bus.streams.events);
+    expect(info.state.first_seq).toBe(1);
     const since = await bus.eventsKeptSince();
-    // The messages published at the start of this file are the oldest.
+    expect(since?.getTime()).toBe(new Date(info.created).getTime());
     const first = (await admin.jsm.streams.getMessage(bus.streams.events, { seq: seqs["execution.started/1"]! }))!;
-    expect(since?.getTime()).toBe(new Date(first.time).getTime());
-    expect(since!.getTime()).toBeLessThanOrEqual(Date.now());
-    const empty = await openBus(randomPrefix());
-    const emptyAdmin = await openAdmin();
+    expect(since!.getTime()).toBeLessThanOrEqual(new Date(first.time).getTime());
+    const other = await openBus(randomPrefix());
+    const otherAdmin = await openAdmin();
     try {
-      await empty.ensureTopology();
-      expect(await empty.eventsKeptSince()).toBeNull();
+      await other.ensureTopology();
+      // Nothing published yet: everything since its creation, which is nothing.
+      const created = new Date((await otherAdmin.jsm.streams.info(other.streams.events)).created).getTime();
+      expect((await other.eventsKeptSince())?.getTime()).toBe(created);
+      // Every message dropped: none kept.
+      const subject = `${other.prefix}.evt.node.started.t_1.1`;
+      await other.publish(subject, enc("a"), { tenantId: "t_1", type: "node.started" });
+      await otherAdmin.jsm.streams.purge(other.streams.events);
+      expect(await other.eventsKeptSince()).toBeNull();
+      // Some dropped: since the oldest message kept.
+      const { seq } = await other.publish(subject, enc("b"), { tenantId: "t_1", type: "node.started" });
+      const kept = (await otherAdmin.jsm.streams.getMessage(other.streams.events, { seq }))!;
+      expect((await other.eventsKeptSince())?.getTime()).toBe(new Date(kept.time).getTime());
     } finally {
-      await empty.drain();
-      await emptyAdmin.cleanup(empty.prefix);
+      await other.drain();
+      await otherAdmin.cleanup(other.prefix);
     }
   });
 });
+

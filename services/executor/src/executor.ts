@@ -1383,16 +1383,17 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     if (through !== undefined) return { announcedThrough: through, announcedByKind: byKind };
     if (last.length > 0) return {};
     // No event of the run on the stream: none published (its first steps' rows written, their
-    // executor dead before the events), or none kept any more. When the stream still holds
-    // messages from before the run was created (a second's leeway for the clocks of NATS and
-    // Postgres), it would hold the run's too: none was published.
+    // executor dead before the events), or none kept any more. When the stream holds everything
+    // published since before the run was created (its creation, while it has dropped nothing, or
+    // its oldest message; a second's leeway for the clocks of NATS and Postgres), it would hold
+    // the run's too: none was published.
     const since = await messaging.bus.eventsKeptSince().catch((err: unknown) => {
       logger.warn("the events stream could not be read; a rebuild of a run with no event on it takes every journaled step as announced", { executionId: row.id, error: errorMessage(err) });
       return null;
     });
     if (since !== null && since.getTime() <= row.createdAt.getTime() - 1_000) return { announcedThrough: 0, announcedByKind: {} };
     // Chaos seeds 959 and 984 each showed a run rebuilt with no event on the stream and nothing told; this says why, should it recur.
-    logger.warn("no event of the run is on the stream, which holds none from before the run: its rebuild takes every journaled step as announced", { executionId: row.id, eventsKeptSince: since?.toISOString() ?? null, createdAt: row.createdAt.toISOString() });
+    logger.warn("no event of the run is on the stream, which may not hold all from before the run: its rebuild takes every journaled step as announced", { executionId: row.id, eventsKeptSince: since?.toISOString() ?? null, createdAt: row.createdAt.toISOString() });
     return {};
   }
 
