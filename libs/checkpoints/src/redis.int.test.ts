@@ -23,6 +23,8 @@
  * - expire() puts a TTL on checkpoint and history, defaults to finishedTtlSeconds, and can drop
  *   the unversioned keys (a finished run's outbox) in the same round trip
  *   (7 days unless configured), and a later put makes the execution permanent again;
+ * - a rebuild's claim (claimRebuild) lasts its TTL unless renewed, a claim of a later fence
+ *   stands against an earlier one, and only its owner drops it;
  * - options are checked when the store is built and reported by name;
  * - deleteKeysByPrefix removes a prefix's keys (and not a longer prefix's), and refuses an empty one;
  * - damaged records and Redis being away surface as catalogue errors
@@ -94,6 +96,32 @@ describe("redisCheckpointStore", () => {
   afterAll(async () => {
     await deleteKeysByPrefix(redis, prefix);
     await redis.quit();
+  });
+
+  it("keeps a rebuild's claim for its TTL, renewed by its owner; a claim of a later fence stands, and only its owner drops it", async () => {
+    const store = redisCheckpointStore(redis, { prefix });
+    expect(await store.rebuildClaim(70)).toBeNull();
+    expect(await store.claimRebuild(70, 2001, "ex-a", 60_000)).toBe(true);
+    expect(await store.rebuildClaim(70)).toEqual({ floor: 2001, owner: "ex-a" });
+    const ttl = await redis.pttl(`${prefix}:checkpoint:{70}:rebuild`);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(60_000);
+    // A rebuild that fenced later takes it; the earlier one can no longer renew it.
+    expect(await store.claimRebuild(70, 3001, "ex-b", 60_000)).toBe(true);
+    expect(await store.claimRebuild(70, 2001, "ex-a", 60_000)).toBe(false);
+    expect(await store.rebuildClaim(70)).toEqual({ floor: 3001, owner: "ex-b" });
+    // Only the claim's owner, at its floor, drops it.
+    await store.releaseRebuild(70, 2001, "ex-a");
+    await store.releaseRebuild(70, 3001, "ex-a");
+    expect(await store.rebuildClaim(70)).toEqual({ floor: 3001, owner: "ex-b" });
+    await store.releaseRebuild(70, 3001, "ex-b");
+    expect(await store.rebuildClaim(70)).toBeNull();
+    // Unrenewed, it lapses.
+    expect(await store.claimRebuild(70, 4001, "ex-a", 50)).toBe(true);
+    await new Promise((r) => setTimeout(r, 120));
+    expect(await store.rebuildClaim(70)).toBeNull();
+    await expect(store.claimRebuild(70, 1, "has:colon", 1000)).rejects.toMatchObject({ code: "BATON_CHECKPOINT_INVALID_ARGUMENT" });
+    await expect(store.claimRebuild(70, 1, "ok", 0)).rejects.toMatchObject({ code: "BATON_CHECKPOINT_INVALID_ARGUMENT" });
   });
 
   it("sets a TTL on checkpoint and history with expire(), and a later put clears it", async () => {

@@ -16,6 +16,8 @@
  *       `{"v":N,"t":ms,"d":patch}`  a delta: applying it to version N+1's state gives N's;
  *       `{"v":N,"t":ms,"s":state}`  a full snapshot (every `snapshotEvery`-th version of a
  *                                    state written whole).
+ *   `<prefix>:checkpoint:{<executionId>}:rebuild`  string `<floor>:<owner>`, with a TTL: a rebuild
+ *       from the journal under way, which fenced the journal at `floor` (claimRebuild)
  *   `<prefix>:idempotency:<key>`                   string, the JSON value
  *
  * Deltas point backwards (newer → older), so trimming the oldest entries never
@@ -157,6 +159,17 @@ export interface RedisCheckpointStore<S = unknown> extends CheckpointStore<S> {
    * @returns whether it did (false: the latest version is another one, or there is none)
    */
   dropUnversioned(executionId: number, version: number): Promise<boolean>;
+  /**
+   * Claims the execution for a rebuild from the journal that fenced it at `floor`, for `ttlMs`
+   * (renewed by calling again): other executors wait for it rather than rebuild the run
+   * themselves (ADR 004). A claim of a rebuild that fenced later (a higher floor) stands.
+   * @returns whether the claim is now this one's
+   */
+  claimRebuild(executionId: number, floor: number, owner: string, ttlMs: number): Promise<boolean>;
+  /** Drops the claim of `floor` and `owner`, if it still stands. */
+  releaseRebuild(executionId: number, floor: number, owner: string): Promise<void>;
+  /** The rebuild claim that stands, if any. */
+  rebuildClaim(executionId: number): Promise<{ floor: number; owner: string } | null>;
   /** The compiled options this store runs with. */
   readonly options: CompiledRedisCheckpointOptions;
 }
@@ -310,6 +323,26 @@ if tonumber(redis.call('HGET', KEYS[1], 'v') or '0') ~= tonumber(ARGV[1]) then
 end
 redis.call('HDEL', KEYS[1], 'u')
 return 1
+`);
+
+// A rebuild's claim: taken, or renewed, unless a rebuild that fenced the journal later holds it.
+const CLAIM_REBUILD = lua(`
+local held = redis.call('GET', KEYS[1])
+if held then
+  local floor = tonumber(string.match(held, '^(%d+):'))
+  if floor and floor > tonumber(ARGV[1]) then
+    return 0
+  end
+end
+redis.call('SET', KEYS[1], ARGV[1] .. ':' .. ARGV[2], 'PX', ARGV[3])
+return 1
+`);
+
+const RELEASE_REBUILD = lua(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
 `);
 
 const REMEMBER = lua(`
@@ -514,6 +547,7 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
   const checkpointKey = (id: number): string => `${prefix}:checkpoint:{${id}}`;
   const historyKey = (id: number): string => `${prefix}:checkpoint:{${id}}:history`;
   const forwardKey = (id: number): string => `${prefix}:checkpoint:{${id}}:fwd`;
+  const rebuildKey = (id: number): string => `${prefix}:checkpoint:{${id}}:rebuild`;
   const keysOf = (id: number): string[] => [checkpointKey(id), historyKey(id), forwardKey(id)];
 
   // executionId → its latest state as this process last wrote or read it.
@@ -712,6 +746,42 @@ export function redisCheckpointStore<S = unknown>(redis: Redis, opts: RedisCheck
       } catch (err) {
         throw wrapRedisError("dropUnversioned", key, err);
       }
+    },
+
+    async claimRebuild(executionId, floor, owner, ttlMs) {
+      requireInteger("executionId", executionId, 0);
+      requireInteger("floor", floor, 0);
+      requireInteger("ttlMs", ttlMs, 1);
+      if (typeof owner !== "string" || !/^[^:\s]+$/.test(owner)) throw CheckpointInvalidArgument("owner", owner, "a non-empty string without \":\" or spaces");
+      const key = rebuildKey(executionId);
+      try {
+        return (await runScript(redis, CLAIM_REBUILD, [key], [floor, owner, ttlMs])) === 1;
+      } catch (err) {
+        throw wrapRedisError("claimRebuild", key, err);
+      }
+    },
+
+    async releaseRebuild(executionId, floor, owner) {
+      requireInteger("executionId", executionId, 0);
+      const key = rebuildKey(executionId);
+      try {
+        await runScript(redis, RELEASE_REBUILD, [key], [`${floor}:${owner}`]);
+      } catch (err) {
+        throw wrapRedisError("releaseRebuild", key, err);
+      }
+    },
+
+    async rebuildClaim(executionId) {
+      requireInteger("executionId", executionId, 0);
+      const key = rebuildKey(executionId);
+      let held: string | null;
+      try {
+        held = await redis.get(key);
+      } catch (err) {
+        throw wrapRedisError("rebuildClaim", key, err);
+      }
+      const m = held === null ? null : /^(\d+):(.+)$/.exec(held);
+      return m ? { floor: Number(m[1]), owner: m[2]! } : null;
     },
 
     async expire(executionId, seconds = finishedTtlSeconds, opts = {}) {

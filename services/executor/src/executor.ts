@@ -70,6 +70,10 @@ export type ExecutorCheckpoints = CheckpointStore<CheckpointState> & {
   expire?(executionId: number, seconds?: number, opts?: { dropUnversioned?: boolean }): Promise<void>;
   /** Clears the outbox of `version` in place (a store with {@link CHECKPOINT_UNVERSIONED_KEYS} as its unversioned keys). */
   dropUnversioned?(executionId: number, version: number): Promise<boolean>;
+  /** A rebuild's claim on a run while it works (see {@link REBUILD_CLAIM_MS}); a store without them leaves FENCED_WAIT_MS alone to judge. */
+  claimRebuild?(executionId: number, floor: number, owner: string, ttlMs: number): Promise<boolean>;
+  releaseRebuild?(executionId: number, floor: number, owner: string): Promise<void>;
+  rebuildClaim?(executionId: number): Promise<{ floor: number; owner: string } | null>;
 };
 
 export interface ExecutorOptions {
@@ -188,6 +192,15 @@ const UNRECORDED_GRACE_MS = 1_000;
  * minutes (chaos seed 966). Past this, the rebuilder is taken for dead and the run rebuilt here.
  */
 const FENCED_WAIT_MS = 3_000;
+/**
+ * A rebuild claims its run in Redis for this long, renewing the claim every third of it while
+ * it works (for at most REBUILD_CLAIM_MAX_MS): an executor left waiting past FENCED_WAIT_MS
+ * waits on while a claim of that rebuild, or of a later one, stands, so that a slow rebuild (a
+ * long journal, many blobs) is not fenced out by the executors waiting for it, each as slow in
+ * turn. A rebuild that died, or stalled, lets its claim lapse.
+ */
+const REBUILD_CLAIM_MS = FENCED_WAIT_MS;
+const REBUILD_CLAIM_MAX_MS = 60_000;
 /** How long a rebuild reads a run's pause events for (pausesTold) before it takes its row's word. */
 const PAUSES_READ_MS = 2_000;
 /**
@@ -409,6 +422,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   // of all of them, so Postgres does one statement's work for many steps (at 16 executions of
   // the sequential benchmark graph, 1.5 statements per execution instead of 3.4).
   const recordWriter = batchedRecords(store, () => (pipes.size > 1 ? 1 : 4));
+  /** This executor, as the owner of its rebuilds' claims. */
+  const instance = randomUUID();
   const locks = new Map<number, Promise<void>>();
   const metrics = createExecutorMetrics();
 
@@ -1206,6 +1221,45 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     // stalled executor's first steps, landing later, would share its step numbers and so its
     // events' message ids (chaos seed 810).
     const fence = await store.executions.fenceJournal(row.id, row.tenantId, REBUILD_ROOM);
+    const claim = claimRebuild(row.id, fence);
+    try {
+      return await rebuildFenced(row, definition, blobs, fence, over, endUntold);
+    } finally {
+      await claim.release();
+    }
+  }
+
+  /**
+   * Claims run `executionId` for this rebuild, which fenced its journal at `floor`, and renews the
+   * claim while it works (REBUILD_CLAIM_MS) until released. A claim that could not be written
+   * only leaves the executors waiting for this rebuild to judge by FENCED_WAIT_MS.
+   */
+  function claimRebuild(executionId: number, floor: number): { release(): Promise<void> } {
+    if (!checkpoints.claimRebuild) return { release: async () => undefined };
+    const since = performance.now();
+    const renew = (): void => {
+      if (performance.now() - since > REBUILD_CLAIM_MAX_MS) return;
+      checkpoints.claimRebuild!(executionId, floor, instance, REBUILD_CLAIM_MS).catch((err: unknown) => logger.warn("a rebuild's claim could not be written", { executionId, floor, error: errorMessage(err) }));
+    };
+    renew();
+    const timer = setInterval(renew, REBUILD_CLAIM_MS / 3);
+    timer.unref();
+    return {
+      release: async () => {
+        clearInterval(timer);
+        await checkpoints.releaseRebuild?.(executionId, floor, instance).catch(() => undefined);
+      },
+    };
+  }
+
+  /** Whether a rebuild by another executor that fenced the journal at `floor` or later holds its claim on the run. */
+  async function rebuildUnderWay(executionId: number, floor: number): Promise<boolean> {
+    const held = await checkpoints.rebuildClaim?.(executionId).catch(() => null);
+    return held != null && held.floor >= floor && held.owner !== instance;
+  }
+
+  /** The rebuild of {@link rebuild} once it has fenced the journal at `fence`. */
+  async function rebuildFenced(row: ExecutionRecord, definition: WorkflowDefinition, blobs: Map<string, JsonValue>, fence: number, over: { version: number } | undefined, endUntold: boolean): Promise<Rebuilt> {
     if (!TERMINAL.has(row.status)) {
       // A statement that landed before the fence may have ended the run (a cancel, its last
       // step) after the row was read: rebuilt from that row, the run would go on as if it had
@@ -1649,10 +1703,11 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         // state of a rebuild whose fence another rebuild's passed, or one older still. The
         // rebuild that fenced may still be writing its checkpoint: it is given the time to, and
         // this command comes back to read it (FENCED_WAIT_MS).
+        // Past that, as long as the rebuild (or a later one) holds its claim: it is alive and working.
         const waited = clock().getTime() - fence.at;
-        if (waited < FENCED_WAIT_MS) {
+        if (waited < FENCED_WAIT_MS || (await rebuildUnderWay(executionId, floor))) {
           latest.delete(executionId);
-          throw RebuildAwaited(executionId, floor, { retryDelayMs: Math.max(250, FENCED_WAIT_MS - waited) });
+          throw RebuildAwaited(executionId, floor, { retryDelayMs: waited < FENCED_WAIT_MS ? Math.max(250, FENCED_WAIT_MS - waited) : REBUILD_CLAIM_MS / 3 });
         }
         // Rebuilt again from the journal, in its place, rather than written on.
         row ??= await store.executions.getById(executionId);

@@ -21,9 +21,11 @@
  * - a rebuild that tells a cancel's end, its executor having died after the cancel's rows, also
  *   cancels the calls the cancel stopped;
  * - records refused by another executor's rebuild leave the run to that rebuild for three
- *   seconds (a command delivered meanwhile comes back later, the floor untouched), after which
- *   the executor rebuilds the run itself; a rebuild that fenced and then lost the
- *   compare-and-set rebuilds again at once over the checkpoint written meanwhile.
+ *   seconds (a command delivered meanwhile comes back later, the floor untouched), and past
+ *   them while that rebuild holds its claim on the run, after which the executor rebuilds the
+ *   run itself; a rebuild claims the run while it works and drops the claim when done; a
+ *   rebuild that fenced and then lost the compare-and-set rebuilds again at once over the
+ *   checkpoint written meanwhile.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
 import { randomBytes } from "node:crypto";
@@ -223,6 +225,49 @@ describe("records refused by another executor's rebuild", () => {
     skewMs = 5_000;
     await ex.handle(answer, 3);
     expect(await t.store.executions.journalFloor(id, tenantId)).toBeGreaterThan(floor);
+    expect((await checkpoints.get(id))!.state.nodes).toMatchObject({ x: { status: "completed" }, y: { status: "running" } });
+  });
+
+  it("wait on past those seconds while the rebuild holds its claim (a slow rebuild, alive), and rebuild once it lapses", async () => {
+    const id = await startedTwoTools("claimed");
+    const floor = await t.store.executions.fenceJournal(id, tenantId, 1000);
+    // The other executor's rebuild claims the run while it works.
+    expect(await checkpoints.claimRebuild(id, floor, "slow-rebuild", 60_000)).toBe(true);
+    const answer = answerOf(id, "x", "claimed.x");
+    await expect(ex.handle(answer, 1)).rejects.toMatchObject({ retryable: true });
+    skewMs = 5_000;
+    await expect(ex.handle(answer, 2)).rejects.toMatchObject({ code: "BATON_EXECUTOR_REBUILD_AWAITED", retryable: true });
+    expect(await t.store.executions.journalFloor(id, tenantId)).toBe(floor);
+    // A claim of an earlier fence does not hold it.
+    await checkpoints.releaseRebuild(id, floor, "slow-rebuild");
+    expect(await checkpoints.claimRebuild(id, floor - 1, "older-rebuild", 60_000)).toBe(true);
+    await ex.handle(answer, 3);
+    expect(await t.store.executions.journalFloor(id, tenantId)).toBeGreaterThan(floor);
+    expect((await checkpoints.get(id))!.state.nodes).toMatchObject({ x: { status: "completed" }, y: { status: "running" } });
+  });
+});
+
+describe("a rebuild", () => {
+  it("claims the run while it works, and drops the claim when done", async () => {
+    const id = await startedTwoTools("claiming");
+    await loseCheckpoint(id);
+    const during: ({ floor: number; owner: string } | null)[] = [];
+    const store: typeof t.store = {
+      ...t.store,
+      nodeExecutions: {
+        ...t.store.nodeExecutions,
+        listForReplay: async (executionId) => {
+          if (executionId === id) during.push(await checkpoints.rebuildClaim(id));
+          return t.store.nodeExecutions.listForReplay(executionId);
+        },
+      },
+    };
+    const x = createExecutor({ messaging, store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0 });
+    await x.handle(answerOf(id, "x", "claiming.x"), 1);
+    const floor = (await t.store.executions.journalFloor(id, tenantId))!;
+    expect(during.length).toBeGreaterThan(0);
+    for (const held of during) expect(held).toMatchObject({ floor });
+    expect(await checkpoints.rebuildClaim(id)).toBeNull();
     expect((await checkpoints.get(id))!.state.nodes).toMatchObject({ x: { status: "completed" }, y: { status: "running" } });
   });
 });
