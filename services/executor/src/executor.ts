@@ -275,6 +275,15 @@ function readyWithNothingElse(state: ExecutionState): boolean {
 const TERMINAL: ReadonlySet<string> = new Set(["completed", "failed", "cancelled"]);
 /** The events that end a run's timeline. */
 const END_EVENTS: ReadonlySet<string> = new Set(["execution.completed", "execution.failed", "execution.cancelled"]);
+/**
+ * The kinds of event a run's steps publish. The run's subjects (`{p}.evt.*.*.{tenant}.{run}`)
+ * also carry a tool's `node.progress`, the review and learner services' events, and the events
+ * of a workflow or memory whose own id is the run's: none of those says what the run published.
+ */
+const STEP_EVENTS: Readonly<Record<EngineEvent["kind"], true>> = {
+  "execution.started": true, "execution.completed": true, "execution.failed": true, "execution.paused": true, "execution.resumed": true,
+  "execution.cancelled": true, "execution.emitted": true, "node.started": true, "node.completed": true, "node.failed": true, "node.skipped": true,
+};
 
 /** The code and message of an execution row's error, written as `CODE: message` (records()). */
 function errorOfRow(error: string | null): { code: string; message: string } {
@@ -1418,7 +1427,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   async function publishedThrough(row: ExecutionRecord): Promise<Pick<ReplayInput, "announcedThrough" | "announcedByKind">> {
     let last;
     try {
-      last = await messaging.bus.lastPerSubject(messaging.subjects.executionEventsFilter(row.tenantId, row.id));
+      last = (await messaging.bus.lastPerSubject(messaging.subjects.executionEventsFilter(row.tenantId, row.id)))
+        .filter((m) => Object.hasOwn(STEP_EVENTS, messaging.subjects.parseEvent(m.subject)?.type ?? ""));
     } catch (err) {
       logger.warn("the events a run published could not be read; its rebuild takes every journaled step as announced", { executionId: row.id, error: errorMessage(err) });
       return {};
