@@ -1290,11 +1290,12 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     // The last step whose events went out: steps past it whose rows are in the journal had
     // their executor die between the rows and the events (chaos seed 841), told again below.
     let published = await publishedThrough(row);
+    let announced = await announcedPauses(row, published);
     for (;;) {
       try {
         replay = await replayJournal({
           definition, identity, start: await startCommandOf(row), startedAt: (row.startedAt ?? row.createdAt).toISOString(), blobs, missingBlobs, pausedSubRuns,
-          announced: await announcedPauses(row, published),
+          announced,
           // The row keeps the reason as its error, `BATON_CANCELLED: <reason>` (not a run cancelled before it did).
           ...(row.status === "cancelled" ? { cancelled: cancelReasonOf(row.error) } : {}),
           ...published,
@@ -1315,6 +1316,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
           await new Promise((r) => setTimeout(r, UNRECORDED_GRACE_MS));
           journal = await store.nodeExecutions.listForReplay(row.id);
           published = await publishedThrough(row);
+          announced = await announcedPauses(row, published);
           continue;
         }
         break;
