@@ -119,6 +119,15 @@ async function started(): Promise<number> {
   return row.id;
 }
 
+/** The events stream holds everything from over a second before a run created now (the clocks' leeway): what the run publishes, a rebuild finds. */
+async function streamKeepsOverASecond(): Promise<void> {
+  const since = await bus.eventsKeptSince();
+  if (since === null || since.getTime() > Date.now() - 1_100) {
+    await bus.publish(`${prefix}.evt.workflow.created.${tenantId}.0`, new Uint8Array(), { tenantId, type: "workflow.created" });
+    await new Promise((r) => setTimeout(r, 1_100));
+  }
+}
+
 /** A command as the consumer hands it over: encoded and decoded as on the bus. */
 function command<N extends CommandName>(name: N, init: CommandInit<N>): AnyCommand {
   const schema = COMMANDS[name];
@@ -868,12 +877,7 @@ describe("the records of consecutive steps", () => {
   // and the rebuild, finding no event of the run on the stream, took that as "not known" and told
   // nothing. When the stream still holds messages from before the run, none was published.
   it("publishes the start's events when no event of the run went out, its rows written, after Redis lost the checkpoint", async () => {
-    // The stream must hold a message from over a second before the run (the clocks' leeway).
-    const since = await bus.eventsKeptSince();
-    if (since === null || since.getTime() > Date.now() - 1_100) {
-      await bus.publish(`${prefix}.evt.workflow.created.${tenantId}.0`, new Uint8Array(), { tenantId, type: "workflow.created" });
-      await new Promise((r) => setTimeout(r, 1_100));
-    }
+    await streamKeepsOverASecond();
     const dead = gated();
     const row = await t.store.executions.create(tenantId, { workflowId, workflowVersion: 1, input: {} });
     const id = row.id;
@@ -1619,6 +1623,7 @@ describe("the events a rebuild learns from the rows of sub-runs", () => {
     })).id;
     const watch = pauseWatch();
     const x = watch.executor();
+    await streamKeepsOverASecond();
     const row = await t.store.executions.create(tenantId, { workflowId: parentWf, workflowVersion: 1, input: {} });
     watch.id = row.id;
     await x.handle(command("execution.start", { executionId: row.id, tenantId, workflowId: parentWf, workflowVersion: 1, input: {} }));

@@ -1483,11 +1483,16 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   /**
    * The pauses a run's events left standing: its `execution.paused` and `execution.resumed`
    * events read in order (rare: a rebuild whose row may name pauses never told). The pause point
-   * is the node last told paused that still is. Undefined when they cannot all be read.
+   * is the node last told paused that still is. Undefined when they cannot all be read, or the
+   * stream may have dropped some (it holds nothing from before the run).
    */
   async function pausesTold(row: ExecutionRecord): Promise<PausesTold | undefined> {
     const subjects = (["execution.paused", "execution.resumed"] as const).map((type) => messaging.subjects.event(type, row.tenantId, row.id));
     try {
+      // A stream that no longer holds everything since the run began may have dropped a pause
+      // that still stands; the row says it was told.
+      const since = await messaging.bus.eventsKeptSince();
+      if (since === null || since.getTime() > row.createdAt.getTime() - 1_000) return undefined;
       const last = (await Promise.all(subjects.map((s) => messaging.bus.lastPerSubject(s)))).flat();
       const until = Math.max(0, ...last.map((m) => m.seq));
       // Node → the sub-run its pause names (0: its own review), in the order last told.
