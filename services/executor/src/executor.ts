@@ -200,7 +200,11 @@ const FENCED_WAIT_MS = 3_000;
  * turn. A rebuild that died, or stalled, lets its claim lapse.
  */
 const REBUILD_CLAIM_MS = FENCED_WAIT_MS;
-const REBUILD_CLAIM_MAX_MS = 60_000;
+/**
+ * At most this long: a command waiting on a claim comes back every REBUILD_CLAIM_MS, so that one
+ * waits through about 15 deliveries, short of the 20 after which the consumer gives it up.
+ */
+const REBUILD_CLAIM_MAX_MS = 45_000;
 /** How long a rebuild reads a run's pause events for (pausesTold) before it takes its row's word. */
 const PAUSES_READ_MS = 2_000;
 /**
@@ -1724,7 +1728,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         const waited = clock().getTime() - fence.at;
         if (waited < FENCED_WAIT_MS || (await rebuildUnderWay(executionId, floor))) {
           latest.delete(executionId);
-          throw RebuildAwaited(executionId, floor, { retryDelayMs: waited < FENCED_WAIT_MS ? Math.max(250, FENCED_WAIT_MS - waited) : REBUILD_CLAIM_MS / 3 });
+          throw RebuildAwaited(executionId, floor, { retryDelayMs: waited < FENCED_WAIT_MS ? Math.max(250, FENCED_WAIT_MS - waited) : REBUILD_CLAIM_MS });
         }
         // Rebuilt again from the journal, in its place, rather than written on.
         row ??= await store.executions.getById(executionId);
