@@ -1300,7 +1300,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         replay = await replayJournal({
           definition, identity, start: await startCommandOf(row), startedAt: (row.startedAt ?? row.createdAt).toISOString(), blobs, missingBlobs, pausedSubRuns,
           announced,
-          // The row keeps the reason as its error, `BATON_CANCELLED: <reason>` (not a run cancelled before it did).
+          // The row keeps the cancel's reason in its error (`BATON_CANCELLED: <reason>`); a run cancelled before it did tells "cancelled".
           ...(row.status === "cancelled" ? { cancelled: cancelReasonOf(row.error) } : {}),
           ...published,
           journal: journal.map((j) => ({
