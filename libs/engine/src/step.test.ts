@@ -1102,8 +1102,10 @@ describe("step: retries, timeouts, delays, deadlines, cancel", () => {
     const running = await drive(d, { tools: { f: () => "hang" } }, null, { kind: "start", input: {} });
     const r = await step({ definition: d, state: running.state, command: { kind: "cancel", reason: "user" }, now: new Date(t0).toISOString() });
     expect(r.state.status).toBe("cancelled");
-    expect(r.effects).toContainEqual({ kind: "cancelTools", callIds: ["7.a.1"], reason: "cancelled" });
-    expect(r.effects).toContainEqual(expect.objectContaining({ kind: "journal", entry: expect.objectContaining({ nodeId: "a", status: "failed", errorCode: "BATON_CANCELLED" }) }));
+    // The calls are told why, and the attempts stopped fail with it; so does the run.
+    expect(r.effects).toContainEqual({ kind: "cancelTools", callIds: ["7.a.1"], reason: "user" });
+    expect(r.effects).toContainEqual(expect.objectContaining({ kind: "journal", entry: expect.objectContaining({ nodeId: "a", status: "failed", errorCode: "BATON_CANCELLED", error: "user" }) }));
+    expect(r.state.error).toEqual({ code: "BATON_CANCELLED", message: "user" });
     const late = await step({ definition: d, state: r.state, command: { kind: "toolResult", nodeId: "a", callId: "7.a.1", ok: true, output: 1, durationMs: 1 }, now: new Date(t0).toISOString() });
     expect(late.ignored).toBeDefined();
   });
@@ -1475,7 +1477,7 @@ describe("replay: the records of steps lost with the checkpoint", () => {
     const running = await drive(p, { tools: { f: () => "hang" } }, null, { kind: "start", input: {} });
     const cancelled = await drive(p, { tools: { f: () => "hang" } }, running.state, { kind: "cancel", reason: "stop" });
     expect(cancelled.state.status).toBe("cancelled");
-    expect(cancelled.effects.filter((e) => e.kind === "cancelTools")).toEqual([{ kind: "cancelTools", callIds: ["7.a.1", "7.b.1"], reason: "cancelled" }]);
+    expect(cancelled.effects.filter((e) => e.kind === "cancelTools")).toEqual([{ kind: "cancelTools", callIds: ["7.a.1", "7.b.1"], reason: "stop" }]);
     const journal = [
       ...running.journal.map((j) => ({ ...j, stepVersion: 1 })).filter((j) => !cancelled.journal.some((k) => k.nodeId === j.nodeId)),
       ...cancelled.journal.map((j) => ({ ...j, stepVersion: 2 })),

@@ -2231,7 +2231,7 @@ async function stepOnce(input: StepInput): Promise<StepResult> {
       st.failWithoutReading(command.error.code, command.error.message);
       return { state: st.s, effects: st.effects, more: false };
     case "cancel": {
-      st.cancelOutstanding("cancelled");
+      st.cancelOutstanding(command.reason || "cancelled");
       st.s.status = "cancelled";
       st.s.ready = [];
       delete st.s.pause;

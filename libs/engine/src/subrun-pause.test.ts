@@ -126,7 +126,7 @@ describe("a subworkflow whose child pauses at a review", () => {
     expect(cancelled.state.status).toBe("cancelled");
     expect(cancelled.state.subRuns).toBeUndefined();
     expect(cancelled.state.pause).toBeUndefined();
-    expect(cancelled.effects).toContainEqual({ kind: "cancelChildren", nodeId: "sub", childKeys: ["1"], reason: "cancelled" });
+    expect(cancelled.effects).toContainEqual({ kind: "cancelChildren", nodeId: "sub", childKeys: ["1"], reason: "stop" });
     expect(kinds(cancelled)).toEqual(["node.failed:sub", "execution.cancelled"]);
     expect((await apply(sub, cancelled.state, news("sub", "1", 70, false, 9))).ignored).toMatch(/cancelled/);
   });
