@@ -301,6 +301,15 @@ function cancelReasonOf(error: string | null): string {
   return e.code === "BATON_CANCELLED" && e.message ? e.message : "cancelled";
 }
 
+/**
+ * Whether the events stream, holding everything published since `since` (Bus.eventsKeptSince),
+ * holds every event of the run of `row`: since before the run was created, with a second's
+ * leeway for the clocks of NATS and Postgres.
+ */
+function keepsAllOf(since: Date | null, row: ExecutionRecord): boolean {
+  return since !== null && since.getTime() <= row.createdAt.getTime() - 1_000;
+}
+
 /** A command the recovery sweep sends for a run; `what` names it within the run (its message id). */
 type SweepCommand = { [N in CommandName]: { name: N; init: CommandInit<N>; what: string } }[CommandName];
 
@@ -1413,7 +1422,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       if (types.some((t) => t !== undefined && END_EVENTS.has(t))) return false;
       if (last.length > 0) return true;
       const since = await messaging.bus.eventsKeptSince();
-      return since !== null && since.getTime() <= row.createdAt.getTime() - 1_000;
+      return keepsAllOf(since, row);
     } catch (err) {
       logger.warn("the events of a finished run could not be read; a command for it is ignored", { executionId: row.id, error: errorMessage(err) });
       return false;
@@ -1461,7 +1470,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       logger.warn("the events stream could not be read; a rebuild of a run with no event on it takes every journaled step as announced", { executionId: row.id, error: errorMessage(err) });
       return null;
     });
-    if (since !== null && since.getTime() <= row.createdAt.getTime() - 1_000) return { announcedThrough: 0, announcedByKind: {} };
+    if (keepsAllOf(since, row)) return { announcedThrough: 0, announcedByKind: {} };
     // Chaos seeds 959 and 984 each showed a run rebuilt with no event on the stream and nothing told; this says why, should it recur.
     logger.warn("no event of the run is on the stream, which may not hold all from before the run: its rebuild takes every journaled step as announced", { executionId: row.id, eventsKeptSince: since?.toISOString() ?? null, createdAt: row.createdAt.toISOString() });
     return {};
@@ -1496,7 +1505,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       // A stream that no longer holds everything since the run began may have dropped a pause
       // that still stands; the row says it was told.
       const since = await messaging.bus.eventsKeptSince();
-      if (since === null || since.getTime() > row.createdAt.getTime() - 1_000) return undefined;
+      if (!keepsAllOf(since, row)) return undefined;
       const last = (await Promise.all(subjects.map((s) => messaging.bus.lastPerSubject(s)))).flat();
       const until = Math.max(0, ...last.map((m) => m.seq));
       // Node → the sub-run its pause names (0: its own review), in the order last told.
