@@ -736,15 +736,22 @@ describe("the records of consecutive steps", () => {
     for (const n of ["a", "b", "c", "d"]) expect(steps[n]).toBeGreaterThan(1000);
   });
 
-  it("rebuilds again, in its place, a checkpoint numbered below the journal's floor (two rebuilds raced), rather than writing on it", async () => {
+  /**
+   * Redis loses a started run's checkpoint; replica `g` rebuilds the run on a's result and applies
+   * it; then another rebuild fences the journal past that checkpoint's numbers (`floor`) and loses
+   * the compare-and-set, leaving Redis with `below`.
+   */
+  async function rebuiltThenFenced(): Promise<{ id: number; g: ReturnType<typeof gated>; floor: number; below: NonNullable<Awaited<ReturnType<typeof checkpoints.get>>> }> {
     const { id } = await startedGated();
-    // Redis loses the checkpoint; a replica rebuilds the run on a's result and applies it.
     await loseCheckpoint(id);
     const g = gated();
     await g.executor.handle(result(id, "a"), 2);
-    // Another rebuild fenced the journal past that checkpoint's numbers, and lost the compare-and-set.
     const floor = await t.store.executions.fenceJournal(id, tenantId, 1000);
-    const won = (await checkpoints.get(id))!;
+    return { id, g, floor, below: (await checkpoints.get(id))! };
+  }
+
+  it("rebuilds again, in its place, a checkpoint numbered below the journal's floor (two rebuilds raced), rather than writing on it", async () => {
+    const { id, g, floor, below: won } = await rebuiltThenFenced();
     expect(won.version + (won.state.versionBase ?? 0)).toBeLessThan(floor);
     // b's step on that checkpoint: refused, and never announced.
     await expect(g.executor.handle(result(id, "b"))).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED", cause: { code: "BATON_STORE_FENCED" } });
@@ -772,12 +779,7 @@ describe("the records of consecutive steps", () => {
   // rebuild too, which leaves 1 000 above the steps recorded. That fence refused none of the
   // state it replaced, and both states had their steps written and told.
   it("numbers the steps of a checkpoint rebuilt in its place from just past the floor, so that the next rebuild's fence refuses them", async () => {
-    const { id } = await startedGated();
-    await loseCheckpoint(id);
-    const g = gated();
-    await g.executor.handle(result(id, "a"), 2);
-    const floor = await t.store.executions.fenceJournal(id, tenantId, 1000);
-    const below = (await checkpoints.get(id))!;
+    const { id, g, floor, below } = await rebuiltThenFenced();
     expect(below.version).toBeGreaterThan(1000);
     // Refused below the floor; past the wait, rebuilt in its place on a command with nothing to do.
     await expect(g.executor.handle(result(id, "b"))).rejects.toMatchObject({ cause: { code: "BATON_STORE_FENCED" } });
