@@ -674,6 +674,9 @@ describe("a child cancelled on its own", () => {
     const r = await finish(id, ["completed", "failed", "cancelled"]);
     expect(r.execution.status).toBe("failed");
     expect(r.nodes.map((n) => `${n.nodeId}:${n.status}`)).toEqual(["each:failed"]);
+    // The cancel's reason reaches the parent, under the parent's own code.
+    expect(r.nodes[0]!.error).toContain("child run cancelled: just this one");
+    expect(r.execution.error).toMatch(/^BATON_CHILD_CANCELLED: .*child run cancelled: just this one/);
     const after = await waitFor("the sibling to end", async () => {
       const k = await children(a, id);
       return k.every((c) => c.status !== "running") ? k : undefined;
@@ -693,7 +696,8 @@ describe("a child cancelled on its own", () => {
     const r2 = await finish(id2, ["completed", "failed", "cancelled"]);
     expect(r2.execution.status).toBe("completed");
     const out = r2.execution.output as unknown as unknown[];
-    expect(out[0]).toMatchObject({ error: { code: expect.any(String) } });
+    // No reason given: nothing more to say.
+    expect(out[0]).toMatchObject({ error: { code: "BATON_CHILD_CANCELLED", message: "child run cancelled" } });
     expect(out[1]).toEqual({ slept: 10, v: null });
   });
 });

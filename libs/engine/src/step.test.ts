@@ -969,6 +969,33 @@ describe("step: forEach and sub-workflows", () => {
     expect(f.state.status).toBe("failed");
     expect(f.state.error).toMatchObject({ code: "BATON_EXPRESSION_FAILED", nodeId: "sub" });
   });
+
+  it("a cancelled child fails the node with BATON_CHILD_CANCELLED and the reason it told", async () => {
+    const d = def({
+      nodes: [{ id: "s", type: "setVariable", config: { values: { "$.vars.go": true } } }, { id: "sub", type: "subworkflow", config: { workflow: { slug: "slow" } } }, { id: "each", type: "forEach", config: { items: "$.input.xs", continueOnError: true, workflow: { slug: "slow" } } }],
+      edges: [{ from: "s", to: "sub" }, { from: "s", to: "each" }],
+    });
+    const at = (t: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, t)).toISOString();
+    const settle = async (state: ExecutionState | null, command: Command, t: number) => {
+      let r = await step({ definition: d, state: state && deepFreeze(state), command, now: at(t), identity });
+      const effects = [...r.effects];
+      while (r.more) {
+        r = await step({ definition: d, state: r.state, command: { kind: "continue" }, now: at(t), identity });
+        effects.push(...r.effects);
+      }
+      return { state: r.state, effects, journal: effects.flatMap((e) => (e.kind === "journal" ? [e.entry] : [])) };
+    };
+    const started = await settle(null, { kind: "start", input: { xs: [1] } }, 1);
+    const key = (nodeId: string) => started.effects.flatMap((e) => (e.kind === "startChild" && e.nodeId === nodeId ? [e.childKey] : []))[0]!;
+    // Told with the cancel's reason (a child of this release), and without one (an older child).
+    const told = await settle(started.state, { kind: "childResult", nodeId: "sub", childKey: key("sub"), status: "cancelled", error: { code: "BATON_CANCELLED", message: "out of budget" } }, 2);
+    expect(told.journal.find((j) => j.nodeId === "sub")).toMatchObject({ status: "failed", errorCode: "BATON_CHILD_CANCELLED", error: "child run cancelled: out of budget" });
+    const untold = await settle(started.state, { kind: "childResult", nodeId: "sub", childKey: key("sub"), status: "cancelled" }, 2);
+    expect(untold.journal.find((j) => j.nodeId === "sub")).toMatchObject({ status: "failed", errorCode: "BATON_CHILD_CANCELLED", error: "child run cancelled" });
+    // A forEach item that records its failure keeps the same.
+    const item = await settle(started.state, { kind: "childResult", nodeId: "each", childKey: key("each"), status: "cancelled", error: { code: "BATON_CANCELLED", message: "not needed" } }, 3);
+    expect(item.journal.find((j) => j.nodeId === "each")).toMatchObject({ status: "completed", output: [{ error: expect.objectContaining({ code: "BATON_CHILD_CANCELLED", message: "child run cancelled: not needed" }) }] });
+  });
 });
 
 describe("step: retries, timeouts, delays, deadlines, cancel", () => {

@@ -1950,6 +1950,21 @@ function toolCallsAt(ctx: JsonObject, path: string): ToolCall[] {
   return Array.isArray(raw) ? toolCallsList(raw) : [];
 }
 
+/**
+ * How a sub-run that did not complete fails its parent's node. A failed child's own error (its
+ * code, `BATON_CHILD_FAILED` when it has none). A cancelled child's is always
+ * `BATON_CHILD_CANCELLED`, with the cancel's reason when the child told one (children before
+ * 2026-11-28 told none).
+ */
+function childFailure(command: Extract<Command, { kind: "childResult" }>): Failure {
+  if (command.status === "cancelled") {
+    // A cancel given no reason says "cancelled", which adds nothing.
+    const reason = command.error?.message;
+    return { code: "BATON_CHILD_CANCELLED", message: reason && reason !== "cancelled" ? `child run cancelled: ${reason}` : "child run cancelled", retryable: false };
+  }
+  return { code: command.error?.code || "BATON_CHILD_FAILED", message: command.error?.message || `child run ${command.status}`, retryable: command.error?.retryable === true };
+}
+
 function toolCallsList(raw: JsonValue[]): ToolCall[] {
   return raw.filter(isJsonObject).filter((c) => typeof c.name === "string").map((c, i) => ({
     id: typeof c.id === "string" ? c.id : `call_${i}`,
@@ -2124,7 +2139,7 @@ async function stepOnce(input: StepInput): Promise<StepResult> {
       const run = st.s.nodes[command.nodeId];
       if (!run || run.status !== "running") return unchanged(state, `no outstanding child ${command.childKey}`);
       const n = st.node(command.nodeId);
-      const failure: Failure = { code: command.error?.code || (command.status === "cancelled" ? "BATON_CHILD_CANCELLED" : "BATON_CHILD_FAILED"), message: command.error?.message || `child run ${command.status}`, retryable: command.status === "failed" && command.error?.retryable === true };
+      const failure = childFailure(command);
       if (run.childKey === command.childKey) {
         st.forgetSubRun(n.id, command.childKey);
         if (command.status === "completed") await st.finishCall(n, command.output ?? null);

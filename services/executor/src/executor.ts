@@ -572,6 +572,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       executionId: parent.executionId, tenantId: parent.tenantId, nodeId, childKey, childExecutionId: row.id, status: row.status,
       ...(row.status === "completed" ? { output: valueFromJson(row.output ?? null) } : {}),
       ...(row.status === "failed" ? { error: { ...errorOfRow(row.error), retryable } } : {}),
+      ...(row.status === "cancelled" ? { error: { code: "BATON_CANCELLED", message: cancelReasonOf(row.error), retryable: false } } : {}),
     };
   }
 
@@ -975,7 +976,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
         executionId: state.parent.executionId, tenantId: state.tenantId, nodeId: state.parent.nodeId, childKey: state.parent.childKey,
         childExecutionId: state.executionId, status: state.status,
         ...(state.status === "completed" ? { output: valueFromJson(state.output ?? null) } : {}),
-        ...(state.status === "failed" && state.error ? { error: { code: state.error.code, message: state.error.message, retryable: state.error.retryable === true } } : {}),
+        // A cancelled child tells its reason too (state.error: BATON_CANCELLED, the reason).
+        ...(state.status !== "completed" && state.error ? { error: { code: state.error.code, message: state.error.message, retryable: state.status === "failed" && state.error.retryable === true } } : {}),
       }, `child-result:${state.executionId}`);
     }
     latest.delete(state.executionId);
@@ -1218,7 +1220,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     if (row.parentExecutionId && row.parentNodeId) {
       await messaging.sendCommand("execution.child_result", {
         executionId: row.parentExecutionId, tenantId: row.tenantId, nodeId: row.parentNodeId, childKey: row.childKey ?? "",
-        childExecutionId: row.id, status: "cancelled",
+        childExecutionId: row.id, status: "cancelled", error: { code: "BATON_CANCELLED", message: reason, retryable: false },
       }, `child-result:${row.id}`);
     }
     logger.info("queued execution cancelled", { executionId: row.id });

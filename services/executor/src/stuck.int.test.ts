@@ -188,6 +188,20 @@ describe("the recovery sweep and a lost command", () => {
     await sweptOnlyPastGrace(id, "execution.child_result", { status: "completed", output: { got: { c: 7 } } });
   });
 
+  it("a cancelled child's result sent again from its row tells the cancel's reason", async () => {
+    const childWf = await workflow("slow-child", { start: "d", nodes: [{ id: "d", type: "delay", config: { ms: 600_000 } }] });
+    const id = await started(await workflow("parent-of-slow", { start: "sub", nodes: [{ id: "sub", type: "subworkflow", config: { workflow: { id: childWf } } }] }));
+    const [child] = await t.store.executions.listChildren(tenantId, id);
+    await ex.handle({ name: "execution.start", message: { executionId: child!.id, tenantId, workflowId: childWf, workflowVersion: 1, parentExecutionId: id, parentNodeId: "sub", childKey: child!.childKey ?? "", triggerEvent: "subworkflow" } } as never);
+    await ex.handle({ name: "execution.cancel", message: { executionId: child!.id, tenantId, reason: "no longer needed" } } as never);
+    expect((await t.store.executions.getById(child!.id))!.error).toBe("BATON_CANCELLED: no longer needed");
+    // Its child_result is lost; the one sent again from its row carries the reason.
+    await loseCommands();
+    skewMs = 120_000;
+    expect(await sweep(id)).toEqual(["execution.child_result"]);
+    expect(await ended(id)).toMatchObject({ status: "failed", error: "BATON_CHILD_CANCELLED: node \"sub\" failed after 1 attempt(s): child run cancelled: no longer needed" });
+  });
+
   it("sends a tool call's recorded answer again when its tool.result was lost; a call with no answer recorded is left waiting", async () => {
     const wf = await workflow("tool", { start: "x", nodes: [{ id: "x", type: "tool", config: { tool: "echo" } }], output: { x: "$.x" } });
     const answered = await started(wf);

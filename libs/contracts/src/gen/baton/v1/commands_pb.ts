@@ -225,6 +225,9 @@ export type ChildResult = Message<"baton.v1.ChildResult"> & {
   output?: Value | undefined;
 
   /**
+   * "failed": the child's error. "cancelled": code BATON_CANCELLED and the cancel's reason
+   * (absent from a child ended by an executor before 2026-11-28).
+   *
    * @generated from field: baton.v1.ErrorInfo error = 8;
    */
   error?: ErrorInfo | undefined;
