@@ -1,12 +1,15 @@
 /**
  * Rules checked: a target brings its dependencies, started first and stopped
  * last; unknown modules and cycles are refused; a module that fails to start
- * fails the start with its name; readiness is true only when all run; stop is
- * idempotent.
+ * fails the start with its name; readiness is true only when all run and can take
+ * work, and a running module that cannot is reported `unavailable`; stop is idempotent.
  */
 import { describe, expect, it } from "@jest/globals";
 import { createModuleManager, resolveOrder } from "./index.ts";
 import type { ModuleDefinition } from "./index.ts";
+
+/** Whether the bus module's connection is up (its `ready()`). */
+let busUp = true;
 
 function defs(log: string[], failing = ""): ModuleDefinition<null>[] {
   const mk = (name: string, deps: string[]): ModuleDefinition<null> => ({
@@ -18,6 +21,7 @@ function defs(log: string[], failing = ""): ModuleDefinition<null>[] {
         log.push(`start ${name}`);
       },
       stop: async () => void log.push(`stop ${name}`),
+      ...(name === "bus" ? { ready: () => busUp } : {}),
     }),
   });
   return [mk("bus", []), mk("store", []), mk("executor", ["bus", "store"]), mk("gateway", ["bus", "store"]), mk("worker", ["bus"])];
@@ -40,6 +44,12 @@ describe("modules", () => {
     await m.start();
     expect(m.ready()).toBe(true);
     expect(m.states()).toEqual({ bus: "running", store: "running", executor: "running" });
+    // A running module whose connection is down is named, and the process is not ready.
+    busUp = false;
+    expect(m.ready()).toBe(false);
+    expect(m.states()).toEqual({ bus: "unavailable", store: "running", executor: "running" });
+    busUp = true;
+    expect(m.ready()).toBe(true);
     await Promise.all([m.stop(), m.stop()]);
     expect(log).toEqual(["start bus", "start store", "start executor", "stop executor", "stop store", "stop bus"]);
     expect(m.states().bus).toBe("terminated");

@@ -39,7 +39,11 @@ export interface ModuleManager {
   start(): Promise<void>;
   /** Stops every started module in reverse order; safe to call twice. */
   stop(): Promise<void>;
-  states(): Record<string, ModuleState>;
+  /**
+   * Each module's state; a running module that cannot take work now (its `ready()` is false:
+   * the bus or Redis connection down) is `unavailable`, so a 503 from /readyz says which.
+   */
+  states(): Record<string, ModuleState | "unavailable">;
   ready(): boolean;
   /** The service a module built (after start). */
   get<T>(name: string): T;
@@ -84,6 +88,8 @@ export function createModuleManager<Ctx>(defs: readonly ModuleDefinition<Ctx>[],
     return s as T;
   };
 
+  const serviceReady = (name: string): boolean => services.get(name)?.ready?.() ?? true;
+
   const fail = (name: string, err: unknown): void => {
     if (state.get(name) === "failed") return;
     state.set(name, "failed");
@@ -95,9 +101,8 @@ export function createModuleManager<Ctx>(defs: readonly ModuleDefinition<Ctx>[],
     get,
     fail,
     onFailure: (l) => void listeners.push(l),
-    states: () => Object.fromEntries(state),
-    ready: () =>
-      order.every((n) => state.get(n) === "running" && (services.get(n)?.ready?.() ?? true)),
+    states: () => Object.fromEntries([...state].map(([n, st]) => [n, st === "running" && !serviceReady(n) ? "unavailable" : st])),
+    ready: () => order.every((n) => state.get(n) === "running" && serviceReady(n)),
     async start() {
       for (const name of order) {
         const def = byName.get(name)!;
