@@ -50,6 +50,15 @@ describe("toStoreError", () => {
     }
   });
 
+  it("says why the server cannot be used in its own words, with the code", () => {
+    const missing = Object.assign(new Error('database "baton" does not exist'), { name: "error", code: "3D000" });
+    expect(toStoreError(missing).message).toBe('database unavailable: database "baton" does not exist (3D000)');
+    const refused = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), { code: "ECONNREFUSED" });
+    expect(toStoreError(refused).message).toBe("database unavailable: connect ECONNREFUSED 127.0.0.1:1");
+    const prisma = prismaError("P1001", { kind: "DatabaseNotReachable", originalMessage: "Can't reach database server at h:1" });
+    expect(toStoreError(prisma).message).toBe("database unavailable: Can't reach database server at h:1 (DatabaseNotReachable)");
+  });
+
   it("reports missing tables as an unmigrated schema and bad values as 400", () => {
     expect(toStoreError(prismaError("P2021", { kind: "TableDoesNotExist", originalCode: "42P01" }))).toMatchObject({ code: "BATON_STORE_SCHEMA_NOT_MIGRATED" });
     expect(toStoreError(prismaError("P2039", { kind: "postgres", originalCode: "23514", originalMessage: "violates check constraint" }))).toMatchObject({

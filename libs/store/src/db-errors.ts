@@ -88,7 +88,7 @@ export function toStoreError(err: unknown, ctx: ErrorContext = {}): BatonError {
     isUnavailableSqlState(sqlState) ||
     /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(errorMessage(err))
   ) {
-    return StoreUnavailable(cause?.kind ?? code ?? errorMessage(err), { cause: err });
+    return StoreUnavailable(unavailableDetail(err, cause?.kind ?? code, cause?.originalMessage), { cause: err });
   }
   if (code === "P2002" || sqlState === "23505") {
     const constraint = constraintName(err, cause);
@@ -114,6 +114,16 @@ export function toStoreError(err: unknown, ctx: ErrorContext = {}): BatonError {
     return StoreInvalidInput(`${what}: ${cause?.originalMessage ?? firstLine(errorMessage(err))}`, { cause: err });
   }
   return StoreQueryFailed(cause?.originalMessage ?? firstLine(errorMessage(err)), { cause: err });
+}
+
+/**
+ * Why the server cannot be used, in its own words with the code after them
+ * (`database "baton" does not exist (3D000)`), so that an operator need not look the code up.
+ */
+function unavailableDetail(err: unknown, tag: string | undefined, serverMessage: string | undefined): string {
+  const why = serverMessage ?? firstLine(errorMessage(err));
+  if (!why) return tag ?? "unknown reason";
+  return tag && !why.includes(tag) ? `${why} (${tag})` : why;
 }
 
 function firstLine(message: string): string {
