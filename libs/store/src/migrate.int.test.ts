@@ -7,6 +7,10 @@
  *   file changed is refused with BATON_STORE_MIGRATION_CHECKSUM_MISMATCH and nothing is applied;
  * - a failing migration is rolled back whole (BATON_STORE_MIGRATION_FAILED), earlier ones stay;
  * - a new migration added later is applied on the next run;
+ * - one marked `-- baton:no-transaction` runs its statements one at a time outside a
+ *   transaction (CREATE INDEX CONCURRENTLY works there, and leaves a valid index); one that fails
+ *   names the statement, keeps the statements before it, is not recorded, and runs from the top
+ *   once fixed; an unmarked one that builds an index concurrently is refused and rolled back;
  * - an unreachable server is BATON_STORE_UNAVAILABLE (retryable); a held lock times out retryably.
  */
 import { cp, mkdtemp, rm, writeFile, mkdir } from "node:fs/promises";
@@ -119,6 +123,41 @@ describe("migrate", () => {
 
     await rm(join(dir, "9002_broken"), { recursive: true });
     expect(await migrate({ databaseUrl, schema, migrationsDir: dir })).toEqual({ applied: [] });
+  });
+
+  it("runs a migration marked no-transaction one statement at a time, outside a transaction", async () => {
+    const schema = freshSchema();
+    const dir = await copyMigrations();
+    await migrate({ databaseUrl, schema, migrationsDir: dir });
+    // Unmarked: Postgres refuses the concurrent build inside the migration's transaction.
+    await mkdir(join(dir, "9004_index"));
+    await writeFile(join(dir, "9004_index", "migration.sql"), 'CREATE INDEX CONCURRENTLY "ix_journal_status" ON "agent_workflow_node_executions" ("status");\n');
+    const refused = await migrate({ databaseUrl, schema, migrationsDir: dir }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: "BATON_STORE_MIGRATION_FAILED" });
+    expect((refused as Error).message).toContain("cannot run inside a transaction block");
+    // Marked, with a second statement that fails: the first stays, nothing is recorded.
+    const marked = (second: string) => [
+      "-- baton:no-transaction",
+      "-- Builds the index without holding writes to the journal for the whole build.",
+      'DROP INDEX CONCURRENTLY IF EXISTS "ix_journal_status";',
+      'CREATE INDEX CONCURRENTLY "ix_journal_status"',
+      '  ON "agent_workflow_node_executions" ("status");',
+      second,
+      "",
+    ].join("\n");
+    await writeFile(join(dir, "9004_index", "migration.sql"), marked('SELECT * FROM "no_such_table";'));
+    const failed = await migrate({ databaseUrl, schema, migrationsDir: dir }).catch((e: unknown) => e);
+    expect(failed).toMatchObject({ code: "BATON_STORE_MIGRATION_FAILED", retryable: false });
+    expect((failed as Error).message).toMatch(/9004_index failed: statement 3 of 3 \(outside a transaction.*no_such_table/);
+    expect((await recorded(schema)).map((r) => r.name)).not.toContain("9004_index");
+    const index = async () => (await db.query<{ valid: boolean }>(`SELECT i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = 'ix_journal_status'`, [schema])).rows;
+    expect(await index()).toEqual([{ valid: true }]);
+    // Fixed, it runs from the top (the index dropped and built again) and is recorded.
+    await writeFile(join(dir, "9004_index", "migration.sql"), marked('ANALYZE "agent_workflow_node_executions";'));
+    expect(await migrate({ databaseUrl, schema, migrationsDir: dir })).toEqual({ applied: ["9004_index"] });
+    expect(await index()).toEqual([{ valid: true }]);
+    expect((await recorded(schema)).map((r) => r.name)).toContain("9004_index");
+    expect((await readMigrations(dir)).find((f) => f.name === "9004_index")).toMatchObject({ noTransaction: true });
   });
 
   it("times out retryably while another process holds the schema's lock", async () => {

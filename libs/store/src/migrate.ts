@@ -5,6 +5,13 @@
  * - one Postgres advisory lock per target schema serialises concurrent starters;
  * - each migration runs in its own transaction together with its `_baton_migrations`
  *   record (name + sha256), so a crash leaves it either fully applied or not at all;
+ * - a migration whose first line is `-- baton:no-transaction` runs outside a transaction
+ *   instead, one statement at a time, so that it can build an index on a large table with
+ *   `CREATE INDEX CONCURRENTLY` (which Postgres refuses inside a transaction) without holding
+ *   writes to the table for the whole build. Its statements end with `;` at the end of a line
+ *   and must each be safe to run again: a failure leaves the statements before it applied
+ *   and the migration unrecorded, and the next start runs it from the top (drop a
+ *   half-built index first: `DROP INDEX CONCURRENTLY IF EXISTS …;`);
  * - an applied migration whose file changed is refused, never re-run.
  */
 import { createHash } from "node:crypto";
@@ -25,6 +32,8 @@ export const MIGRATIONS_DIR = fileURLToPath(new URL("../prisma/migrations/", imp
 export const MIGRATIONS_TABLE = "_baton_migrations";
 
 const NAME_RE = /^\d{4}_[a-z0-9_]+$/;
+/** The first line of a migration that runs outside a transaction. */
+const NO_TRANSACTION_RE = /^\s*--\s*baton:no-transaction\s*$/;
 const LOCK_POLL_MS = 50;
 
 /** A migration file as read from disk. */
@@ -33,6 +42,29 @@ export interface MigrationFile {
   sql: string;
   /** sha256 hex of the SQL with line endings normalised to `\n`. */
   checksum: string;
+  /** Its first line is `-- baton:no-transaction`: its statements run one at a time, outside a transaction. */
+  noTransaction: boolean;
+}
+
+/**
+ * The statements of a migration that runs outside a transaction: each ends with `;` at the end
+ * of a line (comment lines are left out). Such a migration builds indexes and the like, never
+ * function bodies, so a `;` at a line's end always ends a statement.
+ */
+export function migrationStatements(sql: string): string[] {
+  const out: string[] = [];
+  let current: string[] = [];
+  for (const line of sql.replace(/\r\n/g, "\n").split("\n")) {
+    if (/^\s*(--.*)?$/.test(line)) continue;
+    current.push(line);
+    if (/;\s*(--.*)?$/.test(line)) {
+      out.push(current.join("\n").trim());
+      current = [];
+    }
+  }
+  const rest = current.join("\n").trim();
+  if (rest) out.push(rest);
+  return out;
 }
 
 /** sha256 hex of a migration's SQL; CRLF checkouts give the same checksum as LF ones. */
@@ -47,7 +79,7 @@ export async function readMigrations(dir: string = MIGRATIONS_DIR): Promise<Migr
   return Promise.all(
     names.map(async (name) => {
       const sql = await readFile(join(dir, name, "migration.sql"), "utf8");
-      return { name, sql, checksum: migrationChecksum(sql) };
+      return { name, sql, checksum: migrationChecksum(sql), noTransaction: NO_TRANSACTION_RE.test(sql.split("\n", 1)[0] ?? "") };
     }),
   );
 }
@@ -121,11 +153,27 @@ export async function migrate(opts: MigrateOptions): Promise<MigrateResult> {
     }
 
     const done: string[] = [];
+    const record = (file: MigrationFile) => client.query(`INSERT INTO ${table} ("name", "checksum") VALUES ($1, $2)`, [file.name, file.checksum]);
     for (const file of pending) {
+      if (file.noTransaction) {
+        const statements = migrationStatements(file.sql);
+        for (const [i, statement] of statements.entries()) {
+          try {
+            await client.query(statement);
+          } catch (err) {
+            const mapped = toStoreError(err);
+            if (mapped.retryable) throw mapped;
+            throw MigrationFailed(file.name, `statement ${i + 1} of ${statements.length} (outside a transaction: the ones before it stay applied, and the migration runs from the top on the next start): ${errorMessage(err)}`, { cause: err });
+          }
+        }
+        await record(file);
+        done.push(file.name);
+        continue;
+      }
       try {
         await client.query("BEGIN");
         await client.query(file.sql);
-        await client.query(`INSERT INTO ${table} ("name", "checksum") VALUES ($1, $2)`, [file.name, file.checksum]);
+        await record(file);
         await client.query("COMMIT");
       } catch (err) {
         await client.query("ROLLBACK").catch(() => {});
