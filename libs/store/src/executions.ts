@@ -112,20 +112,24 @@ export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool)
   const blobs = `${quoteIdent(schema)}."blobs"`;
   const uses = `${quoteIdent(schema)}."blob_uses"`;
   const BY_ID = namedStatement("execution_by_id", `SELECT * FROM ${runs} WHERE "id" = $1`);
-  // FOR UPDATE first: an UPDATE alone takes the row FOR NO KEY UPDATE, which a journal
-  // statement's FOR KEY SHARE does not wait for (nor it for that). The journal's highest step
-  // is read in this statement's snapshot, so rows committed while it waited for the lock may be
-  // missed: the floor leaves room above them (the rebuild numbers past the journal it reads).
-  // The row's own columns are read again after the lock (the row's latest version). The floor
-  // rises past the floor before it, and past the step of the row's last patch, not only past
-  // the journal: the history rebuilt after the last fence was numbered from that floor, and its
-  // steps may have written no journal row (a pause in a sub-run patches the row only) or none
-  // yet (its executor stalled). A floor left where it was numbered the next rebuilt history
-  // from the same step, and so its events with the same message ids (chaos seed 810).
-  const FENCE = namedStatement("execution_fence_journal", `WITH locked AS (SELECT x."id" FROM ${runs} x WHERE x."id" = $1 AND x."tenantId" = $2 FOR UPDATE)
-    UPDATE ${runs} AS x SET "journalFloor" = GREATEST(COALESCE(x."journalFloor", 0), COALESCE(x."patchedStep", 0),
-      COALESCE((SELECT max(j."stepVersion") FROM ${quoteIdent(schema)}."agent_workflow_node_executions" j WHERE j."executionId" = x."id"), 0)) + $3::int
-    FROM locked l WHERE x."id" = l."id" RETURNING x."journalFloor"`);
+  // The row is locked FOR UPDATE in a statement of its own, then the floor set in the next one,
+  // in one transaction. FOR UPDATE: an UPDATE alone takes the row FOR NO KEY UPDATE, which a
+  // journal statement's FOR KEY SHARE does not wait for (nor it for that). Its own statement:
+  // the journal's highest step must be read in a snapshot taken once the lock is held, so that it
+  // counts every journal statement that was in flight when the fence came (they hold the row FOR
+  // KEY SHARE until they commit, so the lock waits for them). Read in the locking statement's
+  // snapshot, from before the wait, it missed their rows: the floor then stayed below the steps
+  // the rebuild numbers from (past the journal it reads), and a stale history numbered between
+  // the two could still write and tell its steps beside the rebuilt one's (found tracing chaos
+  // seed 1116, ADR 004). The floor rises past the floor before it, and past the step of the row's last patch,
+  // not only past the journal: the history rebuilt after the last fence was numbered from that
+  // floor, and its steps may have written no journal row (a pause in a sub-run patches the row
+  // only) or none yet (its executor stalled). A floor left where it was numbered the next rebuilt
+  // history from the same step, and so its events with the same message ids (chaos seed 810).
+  const FENCE_LOCK = namedStatement("execution_fence_lock", `SELECT x."id" FROM ${runs} x WHERE x."id" = $1 AND x."tenantId" = $2 FOR UPDATE`);
+  const FENCE = namedStatement("execution_fence_journal", `UPDATE ${runs} AS x SET "journalFloor" = GREATEST(COALESCE(x."journalFloor", 0), COALESCE(x."patchedStep", 0),
+      COALESCE((SELECT max(j."stepVersion") FROM ${quoteIdent(schema)}."agent_workflow_node_executions" j WHERE j."executionId" = x."id"), 0)) + $2::int
+    WHERE x."id" = $1 RETURNING x."journalFloor"`);
   const FLOOR = namedStatement("execution_journal_floor", `SELECT "journalFloor" FROM ${runs} WHERE "id" = $1 AND "tenantId" = $2`);
   const BY_TENANT_ID = namedStatement("execution_by_tenant_id", `SELECT * FROM ${runs} WHERE "id" = $1 AND "tenantId" = $2`);
   const CREATE_COLUMNS = ["tenantId", "agentWorkflowId", "workflowVersion", "status", "input", "agentId", "sessionId", "triggerEvent", "parentNodeId", "childKey",
@@ -381,10 +385,26 @@ export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool)
       if (!isDbId(id)) throw StoreNotFound("execution", String(id));
       const gap = optionalInt("room", room, 1);
       if (gap == null) throw StoreInvalidInput("room is required");
-      const res = await guard({ entity: "execution", id }, () => pool.query<{ journalFloor: number }>({ ...FENCE, values: [id, tenantId, gap] }));
-      const row = res.rows[0];
-      if (!row) throw StoreNotFound("execution", id);
-      return row.journalFloor;
+      const floor = await guard({ entity: "execution", id }, async () => {
+        const client = await pool.connect();
+        try {
+          await client.query("BEGIN");
+          if ((await client.query({ ...FENCE_LOCK, values: [id, tenantId] })).rowCount === 0) {
+            await client.query("ROLLBACK");
+            return null;
+          }
+          const res = await client.query<{ journalFloor: number }>({ ...FENCE, values: [id, gap] });
+          await client.query("COMMIT");
+          return res.rows[0]!.journalFloor;
+        } catch (err) {
+          await client.query("ROLLBACK").catch(() => undefined);
+          throw err;
+        } finally {
+          client.release();
+        }
+      });
+      if (floor === null) throw StoreNotFound("execution", id);
+      return floor;
     },
 
     async journalFloor(id, tenantId) {
