@@ -14,6 +14,7 @@ import {
   oneOf,
   optionalInt,
   page,
+  inTransaction,
   lockKey,
   quoteIdent,
   requireIdMap,
@@ -121,11 +122,12 @@ export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool)
   // snapshot, from before the wait, it missed their rows: the floor then stayed below the steps
   // the rebuild numbers from (past the journal it reads), and a stale history numbered between
   // the two could still write and tell its steps beside the rebuilt one's (found tracing chaos
-  // seed 1116, ADR 004). The floor rises past the floor before it, and past the step of the row's last patch,
-  // not only past the journal: the history rebuilt after the last fence was numbered from that
-  // floor, and its steps may have written no journal row (a pause in a sub-run patches the row
-  // only) or none yet (its executor stalled). A floor left where it was numbered the next rebuilt
-  // history from the same step, and so its events with the same message ids (chaos seed 810).
+  // seed 1116, ADR 004). The floor rises past the floor before it, and past the step of the
+  // row's last patch, not only past the journal: the history rebuilt after the last fence was
+  // numbered from that floor, and its steps may have written no journal row (a pause in a
+  // sub-run patches the row only) or none yet (its executor stalled). A floor left where it was
+  // numbered the next rebuilt history from the same step, and so its events with the same
+  // message ids (chaos seed 810).
   const FENCE_LOCK = namedStatement("execution_fence_lock", `SELECT x."id" FROM ${runs} x WHERE x."id" = $1 AND x."tenantId" = $2 FOR UPDATE`);
   const FENCE = namedStatement("execution_fence_journal", `UPDATE ${runs} AS x SET "journalFloor" = GREATEST(COALESCE(x."journalFloor", 0), COALESCE(x."patchedStep", 0),
       COALESCE((SELECT max(j."stepVersion") FROM ${quoteIdent(schema)}."agent_workflow_node_executions" j WHERE j."executionId" = x."id"), 0)) + $2::int
@@ -385,24 +387,10 @@ export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool)
       if (!isDbId(id)) throw StoreNotFound("execution", String(id));
       const gap = optionalInt("room", room, 1);
       if (gap == null) throw StoreInvalidInput("room is required");
-      const floor = await guard({ entity: "execution", id }, async () => {
-        const client = await pool.connect();
-        try {
-          await client.query("BEGIN");
-          if ((await client.query({ ...FENCE_LOCK, values: [id, tenantId] })).rowCount === 0) {
-            await client.query("ROLLBACK");
-            return null;
-          }
-          const res = await client.query<{ journalFloor: number }>({ ...FENCE, values: [id, gap] });
-          await client.query("COMMIT");
-          return res.rows[0]!.journalFloor;
-        } catch (err) {
-          await client.query("ROLLBACK").catch(() => undefined);
-          throw err;
-        } finally {
-          client.release();
-        }
-      });
+      const floor = await guard({ entity: "execution", id }, () => inTransaction(pool, async (client) => {
+        if ((await client.query({ ...FENCE_LOCK, values: [id, tenantId] })).rowCount === 0) return null;
+        return (await client.query<{ journalFloor: number }>({ ...FENCE, values: [id, gap] })).rows[0]!.journalFloor;
+      }));
       if (floor === null) throw StoreNotFound("execution", id);
       return floor;
     },

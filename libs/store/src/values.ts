@@ -4,7 +4,7 @@
  * learner) write too, and a bad value must be a 400, never a 500.
  */
 import { createHash } from "node:crypto";
-import type { Pool } from "pg";
+import type { Pool, PoolClient } from "pg";
 import { guard } from "./db-errors.ts";
 import { Prisma } from "./generated/client.ts";
 import { StoreInvalidInput } from "./errors.ts";
@@ -176,4 +176,24 @@ export async function runPruneBatch<R extends { ran: boolean }>(
   const { olderThan, limit } = pruneBatch(opts);
   const res = await guard({ entity }, () => pool.query<R>({ ...statement, values: [olderThan.toISOString(), limit, ...lock] }));
   return res.rows[0]!;
+}
+
+/**
+ * Runs `fn` on one pooled connection inside a transaction: committed when it resolves, rolled
+ * back when it throws (the error then passes on). For the few statements that must share a
+ * transaction on the plain pool (a lock taken in one statement, read past in the next).
+ */
+export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    const out = await fn(client);
+    await client.query("COMMIT");
+    return out;
+  } catch (err) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
 }

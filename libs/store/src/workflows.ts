@@ -5,7 +5,7 @@ import { SlugTaken, StoreInvalidInput, StoreNotFound, WorkflowHasActiveRuns, Wor
 import { toWorkflow, toWorkflowVersion } from "./records.ts";
 import { requireSlug, slugify } from "./slug.ts";
 import type { WorkflowInput, WorkflowPatch, WorkflowRecord, WorkflowsRepo } from "./types.ts";
-import { isDbId, jsonIn, namedStatement, page, quoteIdent, requireJsonObject, requireTenantId, requireText } from "./values.ts";
+import { inTransaction, isDbId, jsonIn, namedStatement, page, quoteIdent, requireJsonObject, requireTenantId, requireText } from "./values.ts";
 
 type Tx = Prisma.TransactionClient;
 
@@ -160,26 +160,13 @@ export function workflowsRepo(prisma: PrismaClient, schema: string, pool: Pool):
     async delete(tenantId, id) {
       requireTenantId(tenantId);
       if (!isDbId(id)) return false;
-      return guard({ entity: "workflow", id }, async () => {
-        const client = await pool.connect();
-        try {
-          await client.query("BEGIN");
-          if ((await client.query({ ...LOCK, values: [id, tenantId] })).rowCount === 0) {
-            await client.query("ROLLBACK");
-            return false;
-          }
-          const { active } = (await client.query<{ active: number }>({ ...ACTIVE, values: [id, tenantId] })).rows[0]!;
-          if (active > 0) throw WorkflowHasActiveRuns(id, active);
-          const res = await client.query<{ deleted: number }>({ ...DELETE, values: [id, tenantId] });
-          await client.query("COMMIT");
-          return res.rows[0]!.deleted > 0;
-        } catch (err) {
-          await client.query("ROLLBACK").catch(() => undefined);
-          throw err;
-        } finally {
-          client.release();
-        }
-      });
+      return guard({ entity: "workflow", id }, () => inTransaction(pool, async (client) => {
+        if ((await client.query({ ...LOCK, values: [id, tenantId] })).rowCount === 0) return false;
+        const { active } = (await client.query<{ active: number }>({ ...ACTIVE, values: [id, tenantId] })).rows[0]!;
+        if (active > 0) throw WorkflowHasActiveRuns(id, active);
+        const res = await client.query<{ deleted: number }>({ ...DELETE, values: [id, tenantId] });
+        return res.rows[0]!.deleted > 0;
+      }));
     },
 
     async getBySlug(tenantId, slug) {

@@ -1342,8 +1342,9 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     }
     // Journal step numbers already include earlier bases; leave room for steps that wrote no rows.
     // At least the fence's floor, which refuses every record numbered below it. The fence counts
-    // every row written before it (ADR 004, amended in session 29), so the two differ only when another
-    // rebuild fenced since and wrote past it: that one's fence then refuses this one's records.
+    // every row written before it (ADR 004, "the fence counts the steps of the statements it
+    // waited for"), so the two differ only when another rebuild fenced since and wrote past it:
+    // that one's fence then refuses this one's records.
     const floor = Math.max(fence, journal.reduce((m, j) => Math.max(m, j.stepVersion ?? 0), 0) + REBUILD_ROOM);
     if (replay.unplaced.length) logger.warn("journal rows the replay could not place", { executionId: row.id, rows: replay.unplaced.map((j) => `${j.nodeId}#${j.attempt}`) });
     // Large values the replay recomputed or resolved are referenced, as a step's would be.
