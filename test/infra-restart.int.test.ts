@@ -64,6 +64,13 @@ async function kill(s: Server): Promise<void> {
   await gone;
 }
 
+/** `url` with its connections named `name` (pg_stat_activity's application_name), whatever query it has. */
+function withAppName(url: string, name: string): string {
+  const u = new URL(url);
+  u.searchParams.set("application_name", name);
+  return u.href;
+}
+
 let nats: Server;
 let redisServer: Server;
 let baton: BatonHandle | undefined;
@@ -83,7 +90,7 @@ beforeAll(async () => {
   ({ config } = isolatedConfig({
     BATON_NATS_URL: `nats://127.0.0.1:${natsPort}`,
     BATON_REDIS_URL: `redis://127.0.0.1:${redisPort}`,
-    BATON_DATABASE_URL: `${DATABASE_URL}?application_name=${appName}`,
+    BATON_DATABASE_URL: withAppName(DATABASE_URL, appName),
     BATON_EXECUTOR_ACK_WAIT_MS: "3000",
     BATON_RECOVERY_SWEEP_SECONDS: "5",
   }));
