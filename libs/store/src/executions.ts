@@ -355,21 +355,10 @@ export function executionsRepo(prisma: PrismaClient, schema: string, pool: Pool)
       if (cap === 0) {
         res = await guard(ctx, () => pool.query<AgentWorkflowExecution & { fresh: boolean }>({ ...ADMIT, values }));
       } else {
-        res = await guard(ctx, async () => {
-          const client = await pool.connect();
-          try {
-            // One round trip for both; the keys are integers computed here, not text from outside.
-            await client.query(`BEGIN; SELECT pg_advisory_xact_lock(${admissionLock}, ${lockKey(tenantId)})`);
-            const r = await client.query<AgentWorkflowExecution & { fresh: boolean }>({ ...ADMIT_CAPPED, values: [...values, cap] });
-            await client.query("COMMIT");
-            return r;
-          } catch (err) {
-            await client.query("ROLLBACK").catch(() => undefined);
-            throw err;
-          } finally {
-            client.release();
-          }
-        });
+        // The lock goes with BEGIN, in one round trip; its keys are integers computed here, not text from outside.
+        res = await guard(ctx, () => inTransaction(pool,
+          (client) => client.query<AgentWorkflowExecution & { fresh: boolean }>({ ...ADMIT_CAPPED, values: [...values, cap] }),
+          `BEGIN; SELECT pg_advisory_xact_lock(${admissionLock}, ${lockKey(tenantId)})`));
       }
       const raw = res.rows[0];
       if (!raw) return { outcome: "missing", row: null };

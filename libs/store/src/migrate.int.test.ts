@@ -49,6 +49,20 @@ async function copyMigrations(): Promise<string> {
   return dir;
 }
 
+/** A fresh schema migrated from a private copy of the migrations, which a test may then add to. */
+async function migratedCopy(): Promise<{ schema: string; dir: string }> {
+  const schema = freshSchema();
+  const dir = await copyMigrations();
+  await migrate({ databaseUrl, schema, migrationsDir: dir });
+  return { schema, dir };
+}
+
+/** Writes migration `name` into `dir` (its folder made if missing; its file replaced). */
+async function putMigration(dir: string, name: string, sql: string): Promise<void> {
+  await mkdir(join(dir, name), { recursive: true });
+  await writeFile(join(dir, name, "migration.sql"), sql);
+}
+
 beforeAll(async () => {
   db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
@@ -88,13 +102,10 @@ describe("migrate", () => {
   });
 
   it("refuses when an applied migration's file changed, and applies nothing", async () => {
-    const schema = freshSchema();
-    const dir = await copyMigrations();
-    await migrate({ databaseUrl, schema, migrationsDir: dir });
+    const { schema, dir } = await migratedCopy();
     const [first] = await readMigrations(dir);
-    await writeFile(join(dir, first!.name, "migration.sql"), `${first!.sql}\n-- edited after release\n`);
-    await mkdir(join(dir, "9000_later"));
-    await writeFile(join(dir, "9000_later", "migration.sql"), 'CREATE TABLE "later" ("id" INTEGER);');
+    await putMigration(dir, first!.name, `${first!.sql}\n-- edited after release\n`);
+    await putMigration(dir, "9000_later", 'CREATE TABLE "later" ("id" INTEGER);');
     await expect(migrate({ databaseUrl, schema, migrationsDir: dir })).rejects.toMatchObject({
       code: "BATON_STORE_MIGRATION_CHECKSUM_MISMATCH",
       status: 500,
@@ -104,14 +115,10 @@ describe("migrate", () => {
   });
 
   it("applies a migration added later, and rolls a failing one back whole", async () => {
-    const schema = freshSchema();
-    const dir = await copyMigrations();
-    await migrate({ databaseUrl, schema, migrationsDir: dir });
+    const { schema, dir } = await migratedCopy();
 
-    await mkdir(join(dir, "9001_add_notes"));
-    await writeFile(join(dir, "9001_add_notes", "migration.sql"), 'CREATE TABLE "notes" ("id" SERIAL PRIMARY KEY);');
-    await mkdir(join(dir, "9002_broken"));
-    await writeFile(join(dir, "9002_broken", "migration.sql"), 'CREATE TABLE "half" ("id" INTEGER);\nSELECT * FROM "no_such_table";');
+    await putMigration(dir, "9001_add_notes", 'CREATE TABLE "notes" ("id" SERIAL PRIMARY KEY);');
+    await putMigration(dir, "9002_broken", 'CREATE TABLE "half" ("id" INTEGER);\nSELECT * FROM "no_such_table";');
 
     const err = await migrate({ databaseUrl, schema, migrationsDir: dir }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: "BATON_STORE_MIGRATION_FAILED", retryable: false });
@@ -126,12 +133,9 @@ describe("migrate", () => {
   });
 
   it("runs a migration marked no-transaction one statement at a time, outside a transaction", async () => {
-    const schema = freshSchema();
-    const dir = await copyMigrations();
-    await migrate({ databaseUrl, schema, migrationsDir: dir });
+    const { schema, dir } = await migratedCopy();
     // Unmarked: Postgres refuses the concurrent build inside the migration's transaction.
-    await mkdir(join(dir, "9004_index"));
-    await writeFile(join(dir, "9004_index", "migration.sql"), 'CREATE INDEX CONCURRENTLY "ix_journal_status" ON "agent_workflow_node_executions" ("status");\n');
+    await putMigration(dir, "9004_index", 'CREATE INDEX CONCURRENTLY "ix_journal_status" ON "agent_workflow_node_executions" ("status");\n');
     const refused = await migrate({ databaseUrl, schema, migrationsDir: dir }).catch((e: unknown) => e);
     expect(refused).toMatchObject({ code: "BATON_STORE_MIGRATION_FAILED" });
     expect((refused as Error).message).toContain("cannot run inside a transaction block");
@@ -145,7 +149,7 @@ describe("migrate", () => {
       second,
       "",
     ].join("\n");
-    await writeFile(join(dir, "9004_index", "migration.sql"), marked('SELECT * FROM "no_such_table";'));
+    await putMigration(dir, "9004_index", marked('SELECT * FROM "no_such_table";'));
     const failed = await migrate({ databaseUrl, schema, migrationsDir: dir }).catch((e: unknown) => e);
     expect(failed).toMatchObject({ code: "BATON_STORE_MIGRATION_FAILED", retryable: false });
     expect((failed as Error).message).toMatch(/9004_index failed: statement 3 of 3 \(outside a transaction.*no_such_table/);
@@ -153,7 +157,7 @@ describe("migrate", () => {
     const index = async () => (await db.query<{ valid: boolean }>(`SELECT i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = 'ix_journal_status'`, [schema])).rows;
     expect(await index()).toEqual([{ valid: true }]);
     // Fixed, it runs from the top (the index dropped and built again) and is recorded.
-    await writeFile(join(dir, "9004_index", "migration.sql"), marked('ANALYZE "agent_workflow_node_executions";'));
+    await putMigration(dir, "9004_index", marked('ANALYZE "agent_workflow_node_executions";'));
     expect(await migrate({ databaseUrl, schema, migrationsDir: dir })).toEqual({ applied: ["9004_index"] });
     expect(await index()).toEqual([{ valid: true }]);
     expect((await recorded(schema)).map((r) => r.name)).toContain("9004_index");
@@ -165,8 +169,7 @@ describe("migrate", () => {
     await migrate({ databaseUrl, schema });
     // Hold the lock the way another starter would: with a slow migration in progress.
     const dir = await copyMigrations();
-    await mkdir(join(dir, "9003_slow"));
-    await writeFile(join(dir, "9003_slow", "migration.sql"), "SELECT pg_sleep(1.5);");
+    await putMigration(dir, "9003_slow", "SELECT pg_sleep(1.5);");
     const slow = migrate({ databaseUrl, schema, migrationsDir: dir });
     await new Promise((r) => setTimeout(r, 300));
     await expect(migrate({ databaseUrl, schema, lockTimeoutMs: 200 })).rejects.toMatchObject({

@@ -182,11 +182,13 @@ export async function runPruneBatch<R extends { ran: boolean }>(
  * Runs `fn` on one pooled connection inside a transaction: committed when it resolves, rolled
  * back when it throws (the error then passes on). For the few statements that must share a
  * transaction on the plain pool (a lock taken in one statement, read past in the next).
+ * `begin` replaces the plain `BEGIN`, to send a first statement with it in one round trip
+ * (`BEGIN; SELECT pg_advisory_xact_lock(…)`); it is sent as it is, so it holds no outside text.
  */
-export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>, begin = "BEGIN"): Promise<T> {
   const client = await pool.connect();
   try {
-    await client.query("BEGIN");
+    await client.query(begin);
     const out = await fn(client);
     await client.query("COMMIT");
     return out;
