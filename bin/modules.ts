@@ -26,7 +26,7 @@ import { createPlanner } from "@baton/planner";
 import { createReviewService } from "@baton/review";
 import type { ModuleDefinition, ModuleManager, Service } from "@baton/runtime";
 import type { Store } from "@baton/store";
-import { createStore, migrate } from "@baton/store";
+import { createStore, migrate, watchDatabase } from "@baton/store";
 import type { Logger } from "@baton/telemetry";
 import type { ToolSpec } from "@baton/sdk";
 import { createToolRegistry, createToolSourceStore } from "@baton/sdk";
@@ -91,7 +91,20 @@ export const MODULES: readonly ModuleDefinition<Ctx>[] = [
       if (applied.length > 0) logger.info("database migrated", { applied });
       const store = createStore(opts);
       await store.ping();
-      const svc: StoreService = { store, stop: () => store.close() };
+      // The pool connects on demand; readiness follows a connection of the watch's own (ADR 016).
+      const log = logger.child({ module: "store" });
+      const watch = watchDatabase({
+        databaseUrl: config.databaseUrl,
+        onChange: (reachable, why) => (reachable ? log.info("the database can be reached again") : log.warn("the database cannot be reached; /readyz answers 503", { why })),
+      });
+      const svc: StoreService = {
+        store,
+        ready: () => watch.reachable(),
+        stop: async () => {
+          await watch.stop();
+          await store.close();
+        },
+      };
       return svc;
     },
   },

@@ -10,6 +10,9 @@
  *   through it and completes when approved;
  * - each journal has exactly one completed row per node and none left running;
  * - each run's events pass timelineProblems (test/workflows.ts).
+ * Then Postgres goes out of reach (Baton reaches it through a proxy of the test's own, which
+ * stops listening): /readyz answers 503 and names `store` unavailable, and the runs in flight
+ * complete once it is back, by the same rules.
  * Tool calls may run again here: a call whose answer NATS lost with it is delivered again, as
  * docs/tools.md says (at least once), so this suite does not count the calls.
  */
@@ -24,6 +27,8 @@ import pg from "pg";
 import type { Redis } from "ioredis";
 import { createRedis, deleteKeysByPrefix } from "@baton/checkpoints";
 import { createStore } from "@baton/store";
+import { databaseProxy } from "@baton/store/testing";
+import type { DatabaseProxy } from "@baton/store/testing";
 import { createLogger } from "@baton/telemetry";
 import { locateServer, probe } from "../infra/local-infra.ts";
 import { startBaton } from "../bin/start.ts";
@@ -73,6 +78,8 @@ function withAppName(url: string, name: string): string {
 
 let nats: Server;
 let redisServer: Server;
+/** Baton's way to the shared Postgres. */
+let pgProxy: DatabaseProxy;
 let baton: BatonHandle | undefined;
 let a: Api;
 let shared: Redis;
@@ -87,10 +94,11 @@ beforeAll(async () => {
   redisServer = server("redis-server", redisBin && join(redisBin, "redis-server"), redisPort, ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]);
   await up(nats);
   await up(redisServer);
+  pgProxy = await databaseProxy(0, DATABASE_URL);
   ({ config } = isolatedConfig({
     BATON_NATS_URL: `nats://127.0.0.1:${natsPort}`,
     BATON_REDIS_URL: `redis://127.0.0.1:${redisPort}`,
-    BATON_DATABASE_URL: withAppName(DATABASE_URL, appName),
+    BATON_DATABASE_URL: withAppName(pgProxy.url, appName),
     BATON_EXECUTOR_ACK_WAIT_MS: "3000",
     BATON_RECOVERY_SWEEP_SECONDS: "5",
   }));
@@ -112,6 +120,7 @@ afterAll(async () => {
   if (!nats.child) await up(nats).catch(() => undefined);
   if (!redisServer.child) await up(redisServer).catch(() => undefined);
   await baton?.stop().catch(() => undefined);
+  await pgProxy.close();
   await kill(nats);
   await kill(redisServer);
   rmSync(natsDir, { recursive: true, force: true });
@@ -140,15 +149,9 @@ async function readiness(): Promise<{ status: number; body: { ready: boolean; mo
   return { status: r.status, body: (await r.json()) as { ready: boolean; modules: Record<string, string> } };
 }
 
-function completedPerNode(nodes: NodeRow[]): Record<string, number> {
-  expect(nodes.filter((n) => n.status === "running").map((n) => n.nodeId)).toEqual([]);
-  const out: Record<string, number> = {};
-  for (const n of nodes) if (n.status === "completed") out[n.nodeId] = (out[n.nodeId] ?? 0) + 1;
-  return out;
-}
-
-it("runs in flight and a paused run go on when NATS, Redis and the database connections fail under them", async () => {
-  const seq = await createDefinition(a, "infra-seq", {
+/** A tool, a durable delay, a forEach of three and a tool: input `{ xs: [300, 300, 300] }`. */
+function sequence(name: string): Promise<number> {
+  return createDefinition(a, name, {
     nodes: [
       { id: "a", type: "tool", config: { tool: "rec.sleep" }, input: { ms: 400, v: "a" } },
       { id: "d", type: "delay", config: { ms: 1500 } },
@@ -158,6 +161,35 @@ it("runs in flight and a paused run go on when NATS, Redis and the database conn
     edges: [{ from: "a", to: "d" }, { from: "d", to: "each" }, { from: "each", to: "b" }],
     output: { each: "$.each", b: "$.b.v" },
   });
+}
+
+/** Waits for each run to complete with the sequence's output, one completed row per node and a whole timeline. */
+async function expectSequencesCompleted(runs: readonly number[]): Promise<void> {
+  for (const id of runs) {
+    const e = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 90_000);
+    expect({ id, status: e.status, error: e.error, output: e.output }).toEqual({
+      id, status: "completed", error: null, output: { each: [{ slept: 300, v: 0 }, { slept: 300, v: 1 }, { slept: 300, v: 2 }], b: "b" },
+    });
+    expect(completedPerNode(await journal(a, id))).toEqual({ a: 1, d: 1, each: 1, b: 1 });
+  }
+}
+
+async function expectWholeTimelines(runs: readonly number[]): Promise<void> {
+  for (const id of runs) {
+    const events = await collectEvents(a, config.apiKey!, id, undefined, 30_000);
+    expect({ id, problems: timelineProblems(events, id, tenantId) }).toEqual({ id, problems: [] });
+  }
+}
+
+function completedPerNode(nodes: NodeRow[]): Record<string, number> {
+  expect(nodes.filter((n) => n.status === "running").map((n) => n.nodeId)).toEqual([]);
+  const out: Record<string, number> = {};
+  for (const n of nodes) if (n.status === "completed") out[n.nodeId] = (out[n.nodeId] ?? 0) + 1;
+  return out;
+}
+
+it("runs in flight and a paused run go on when NATS, Redis and the database connections fail under them", async () => {
+  const seq = await sequence("infra-seq");
   const review = await createDefinition(a, "infra-review", {
     nodes: [
       { id: "a", type: "tool", config: { tool: "rec.sleep" }, input: { ms: 100, v: "a" } },
@@ -188,13 +220,7 @@ it("runs in flight and a paused run go on when NATS, Redis and the database conn
   await up(redisServer);
   await waitFor("/readyz to answer 200 again", async () => ((await readiness()).status === 200 ? true : undefined), 30_000);
 
-  for (const id of runs) {
-    const e = await waitForExecution(a, id, ["completed", "failed", "cancelled"], 90_000);
-    expect({ id, status: e.status, error: e.error, output: e.output }).toEqual({
-      id, status: "completed", error: null, output: { each: [{ slept: 300, v: 0 }, { slept: 300, v: 1 }, { slept: 300, v: 2 }], b: "b" },
-    });
-    expect(completedPerNode(await journal(a, id))).toEqual({ a: 1, d: 1, each: 1, b: 1 });
-  }
+  await expectSequencesCompleted(runs);
   // The paused run waited through it (its checkpoint rebuilt from the journal) and goes on when approved.
   expect((await getExecution(a, paused)).status).toBe("paused");
   const approved = await waitFor("the approval to be taken", async () => {
@@ -206,8 +232,31 @@ it("runs in flight and a paused run go on when NATS, Redis and the database conn
   expect({ status: done.status, output: done.output }).toEqual({ status: "completed", output: { b: "b", decision: "approve" } });
   expect(completedPerNode(await journal(a, paused))).toEqual({ a: 1, r: 1, b: 1 });
 
-  for (const id of [...runs, paused]) {
-    const events = await collectEvents(a, config.apiKey!, id, undefined, 30_000);
-    expect({ id, problems: timelineProblems(events, id, tenantId) }).toEqual({ id, problems: [] });
-  }
+  await expectWholeTimelines([...runs, paused]);
+}, 240_000);
+
+it("runs in flight go on when Postgres is out of reach for a while, and /readyz names the store meanwhile", async () => {
+  const seq = await sequence("infra-seq-pg");
+  const runs: number[] = [];
+  for (let i = 0; i < 3; i++) runs.push(await startExecution(a, seq, { xs: [300, 300, 300] }));
+  await waitFor("a run past its first node", async () => ((await journal(a, runs[0]!)).some((n) => n.nodeId === "a" && n.status === "completed") ? true : undefined));
+
+  const port = pgProxy.port;
+  await pgProxy.close();
+  const down = await waitFor("/readyz to say the store is down", async () => {
+    const r = await readiness();
+    return r.body.modules.store === "unavailable" ? r : undefined;
+  });
+  expect(down.status).toBe(503);
+  expect(down.body.ready).toBe(false);
+  expect(down.body.modules.bus).toBe("running");
+  // A request that needs the database says so.
+  const refused = await a.call("GET", `/api/agent-workflow-executions/${runs[0]}`);
+  expect({ status: refused.status, code: (refused.body as { code?: string }).code }).toEqual({ status: 503, code: "BATON_STORE_UNAVAILABLE" });
+  await new Promise((r) => setTimeout(r, 3000));
+  pgProxy = await databaseProxy(port, DATABASE_URL);
+  await waitFor("/readyz to answer 200 again", async () => ((await readiness()).status === 200 ? true : undefined), 30_000);
+
+  await expectSequencesCompleted(runs);
+  await expectWholeTimelines(runs);
 }, 240_000);

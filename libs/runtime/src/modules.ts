@@ -41,7 +41,8 @@ export interface ModuleManager {
   stop(): Promise<void>;
   /**
    * Each module's state; a running module that cannot take work now (its `ready()` is false:
-   * the bus or Redis connection down) is `unavailable`, so a 503 from /readyz says which.
+   * the bus or Redis connection down, Postgres out of reach) is `unavailable`, so a 503 from
+   * /readyz says which.
    */
   states(): Record<string, ModuleState | "unavailable">;
   ready(): boolean;

@@ -20,6 +20,8 @@ export { createStore } from "./store.ts";
 export { generateApiKey, hashApiKey, LOCAL_TENANT_ID } from "./tenants.ts";
 export { isSlug, slugify, SLUG_MAX } from "./slug.ts";
 export { toStoreError } from "./db-errors.ts";
+export { watchDatabase } from "./watch.ts";
+export type { DatabaseWatch, DatabaseWatchOptions } from "./watch.ts";
 export { BLOB_REF_PREFIX, canonicalJson } from "./blobs.ts";
 export { EXECUTION_STATUSES, MCP_STATUSES, REVIEW_STATUSES, ROLES } from "./values.ts";
 export {

@@ -4,6 +4,9 @@
  * again by `dispose()`, so suites running in parallel never see each other's rows.
  */
 import { randomBytes } from "node:crypto";
+import { once } from "node:events";
+import { createConnection, createServer } from "node:net";
+import type { AddressInfo, Server, Socket } from "node:net";
 import { cp, mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -142,6 +145,60 @@ export async function migratedThrough(prefix: string, last: string): Promise<Par
     async dispose() {
       await client.end();
       await dropSchema(TEST_DATABASE_URL, schema);
+    },
+  };
+}
+
+/** A TCP proxy in front of a Postgres server, which a test can cut off. */
+export interface DatabaseProxy {
+  readonly server: Server;
+  readonly port: number;
+  /** `databaseUrl` with its host and port pointing through the proxy. */
+  readonly url: string;
+  /** Ends every connection through the proxy, as a server restart or `pg_terminate_backend` would. */
+  cut(): void;
+  /** Cuts the connections and stops listening: new connections are refused until a proxy listens on `port` again. */
+  close(): Promise<void>;
+}
+
+/**
+ * A proxy to the Postgres of `databaseUrl` (the test database by default) on `port` (0: any
+ * free one), so that a test can take the database out of reach and bring it back without
+ * stopping the server others share.
+ */
+export async function databaseProxy(port = 0, databaseUrl = TEST_DATABASE_URL): Promise<DatabaseProxy> {
+  const target = new URL(databaseUrl);
+  const sockets = new Set<Socket>();
+  const server = createServer((inbound) => {
+    const outbound = createConnection({ host: target.hostname, port: Number(target.port || 5432) });
+    for (const s of [inbound, outbound]) {
+      sockets.add(s);
+      s.on("error", () => {});
+      s.on("close", () => {
+        sockets.delete(s);
+        inbound.destroy();
+        outbound.destroy();
+      });
+    }
+    inbound.pipe(outbound).pipe(inbound);
+  });
+  server.listen(port, "127.0.0.1");
+  await once(server, "listening");
+  const bound = (server.address() as AddressInfo).port;
+  const url = new URL(databaseUrl);
+  url.hostname = "127.0.0.1";
+  url.port = String(bound);
+  const cut = (): void => {
+    for (const s of sockets) s.destroy();
+  };
+  return {
+    server,
+    port: bound,
+    url: url.href,
+    cut,
+    close: async () => {
+      cut();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
 }

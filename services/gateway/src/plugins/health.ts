@@ -14,7 +14,7 @@ export interface HealthPluginOptions {
 
 const readinessSchema = z.object({
   ready: z.boolean(),
-  modules: z.record(z.string(), z.string()).describe("Module name → state: `new`, `starting`, `running`, `unavailable` (running, but its connection to NATS or Redis is down), `stopping`, `terminated`, `failed`"),
+  modules: z.record(z.string(), z.string()).describe("Module name → state: `new`, `starting`, `running`, `unavailable` (running, but NATS, Redis or Postgres is out of its reach), `stopping`, `terminated`, `failed`"),
 });
 
 export const healthPlugin: FastifyPluginAsyncZod<HealthPluginOptions> = async (app, { deps }) => {
