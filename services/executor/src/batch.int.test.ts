@@ -844,6 +844,31 @@ describe("the records of consecutive steps", () => {
     expect(seen).toHaveLength(6);
   });
 
+  // Chaos seed 1116 (docs/dev/chaos.md): a rebuild took the last event of each kind on the stream
+  // as that kind's highest step told. A stale history's copy of an earlier step, published after a
+  // later step's events, then put the highest told below steps already told, and the rebuild told
+  // them again. Before it tells steps, it now reads every step event of the run.
+  it("takes each kind's highest step told, not its last, when a late copy of an earlier step came after a later step's events", async () => {
+    const { g, id } = await startedGated();
+    await g.executor.handle(result(id, "a"));
+    await g.executor.handle(result(id, "b"));
+    const keyOf = (node: string): string => g.sent.find((l) => l.startsWith(`node.completed ${node} `))!.split(" ")[2]!;
+    const [aStep, bStep] = [keyOf("a"), keyOf("b")].map((k) => Number(k.split(":")[2]));
+    expect(aStep).toBeLessThan(bStep!);
+    // A copy of a's completion under a's step and an index of its own (a stale history's telling), now the last of its kind.
+    const subject = createMessaging(bus).subjects.event("node.completed", tenantId, id);
+    await bus.publish(subject, new Uint8Array(), { tenantId, type: "node.completed", idempotencyKey: `evt:${id}:${aStep}:7` });
+    expect((await bus.lastPerSubject(subject)).map((m) => m.meta.idempotencyKey)).toEqual([`evt:${id}:${aStep}:7`]);
+    // Redis loses the checkpoint; c's result reaches another replica, which rebuilds the run.
+    await loseCheckpoint(id);
+    const other = gated();
+    await other.executor.handle(result(id, "c"), 2);
+    const told = other.sent.map((l) => l.split(" ").slice(0, 2).join(" ").trim());
+    expect(told).toEqual(["node.completed c"]);
+    await other.executor.handle(result(id, "d"));
+    expect((await t.store.executions.getById(id))!.status).toBe("completed");
+  });
+
   // Chaos seed 977 (docs/dev/chaos.md): the same, but the executor was stalled, not dead, in the
   // publish of the step's events (past its check of the journal's floor): the rebuild told them,
   // then the executor woke and published its own. The rebuild now tells them under the ids their

@@ -29,7 +29,7 @@ import { decodeEventMessage } from "@baton/messaging";
 import type { Service } from "@baton/runtime";
 import { StoreFenced } from "@baton/store";
 import type { Admission, ExecutionRecord, Store } from "@baton/store";
-import type { Subscription } from "@baton/bus";
+import type { BusMessage, Subscription } from "@baton/bus";
 import type { Logger } from "@baton/telemetry";
 import { CommandFailed, DefinitionInvalid, DefinitionMissing, ExecutionMissing, NotStarted, RebuildAwaited } from "./errors.ts";
 import { publishEngineEvent } from "./events.ts";
@@ -205,8 +205,8 @@ const REBUILD_CLAIM_MS = FENCED_WAIT_MS;
  * waits through about 15 deliveries, short of the 20 after which the consumer gives it up.
  */
 const REBUILD_CLAIM_MAX_MS = 45_000;
-/** How long a rebuild reads a run's pause events for (pausesTold) before it takes its row's word. */
-const PAUSES_READ_MS = 2_000;
+/** How long a rebuild reads a run's events for (pausesTold, allStepsTold) before it takes what it read last per subject, or its row, at its word. */
+const EVENTS_READ_MS = 2_000;
 /**
  * How long a step's records may take, from the start of its journal statement to its events,
  * before the executor checks that no rebuild fenced the journal meanwhile (notFenced): half
@@ -288,6 +288,14 @@ const STEP_EVENTS: Readonly<Record<EngineEvent["kind"], true>> = {
   "execution.started": true, "execution.completed": true, "execution.failed": true, "execution.paused": true, "execution.resumed": true,
   "execution.cancelled": true, "execution.emitted": true, "node.started": true, "node.completed": true, "node.failed": true, "node.skipped": true,
 };
+
+/** The highest step a run's events told, and each kind's (publishedThrough). */
+interface StepsTold { through?: number; byKind: Partial<Record<EngineEvent["kind"], number>> }
+
+/** The highest step that wrote a journal row (0: none). */
+function highestStep(journal: readonly { stepVersion: number | null }[]): number {
+  return journal.reduce((m, j) => Math.max(m, j.stepVersion ?? 0), 0);
+}
 
 /** The code and message of an execution row's error, written as `CODE: message` (records()). */
 function errorOfRow(error: string | null): { code: string; message: string } {
@@ -1304,7 +1312,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     let regraced = false;
     // The last step whose events went out: steps past it whose rows are in the journal had
     // their executor die between the rows and the events (chaos seed 841), told again below.
-    let published = await publishedThrough(row);
+    let published = await publishedThrough(row, highestStep(journal));
     let announced = await announcedPauses(row, published);
     for (;;) {
       try {
@@ -1330,7 +1338,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
           regraced = true;
           await new Promise((r) => setTimeout(r, UNRECORDED_GRACE_MS));
           journal = await store.nodeExecutions.listForReplay(row.id);
-          published = await publishedThrough(row);
+          published = await publishedThrough(row, highestStep(journal));
           announced = await announcedPauses(row, published);
           continue;
         }
@@ -1345,7 +1353,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     // every row written before it (ADR 004, "the fence counts the steps of the statements it
     // waited for"), so the two differ only when another rebuild fenced since and wrote past it:
     // that one's fence then refuses this one's records.
-    const floor = Math.max(fence, journal.reduce((m, j) => Math.max(m, j.stepVersion ?? 0), 0) + REBUILD_ROOM);
+    const floor = Math.max(fence, highestStep(journal) + REBUILD_ROOM);
     if (replay.unplaced.length) logger.warn("journal rows the replay could not place", { executionId: row.id, rows: replay.unplaced.map((j) => `${j.nodeId}#${j.attempt}`) });
     // Large values the replay recomputed or resolved are referenced, as a step's would be.
     const shrunk = await large.shrinkRebuilt({ state: replay.state, effects: [...replay.rearm, ...replay.unrecorded], more: false }, definition);
@@ -1443,8 +1451,14 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * that would still hold them (none published). Neither, when that cannot be told (none kept,
    * ids of another form) or the read failed: the replay then takes every step whose rows are in
    * the journal as announced.
+   *
+   * The last event of a kind is not always its highest step: a stale history's copy of an
+   * earlier step, published late (chaos seed 1116's third telling), can come after a later
+   * history's events. When the last events put the highest step told below `journaled` (the
+   * journal's highest step), the rebuild would tell the steps past it; before it does, every
+   * step event of the run up to the last one read is read, and each kind's highest step taken.
    */
-  async function publishedThrough(row: ExecutionRecord): Promise<Pick<ReplayInput, "announcedThrough" | "announcedByKind">> {
+  async function publishedThrough(row: ExecutionRecord, journaled: number): Promise<Pick<ReplayInput, "announcedThrough" | "announcedByKind">> {
     let last;
     try {
       last = (await messaging.bus.lastPerSubject(messaging.subjects.executionEventsFilter(row.tenantId, row.id)))
@@ -1453,18 +1467,16 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       logger.warn("the events a run published could not be read; its rebuild takes every journaled step as announced", { executionId: row.id, error: errorMessage(err) });
       return {};
     }
-    let through: number | undefined;
-    const byKind: Partial<Record<EngineEvent["kind"], number>> = {};
-    for (const m of last) {
-      const id = /^evt:(\d+):(\d+):\d+$/.exec(m.meta.idempotencyKey ?? "");
-      if (!id || Number(id[1]) !== row.id) continue;
-      const step = Number(id[2]);
-      through = Math.max(through ?? 0, step);
-      // One subject per kind: its last message is the kind's last event.
-      const kind = messaging.subjects.parseEvent(m.subject)?.type as EngineEvent["kind"] | undefined;
-      if (kind) byKind[kind] = Math.max(byKind[kind] ?? 0, step);
+    const told = stepsTold(row.id, last);
+    if (told.through !== undefined && told.through < journaled) {
+      const until = Math.max(...last.map((m) => m.seq));
+      const all = await allStepsTold(row, until).catch((err: unknown) => {
+        logger.warn("the step events of a run could not all be read; its rebuild takes the last of each kind as the highest told", { executionId: row.id, error: errorMessage(err) });
+        return undefined;
+      });
+      if (all?.through !== undefined) return { announcedThrough: all.through, announcedByKind: all.byKind };
     }
-    if (through !== undefined) return { announcedThrough: through, announcedByKind: byKind };
+    if (told.through !== undefined) return { announcedThrough: told.through, announcedByKind: told.byKind };
     if (last.length > 0) return {};
     // No event of the run on the stream: none published (its first steps' rows written, their
     // executor dead before the events), or none kept any more. When the stream holds everything
@@ -1479,6 +1491,36 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     // Chaos seeds 959 and 984 each showed a run rebuilt with no event on the stream and nothing told; this says why, should it recur.
     logger.warn("no event of the run is on the stream, which may not hold all from before the run: its rebuild takes every journaled step as announced", { executionId: row.id, eventsKeptSince: since?.toISOString() ?? null, createdAt: row.createdAt.toISOString() });
     return {};
+  }
+
+  /**
+   * The highest step among run `runId`'s step events `messages` (their ids `evt:{run}:{step}:{n}`),
+   * and each kind's, added to `told`.
+   */
+  function stepsTold(runId: number, messages: Iterable<BusMessage>, told: StepsTold = { byKind: {} }): StepsTold {
+    for (const m of messages) {
+      const id = /^evt:(\d+):(\d+):\d+$/.exec(m.meta.idempotencyKey ?? "");
+      if (!id || Number(id[1]) !== runId) continue;
+      const step = Number(id[2]);
+      told.through = Math.max(told.through ?? 0, step);
+      const kind = messaging.subjects.parseEvent(m.subject)?.type;
+      if (kind !== undefined && Object.hasOwn(STEP_EVENTS, kind)) told.byKind[kind as EngineEvent["kind"]] = Math.max(told.byKind[kind as EngineEvent["kind"]] ?? 0, step);
+    }
+    return told;
+  }
+
+  /** {@link stepsTold} of every step event of the run on the stream, up to sequence `until` (rare: a rebuild that would tell steps again). */
+  async function allStepsTold(row: ExecutionRecord, until: number): Promise<StepsTold> {
+    const told: StepsTold = { byKind: {} };
+    let reached = 0;
+    const done = new AbortController();
+    await messaging.bus.replay(messaging.subjects.executionEventsFilter(row.tenantId, row.id), { signal: AbortSignal.any([done.signal, AbortSignal.timeout(EVENTS_READ_MS)]) }, (msg) => {
+      if (Object.hasOwn(STEP_EVENTS, messaging.subjects.parseEvent(msg.subject)?.type ?? "")) stepsTold(row.id, [msg], told);
+      reached = msg.seq;
+      if (reached >= until) done.abort();
+    });
+    if (reached < until) throw new Error(`the read stopped at sequence ${reached}, before ${until}`);
+    return told;
   }
 
   /**
@@ -1518,7 +1560,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       let read = 0;
       if (until > 0) {
         const done = new AbortController();
-        await messaging.bus.replay(subjects, { signal: AbortSignal.any([done.signal, AbortSignal.timeout(PAUSES_READ_MS)]) }, (msg) => {
+        await messaging.bus.replay(subjects, { signal: AbortSignal.any([done.signal, AbortSignal.timeout(EVENTS_READ_MS)]) }, (msg) => {
           const e = decodeEventMessage(messaging.bus.prefix, msg);
           if (e?.type === "execution.paused") {
             paused.delete(e.message.nodeId);
