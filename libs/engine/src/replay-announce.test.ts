@@ -12,7 +12,10 @@
  *   told whole: the first step given back is k + 1, or the steps before it have no events. Without
  *   the kinds, a retry's start whose only row its failure wrote again is lost in some cuts.
  * - an event told under the id of the live step that first took it (`origin`) is the very event
- *   that step had there.
+ *   that step had there;
+ * - with the step that began each attempt in the journal (`beganStep`), more events are placed
+ *   than without it, and a retry's start is found without the kinds; a start whose only row the
+ *   next step wrote again is told under the start's ids.
  * k = 0 is a run with no event published (nothing on the stream): every step from the first.
  */
 import { describe, expect, it } from "@jest/globals";
@@ -34,11 +37,11 @@ interface Cut {
   steps: number;
 }
 
-function cutsOf(perStep: readonly Effect[][]): Cut {
+function cutsOf(perStep: readonly Effect[][], began: boolean): Cut {
   return {
     events: perStep.map((effects) => effects.flatMap((e) => (e.kind === "emit" ? [named(e.event)] : []))),
     steps: perStep.length,
-    journal: (m) => journalThrough(perStep, m),
+    journal: (m) => journalThrough(perStep, m, { began }),
     byKind: (k) => lastEventsThrough(perStep, k),
   };
 }
@@ -54,8 +57,8 @@ async function live(d: WorkflowDefinition, tools: Record<string, ToolFn>, input 
  * For every cut, the events the rebuild gives back, and the first live step they start at
  * (Infinity when none). Fails when they are not the live events from a step boundary after k.
  */
-async function check(d: WorkflowDefinition, sim: Sim, input = {}, withKinds = true): Promise<{ cuts: number; complete: number; placed: number }> {
-  const c = cutsOf(sim.perStep);
+async function check(d: WorkflowDefinition, sim: Sim, input = {}, { withKinds = true, began = true }: { withKinds?: boolean; began?: boolean } = {}): Promise<{ cuts: number; complete: number; placed: number }> {
+  const c = cutsOf(sim.perStep, began);
   const flat = c.events.flat();
   const offset: number[] = [];
   c.events.reduce((at, evs, i) => ((offset[i] = at), at + evs.length), 0);
@@ -177,12 +180,38 @@ describe("replay: the events of lost steps, over every cut of live runs", () => 
     expect(r.complete).toBe(r.cuts);
     // Events told again under their first step's id, checked above.
     expect(r.placed).toBeGreaterThan(0);
+    // On rows written before the store kept the step that began each attempt: the same rules,
+    // and fewer events placed (a beginning whose row its end wrote again is placed by beganStep alone).
+    const old = await check(d, sim, input, { began: false });
+    expect(old.complete).toBe(old.cuts);
+    expect(r.placed).toBeGreaterThan(old.placed);
   });
 
-  it("loses a retry's start in some cuts without the kinds of the events published (the gap announcedByKind closed)", async () => {
+  it("loses a retry's start in some cuts without the kinds of the events published nor the step that began each attempt", async () => {
     const shape = shapes.find((x) => x.name.startsWith("a tool retried"))!;
     const sim = await live(shape.d, shape.tools());
-    const r = await check(shape.d, sim, {}, false);
+    const r = await check(shape.d, sim, {}, { withKinds: false, began: false });
     expect(r.complete).toBeLessThan(r.cuts);
+    // Either closes the gap: the kinds (above), or the step that began the retry's attempt.
+    const began = await check(shape.d, sim, {}, { withKinds: false, began: true });
+    expect(began.complete).toBe(began.cuts);
+  });
+
+  // Chaos seed 1147 (docs/dev/chaos.md): the start's rows written and its events not out, the
+  // next step (another executor's) wrote the first node's row again, then the checkpoint was
+  // lost with nothing of the run on the stream. The start's events are told under the start's own
+  // ids, so that a late copy of them is dropped as a repeat.
+  it("tells a start whose only row the next step wrote again under the start's ids", async () => {
+    const d = def({ nodes: [{ id: "a", type: "tool", config: { tool: "echo" } }, { id: "b", type: "tool", config: { tool: "echo" } }], edges: [{ from: "a", to: "b" }] });
+    const sim = await live(d, { echo });
+    const journal = journalThrough(sim.perStep, 2);
+    expect(journal.map((j) => `${j.nodeId}#${j.attempt}:${j.status}@${j.stepVersion}/${j.beganStep}`)).toEqual(["b#1:running@2/2", "a#1:completed@2/1"]);
+    const rebuild = (rows: typeof journal) => replayJournal({ definition: d, identity, start: { kind: "start", input: {} }, journal: rows, startedAt: new Date(START).toISOString(), announcedThrough: 0, announcedByKind: {} });
+    const origins = (r: Awaited<ReturnType<typeof rebuild>>): string[] => r.unrecorded.flatMap((e) => (e.kind === "emit" ? [`${e.event.kind}@${e.origin ? `${e.origin.step}.${e.origin.index}` : "-"}`] : []));
+    const told = await rebuild(journal);
+    expect(originProblems(sim.perStep, told.unrecorded).problems).toEqual([]);
+    expect(origins(told)).toEqual(["execution.started@1.1", "node.started@1.2", "node.completed@2.1", "node.started@2.3"]);
+    // Without beganStep the start cannot be placed: its events go out under the rebuild's own ids.
+    expect(origins(await rebuild(journal.map(({ beganStep: _, ...j }) => j)))).toEqual(["execution.started@-", "node.started@-", "node.completed@2.1", "node.started@2.3"]);
   });
 });

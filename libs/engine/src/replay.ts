@@ -30,9 +30,11 @@ export interface ReplayInput {
   start: Command & { kind: "start" };
   /**
    * Journal rows in the order they were written; `stepVersion`, where known, the step that
-   * last wrote the row (see {@link announcedThrough}).
+   * last wrote the row (see {@link announcedThrough}); `beganStep`, where known, the step that
+   * began the row's attempt (its write running or paused), which a later step's write of the
+   * row leaves alone.
    */
-  journal: (JournalEntry & { stepVersion?: number | null })[];
+  journal: (JournalEntry & { stepVersion?: number | null; beganStep?: number | null })[];
   /**
    * The highest step whose events were published (the message ids on the event stream say
    * so), when known. A step's events go out after its rows, so an executor that died between
@@ -283,51 +285,40 @@ export async function replayJournal(input: ReplayInput): Promise<ReplayResult> {
  * steps before it are out, so that step's events and all later ones were never published; rows of
  * later steps may have landed (statements overlap), and are not written again. A step's entry
  * is in the journal when its attempt has a row there: any row for a start, a finished one for
- * an end. A step's events never went out, its rows written, when it last wrote one of the rows
- * (same node, attempt and status) and the row's step is past `announcedThrough`, the last step
- * whose events were published (unknown: none counts as unannounced). Its events never went
- * out either when one of them is of a kind whose last published event (`announcedByKind`) is
- * numbered below a row that a replayed step up to this one last wrote: steps are numbered in
- * the order they were taken, so this step's number is at least that row's (chaos seed 853: a
- * retry's start, whose only row its failure wrote again, both unannounced).
+ * an end. A step's events never went out, its rows written, when the journal places one of its
+ * writes (placesOf: the row it last wrote, or the attempt it began) at a step past
+ * `announcedThrough`, the last step whose events were published (unknown: none counts as
+ * unannounced). Its events never went out either when one of them is of a kind whose last
+ * published event (`announcedByKind`) is numbered below a write that the journal places at or
+ * before this step: steps are numbered in the order they were taken, so this step's number is
+ * at least that write's (chaos seed 853: a retry's start, whose only row its failure wrote
+ * again, both unannounced; on rows written before `beganStep`, the only way to tell).
  */
 function unrecordedOf(steps: readonly Effect[][], journal: ReplayInput["journal"], announcedThrough?: number, announcedByKind?: ReplayInput["announcedByKind"]): Effect[] {
   const rows = new Map<string, boolean>();
-  /** The step number of each row, as `node#attempt:status` (its last write). */
-  const rowStep = new Map<string, number>();
   for (const j of journal) {
     const key = `${j.nodeId}#${j.attempt}`;
     rows.set(key, rows.get(key) === true || j.status !== "running");
-    if (typeof j.stepVersion === "number") rowStep.set(`${key}:${j.status}`, j.stepVersion);
   }
   const missing = (e: Effect): boolean => {
     if (e.kind !== "journal") return false;
     const finished = rows.get(`${e.entry.nodeId}#${e.entry.attempt}`);
     return finished === undefined || (e.entry.status !== "running" && !finished);
   };
-  // The replayed step that last wrote each of those rows (a later step may write the same again).
-  const lastWriter = new Map<string, number>();
-  steps.forEach((effects, i) => {
-    for (const e of effects) {
-      if (e.kind !== "journal") continue;
-      const key = `${e.entry.nodeId}#${e.entry.attempt}:${e.entry.status}`;
-      if (rowStep.has(key)) lastWriter.set(key, i);
-    }
-  });
+  const places = placesOf(steps, journal);
   const starts: number[] = [];
   // Nothing published (no event of the run on a stream that would still hold them): every
   // step whose rows are written is told, from the first.
-  if (announcedThrough === 0 && rowStep.size > 0) starts.push(0);
+  if (announcedThrough === 0 && journal.some((j) => typeof j.stepVersion === "number")) starts.push(0);
   if (announcedThrough !== undefined) {
-    for (const [key, i] of lastWriter) if (rowStep.get(key)! > announcedThrough) starts.push(i);
+    const past = places.findIndex((p) => p.numbers.some((n) => n > announcedThrough));
+    if (past >= 0) starts.push(past);
   }
   if (announcedByKind) {
-    // The least number each replayed step can have: the highest of the rows it, or a step before it, last wrote.
-    const numberAt = new Map<number, number>();
-    for (const [key, i] of lastWriter) numberAt.set(i, Math.max(numberAt.get(i) ?? 0, rowStep.get(key)!));
+    // The least number each replayed step can have: the highest of the rows it, or a step before it, wrote as the journal places them.
     let atLeast = 0;
     untold: for (const [i, effects] of steps.entries()) {
-      atLeast = Math.max(atLeast, numberAt.get(i) ?? 0);
+      atLeast = Math.max(atLeast, ...places[i]!.numbers);
       for (const e of effects) {
         const last = e.kind === "emit" ? announcedByKind[e.event.kind] : undefined;
         if (last !== undefined && last < atLeast) {
@@ -341,7 +332,7 @@ function unrecordedOf(steps: readonly Effect[][], journal: ReplayInput["journal"
   if (firstMissing >= 0) starts.push(firstMissing);
   if (starts.length === 0) return [];
   const first = Math.min(...starts);
-  const origins = originsOf(steps, rowStep, lastWriter, announcedThrough);
+  const origins = originsOf(steps, places, announcedThrough);
   return steps.slice(first).flatMap((effects, k) => {
     const origin = origins.get(first + k);
     return effects.flatMap((e, i): Effect[] => {
@@ -351,29 +342,66 @@ function unrecordedOf(steps: readonly Effect[][], journal: ReplayInput["journal"
   });
 }
 
+/** Where the journal places a replayed step: the step numbers of the rows it wrote, and whether it places each of them. */
+interface Place { numbers: number[]; whole: boolean }
+
+/**
+ * The live step number of each journal write of each replayed step, as the journal says: a row
+ * (same node, attempt and status) that the replayed step wrote last carries it (`stepVersion`);
+ * a beginning (a write running or paused) whose row a later step wrote again carries it in the
+ * row's `beganStep` (chaos seeds 853 and 1147: a retry's start, or a run's start, whose only row
+ * the attempt's end rewrote). A write placed by neither leaves its step not whole.
+ */
+function placesOf(steps: readonly Effect[][], journal: ReplayInput["journal"]): Place[] {
+  /** The step number of each row, as `node#attempt:status` (its last write). */
+  const rowStep = new Map<string, number>();
+  /** The step that began each attempt, as `node#attempt`. */
+  const began = new Map<string, number>();
+  for (const j of journal) {
+    const key = `${j.nodeId}#${j.attempt}`;
+    if (typeof j.stepVersion === "number") rowStep.set(`${key}:${j.status}`, j.stepVersion);
+    if (typeof j.beganStep === "number") began.set(key, j.beganStep);
+  }
+  // The replayed step that last wrote each of those rows (a later step may write the same again).
+  const lastWriter = new Map<string, number>();
+  steps.forEach((effects, i) => {
+    for (const e of effects) {
+      if (e.kind !== "journal") continue;
+      const key = `${e.entry.nodeId}#${e.entry.attempt}:${e.entry.status}`;
+      if (rowStep.has(key)) lastWriter.set(key, i);
+    }
+  });
+  return steps.map((effects, i): Place => {
+    const place: Place = { numbers: [], whole: true };
+    for (const e of effects) {
+      if (e.kind !== "journal") continue;
+      const attempt = `${e.entry.nodeId}#${e.entry.attempt}`;
+      const key = `${attempt}:${e.entry.status}`;
+      const n = lastWriter.get(key) === i ? rowStep.get(key)
+        : e.entry.status === "running" || e.entry.status === "paused" ? began.get(attempt) : undefined;
+      if (n === undefined) place.whole = false;
+      else place.numbers.push(n);
+    }
+    return place;
+  });
+}
+
 /**
  * For the replayed steps the journal places, the live step that took them (Effect `origin`):
  * its number, and how many of its effects came before (a live step may take several commands,
  * each replayed as a step of its own, one after another). A replayed step is placed when each
- * row it writes is in the journal, written last by it, all by one live step past
- * `announcedThrough` (never an id of a step whose events went out). The first of a live step's
- * replayed steps is taken to begin it. Should a step the journal cannot place have begun it
- * (a command whose rows later steps wrote again), the places are off: they name other places
+ * row it writes is placed (placesOf), all by one live step past `announcedThrough` (never an id
+ * of a step whose events went out). The first of a live step's replayed steps is taken to
+ * begin it. Should a step the journal cannot place have begun it (a command whose rows later
+ * steps wrote again, and that began no attempt), the places are off: they name other places
  * of the same unannounced step, and at worst a late copy goes out too, as without places.
  */
-function originsOf(steps: readonly Effect[][], rowStep: ReadonlyMap<string, number>, lastWriter: ReadonlyMap<string, number>, announcedThrough: number | undefined): Map<number, { step: number; offset: number }> {
+function originsOf(steps: readonly Effect[][], places: readonly Place[], announcedThrough: number | undefined): Map<number, { step: number; offset: number }> {
   const out = new Map<number, { step: number; offset: number }>();
   if (announcedThrough === undefined) return out;
-  const stepOf = steps.map((effects, i): number | undefined => {
-    let at: number | undefined;
-    for (const e of effects) {
-      if (e.kind !== "journal") continue;
-      const key = `${e.entry.nodeId}#${e.entry.attempt}:${e.entry.status}`;
-      const s = rowStep.get(key);
-      if (s === undefined || lastWriter.get(key) !== i || (at !== undefined && at !== s)) return undefined;
-      at = s;
-    }
-    return at !== undefined && at > announcedThrough ? at : undefined;
+  const stepOf = places.map(({ numbers, whole }): number | undefined => {
+    const at = numbers[0];
+    return whole && at !== undefined && at > announcedThrough && numbers.every((n) => n === at) ? at : undefined;
   });
   const begun = new Set<number>();
   for (let i = 0; i < steps.length; i++) {

@@ -164,17 +164,22 @@ export class Sim {
 
 /**
  * The journal as an executor would have written it through step m of a run's steps (`perStep`
- * of a {@link Sim}, step n at n - 1): each row's last write, numbered with its step, in the
- * order the store reads it back for a replay (`listForReplay`: by step, then rows still running
- * first, then by completion, then by first write).
+ * of a {@link Sim}, step n at n - 1): each row's last write, numbered with its step, and the
+ * step that began its attempt (`beganStep`: the step of its write running or paused, as the
+ * store keeps it; left out with `began: false`, as rows written before the store kept it), in
+ * the order the store reads it back for a replay (`listForReplay`: by step, then rows still
+ * running first, then by completion, then by first write).
  */
-export function journalThrough(perStep: readonly Effect[][], m: number): (JournalEntry & { stepVersion: number })[] {
-  const rows = new Map<string, { row: JournalEntry & { stepVersion: number }; id: number }>();
+export function journalThrough(perStep: readonly Effect[][], m: number, { began = true }: { began?: boolean } = {}): (JournalEntry & { stepVersion: number; beganStep?: number })[] {
+  const rows = new Map<string, { row: JournalEntry & { stepVersion: number; beganStep?: number }; id: number }>();
   perStep.slice(0, m).forEach((effects, i) => {
     for (const e of effects) {
       if (e.kind !== "journal") continue;
       const key = `${e.entry.nodeId}#${e.entry.attempt}`;
-      rows.set(key, { row: { ...e.entry, stepVersion: i + 1 }, id: rows.get(key)?.id ?? rows.size });
+      const before = rows.get(key);
+      const begins = began && (e.entry.status === "running" || e.entry.status === "paused");
+      const beganStep = begins ? i + 1 : before?.row.beganStep;
+      rows.set(key, { row: { ...e.entry, stepVersion: i + 1, ...(beganStep !== undefined ? { beganStep } : {}) }, id: before?.id ?? rows.size });
     }
   });
   const done = (r: JournalEntry): number => (r.completedAt ? Date.parse(r.completedAt) : -Infinity);

@@ -15,7 +15,8 @@
  *   row does not have (it is not counted when there is nothing to fill), so both orders give
  *   the same row; two statements sharing rows listed in opposite orders take the locks in one
  *   order (no deadlock); an execution-row patch of an earlier step than the journal's latest
- *   row is left out;
+ *   row is left out; a row keeps the step of its beginning (an entry running or paused with a
+ *   step number) as `beganStep` whatever writes follow or land first, also within one batch;
  * - executions.journalFloor reads it (null before the first fence);
  * - executions.fenceJournal raises an execution's journal floor by the room asked for past the
  *   highest of its floor, its journal's steps and its row's last patch (steps of a statement
@@ -237,6 +238,29 @@ describe("journal batches", () => {
     expect(rows.find((r) => r.nodeId === "x")).toMatchObject({ status: "completed", durationMs: 9, input: { v: 4 } });
   });
 
+  it("keeps the step that began an attempt (its write running or paused) when later steps write the row, whichever lands first", async () => {
+    const ex = await newExecution();
+    const row = { tenantId: tenant, executionId: ex.id, nodeType: "tool", attempt: 1 };
+    const rowOf = async (nodeId: string) => (await store.nodeExecutions.listById(ex.id)).find((r) => r.nodeId === nodeId);
+    // One statement with a's beginning (step 3) and its end (step 4): the writes merge, the beginning's step stays.
+    await store.nodeExecutions.recordSteps({ entries: [{ ...row, nodeId: "a", status: "running", input: { a: 0 }, stepVersion: 3 }, { ...row, nodeId: "a", status: "completed", output: { a: 1 }, stepVersion: 4 }], executions: [] });
+    expect(await rowOf("a")).toMatchObject({ status: "completed", stepVersion: 4, beganStep: 3 });
+    // b's end (step 6) lands before its beginning (step 5), which has nothing else to fill: it still counts, for the step.
+    await store.nodeExecutions.recordSteps({ entries: [{ ...row, nodeId: "b", status: "completed", input: { b: 0 }, output: { b: 1 }, stepVersion: 6 }], executions: [] });
+    expect(await rowOf("b")).toMatchObject({ status: "completed", stepVersion: 6, beganStep: null });
+    expect(await store.nodeExecutions.recordSteps({ entries: [{ ...row, nodeId: "b", status: "running", input: { b: 0 }, stepVersion: 5 }], executions: [] })).toEqual({ journaled: 1, updated: 0 });
+    expect(await rowOf("b")).toMatchObject({ status: "completed", stepVersion: 6, beganStep: 5, output: { b: 1 } });
+    // A review's beginning is a pause; its end keeps the step.
+    await store.nodeExecutions.recordSteps({ entries: [{ ...row, nodeId: "r", nodeType: "agent.humanReview", status: "paused", stepVersion: 7 }], executions: [] });
+    await store.nodeExecutions.recordSteps({ entries: [{ ...row, nodeId: "r", nodeType: "agent.humanReview", status: "completed", output: { decision: "approve" }, stepVersion: 9 }], executions: [] });
+    expect(await rowOf("r")).toMatchObject({ status: "completed", stepVersion: 9, beganStep: 7 });
+    // Writes without a step number say nothing of it.
+    await store.nodeExecutions.recordMany([{ ...row, nodeId: "n", status: "running" }]);
+    expect(await rowOf("n")).toMatchObject({ status: "running", stepVersion: null, beganStep: null });
+    const replay = await store.nodeExecutions.listForReplay(ex.id);
+    expect(replay.map((r) => [r.nodeId, r.beganStep])).toEqual([["a", 3], ["b", 5], ["r", 7], ["n", null]]);
+  });
+
   it("gives the same rows whichever of two steps' statements lands first", async () => {
     const startedAt = new Date("2026-11-21T10:00:00.000Z");
     const completedAt = new Date("2026-11-21T10:00:01.000Z");
@@ -255,7 +279,7 @@ describe("journal batches", () => {
       ],
     ];
     const shape = (rows: Awaited<ReturnType<typeof store.nodeExecutions.listById>>) =>
-      rows.map(({ nodeId, status, input, output, toolCalls, durationMs, startedAt: s, completedAt: c, stepVersion }) => ({ nodeId, status, input, output, toolCalls, durationMs, s, c, stepVersion }))
+      rows.map(({ nodeId, status, input, output, toolCalls, durationMs, startedAt: s, completedAt: c, stepVersion, beganStep }) => ({ nodeId, status, input, output, toolCalls, durationMs, s, c, stepVersion, beganStep }))
         .sort((x, y) => x.nodeId.localeCompare(y.nodeId));
     const results = [];
     for (const order of [[0, 1], [1, 0]]) {
@@ -264,9 +288,9 @@ describe("journal batches", () => {
       results.push(shape(await store.nodeExecutions.listById(ex.id)));
     }
     expect(results[0]).toEqual([
-      { nodeId: "a", status: "completed", input: null, output: { a: 1 }, toolCalls: null, durationMs: null, s: startedAt, c: completedAt, stepVersion: 1 },
-      { nodeId: "b", status: "completed", input: { b: 0 }, output: { b: 1 }, toolCalls: [{ callId: "b1" }], durationMs: 3, s: completedAt, c: completedAt, stepVersion: 2 },
-      { nodeId: "c", status: "completed", input: { c: 0 }, output: { c: 1 }, toolCalls: [{ callId: "c1" }], durationMs: 2, s: completedAt, c: completedAt, stepVersion: 2 },
+      { nodeId: "a", status: "completed", input: null, output: { a: 1 }, toolCalls: null, durationMs: null, s: startedAt, c: completedAt, stepVersion: 1, beganStep: null },
+      { nodeId: "b", status: "completed", input: { b: 0 }, output: { b: 1 }, toolCalls: [{ callId: "b1" }], durationMs: 3, s: completedAt, c: completedAt, stepVersion: 2, beganStep: 1 },
+      { nodeId: "c", status: "completed", input: { c: 0 }, output: { c: 1 }, toolCalls: [{ callId: "c1" }], durationMs: 2, s: completedAt, c: completedAt, stepVersion: 2, beganStep: 1 },
     ]);
     for (const r of results) expect(r).toEqual(results[0]);
   });
@@ -317,11 +341,12 @@ describe("journal batches", () => {
       entries: [{ ...row, status: "completed", stepVersion: 2 }],
       executions: [{ id: ex.id, tenantId: tenant, stepVersion: 2, patch: { status: "completed", output: { done: true } } }],
     })).toEqual({ journaled: 1, updated: 1 });
-    // Step 1's records (the start: running) land late.
+    // Step 1's records (the start: running) land late. The journal row only gains the step that began it.
     expect(await store.nodeExecutions.recordSteps({
       entries: [{ ...row, status: "running", stepVersion: 1 }],
       executions: [{ id: ex.id, tenantId: tenant, stepVersion: 1, patch: { status: "running", startedAt: new Date() } }],
-    })).toEqual({ journaled: 0, updated: 0 });
+    })).toEqual({ journaled: 1, updated: 0 });
+    expect((await store.nodeExecutions.listById(ex.id))[0]).toMatchObject({ status: "completed", stepVersion: 2, beganStep: 1 });
     expect(await store.executions.getById(ex.id)).toMatchObject({ status: "completed", output: { done: true }, startedAt: null });
     // The latest step's own patch, and a patch without a step, still apply.
     expect(await store.nodeExecutions.recordSteps({ entries: [], executions: [{ id: ex.id, tenantId: tenant, stepVersion: 2, patch: { currentState: "x" } }] })).toEqual({ journaled: 0, updated: 1 });

@@ -501,6 +501,8 @@ function normalizeEntry(entry: unknown): NormalizedEntry {
   if (e.errorCode !== undefined) doc.errorCode = changes.errorCode = optionalText("errorCode", e.errorCode, STATE_MAX) ?? null;
   if (e.retryable !== undefined) doc.retryable = changes.retryable = optionalBool("retryable", e.retryable) ?? null;
   if (e.stepVersion !== undefined) doc.stepVersion = changes.stepVersion = optionalInt("stepVersion", e.stepVersion, 0) ?? null;
+  // Only a beginning writes an attempt's row running or paused: its step began the attempt.
+  if (typeof doc.stepVersion === "number" && (status === "running" || status === "paused")) doc.beganStep = changes.beganStep = doc.stepVersion;
   if (e.durationMs !== undefined) doc.durationMs = changes.durationMs = optionalInt("durationMs", e.durationMs) ?? null;
   if (e.completedAt !== undefined) {
     const completedAt = optionalDate("completedAt", e.completedAt) ?? null;
@@ -536,7 +538,7 @@ export function recordStepsSql(schema: string, opts: { patches?: boolean } = {})
   // once set, is only ever set again to the same kind of value (no step clears one), so the
   // row comes out the same whichever write lands first.
   const NEWER = `(t."stepVersion" IS NULL OR EXCLUDED."stepVersion" IS NULL OR t."stepVersion" <= EXCLUDED."stepVersion")`;
-  const MERGED = ["input", "output", "toolCalls", "tokenUsage", "error", "errorCode", "retryable", "stepVersion", "durationMs", "startedAt", "completedAt"];
+  const MERGED = ["input", "output", "toolCalls", "tokenUsage", "error", "errorCode", "retryable", "stepVersion", "beganStep", "durationMs", "startedAt", "completedAt"];
   const mergeCol = (column: string): string =>
     `CASE WHEN ${NEWER} THEN CASE WHEN s.doc ? '${column}' THEN EXCLUDED."${column}" ELSE t."${column}" END ELSE COALESCE(t."${column}", EXCLUDED."${column}") END`;
   const laterCol = (column: string): string => `"${column}" = CASE WHEN ${NEWER} THEN EXCLUDED."${column}" ELSE t."${column}" END`;
@@ -610,10 +612,10 @@ export function recordStepsSql(schema: string, opts: { patches?: boolean } = {})
     ),
     ins AS (
       INSERT INTO ${journal} AS t ("id", "tenantId", "executionId", "nodeId", "nodeType", "attempt", "status", "input", "output", "toolCalls", "tokenUsage",
-        "error", "errorCode", "retryable", "stepVersion", "durationMs", "startedAt", "completedAt")
+        "error", "errorCode", "retryable", "stepVersion", "beganStep", "durationMs", "startedAt", "completedAt")
       SELECT id, doc->>'tenantId', (doc->>'executionId')::int, doc->>'nodeId', doc->>'nodeType', (doc->>'attempt')::int, doc->>'status',
         NULLIF(doc->'input', 'null'::jsonb), NULLIF(doc->'output', 'null'::jsonb), NULLIF(doc->'toolCalls', 'null'::jsonb), NULLIF(doc->'tokenUsage', 'null'::jsonb),
-        doc->>'error', doc->>'errorCode', (doc->>'retryable')::boolean, (doc->>'stepVersion')::int, (doc->>'durationMs')::int,
+        doc->>'error', doc->>'errorCode', (doc->>'retryable')::boolean, (doc->>'stepVersion')::int, (doc->>'beganStep')::int, (doc->>'durationMs')::int,
         COALESCE((doc->>'startedAt')::timestamptz, CURRENT_TIMESTAMP), (doc->>'completedAt')::timestamptz
       FROM src
       WHERE NOT EXISTS (SELECT 1 FROM foreign_rows) AND (SELECT floor FROM fence) IS NULL

@@ -133,6 +133,7 @@ export function toNodeExecution(r: AgentWorkflowNodeExecution): NodeExecutionRec
     errorCode: r.errorCode,
     retryable: r.retryable,
     stepVersion: r.stepVersion,
+    beganStep: r.beganStep,
     durationMs: r.durationMs,
     startedAt: r.startedAt,
     completedAt: r.completedAt,

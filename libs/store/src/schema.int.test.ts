@@ -260,7 +260,7 @@ describe("every model through the Prisma client", () => {
     const node = {
       id: 501, tenantId: "t_full", executionId: 401, nodeId: "review", nodeType: "agent.humanReview", attempt: 2, status: "paused",
       input: { x: 1 }, output: [1, 2], tokenUsage: { input: 1 }, toolCalls: [{ tool: "search" }], error: "e", errorCode: "BATON_X", retryable: true,
-      stepVersion: 9, durationMs: 42, startedAt: at, completedAt: later,
+      stepVersion: 9, beganStep: 8, durationMs: 42, startedAt: at, completedAt: later,
     };
     covers(Prisma.AgentWorkflowNodeExecutionScalarFieldEnum, node);
     await p.agentWorkflowNodeExecution.create({ data: node });

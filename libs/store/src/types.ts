@@ -329,6 +329,11 @@ export interface NodeExecutionRecord {
   retryable: boolean | null;
   /** The checkpoint version whose step wrote this row; orders the journal for replay. */
   stepVersion: number | null;
+  /**
+   * The step whose write began the attempt (status running or paused, which only a beginning
+   * writes); kept when a later step writes the row again. Null when not known.
+   */
+  beganStep: number | null;
   durationMs: number | null;
   startedAt: Date;
   completedAt: Date | null;
@@ -690,7 +695,9 @@ export interface NodeExecutionsRepo {
    * `stepVersion` is below the row's only fills columns the row does not have yet, so the
    * records of an earlier step that land after a later step's (statements overlapping, or
    * another executor's) do not undo it. Entries are written in (execution, node, attempt)
-   * order, so statements running at the same time do not deadlock.
+   * order, so statements running at the same time do not deadlock. An entry with a
+   * `stepVersion` and status `running` or `paused` (a beginning) sets the row's `beganStep`,
+   * which later steps' entries keep, and an earlier step's beginning that lands late fills.
    * @returns how many rows were written (an earlier step's entry with nothing to fill not counted)
    */
   recordMany(entries: readonly NodeExecutionEntry[]): Promise<number>;

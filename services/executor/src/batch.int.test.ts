@@ -898,6 +898,45 @@ describe("the records of consecutive steps", () => {
     expect(seen.sort()).toEqual(["a", "b", "s"]);
   });
 
+  // Chaos seed 1147 (docs/dev/chaos.md): the start's rows written and its executor stalled in the
+  // publish of its events; another replica's step wrote a's row again (completed), and it died
+  // before its events (here its rows are written directly); Redis lost the checkpoint. The rebuild found
+  // no event of the run and told the start under ids of its own, since no row said which step
+  // began a; the stalled executor then published its own. The journal now keeps the step that
+  // began each attempt (`beganStep`), and the rebuild tells the start under the start's ids.
+  it("tells a start whose row the next step wrote again under the start's ids, so that its stalled executor's late copies are dropped", async () => {
+    await streamKeepsOverASecond();
+    const first = gated();
+    const gate = first.hold();
+    const row = await t.store.executions.create(tenantId, { workflowId, workflowVersion: 1, input: {} });
+    const id = row.id;
+    const start = first.executor.handle(command("execution.start", { executionId: id, tenantId, workflowId, workflowVersion: 1, input: {} }));
+    await until(() => first.written.has("a:running") && first.log.includes("event execution.started"), "the start's rows, then its events held");
+    // a's step as the other replica wrote it (step 2), its events never out.
+    await t.store.nodeExecutions.recordSteps({ entries: [{ tenantId, executionId: id, nodeId: "a", nodeType: "tool", attempt: 1, status: "completed", output: { v: "a" }, durationMs: 1, completedAt: new Date(), stepVersion: 2 }], executions: [] });
+    expect((await t.store.nodeExecutions.listById(id)).find((r) => r.nodeId === "a")).toMatchObject({ status: "completed", beganStep: 1 });
+    await loseCheckpoint(id);
+    const third = gated();
+    await third.executor.handle(result(id, "b"), 2);
+    expect(third.sent.filter((l) => l.startsWith("execution.started"))).toHaveLength(1);
+    // The stalled executor wakes and publishes the start's events.
+    gate.release();
+    await start.catch(() => undefined);
+    expect(first.sent.filter((l) => l.startsWith("execution.started"))).toHaveLength(1);
+    for (const n of ["c", "d"]) await third.executor.handle(result(id, n));
+    expect((await t.store.executions.getById(id))!.status).toBe("completed");
+    // On the stream: the start once, and each node begun once.
+    const ac = new AbortController();
+    const seen: string[] = [];
+    const subjects = (["execution.started", "node.started", "execution.completed"] as const).map((type) => createMessaging(bus).subjects.event(type, tenantId, id));
+    const reading = bus.replay(subjects, { signal: ac.signal }, (m) => void seen.push(`${createMessaging(bus).subjects.parseEvent(m.subject)?.type} ${(JSON.parse(new TextDecoder().decode(m.data)) as { node_id?: string }).node_id ?? ""}`.trim()));
+    await until(() => seen.includes("execution.completed"), "the run's end on the stream");
+    await new Promise((r) => setTimeout(r, 200));
+    ac.abort();
+    await reading;
+    expect(seen.sort()).toEqual(["execution.completed", "execution.started", "node.started a", "node.started b", "node.started c", "node.started d", "node.started j", "node.started s"]);
+  });
+
   // Chaos seeds 831 and 832 (docs/dev/chaos.md): a run's timeline began after its start (no
   // `execution.started`, no `node.started` of the first node) though the journal had the start's
   // rows: the start's executor died between its rows and its events, Redis lost the checkpoint,

@@ -1328,7 +1328,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
             ...(j.errorCode !== null ? { errorCode: j.errorCode } : {}), ...(j.retryable !== null ? { retryable: j.retryable } : {}),
             ...(j.durationMs !== null ? { durationMs: j.durationMs } : {}),
             startedAt: j.startedAt.toISOString(), ...(j.completedAt ? { completedAt: j.completedAt.toISOString() } : {}),
-            stepVersion: j.stepVersion,
+            stepVersion: j.stepVersion, beganStep: j.beganStep,
           })),
         });
         // Steps whose records are not in the journal: their executor died writing them (the
