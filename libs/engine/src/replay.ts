@@ -144,20 +144,24 @@ export async function replayJournal(input: ReplayInput): Promise<ReplayResult> {
   // one whose rows it lacks (taken later, or never), unless the outcome cannot be placed without
   // it (its rows were lost while later ones landed).
   const rowStep = new Map<string, number>();
+  const began = new Map<string, number>();
   const attempts = new Set<string>();
   const numbered = input.journal.every((j) => typeof j.stepVersion === "number");
   for (const j of input.journal) {
     attempts.add(`${j.nodeId}#${j.attempt}`);
     if (typeof j.stepVersion === "number") rowStep.set(`${j.nodeId}#${j.attempt}:${j.status}`, j.stepVersion);
+    if (typeof j.beganStep === "number") began.set(`${j.nodeId}#${j.attempt}`, j.beganStep);
   }
-  // A write the journal has (same node, attempt and status) gives the step's number; a write
-  // whose row a later step wrote again (a start, then its end) gives none; an attempt with no row
-  // at all was not taken before the rows that landed.
+  // A write the journal has (same node, attempt and status) gives the step's number; so does a
+  // beginning whose row a later step wrote again (a start, then its end), by the row's
+  // `beganStep` (rows written before the journal kept it give none); an attempt with no row at
+  // all was not taken before the rows that landed.
   const after = (stepEffects: readonly Effect[], until: number): boolean =>
     numbered && stepEffects.some((e) => {
       if (e.kind !== "journal") return false;
-      const n = rowStep.get(`${e.entry.nodeId}#${e.entry.attempt}:${e.entry.status}`);
-      return n !== undefined ? n > until : until !== Infinity && !attempts.has(`${e.entry.nodeId}#${e.entry.attempt}`);
+      const attempt = `${e.entry.nodeId}#${e.entry.attempt}`;
+      const n = rowStep.get(`${attempt}:${e.entry.status}`) ?? (e.entry.status === "running" || e.entry.status === "paused" ? began.get(attempt) : undefined);
+      return n !== undefined ? n > until : until !== Infinity && !attempts.has(attempt);
     });
   /** Ready nodes wait for a continue. */
   let pending = false;
