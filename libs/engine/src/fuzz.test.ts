@@ -290,6 +290,28 @@ function loopDependent(d: WorkflowDefinition, message: string): boolean {
   });
 }
 
+/**
+ * Run k of definition `d` of `seed`, its tools' answers and its input drawn from the run's seed,
+ * in the simulator's order (results queued behind a step before the inline steps it made ready)
+ * or, `eagerInline`, in the executor's.
+ */
+async function runOf(d: WorkflowDefinition, seed: number, k: number, eagerInline = false): Promise<{ sim: Sim; input: JsonObject; runSeed: number }> {
+  const runSeed = seed * 31 + k;
+  const input = { x: hashUnit(`input:${runSeed}`) };
+  const sim = new Sim(d, { t: toolOf(runSeed) });
+  sim.cap = CAP;
+  sim.eagerInline = eagerInline;
+  await sim.start(input);
+  return { sim, input, runSeed };
+}
+
+/** The definition of a pinned seed, which validation must still accept. */
+function pinned(seed: number): WorkflowDefinition {
+  const v = validateWorkflow(generate(seed));
+  if (!v.ok) throw new Error(`seed ${seed} is no longer accepted: ${JSON.stringify(v.errors)}`);
+  return v.workflow;
+}
+
 describe("fuzz: random small graphs run by the engine as validation accepts them", () => {
   const [from, to, want] = wide ? [wide.from, wide.to, wide.want] : [1, SEEDS, WANT];
   it(`${wide ? `seeds ${from}–${to}: ${want === Infinity ? "every" : want}` : WANT} accepted definitions, ${RUNS} runs each, keep the graph rules`, async () => {
@@ -311,19 +333,12 @@ describe("fuzz: random small graphs run by the engine as validation accepts them
       if (loops.some((a) => loops.some((b) => a !== b && loopBody(g, a).has(b) && loopBody(g, b).has(a)))) stats.mutualLoops++;
       if (d.nodes.some((n) => n.maxVisits !== undefined)) stats.maxVisits++;
       for (let k = 0; k < RUNS; k++) {
-        const runSeed = seed * 31 + k;
-        const input = { x: hashUnit(`input:${runSeed}`) };
-        const sim = new Sim(d, { t: toolOf(runSeed) });
-        sim.cap = CAP;
-        await sim.start(input);
+        const { sim, input, runSeed } = await runOf(d, seed, k);
         stats.runs++;
         if (sim.s.status === "completed") stats.completed++;
         for (const e of sim.events) if (e.kind === "node.completed" && d.nodes.find((x) => x.id === e.nodeId)?.type === "condition") stats.outcomes.add(JSON.stringify(e.output));
         // The same run as the executor takes it (inline steps before queued results), rebuilt.
-        const eager = new Sim(d, { t: toolOf(runSeed) });
-        eager.cap = CAP;
-        eager.eagerInline = true;
-        await eager.start(input);
+        const { sim: eager } = await runOf(d, seed, k, true);
         const replayed = [
           ...(sim.capped ? [] : (await checkReplay(sim, d, input, runSeed)).map((p) => `(results between inline steps) ${p}`)),
           ...(eager.capped ? [] : await checkReplay(eager, d, input, runSeed)),
@@ -374,17 +389,11 @@ describe("fuzz: loops each in the other's body", () => {
   const FORMER_RUNAWAYS = [75033, 90067, 90875, 94325, 96059, 114054, 120083, 120673, 125112];
 
   it.each(FORMER_RUNAWAYS)("seed %i: every run ends", async (seed) => {
-    const v = validateWorkflow(generate(seed));
-    if (!v.ok) throw new Error(`seed ${seed} is no longer accepted: ${JSON.stringify(v.errors)}`);
+    const d = pinned(seed);
     const ends: string[] = [];
     for (let k = 0; k < RUNS; k++) {
-      const runSeed = seed * 31 + k;
-      const input = { x: hashUnit(`input:${runSeed}`) };
       for (const eagerInline of [false, true]) {
-        const sim = new Sim(v.workflow, { t: toolOf(runSeed) });
-        sim.cap = CAP;
-        sim.eagerInline = eagerInline;
-        await sim.start(input);
+        const { sim } = await runOf(d, seed, k, eagerInline);
         ends.push(`${k}${eagerInline ? " eager" : ""}: ${sim.capped ? "capped" : sim.s.status}`);
       }
     }
@@ -404,16 +413,11 @@ describe("fuzz: results taken between inline steps, rebuilt", () => {
   const FORMERLY_OTHERWISE = [6393, 10421, 11176, 11906, 12497, 12530, 14905, 16130];
 
   it.each(FORMERLY_OTHERWISE)("seed %i: every run rebuilds as it ran", async (seed) => {
-    const v = validateWorkflow(generate(seed));
-    if (!v.ok) throw new Error(`seed ${seed} is no longer accepted: ${JSON.stringify(v.errors)}`);
+    const d = pinned(seed);
     const problems: string[] = [];
     for (let k = 0; k < RUNS; k++) {
-      const runSeed = seed * 31 + k;
-      const input = { x: hashUnit(`input:${runSeed}`) };
-      const sim = new Sim(v.workflow, { t: toolOf(runSeed) });
-      sim.cap = CAP;
-      await sim.start(input);
-      if (!sim.capped) problems.push(...(await checkReplay(sim, v.workflow, input, runSeed)).map((p) => `run ${k}: ${p}`));
+      const { sim, input, runSeed } = await runOf(d, seed, k);
+      if (!sim.capped) problems.push(...(await checkReplay(sim, d, input, runSeed)).map((p) => `run ${k}: ${p}`));
     }
     expect(problems).toEqual([]);
   });
