@@ -58,26 +58,22 @@ export function watchDatabase(opts: DatabaseWatchOptions): DatabaseWatch {
   /** One round trip; false when it failed on a connection made earlier (it may have just been ended). */
   const probe = async (): Promise<boolean> => {
     const fresh = !client;
+    let c = client;
     try {
-      if (!client) {
-        const c = new pg.Client({ connectionString: opts.databaseUrl, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
+      if (!c) {
+        const made = new pg.Client({ connectionString: opts.databaseUrl, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
         // Ended from the server's side: probe again at once on a new connection.
-        c.on("error", () => {
-          drop(c);
+        made.on("error", () => {
+          drop(made);
           schedule(0);
         });
-        client = c;
-        try {
-          await c.connect();
-        } catch (err) {
-          drop(c);
-          throw err;
-        }
+        client = c = made;
+        await made.connect();
       }
-      await client.query("SELECT 1");
+      await c.query("SELECT 1");
       verdict(true);
     } catch (err) {
-      if (client) drop(client);
+      if (c) drop(c);
       if (!fresh) return false;
       verdict(false, toStoreError(err).message || errorMessage(err));
     }
