@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@jest/globals";
 import { readFileSync } from "node:fs";
-import { backoffDelay, forkState, isBlobRef, outstandingCalls, outstandingCount, replayJournal, resolveRefs, settledFanCall, step, usageOf } from "./index.ts";
+import { backoffDelay, DEADLINE_TIMER_ID, forkState, isBlobRef, outstandingCalls, outstandingCount, replayJournal, resolveRefs, settledFanCall, step, usageOf } from "./index.ts";
 import type { Command, Effect, ExecutionState, JournalEntry, JsonObject, JsonValue, NodeRun, WorkflowDefinition } from "./index.ts";
 import { deepFreeze, def } from "./test-support.ts";
 
@@ -1101,6 +1101,42 @@ describe("step: retries, timeouts, delays, deadlines, cancel", () => {
     expect(r.state.status).toBe("failed");
     expect(r.state.error!.code).toBe("BATON_DEADLINE_EXCEEDED");
     expect(r.effects).toContainEqual(expect.objectContaining({ kind: "cancelTools", callIds: ["7.a.1"] }));
+  });
+
+  it("a deadline that passed ends the run at the next command, whenever its timer comes, and that command is not applied", async () => {
+    const d = def({
+      limits: { deadlineMs: 5000 },
+      nodes: [{ id: "a", type: "tool", config: { tool: "f" }, retry: { maxAttempts: 3, initialDelayMs: 1000, jitter: 0 } }, { id: "b", type: "tool", config: { tool: "f" } }],
+      edges: [{ from: "a", to: "b" }],
+    });
+    const at = (ms: number) => new Date(t0 + ms).toISOString();
+    const started = await step({ definition: d, state: null, command: { kind: "start", input: {} }, now: at(0), identity });
+    const result = (ok: boolean, ms: number, state = started.state) =>
+      step({ definition: d, state, command: ok ? { kind: "toolResult", nodeId: "a", callId: "7.a.1", ok: true, output: {}, durationMs: 1 } : { kind: "toolResult", nodeId: "a", callId: "7.a.1", ok: false, error: { code: "BUSY", message: "busy", retryable: true }, durationMs: 1 }, now: at(ms) });
+
+    // Before the deadline, the result is applied: b starts.
+    const inTime = await result(true, 4999);
+    expect([inTime.state.status, inTime.state.nodes.a!.status, inTime.state.nodes.b!.status]).toEqual(["running", "completed", "running"]);
+
+    // After it, with the deadline's timer not come yet: the run fails for its deadline, as if
+    // the timer had come first; a's answer is not taken and b never starts.
+    const late = await result(true, 5001);
+    expect([late.state.status, late.state.error?.code, late.state.nodes.a!.status, late.state.nodes.b]).toEqual(["failed", "BATON_DEADLINE_EXCEEDED", "failed", undefined]);
+    expect(late.ignored).toBeUndefined();
+    expect(late.effects).toContainEqual(expect.objectContaining({ kind: "cancelTools", callIds: ["7.a.1"] }));
+    expect(late.effects.flatMap((e) => (e.kind === "emit" ? [e.event.kind] : []))).toEqual(["node.failed", "execution.failed"]);
+    // The same step as the timer's own, which then finds the run ended.
+    const byTimer = await step({ definition: d, state: started.state, command: { kind: "timer", timerId: DEADLINE_TIMER_ID }, now: at(5001) });
+    expect(late.state).toEqual(byTimer.state);
+    expect(late.effects).toEqual(byTimer.effects);
+    expect((await step({ definition: d, state: late.state, command: { kind: "timer", timerId: DEADLINE_TIMER_ID }, now: at(9000) })).ignored).toBe("execution is failed");
+
+    // A retry's timer that comes after the deadline starts no attempt.
+    const failed = await result(false, 1000);
+    expect(failed.state.nodes.a!.timerId).toBe("retry:a:1");
+    const retry = await step({ definition: d, state: failed.state, command: { kind: "timer", timerId: "retry:a:1" }, now: at(6000) });
+    expect([retry.state.status, retry.state.error?.code, retry.state.nodes.a!.attempt]).toEqual(["failed", "BATON_DEADLINE_EXCEEDED", 1]);
+    expect(retry.effects.some((e) => e.kind === "callTool")).toBe(false);
   });
 
   it("the earlier of the start's deadline (a caller's, or a parent's) and the definition's own limit applies", async () => {

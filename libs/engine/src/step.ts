@@ -2081,7 +2081,8 @@ export async function step(input: StepInput): Promise<StepResult> {
 }
 
 async function stepOnce(input: StepInput): Promise<StepResult> {
-  const { definition, command, now } = input;
+  const { definition, now } = input;
+  let { command } = input;
   const blobs = input.blobs ?? new Map<string, JsonValue>();
   const gone = input.missingBlobs;
   const unchanged = (state: ExecutionState, ignored: string): StepResult => ({ state, effects: [], more: false, ignored });
@@ -2115,6 +2116,15 @@ async function stepOnce(input: StepInput): Promise<StepResult> {
   if (command.kind === "start") return unchanged(state, "already started");
   if (isFinished(state)) return unchanged(state, `execution is ${state.status}`);
   const st = new Stepper(definition, state, now, blobs, gone);
+
+  // A deadline that has passed ends the run before anything else it is told, whenever its own
+  // timer comes: that command can come late (the executor holding it died or stalled, and it
+  // comes back after the ack wait), and meanwhile a result, a retry's timer or a resume would
+  // run the run on past its deadline. The step is the deadline's, as if its timer had come
+  // first; the command that came is not applied, the run having ended (its timer, when it
+  // comes, finds none).
+  const deadline = state.timers?.[DEADLINE_TIMER_ID];
+  if (deadline && Date.parse(deadline.dueAt) <= Date.parse(now)) command = { kind: "timer", timerId: DEADLINE_TIMER_ID };
 
   switch (command.kind) {
     case "continue":

@@ -395,6 +395,45 @@ describe("a command that reaches a finished execution", () => {
   });
 });
 
+describe("a command that comes after the run's deadline, before its timer", () => {
+  // Chaos round 5001 (--deadlines, docs/dev/chaos.md): the deadline timer's command comes back
+  // only after the ack wait when the executor holding it died or stalled; meanwhile the run's
+  // results and retry timers ran it on, and it completed past its deadline.
+  it("fails the run for its deadline instead of applying the command; the timer then finds it ended", async () => {
+    const published: string[] = [];
+    const base = createMessaging(bus);
+    const messaging: Messaging = {
+      ...base,
+      publishEvent: async (type, init, key) => {
+        published.push(type === "node.failed" || type === "node.completed" || type === "node.started" ? `${type} ${(init as { nodeId: string }).nodeId}` : type);
+        return base.publishEvent(type, init, key);
+      },
+    };
+    const x = createExecutor({ messaging, store: t.store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0, clock: skewedClock });
+    const row = await t.store.executions.create(tenantId, { workflowId, workflowVersion: 1, input: {} });
+    const id = row.id;
+    const dueAt = new Date(Date.now() + 60_000).toISOString();
+    await x.handle(command("execution.start", { executionId: id, tenantId, workflowId, workflowVersion: 1, deadline: dueAt }));
+    await x.handle(result(id, "a"));
+    expect((await checkpoints.get(id))!.state.status).toBe("running");
+    // b answers two minutes later: its timer, sent at the start, has not come.
+    skewMs = 120_000;
+    published.length = 0;
+    await x.handle(result(id, "b"));
+    const after = await t.store.executions.getById(id);
+    expect([after!.status, after!.error?.split(":")[0]]).toEqual(["failed", "BATON_DEADLINE_EXCEEDED"]);
+    const rows = await t.store.nodeExecutions.listById(id);
+    // b's answer was not taken, and j never started.
+    expect(rows.map((r) => `${r.nodeId}:${r.status}`).sort()).toEqual(["a:completed", "b:failed", "c:failed", "d:failed", "s:completed"]);
+    expect(published).toEqual(["node.failed b", "node.failed c", "node.failed d", "execution.failed"]);
+    // The timer comes at last: the run has ended, nothing more is written or told.
+    const version = (await checkpoints.get(id))!.version;
+    await x.handle(command("execution.timer", { executionId: id, tenantId, timerId: "deadline", dueAt }));
+    expect(published).toHaveLength(4);
+    expect((await checkpoints.get(id))!.version).toBe(version);
+  });
+});
+
 describe("the records of consecutive steps", () => {
   /**
    * An executor whose event publishes wait for `gate` (when set), logging rows and events in the
