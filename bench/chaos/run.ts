@@ -36,9 +36,22 @@
  *   (SQLSTATE 40001, a trigger in the round's schema);
  * - `--loss-all=P`: that fraction of the checkpoint losses deletes every checkpoint of the round.
  *
+ * Features under the faults (also off by default; they draw from generators of their own):
+ * - `--deadlines=F`: that fraction of the runs is started with a `deadlineMs` of 0.5–8 s. Such a
+ *   run either ends as its shape says or fails with BATON_DEADLINE_EXCEEDED, not before its
+ *   deadline; it (and every child run) completes no later than a second past it, and no node of
+ *   it starts later than that;
+ * - `--forks=F`: after that fraction of the starts, an earlier run that completed is forked from
+ *   one of its kept checkpoints (time travel). The fork must end as its source did, with the same
+ *   output, and (loop-free shapes) without running again a node completed at that version;
+ * - `--tenant-cap=N`: BATON_TENANT_MAX_RUNNING=N. Runs wait queued for a slot; at no moment were
+ *   more than N of the round's top-level runs running or paused (their rows' startedAt to
+ *   completedAt, each shortened by 100 ms at both ends for the processes' clocks).
+ *
  *   ./baton node bench/chaos/run.ts [--seed=N] [--rounds=R] [--executions=N] [--executors=2]
  *                                   [--chaos-ms=2500] [--loss=0.4] [--cancel=0.1] [--verbose]
  *                                   [--stall=0] [--workers=0] [--worker-faults=0] [--pg-fail=0] [--loss-all=0]
+ *                                   [--deadlines=0] [--forks=0] [--tenant-cap=0]
  *
  * Each round prints its seed; `--seed=N --rounds=1` replays one (the chaos is random in time
  * too, so a replay is likely but not certain to fail the same way). Exit code 1 when a check
@@ -81,6 +94,9 @@ const { values: args } = parseArgs({
     "worker-faults": { type: "string", default: "0" },
     "pg-fail": { type: "string", default: "0" },
     "loss-all": { type: "string", default: "0" },
+    deadlines: { type: "string", default: "0" },
+    forks: { type: "string", default: "0" },
+    "tenant-cap": { type: "string", default: "0" },
     shapes: { type: "string" },
     verbose: { type: "boolean", default: false },
   },
@@ -352,6 +368,10 @@ interface Run extends Planned {
   id: number;
   cancel?: { atMs: number; answered?: number };
   decideAfterMs: number;
+  /** The `deadlineMs` it was started with (--deadlines). */
+  deadlineMs?: number;
+  /** A fork (--forks): of which run, from which checkpoint version, and the nodes completed at that version. */
+  fork?: { of: number; version: number; done: string[] };
 }
 
 async function scanKeys(redis: Redis, pattern: string): Promise<string[]> {
@@ -377,13 +397,20 @@ async function round(seed: number): Promise<string[]> {
   const verbose = args.verbose;
   const log = (msg: string) => console.log(`[seed ${seed} +${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}`);
   const t0 = Date.now();
-  const { config, env } = isolatedConfig({ BATON_EXECUTOR_ACK_WAIT_MS: "2000", BATON_CHECKPOINT_DELTA_ABOVE_BYTES: r() < 0.5 ? "0" : "65536" });
+  const tenantCap = Number(args["tenant-cap"]);
+  const { config, env } = isolatedConfig({
+    BATON_EXECUTOR_ACK_WAIT_MS: "2000", BATON_CHECKPOINT_DELTA_ABOVE_BYTES: r() < 0.5 ? "0" : "65536",
+    ...(tenantCap > 0 ? { BATON_TENANT_MAX_RUNNING: String(tenantCap) } : {}),
+  });
   const redis: Redis = createRedis(config.redisUrl);
   const t = testTools(redis, config.prefix);
   const rec: Recorder = t.recorder;
   // Postgres faults and process faults of the new kinds draw from generators of their own, so
   // a seed's kills and checkpoint losses stay what they were without them.
   const rp = rng(seed ^ 0x27d4eb2f);
+  // Deadlines, and forks (whose choices depend on which runs ended by then), likewise.
+  const rd = rng(seed ^ 0x68e31da4);
+  const rf = rng(seed ^ 0x1b873593);
   const procs: Proc[] = [];
   const slots: (Proc | undefined)[] = [];
   const wslots: (Proc | undefined)[] = [];
@@ -483,6 +510,9 @@ async function round(seed: number): Promise<string[]> {
     const workerFaultRate = nWorkers > 0 ? Number(args["worker-faults"]) : 0;
     const pgFailRate = Number(args["pg-fail"]);
     const chaosMs = Number(args["chaos-ms"]);
+    const deadlineRate = Number(args.deadlines);
+    const forkRate = Number(args.forks);
+    let forks = 0;
     let kills = 0;
     let losses = 0;
     let stalls = 0;
@@ -596,6 +626,38 @@ async function round(seed: number): Promise<string[]> {
       }
     })();
 
+    /**
+     * Forks a run that completed (not a retry: its flaky tool counts on across runs) from one of
+     * its kept checkpoints, drawn at random; the fork is checked like a run of its source's shape,
+     * for status and output. False when there was none to fork, or its checkpoints are gone
+     * (a loss of every checkpoint of the round takes finished runs' too).
+     */
+    const completedRuns = new Set<number>();
+    async function forkOne(): Promise<boolean> {
+      const done = runs.filter((x) => !x.fork && !x.cancel && x.expect.status === "completed" && x.shape !== "retry");
+      const ended: Run[] = [];
+      for (const x of done) {
+        if (!completedRuns.has(x.id) && (await getExecution(a, x.id)).status === "completed") completedRuns.add(x.id);
+        if (completedRuns.has(x.id)) ended.push(x);
+      }
+      if (!ended.length) return false;
+      const src = ended[int(rf, 0, ended.length - 1)]!;
+      const list = await a.call<{ items: { version: number; nodes: Record<string, string> }[] }>("GET", `/api/agent-workflow-executions/${src.id}/checkpoints?limit=200`);
+      if (list.status !== 200 || !list.body.items.length) return false;
+      const cp = list.body.items[int(rf, 0, list.body.items.length - 1)]!;
+      const res = await a.call<{ id: number }>("POST", `/api/agent-workflow-executions/${src.id}/fork`, { version: cp.version });
+      if (res.status === 404) return false; // trimmed or lost between the list and the fork
+      if (res.status !== 202) {
+        problems.push(`fork of ${src.shape} ${src.id} at version ${cp.version} answered ${res.status}: ${JSON.stringify(res.body)}`);
+        return false;
+      }
+      const doneAt = Object.entries(cp.nodes).filter(([, st]) => st === "completed").map(([id]) => id);
+      runs.push({ shape: `fork:${src.shape}`, definition: src.definition, input: src.input, expect: { status: "completed", output: src.expect.output }, id: res.body.id, decideAfterMs: src.decideAfterMs, fork: { of: src.id, version: cp.version, done: doneAt } });
+      started.set(res.body.id, Date.now());
+      if (verbose) log(`forked ${src.shape} ${src.id} at version ${cp.version}: ${res.body.id}`);
+      return true;
+    }
+
     // The stream of executions, a few in flight at once.
     for (let k = 0; k < total; k++) {
       const shape = names[int(r, 0, names.length - 1)]!;
@@ -605,12 +667,13 @@ async function round(seed: number): Promise<string[]> {
         wf = await createDefinition(a, `chaos-${shape}-${k}`, plan.definition);
         workflowIds.set(`${shape}-${k}`, wf);
       }
-      const res = await a.call<{ id: number }>("POST", `/api/agent-workflows/${wf}/execute`, { input: plan.input });
+      const deadlineMs = deadlineRate > 0 && rd() < deadlineRate ? int(rd, 500, 8000) : undefined;
+      const res = await a.call<{ id: number }>("POST", `/api/agent-workflows/${wf}/execute`, { input: plan.input, ...(deadlineMs === undefined ? {} : { deadlineMs }) });
       if (res.status !== 202) {
         problems.push(`execute ${shape} answered ${res.status}: ${JSON.stringify(res.body)}`);
         continue;
       }
-      const run: Run = { ...plan, id: res.body.id, decideAfterMs: int(r, 100, 3000) };
+      const run: Run = { ...plan, id: res.body.id, decideAfterMs: int(r, 100, 3000), ...(deadlineMs === undefined ? {} : { deadlineMs }) };
       if (r() < cancelRate) run.cancel = { atMs: int(r, 50, 3000) };
       runs.push(run);
       started.set(run.id, Date.now());
@@ -621,7 +684,8 @@ async function round(seed: number): Promise<string[]> {
           c.answered = (await a.call("POST", `/api/agent-workflow-executions/${run.id}/cancel`, { reason: "chaos" }).catch(() => ({ status: -1 }))).status;
         })();
       }
-      if (verbose) log(`started ${shape} ${run.id}${run.cancel ? ` (cancel at ${run.cancel.atMs} ms)` : ""}`);
+      if (verbose) log(`started ${shape} ${run.id}${run.cancel ? ` (cancel at ${run.cancel.atMs} ms)` : ""}${deadlineMs === undefined ? "" : ` (deadline ${deadlineMs} ms)`}`);
+      if (forkRate > 0 && rf() < forkRate && (await forkOne())) forks++;
       await new Promise((res2) => setTimeout(res2, int(r, 50, 600)));
       // Keep at most ~10 runs in flight (2 CPUs).
       for (;;) {
@@ -639,7 +703,7 @@ async function round(seed: number): Promise<string[]> {
     for (let i = 0; i < nExecutors; i++) if (!slots[i]) await waitFor(`executor ${i} back`, async () => (slots[i] ? true : undefined), 90_000).catch(() => startExecutor(i));
     for (let i = 0; i < nWorkers; i++) if (!wslots[i]) await waitFor(`worker ${i} back`, async () => (wslots[i] ? true : undefined), 90_000).catch(() => startProc("worker", i));
     await waitFor("stalled processes continued", async () => (procs.some((p) => p.stalled) ? undefined : true), 10_000);
-    log(`${runs.length} executions, ${kills} kills, ${stalls} executor stalls, ${workerFaults} worker faults, ${losses} checkpoint losses, ${pgWindows} journal failure windows; waiting for every run to end`);
+    log(`${runs.length} executions (${forks} forks, ${runs.filter((x) => x.deadlineMs !== undefined).length} with a deadline${tenantCap > 0 ? `, tenant cap ${tenantCap}` : ""}), ${kills} kills, ${stalls} executor stalls, ${workerFaults} worker faults, ${losses} checkpoint losses, ${pgWindows} journal failure windows; waiting for every run to end`);
 
     // Every run ends (reviews still answered meanwhile). The recovery sweep runs every minute.
     const ends = ["completed", "failed", "cancelled"];
@@ -749,8 +813,13 @@ async function round(seed: number): Promise<string[]> {
           // A call whose deliveries all but the last were lost to worker faults fails, by design, with
           // BATON_TOOL_DELIVERIES_EXHAUSTED (docs/tools.md): excused, and said, when workers were faulted.
           const exhausted = row.status === "failed" && (row.error ?? "").startsWith("BATON_TOOL_DELIVERIES_EXHAUSTED") && workerFaults > 0;
+          // A run given a deadline may fail for it, whatever its shape.
+          const deadlineHit = run.deadlineMs !== undefined && row.status === "failed" && (row.error ?? "").startsWith("BATON_DEADLINE_EXCEEDED");
           if (exhausted) log(`excused: ${run.shape} ${run.id} ended failed (${row.error}), its calls' handlers interrupted by worker faults ${rerunsOf([run.id])} times`);
-          else if (row.status !== run.expect.status) say(`ended ${row.status} (${row.error ?? ""}), expected ${run.expect.status}`);
+          else if (deadlineHit) {
+            const early = row.deadlineAt && row.completedAt ? Date.parse(row.deadlineAt) - Date.parse(row.completedAt) : 0;
+            if (early > 100) say(`failed with BATON_DEADLINE_EXCEEDED ${early} ms before its deadline (${row.deadlineAt})`);
+          } else if (row.status !== run.expect.status) say(`ended ${row.status} (${row.error ?? ""}), expected ${run.expect.status}`);
           else if (run.expect.status === "completed" && !flakyOk && !isDeepStrictEqual(row.output, run.expect.output)) say(`output ${JSON.stringify(row.output)}, expected ${JSON.stringify(run.expect.output)}`);
         }
         if (row.status === "cancelled" && run.cancel?.answered !== 202) say("cancelled without a cancel");
@@ -770,6 +839,16 @@ async function round(seed: number): Promise<string[]> {
             seen.add(key);
           }
           if (!ends.includes(kidRow.status)) say(`child ${id} still ${kidRow.status}`);
+          // A deadline (the run's, or inherited by a child run) ends the run when it passes:
+          // nothing completes, and no node starts, more than a second after it.
+          if (kidRow.deadlineAt) {
+            const due = Date.parse(kidRow.deadlineAt);
+            if (kidRow.status === "completed" && kidRow.completedAt && Date.parse(kidRow.completedAt) > due + 1000) {
+              say(`execution ${id} completed ${Date.parse(kidRow.completedAt) - due} ms past its deadline (${kidRow.deadlineAt})`);
+            }
+            const late = nodes.filter((n) => Date.parse(n.startedAt) > due + 1000);
+            if (late.length) say(`execution ${id}: ${late.map((n) => `${n.nodeId}#${n.attempt} (${n.status})`).join(", ")} started more than a second past its deadline (${kidRow.deadlineAt})`);
+          }
           // Timelines: every run read to its end passes the rules of docs/events.md. A run's rows
           // (its row's status too) can be ahead of its events by the consumer's ack wait (30 s):
           // an executor killed between a step's rows and its events leaves them to the command's
@@ -789,6 +868,11 @@ async function round(seed: number): Promise<string[]> {
           };
           const events = await readTimeline();
           if (events) for (const p of timelineProblems(events, id, tenant)) say(`timeline of ${id}: ${p}`);
+        }
+        if (run.fork && run.shape !== "fork:loop") {
+          // Time travel: a node completed at the version forked from is not run again (a loop's are, on later passes).
+          const again = (await journalOf(run.id)).filter((n) => run.fork!.done.includes(n.nodeId));
+          if (again.length) say(`fork of ${run.fork.of} at version ${run.fork.version} ran again ${again.map((n) => `${n.nodeId}#${n.attempt} (${n.status})`).join(", ")}, completed at that version`);
         }
         if (row.status === "completed" && !cancelled) {
           const nodes = await journalOf(run.id);
@@ -829,6 +913,27 @@ async function round(seed: number): Promise<string[]> {
     } finally {
       await db.end();
       await nc.close();
+    }
+    if (tenantCap > 0) {
+      // The cap: top-level runs running or paused at once, from their rows (forks count too).
+      const edges: { at: number; d: number; id: number }[] = [];
+      for (const run of runs) {
+        const row = rows.get(run.id);
+        if (!row?.startedAt || !row.completedAt) continue;
+        const from = Date.parse(row.startedAt) + 100;
+        const to = Date.parse(row.completedAt) - 100;
+        if (to > from) edges.push({ at: from, d: 1, id: run.id }, { at: to, d: -1, id: run.id });
+      }
+      edges.sort((x, y) => x.at - y.at || x.d - y.d);
+      const live = new Set<number>();
+      let worst: number[] = [];
+      for (const e of edges) {
+        if (e.d > 0) live.add(e.id);
+        else live.delete(e.id);
+        if (live.size > worst.length) worst = [...live];
+      }
+      if (worst.length > tenantCap) problems.push(`tenant cap ${tenantCap}: ${worst.length} top-level runs were running at once (${worst.join(", ")})`);
+      log(`tenant cap ${tenantCap}: at most ${worst.length} top-level runs running at once`);
     }
     const by = new Map<string, number>();
     for (const run of runs) by.set(`${run.shape}:${rows.get(run.id)?.status ?? "?"}`, (by.get(`${run.shape}:${rows.get(run.id)?.status ?? "?"}`) ?? 0) + 1);
