@@ -46,12 +46,14 @@
  *   output, and (loop-free shapes) without running again a node completed at that version;
  * - `--tenant-cap=N`: BATON_TENANT_MAX_RUNNING=N. Runs wait queued for a slot; at no moment were
  *   more than N of the round's top-level runs running or paused (their rows' startedAt to
- *   completedAt, each shortened by 100 ms at both ends for the processes' clocks).
+ *   completedAt, each shortened by 100 ms at both ends for the processes' clocks);
+ * - `--max-concurrency=N`: every run's definition has `limits.maxConcurrency` N; at no moment did
+ *   more than N of a run's nodes (reviews aside) have an attempt running, by its journal rows.
  *
  *   ./baton node bench/chaos/run.ts [--seed=N] [--rounds=R] [--executions=N] [--executors=2]
  *                                   [--chaos-ms=2500] [--loss=0.4] [--cancel=0.1] [--verbose]
  *                                   [--stall=0] [--workers=0] [--worker-faults=0] [--pg-fail=0] [--loss-all=0]
- *                                   [--deadlines=0] [--forks=0] [--tenant-cap=0]
+ *                                   [--deadlines=0] [--forks=0] [--tenant-cap=0] [--max-concurrency=0]
  *
  * Each round prints its seed; `--seed=N --rounds=1` replays one (the chaos is random in time
  * too, so a replay is likely but not certain to fail the same way). Exit code 1 when a check
@@ -97,6 +99,7 @@ const { values: args } = parseArgs({
     deadlines: { type: "string", default: "0" },
     forks: { type: "string", default: "0" },
     "tenant-cap": { type: "string", default: "0" },
+    "max-concurrency": { type: "string", default: "0" },
     shapes: { type: "string" },
     verbose: { type: "boolean", default: false },
   },
@@ -512,6 +515,7 @@ async function round(seed: number): Promise<string[]> {
     const chaosMs = Number(args["chaos-ms"]);
     const deadlineRate = Number(args.deadlines);
     const forkRate = Number(args.forks);
+    const maxConcurrency = Number(args["max-concurrency"]);
     let forks = 0;
     let kills = 0;
     let losses = 0;
@@ -664,7 +668,8 @@ async function round(seed: number): Promise<string[]> {
       const plan = shapes[shape]!(r, `${seed}-${k}`);
       let wf = workflowIds.get(`${shape}-${k}`);
       if (wf === undefined) {
-        wf = await createDefinition(a, `chaos-${shape}-${k}`, plan.definition);
+        const limited = maxConcurrency > 0 ? { ...plan.definition, limits: { maxConcurrency } } : plan.definition;
+        wf = await createDefinition(a, `chaos-${shape}-${k}`, limited);
         workflowIds.set(`${shape}-${k}`, wf);
       }
       const deadlineMs = deadlineRate > 0 && rd() < deadlineRate ? int(rd, 500, 8000) : undefined;
@@ -873,6 +878,22 @@ async function round(seed: number): Promise<string[]> {
           // Time travel: a node completed at the version forked from is not run again (a loop's are, on later passes).
           const again = (await journalOf(run.id)).filter((n) => run.fork!.done.includes(n.nodeId));
           if (again.length) say(`fork of ${run.fork.of} at version ${run.fork.version} ran again ${again.map((n) => `${n.nodeId}#${n.attempt} (${n.status})`).join(", ")}, completed at that version`);
+        }
+        if (maxConcurrency > 0) {
+          // limits.maxConcurrency: the attempts running at once, by the run's journal (a node's
+          // row spans its attempt; inline nodes' take no time; a paused review does not count).
+          // One step's ends come before its starts: a node finishing frees its slot for the next.
+          const edges = (await journalOf(run.id)).filter((n) => !n.nodeType.endsWith("humanReview") && n.completedAt && Date.parse(n.completedAt) > Date.parse(n.startedAt))
+            .flatMap((n) => [{ at: Date.parse(n.startedAt), d: 1, k: `${n.nodeId}#${n.attempt}` }, { at: Date.parse(n.completedAt!), d: -1, k: `${n.nodeId}#${n.attempt}` }])
+            .sort((x, y) => x.at - y.at || x.d - y.d);
+          const live = new Set<string>();
+          let worst: string[] = [];
+          for (const e of edges) {
+            if (e.d > 0) live.add(e.k);
+            else live.delete(e.k);
+            if (live.size > worst.length) worst = [...live];
+          }
+          if (worst.length > maxConcurrency) say(`${worst.length} attempts running at once (${worst.join(", ")}), limits.maxConcurrency ${maxConcurrency}`);
         }
         if (row.status === "completed" && !cancelled) {
           const nodes = await journalOf(run.id);
