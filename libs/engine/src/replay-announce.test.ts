@@ -215,3 +215,33 @@ describe("replay: the events of lost steps, over every cut of live runs", () => 
     expect(origins(await rebuild(journal.map(({ beganStep: _, ...j }) => j)))).toEqual(["execution.started@-", "node.started@-", "node.completed@2.1", "node.started@2.3"]);
   });
 });
+
+describe("a run whose steps wrote no journal row", () => {
+  const d = def({ nodes: [{ id: "a", type: "tool", config: { tool: "echo" } }] });
+  const startedAt = new Date(START).toISOString();
+  const told = (r: Awaited<ReturnType<typeof replayJournal>>): string[] => r.unrecorded.flatMap((e) => (e.kind === "emit" ? [e.event.kind] : []));
+
+  // Chaos seed 5005 (--forks, docs/dev/chaos.md): a fork of a finished run from its last
+  // checkpoint ends at its start, writing no row. Its start's records were refused by a rebuild's
+  // fence and Redis lost its checkpoint: each rebuild after found nothing of it published and told
+  // nothing, since it told "from the first step whose rows are written". The run ended completed
+  // with no event at all.
+  it("is told whole when nothing of it was published: a fork of a finished run, ended at its start", async () => {
+    const source = await live(d, { echo });
+    const start = { kind: "start" as const, input: {}, fork: { state: source.s, executionId: 1, version: 3 } };
+    const rebuild = (announcedThrough: number | undefined) =>
+      replayJournal({ definition: d, identity, start, journal: [], startedAt, ...(announcedThrough === undefined ? {} : { announcedThrough, announcedByKind: {} }) });
+    const none = await rebuild(0);
+    expect(none.state.status).toBe("completed");
+    expect(told(none)).toEqual(["execution.started", "execution.completed"]);
+    // Its step published (or not known): nothing told again.
+    expect(told(await rebuild(1))).toEqual([]);
+    expect(told(await rebuild(undefined))).toEqual([]);
+  });
+
+  it("likewise a start that failed at once: its deadline passed while it waited queued", async () => {
+    const start = { kind: "start" as const, input: {}, deadline: new Date(START - 1).toISOString() };
+    const r = await replayJournal({ definition: d, identity, start, journal: [], startedAt, announcedThrough: 0, announcedByKind: {} });
+    expect([r.state.status, told(r)]).toEqual(["failed", ["execution.started", "execution.failed"]]);
+  });
+});

@@ -312,8 +312,10 @@ function unrecordedOf(steps: readonly Effect[][], journal: ReplayInput["journal"
   const places = placesOf(steps, journal);
   const starts: number[] = [];
   // Nothing published (no event of the run on a stream that would still hold them): every
-  // step whose rows are written is told, from the first.
-  if (announcedThrough === 0 && journal.some((j) => typeof j.stepVersion === "number")) starts.push(0);
+  // step whose rows are written is told, from the first; so is a run whose steps wrote no row at
+  // all (a fork of a finished run that ends at its start, a start that fails at once: chaos seed
+  // 5005), whose start is otherwise never told.
+  if (announcedThrough === 0 && (journal.length === 0 || journal.some((j) => typeof j.stepVersion === "number"))) starts.push(0);
   if (announcedThrough !== undefined) {
     const past = places.findIndex((p) => p.numbers.some((n) => n > announcedThrough));
     if (past >= 0) starts.push(past);

@@ -38,6 +38,7 @@ import type { Bus } from "@baton/bus";
 import { createRedis, redisCheckpointStore } from "@baton/checkpoints";
 import { COMMANDS, decode, encode, ToolCancelSchema, valueFromJson } from "@baton/contracts";
 import type { CommandName } from "@baton/contracts";
+import { forkStartOf, forkStartRecord } from "@baton/engine";
 import { createMessaging, RESULTS_BUCKET, resultKey } from "@baton/messaging";
 import type { AnyCommand, CommandInit, Messaging } from "@baton/messaging";
 import { openTestStore } from "@baton/store/testing";
@@ -1290,6 +1291,77 @@ describe("the records of consecutive steps", () => {
     await expect(a).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED" });
     await expect(b).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED" });
     expect(g.log.filter((l) => l.startsWith("event"))).toEqual(["event node.completed a"]);
+  });
+
+  // Chaos seed 5005 (--forks, docs/dev/chaos.md): a fork of a finished run from its last
+  // checkpoint ends at its start and writes no journal row. Its start's records were refused by a
+  // rebuild's fence; the checkpoint it had written, numbered below the floor, was rebuilt over from
+  // the empty journal, which told nothing of it: the run ended completed with no event at all.
+  it("tells its start and end when its refused start is rebuilt over", async () => {
+    await streamKeepsOverASecond();
+    const src = await started();
+    for (const n of ["a", "b", "c", "d"]) await executor.handle(result(src, n));
+    const last = (await checkpoints.get(src))!;
+    expect(last.state.status).toBe("completed");
+    const row = await t.store.executions.create(tenantId, {
+      workflowId, workflowVersion: 1, input: {}, triggerEvent: "fork", forkedFromExecutionId: src, forkedFromVersion: last.version,
+      checkpoint: { forkStart: forkStartRecord(forkStartOf(last.state, src, last.version)) },
+    });
+    const id = row.id;
+    let raceOnce = true;
+    const store = storeBefore(async (batch) => {
+      if (raceOnce && batch.executions.some((e) => e.id === id)) {
+        // Another replica's rebuild fences the journal just before the start's statement.
+        raceOnce = false;
+        await t.store.executions.fenceJournal(id, tenantId, 1000);
+      }
+    });
+    const published: string[] = [];
+    const base = createMessaging(bus);
+    const messaging: Messaging = { ...base, publishEvent: async (type, init, key) => (published.push(type), base.publishEvent(type, init, key)) };
+    const x = createExecutor({ messaging, store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0, clock: skewedClock });
+    const start = command("execution.start", { executionId: id, tenantId, workflowId, workflowVersion: 1, forkOfExecutionId: src, forkOfVersion: last.version });
+    await expect(x.handle(start, 1)).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED", cause: { code: "BATON_STORE_FENCED" } });
+    expect(published).toEqual([]);
+    await expect(x.handle(start, 2)).rejects.toMatchObject({ code: "BATON_EXECUTOR_REBUILD_AWAITED" });
+    // Once the other rebuild has had its time (it never writes here): rebuilt over, from no row.
+    skewMs = 5_000;
+    await x.handle(start, 3);
+    expect(published).toEqual(["execution.started", "execution.completed"]);
+    expect(await t.store.nodeExecutions.listById(id)).toEqual([]);
+    expect((await t.store.executions.getById(id))!.status).toBe("completed");
+  });
+
+  // The same run whose start's records landed (the row says it ended) and whose executor died
+  // before its events, Redis then losing the checkpoint: its start, delivered again, found the row
+  // ended and was ignored, as the start of a run cancelled while it waited queued is.
+  it("tells its start and end when its start comes again to its ended row, the checkpoint lost", async () => {
+    await streamKeepsOverASecond();
+    const src = await started();
+    for (const n of ["a", "b", "c", "d"]) await executor.handle(result(src, n));
+    const last = (await checkpoints.get(src))!;
+    const row = await t.store.executions.create(tenantId, {
+      workflowId, workflowVersion: 1, input: {}, triggerEvent: "fork", forkedFromExecutionId: src, forkedFromVersion: last.version,
+      checkpoint: { forkStart: forkStartRecord(forkStartOf(last.state, src, last.version)) },
+    });
+    const id = row.id;
+    const start = command("execution.start", { executionId: id, tenantId, workflowId, workflowVersion: 1, forkOfExecutionId: src, forkOfVersion: last.version });
+    const dead = gated();
+    const gate = dead.hold();
+    const first = dead.executor.handle(start, 1);
+    await until(() => dead.log.includes("event execution.started"), "the start's records, then its events held");
+    gate.fail();
+    await expect(first).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED" });
+    expect((await t.store.executions.getById(id))!.status).toBe("completed");
+    expect(await bus.lastPerSubject(`${prefix}.evt.*.*.${tenantId}.${id}`)).toEqual([]);
+    await loseCheckpoint(id);
+    const other = gated();
+    await other.executor.handle(start, 2);
+    expect(other.sent.map((l) => l.split(" ")[0])).toEqual(["execution.started", "execution.completed"]);
+    expect((await bus.lastPerSubject(`${prefix}.evt.*.*.${tenantId}.${id}`)).length).toBe(2);
+    // Once more: its end is on the stream now, the start is ignored.
+    await other.executor.handle(start, 3);
+    expect(other.sent).toHaveLength(2);
   });
 });
 

@@ -1302,7 +1302,9 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       if (now && TERMINAL.has(now.status)) throw new StaleCheckpoint();
     }
     let journal = await store.nodeExecutions.listForReplay(row.id);
-    if (journal.length === 0 && !over) return { state: null, floor: fence };
+    // An empty journal: the start is applied afresh, unless the run ended (it ended at its
+    // start, writing no row) or a checkpoint is rebuilt over; then the replay tells its steps.
+    if (journal.length === 0 && !over && !endUntold) return { state: null, floor: fence };
     const identity = { executionId: row.id, tenantId: row.tenantId, workflowId: row.agentWorkflowId, workflowVersion: row.workflowVersion, ...(row.agentId !== null ? { agentId: row.agentId } : {}) };
     // A pause in sub-runs is not journaled: it is learned again from the sub-runs' rows, with
     // the reasons they would tell, and compared with what the row says was announced.
@@ -1718,6 +1720,15 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       row = taken.row;
       switch (taken.outcome) {
         case "finished":
+          if (row.startedAt !== null && (await endUntold(row))) {
+            // It ended at its start (a fork of a finished state, a start that failed at once):
+            // its records landed, its executor died before its events, and Redis lost the
+            // checkpoint. Nothing but this start comes to such a run: rebuilt from its row and
+            // its journal (maybe empty), which tells the start's events and its end.
+            logger.warn("a finished execution's end was never published and its checkpoint is lost; it is rebuilt from the journal", { executionId, status: row.status });
+            await rebuild(row, await definitionFor(tenantId, row.agentWorkflowId, row.workflowVersion, row.definitionRef), new Map(), undefined, true);
+            return;
+          }
           logger.info("start of an execution that ended before it started ignored", { executionId, status: row.status });
           return;
         case "busy": {
