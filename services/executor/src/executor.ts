@@ -841,10 +841,14 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * statement (the store merges writes of one row by step). Resolves with the steps, numbered
    * as their events and rows are, once the rows are written.
    */
-  async function writeRecords(steps: readonly StepToRecord[]): Promise<StepToRecord[]> {
+  async function writeRecords(steps: readonly StepToRecord[], carried: readonly StepToRecord[] = []): Promise<StepToRecord[]> {
     // Step number: rises across checkpoint rebuilds, so event ids and journal order never repeat.
-    const numbered = steps.map((s) => ({ ...s, version: s.version + (s.state.versionBase ?? 0) }));
-    const written = numbered.map((s) => records(s.prev, s.state, s.effects, s.version));
+    const number = (s: StepToRecord): StepToRecord => ({ ...s, version: s.version + (s.state.versionBase ?? 0) });
+    const numbered = steps.map(number);
+    // The journal rows of earlier links not known written (schedule); their execution-row
+    // patches, if any, are theirs to write: a later link's statement carries only rows.
+    const before = carried.map(number).map((s) => ({ entries: records(s.prev, s.state, s.effects, s.version).entries, executions: [] }));
+    const written = [...before, ...numbered.map((s) => records(s.prev, s.state, s.effects, s.version))];
     const batch: StepRecords = written.length === 1 ? written[0]! : { entries: written.flatMap((r) => r.entries), executions: written.flatMap((r) => r.executions) };
     if (batch.entries.length > 0 || batch.executions.length > 0) await recordWriter.write(batch);
     return numbered;
@@ -2023,6 +2027,12 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     ordered: Promise<void>;
     /** The steps of the link whose statement has not started yet; later steps join it. */
     waiting: StepToRecord[];
+    /**
+     * The links whose rows are not known written, in order: in flight, or failed. A link's
+     * statement carries theirs too, so that whichever statement lands, the journal never holds a
+     * link's rows without the rows of the links before it (see schedule).
+     */
+    unwritten: StepToRecord[][];
     /** Links whose events are not out yet, in step order (see announce). */
     announce: Announcement[];
     /** A batch of links' events is being published and confirmed. */
@@ -2117,7 +2127,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
   function pipeOf(executionId: number): Pipe {
     let p = pipes.get(executionId);
     if (!p) {
-      p = { groups: [], versions: new Set(), tail: Promise.resolve(), journaled: Promise.resolve(), ordered: Promise.resolve(), waiting: [], announce: [], announcing: false };
+      p = { groups: [], versions: new Set(), tail: Promise.resolve(), journaled: Promise.resolve(), ordered: Promise.resolve(), waiting: [], unwritten: [], announce: [], announcing: false };
       pipes.set(executionId, p);
     }
     return p;
@@ -2132,6 +2142,15 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * round trip each; a link that changes the execution row waits for every row before it,
    * and the links after it wait for its rows. Steps that come while a link waits join it.
    * The last link done clears the outbox.
+   *
+   * Overlapping statements can land out of order, and an earlier one can fail (a transient
+   * fault) where a later one lands: the journal would then hold a step's rows without those of
+   * an earlier step, until the redelivered command redoes them from the checkpoint. Were Redis to
+   * lose that checkpoint first, a rebuild would read the gap as the run: the earlier step's
+   * outcome missing, and what followed from it not reached, though its rows are there (chaos
+   * seed 5006: a cancel then left a forEach's row running, its children unknown to the run). So
+   * a link's statement also carries the rows of the links before it not known written yet (the
+   * store merges writes of a row by step, so a row written twice is the same).
    */
   function schedule(executionId: number, prev: ExecutionState | null, state: ExecutionState, effects: Effect[], version: number): void {
     // This step's checkpoint replaced the outbox a clear was waiting to drop.
@@ -2153,10 +2172,11 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     let announced!: Announcement;
     const published = new Promise<void>((resolve, reject) => (announced = { resolve, reject }));
     p.announce.push(announced);
+    p.unwritten.push(steps);
     const link = (rowChange ? p.journaled : p.ordered).then(() => {
       if (p.waiting === steps) p.waiting = [];
       announced.since = performance.now();
-      return writeRecords(steps);
+      return writeRecords(steps, p.unwritten.slice(0, p.unwritten.indexOf(steps)).flat());
     });
     const failed = (err: unknown): void => {
       announced.error = { error: err };
@@ -2164,6 +2184,8 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     };
     void link.then(
       (numbered) => {
+        // Its rows are written, and with them those of every link before it.
+        p.unwritten.splice(0, p.unwritten.indexOf(steps) + 1);
         const ready = (): void => {
           announced.steps = numbered;
           announce(p);
