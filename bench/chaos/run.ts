@@ -377,6 +377,22 @@ interface Run extends Planned {
   fork?: { of: number; version: number; done: string[] };
 }
 
+/**
+ * The largest set of spans open at one moment (a span that takes no time is none; where one
+ * ends as another starts, the first is closed first).
+ */
+function mostAtOnce(spans: readonly { id: string; from: number; to: number }[]): string[] {
+  const edges = spans.filter((x) => x.to > x.from).flatMap((x) => [{ at: x.from, d: 1, id: x.id }, { at: x.to, d: -1, id: x.id }]).sort((x, y) => x.at - y.at || x.d - y.d);
+  const open = new Set<string>();
+  let most: string[] = [];
+  for (const e of edges) {
+    if (e.d > 0) open.add(e.id);
+    else open.delete(e.id);
+    if (open.size > most.length) most = [...open];
+  }
+  return most;
+}
+
 async function scanKeys(redis: Redis, pattern: string): Promise<string[]> {
   const keys: string[] = [];
   let cursor = "0";
@@ -883,16 +899,8 @@ async function round(seed: number): Promise<string[]> {
           // limits.maxConcurrency: the attempts running at once, by the run's journal (a node's
           // row spans its attempt; inline nodes' take no time; a paused review does not count).
           // One step's ends come before its starts: a node finishing frees its slot for the next.
-          const edges = (await journalOf(run.id)).filter((n) => !n.nodeType.endsWith("humanReview") && n.completedAt && Date.parse(n.completedAt) > Date.parse(n.startedAt))
-            .flatMap((n) => [{ at: Date.parse(n.startedAt), d: 1, k: `${n.nodeId}#${n.attempt}` }, { at: Date.parse(n.completedAt!), d: -1, k: `${n.nodeId}#${n.attempt}` }])
-            .sort((x, y) => x.at - y.at || x.d - y.d);
-          const live = new Set<string>();
-          let worst: string[] = [];
-          for (const e of edges) {
-            if (e.d > 0) live.add(e.k);
-            else live.delete(e.k);
-            if (live.size > worst.length) worst = [...live];
-          }
+          const worst = mostAtOnce((await journalOf(run.id)).filter((n) => !n.nodeType.endsWith("humanReview") && n.completedAt)
+            .map((n) => ({ id: `${n.nodeId}#${n.attempt}`, from: Date.parse(n.startedAt), to: Date.parse(n.completedAt!) })));
           if (worst.length > maxConcurrency) say(`${worst.length} attempts running at once (${worst.join(", ")}), limits.maxConcurrency ${maxConcurrency}`);
         }
         if (row.status === "completed" && !cancelled) {
@@ -937,22 +945,10 @@ async function round(seed: number): Promise<string[]> {
     }
     if (tenantCap > 0) {
       // The cap: top-level runs running or paused at once, from their rows (forks count too).
-      const edges: { at: number; d: number; id: number }[] = [];
-      for (const run of runs) {
+      const worst = mostAtOnce(runs.flatMap((run) => {
         const row = rows.get(run.id);
-        if (!row?.startedAt || !row.completedAt) continue;
-        const from = Date.parse(row.startedAt) + 100;
-        const to = Date.parse(row.completedAt) - 100;
-        if (to > from) edges.push({ at: from, d: 1, id: run.id }, { at: to, d: -1, id: run.id });
-      }
-      edges.sort((x, y) => x.at - y.at || x.d - y.d);
-      const live = new Set<number>();
-      let worst: number[] = [];
-      for (const e of edges) {
-        if (e.d > 0) live.add(e.id);
-        else live.delete(e.id);
-        if (live.size > worst.length) worst = [...live];
-      }
+        return row?.startedAt && row.completedAt ? [{ id: String(run.id), from: Date.parse(row.startedAt) + 100, to: Date.parse(row.completedAt) - 100 }] : [];
+      }));
       if (worst.length > tenantCap) problems.push(`tenant cap ${tenantCap}: ${worst.length} top-level runs were running at once (${worst.join(", ")})`);
       log(`tenant cap ${tenantCap}: at most ${worst.length} top-level runs running at once`);
     }
