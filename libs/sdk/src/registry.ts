@@ -159,8 +159,11 @@ export function createToolRegistry(bus: Bus, opts: ToolRegistryOptions = {}): To
       for (const t of tools) assertToolName(t.name);
       const names = tools.map((t) => t.name);
       const [dkv, pkv] = await Promise.all([descriptors(), presence()]);
-      for (const t of tools) await dkv.put(t.name, enc.encode(JSON.stringify(t)));
+      // Presence first: a tool listed is never seen without the worker that registers it
+      // (`GET /api/tools` read between the two said 0 workers; a presence key of a tool not
+      // listed yet counts for nothing).
       await putPresence(pkv, workerId, names);
+      for (const t of tools) await dkv.put(t.name, enc.encode(JSON.stringify(t)));
       let stopped = false;
       let beating: Promise<void> = Promise.resolve();
       const timer = setInterval(() => {

@@ -401,6 +401,29 @@ describe("tool worker SDK", () => {
     expect((await registry.get("t.sum"))!.workers).toBe(1);
   });
 
+  // test/examples.int.test.ts once read the example worker's tools between their descriptors
+  // and its presence, and found 0 workers.
+  it("never lists a tool without the worker that registers it", async () => {
+    const registry = createToolRegistry(bus);
+    const base = (await registry.get("t.sum"))!;
+    const names = Array.from({ length: 30 }, (_, i) => `t.fresh${i}`);
+    let registered = false;
+    const seen: number[] = [];
+    const polling = (async () => {
+      while (!registered) {
+        const d = await registry.get(names[0]!);
+        if (d) seen.push(d.workers);
+      }
+    })();
+    const reg = await registry.register("w-fresh", names.map((name) => ({ ...base, name })));
+    registered = true;
+    await polling;
+    expect(seen.filter((w) => w !== 1)).toEqual([]);
+    expect((await registry.get(names[0]!))!.workers).toBe(1);
+    await reg.stop();
+    for (const n of names) await registry.remove(n);
+  });
+
   it("drops a worker whose presence is not refreshed after the TTL", async () => {
     const registry = createToolRegistry(bus, { presenceTtlMs: 1_500 });
     const descriptor = (await registry.get("t.sum"))!;
