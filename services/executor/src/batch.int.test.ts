@@ -138,6 +138,18 @@ function command<N extends CommandName>(name: N, init: CommandInit<N>): AnyComma
 const result = (executionId: number, nodeId: string): AnyCommand =>
   command("tool.result", { callId: `${executionId}.${nodeId}.1`, executionId, tenantId, nodeId, attempt: 1, tool: "echo", ok: true, output: valueFromJson({ v: nodeId }), durationMs: 1 });
 
+/** The bus's messaging, with every event it publishes recorded as `type`, or `type nodeId` for a node's. */
+function publishing(): { messaging: Messaging; published: string[] } {
+  const published: string[] = [];
+  const base = createMessaging(bus);
+  const publishEvent: Messaging["publishEvent"] = async (type, init, key) => {
+    const nodeId = (init as { nodeId?: string }).nodeId;
+    published.push(nodeId ? `${type} ${nodeId}` : type);
+    return base.publishEvent(type, init, key);
+  };
+  return { messaging: { ...base, publishEvent }, published };
+}
+
 /** Redis loses an execution's checkpoint (its history and forward keys too); it had one. */
 async function loseCheckpoint(id: number): Promise<void> {
   expect(await redis.del(`${prefix}:checkpoint:{${id}}`, `${prefix}:checkpoint:{${id}}:history`, `${prefix}:checkpoint:{${id}}:fwd`)).toBeGreaterThanOrEqual(1);
@@ -364,15 +376,8 @@ describe("a command that reaches a finished execution", () => {
   it("does not carry out its last step again, and leaves its checkpoint to expire", async () => {
     // A deadline timer, a node timeout or a result after a cancel often comes after the run
     // ended. Its last step's effects are carried out by then; they are not a crash's.
-    const published: string[] = [];
-    const base = createMessaging(bus);
-    const messaging: Messaging = {
-      ...base,
-      publishEvent: async (type, init, key) => {
-        if (type === "execution.completed") published.push(type);
-        return base.publishEvent(type, init, key);
-      },
-    };
+    const { messaging, published } = publishing();
+    const ends = (): string[] => published.filter((e) => e === "execution.completed");
     const x = createExecutor({ messaging, store: t.store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0 });
     const row = await t.store.executions.create(tenantId, { workflowId, workflowVersion: 1, input: {} });
     const id = row.id;
@@ -389,7 +394,7 @@ describe("a command that reaches a finished execution", () => {
     // A late timer and a repeated result: ignored, nothing done again.
     await x.handle(command("execution.timer", { executionId: id, tenantId, timerId: "deadline", dueAt: new Date().toISOString() }));
     await x.handle(result(id, "a"));
-    expect(published).toEqual(["execution.completed"]);
+    expect(ends()).toEqual(["execution.completed"]);
     expect((await checkpoints.get(id))!.version).toBe(cp.version);
     expect(await redis.ttl(key)).toBeGreaterThan(0);
     expect(await redis.ttl(`${prefix}:checkpoint:{${id}}:history`)).toBeGreaterThan(0);
@@ -401,15 +406,7 @@ describe("a command that comes after the run's deadline, before its timer", () =
   // only after the ack wait when the executor holding it died or stalled; meanwhile the run's
   // results and retry timers ran it on, and it completed past its deadline.
   it("fails the run for its deadline instead of applying the command; the timer then finds it ended", async () => {
-    const published: string[] = [];
-    const base = createMessaging(bus);
-    const messaging: Messaging = {
-      ...base,
-      publishEvent: async (type, init, key) => {
-        published.push(type === "node.failed" || type === "node.completed" || type === "node.started" ? `${type} ${(init as { nodeId: string }).nodeId}` : type);
-        return base.publishEvent(type, init, key);
-      },
-    };
+    const { messaging, published } = publishing();
     const x = createExecutor({ messaging, store: t.store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0, clock: skewedClock });
     const row = await t.store.executions.create(tenantId, { workflowId, workflowVersion: 1, input: {} });
     const id = row.id;
@@ -1325,9 +1322,7 @@ describe("the records of consecutive steps", () => {
         await t.store.executions.fenceJournal(id, tenantId, 1000);
       }
     });
-    const published: string[] = [];
-    const base = createMessaging(bus);
-    const messaging: Messaging = { ...base, publishEvent: async (type, init, key) => (published.push(type), base.publishEvent(type, init, key)) };
+    const { messaging, published } = publishing();
     const x = createExecutor({ messaging, store, checkpoints, logger: createLogger("executor", "silent"), recoverOnStart: false, recoverEveryMs: 0, clock: skewedClock });
     const start = command("execution.start", { executionId: id, tenantId, workflowId, workflowVersion: 1, forkOfExecutionId: src, forkOfVersion: last.version });
     await expect(x.handle(start, 1)).rejects.toMatchObject({ code: "BATON_EXECUTOR_EFFECTS_FAILED", cause: { code: "BATON_STORE_FENCED" } });
