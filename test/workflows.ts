@@ -232,8 +232,9 @@ export interface Recorder {
 
 /**
  * Test tools:
- * - `rec.sleep` `{ ms, v?, gauge?, tag? }`: records its call id in Redis, sleeps (aborted by
- *   the signal, recorded too), returns `{ slept, v }`;
+ * - `rec.sleep` `{ ms, v?, gauge?, tag?, pad? }`: records its call id in Redis, sleeps (aborted by
+ *   the signal, recorded too), returns `{ slept, v }`, and with `pad` also `pad`: that many
+ *   characters, to make the result large (above `BATON_LARGE_RESULT_BYTES`);
  * - `flaky` `{ key, failures }`: fails (retryably) the first `failures` calls for `key`
  *   (count kept in Redis), then returns `{ calls }`;
  * - `slow.once` `{ key, ms }`: the first call for `key` sleeps `ms`, later ones answer at once;
@@ -244,10 +245,10 @@ export function testTools(redis: Redis, ns: string): { tools: ToolSpec[]; record
   const sleep: ToolSpec = {
     name: "rec.sleep",
     description: "Sleeps `ms`, recording the call id in Redis when it starts, ends or is aborted.",
-    inputJsonSchema: { type: "object", properties: { ms: { type: "integer", minimum: 0 }, v: {}, gauge: { type: "string" }, tag: { type: "string" } }, required: ["ms"] },
+    inputJsonSchema: { type: "object", properties: { ms: { type: "integer", minimum: 0 }, v: {}, gauge: { type: "string" }, tag: { type: "string" }, pad: { type: "integer", minimum: 1 } }, required: ["ms"] },
     timeoutMs: 120_000,
     handler: async (raw, ctx: ToolContext) => {
-      const input = raw as { ms: number; v?: unknown; gauge?: string; tag?: string };
+      const input = raw as { ms: number; v?: unknown; gauge?: string; tag?: string; pad?: number };
       const id = input.tag ? `${ctx.callId}|${input.tag}` : ctx.callId;
       await redis.rpush(k("calls"), id);
       if (input.gauge) await redis.rpush(k(`gauge:${input.gauge}`), await redis.incr(k(`gauge:${input.gauge}:now`)));
@@ -267,7 +268,7 @@ export function testTools(redis: Redis, ns: string): { tools: ToolSpec[]; record
         if (input.gauge) await redis.decr(k(`gauge:${input.gauge}:now`));
       }
       await redis.rpush(k("finished"), id);
-      return { slept: input.ms, v: (input.v ?? null) as never };
+      return { slept: input.ms, v: (input.v ?? null) as never, ...(input.pad ? { pad: "x".repeat(input.pad) } : {}) };
     },
   };
   const flaky: ToolSpec = {

@@ -48,12 +48,20 @@
  *   more than N of the round's top-level runs running or paused (their rows' startedAt to
  *   completedAt, each shortened by 100 ms at both ends for the processes' clocks);
  * - `--max-concurrency=N`: every run's definition has `limits.maxConcurrency` N; at no moment did
- *   more than N of a run's nodes (reviews aside) have an attempt running, by its journal rows.
+ *   more than N of a run's nodes (reviews aside) have an attempt running, by its journal rows;
+ * - `--large=F`: BATON_LARGE_RESULT_BYTES is 1024, and that fraction of the runs has every
+ *   `rec.sleep` call answer 1.1–6 KB (a `pad`), so their results go by reference (the object
+ *   bucket, then blobs). Besides the usual checks, every blob reference in the journal rows of
+ *   such a completed run (and its child runs) must still be readable (`GET /api/blobs/:hash`);
+ * - `--updates=F`: that fraction of the runs has its workflow updated 0–2 s after its start, to a
+ *   version with other nodes and another output. The run, and any fork of it, must still end as
+ *   the version it started on says (item 7: every execution is pinned to its version).
  *
  *   ./baton node bench/chaos/run.ts [--seed=N] [--rounds=R] [--executions=N] [--executors=2]
  *                                   [--chaos-ms=2500] [--loss=0.4] [--cancel=0.1] [--verbose]
  *                                   [--stall=0] [--workers=0] [--worker-faults=0] [--pg-fail=0] [--loss-all=0]
  *                                   [--deadlines=0] [--forks=0] [--tenant-cap=0] [--max-concurrency=0]
+ *                                   [--large=0] [--updates=0]
  *
  * Each round prints its seed; `--seed=N --rounds=1` replays one (the chaos is random in time
  * too, so a replay is likely but not certain to fail the same way). Exit code 1 when a check
@@ -100,6 +108,8 @@ const { values: args } = parseArgs({
     forks: { type: "string", default: "0" },
     "tenant-cap": { type: "string", default: "0" },
     "max-concurrency": { type: "string", default: "0" },
+    large: { type: "string", default: "0" },
+    updates: { type: "string", default: "0" },
     shapes: { type: "string" },
     verbose: { type: "boolean", default: false },
   },
@@ -375,7 +385,46 @@ interface Run extends Planned {
   deadlineMs?: number;
   /** A fork (--forks): of which run, from which checkpoint version, and the nodes completed at that version. */
   fork?: { of: number; version: number; done: string[] };
+  /** --large: the characters each of its `rec.sleep` calls answers besides its value. */
+  pad?: number;
+  /** --updates: when its workflow's update answered, and with what status. */
+  updated?: { atMs: number; answered?: number };
 }
+
+/**
+ * The definition with `pad` on every `rec.sleep` call it makes itself (tool nodes, forEach
+ * items, forEach bodies); the sub-workflows it starts by slug are left as they are.
+ */
+function padded(definition: Record<string, unknown>, pad: number): Record<string, unknown> {
+  const nodes = (definition.nodes as Record<string, unknown>[]).map((n) => {
+    const config = (n.config ?? {}) as Record<string, unknown>;
+    if (n.type === "tool" && config.tool === "rec.sleep") return { ...n, input: { ...(n.input as object), pad } };
+    if (n.type !== "forEach") return n;
+    return {
+      ...n,
+      config: {
+        ...config,
+        ...(config.tool === "rec.sleep" ? { itemInput: { ...(config.itemInput as object), pad } } : {}),
+        ...(config.body ? { body: padded(config.body as Record<string, unknown>, pad) } : {}),
+      },
+    };
+  });
+  return { ...definition, nodes };
+}
+
+/** Every `blob:` reference in a value. */
+function blobRefs(value: unknown, into: Set<string> = new Set()): Set<string> {
+  if (Array.isArray(value)) for (const v of value) blobRefs(v, into);
+  else if (value && typeof value === "object") {
+    const ref = (value as Record<string, unknown>).$ref;
+    if (typeof ref === "string" && ref.startsWith("blob:")) into.add(ref);
+    else for (const v of Object.values(value)) blobRefs(v, into);
+  }
+  return into;
+}
+
+/** What --updates replaces a run's workflow with: other nodes, another output. */
+const otherVersion = { nodes: [{ id: "v2", type: "transform", config: { expression: "'version 2'" } }], output: { v2: "$.v2" } };
 
 /**
  * The largest set of spans open at one moment (a span that takes no time is none; where one
@@ -417,9 +466,12 @@ async function round(seed: number): Promise<string[]> {
   const log = (msg: string) => console.log(`[seed ${seed} +${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}`);
   const t0 = Date.now();
   const tenantCap = Number(args["tenant-cap"]);
+  const largeRate = Number(args.large);
   const { config, env } = isolatedConfig({
     BATON_EXECUTOR_ACK_WAIT_MS: "2000", BATON_CHECKPOINT_DELTA_ABOVE_BYTES: r() < 0.5 ? "0" : "65536",
     ...(tenantCap > 0 ? { BATON_TENANT_MAX_RUNNING: String(tenantCap) } : {}),
+    // Its least: a padded call's answer (1.1–6 KB) goes by reference.
+    ...(largeRate > 0 ? { BATON_LARGE_RESULT_BYTES: "1024" } : {}),
   });
   const redis: Redis = createRedis(config.redisUrl);
   const t = testTools(redis, config.prefix);
@@ -430,6 +482,9 @@ async function round(seed: number): Promise<string[]> {
   // Deadlines, and forks (whose choices depend on which runs ended by then), likewise.
   const rd = rng(seed ^ 0x68e31da4);
   const rf = rng(seed ^ 0x1b873593);
+  // Large results and updates too.
+  const rl = rng(seed ^ 0x85ebca6b);
+  const ru = rng(seed ^ 0x2c1b3c6d);
   const procs: Proc[] = [];
   const slots: (Proc | undefined)[] = [];
   const wslots: (Proc | undefined)[] = [];
@@ -532,6 +587,7 @@ async function round(seed: number): Promise<string[]> {
     const deadlineRate = Number(args.deadlines);
     const forkRate = Number(args.forks);
     const maxConcurrency = Number(args["max-concurrency"]);
+    const updateRate = Number(args.updates);
     let forks = 0;
     let kills = 0;
     let losses = 0;
@@ -672,7 +728,10 @@ async function round(seed: number): Promise<string[]> {
         return false;
       }
       const doneAt = Object.entries(cp.nodes).filter(([, st]) => st === "completed").map(([id]) => id);
-      runs.push({ shape: `fork:${src.shape}`, definition: src.definition, input: src.input, expect: { status: "completed", output: src.expect.output }, id: res.body.id, decideAfterMs: src.decideAfterMs, fork: { of: src.id, version: cp.version, done: doneAt } });
+      runs.push({
+        shape: `fork:${src.shape}`, definition: src.definition, input: src.input, expect: { status: "completed", output: src.expect.output }, id: res.body.id, decideAfterMs: src.decideAfterMs,
+        fork: { of: src.id, version: cp.version, done: doneAt }, ...(src.pad === undefined ? {} : { pad: src.pad }),
+      });
       started.set(res.body.id, Date.now());
       if (verbose) log(`forked ${src.shape} ${src.id} at version ${cp.version}: ${res.body.id}`);
       return true;
@@ -682,6 +741,8 @@ async function round(seed: number): Promise<string[]> {
     for (let k = 0; k < total; k++) {
       const shape = names[int(r, 0, names.length - 1)]!;
       const plan = shapes[shape]!(r, `${seed}-${k}`);
+      const pad = largeRate > 0 && rl() < largeRate ? int(rl, 1100, 6000) : undefined;
+      if (pad !== undefined) plan.definition = padded(plan.definition, pad);
       let wf = workflowIds.get(`${shape}-${k}`);
       if (wf === undefined) {
         const limited = maxConcurrency > 0 ? { ...plan.definition, limits: { maxConcurrency } } : plan.definition;
@@ -694,10 +755,22 @@ async function round(seed: number): Promise<string[]> {
         problems.push(`execute ${shape} answered ${res.status}: ${JSON.stringify(res.body)}`);
         continue;
       }
-      const run: Run = { ...plan, id: res.body.id, decideAfterMs: int(r, 100, 3000), ...(deadlineMs === undefined ? {} : { deadlineMs }) };
+      const run: Run = { ...plan, id: res.body.id, decideAfterMs: int(r, 100, 3000), ...(deadlineMs === undefined ? {} : { deadlineMs }), ...(pad === undefined ? {} : { pad }) };
       if (r() < cancelRate) run.cancel = { atMs: int(r, 50, 3000) };
       runs.push(run);
       started.set(run.id, Date.now());
+      if (updateRate > 0 && ru() < updateRate) {
+        // A new version of its workflow while it runs: it (and any fork of it) keeps its own.
+        const u: NonNullable<Run["updated"]> = { atMs: int(ru, 0, 2000) };
+        run.updated = u;
+        const wfId = wf;
+        void (async () => {
+          await new Promise((res2) => setTimeout(res2, u.atMs));
+          const up = await a.call("PUT", `/api/agent-workflows/${wfId}`, { definition: otherVersion }).catch(() => ({ status: -1, body: undefined }));
+          u.answered = up.status;
+          if (up.status !== 200) problems.push(`update of ${shape} ${run.id}'s workflow answered ${up.status}: ${JSON.stringify(up.body)}`);
+        })();
+      }
       if (run.cancel) {
         const c = run.cancel;
         void (async () => {
@@ -705,7 +778,7 @@ async function round(seed: number): Promise<string[]> {
           c.answered = (await a.call("POST", `/api/agent-workflow-executions/${run.id}/cancel`, { reason: "chaos" }).catch(() => ({ status: -1 }))).status;
         })();
       }
-      if (verbose) log(`started ${shape} ${run.id}${run.cancel ? ` (cancel at ${run.cancel.atMs} ms)` : ""}${deadlineMs === undefined ? "" : ` (deadline ${deadlineMs} ms)`}`);
+      if (verbose) log(`started ${shape} ${run.id}${run.cancel ? ` (cancel at ${run.cancel.atMs} ms)` : ""}${deadlineMs === undefined ? "" : ` (deadline ${deadlineMs} ms)`}${pad === undefined ? "" : ` (pad ${pad})`}${run.updated ? ` (updated at ${run.updated.atMs} ms)` : ""}`);
       if (forkRate > 0 && rf() < forkRate && (await forkOne())) forks++;
       await new Promise((res2) => setTimeout(res2, int(r, 50, 600)));
       // Keep at most ~10 runs in flight (2 CPUs).
@@ -724,7 +797,7 @@ async function round(seed: number): Promise<string[]> {
     for (let i = 0; i < nExecutors; i++) if (!slots[i]) await waitFor(`executor ${i} back`, async () => (slots[i] ? true : undefined), 90_000).catch(() => startExecutor(i));
     for (let i = 0; i < nWorkers; i++) if (!wslots[i]) await waitFor(`worker ${i} back`, async () => (wslots[i] ? true : undefined), 90_000).catch(() => startProc("worker", i));
     await waitFor("stalled processes continued", async () => (procs.some((p) => p.stalled) ? undefined : true), 10_000);
-    log(`${runs.length} executions (${forks} forks, ${runs.filter((x) => x.deadlineMs !== undefined).length} with a deadline${tenantCap > 0 ? `, tenant cap ${tenantCap}` : ""}), ${kills} kills, ${stalls} executor stalls, ${workerFaults} worker faults, ${losses} checkpoint losses, ${pgWindows} journal failure windows; waiting for every run to end`);
+    log(`${runs.length} executions (${forks} forks, ${runs.filter((x) => x.deadlineMs !== undefined).length} with a deadline${largeRate > 0 ? `, ${runs.filter((x) => x.pad !== undefined).length} with large results` : ""}${updateRate > 0 ? `, ${runs.filter((x) => x.updated?.answered === 200).length} updated while running` : ""}${tenantCap > 0 ? `, tenant cap ${tenantCap}` : ""}), ${kills} kills, ${stalls} executor stalls, ${workerFaults} worker faults, ${losses} checkpoint losses, ${pgWindows} journal failure windows; waiting for every run to end`);
 
     // Every run ends (reviews still answered meanwhile). The recovery sweep runs every minute.
     const ends = ["completed", "failed", "cancelled"];
@@ -805,6 +878,7 @@ async function round(seed: number): Promise<string[]> {
       }
     };
     const tenant = runs.length ? await tenantId(runs[0]!.id) : "";
+    let largeRefs = 0;
     // For the report of a run with problems (below): the journal's steps, and the events' ids.
     const db = new pg.Client({ connectionString: DATABASE_URL });
     db.on("error", () => undefined);
@@ -914,6 +988,19 @@ async function round(seed: number): Promise<string[]> {
           const mine = [...new Set(calls.filter((c) => family.some((id) => c.startsWith(`${id}.`))))];
           if (run.expect.calls !== undefined && mine.length !== run.expect.calls) say(`made ${mine.length} calls (${mine.join(", ")}), expected ${run.expect.calls}`);
           if (run.expect.children !== undefined && kids.length !== run.expect.children) say(`started ${kids.length} children (${kids.map((k) => `${k.id}:${k.status}`).join(", ")}), expected ${run.expect.children}`);
+          if (run.pad !== undefined) {
+            // Large results: each blob the run's rows refer to is still there. A run that calls
+            // rec.sleep in its own nodes has at least one.
+            const refs = blobRefs(row.output);
+            for (const id of family) for (const n of await journalOf(id)) blobRefs([n.input, n.output], refs);
+            const own = (run.definition.nodes as { type: string; config?: { tool?: string } }[]).some((n) => n.type === "tool" && n.config?.tool === "rec.sleep");
+            if (own && !refs.size) say(`large results (pad ${run.pad}), but no blob reference in its rows`);
+            for (const ref of refs) {
+              const got = await a.call("GET", `/api/blobs/${ref}`);
+              if (got.status !== 200) say(`blob ${ref} in its rows answered ${got.status}`);
+            }
+            largeRefs += refs.size;
+          }
           if (run.expect.flaky) {
             const n = await rec.flakyCount(run.expect.flaky.key);
             const reruns = rerunsOf([run.id]);
@@ -954,6 +1041,7 @@ async function round(seed: number): Promise<string[]> {
     }
     const by = new Map<string, number>();
     for (const run of runs) by.set(`${run.shape}:${rows.get(run.id)?.status ?? "?"}`, (by.get(`${run.shape}:${rows.get(run.id)?.status ?? "?"}`) ?? 0) + 1);
+    if (largeRate > 0) log(`large results: ${largeRefs} blob references read back`);
     log(`checked: ${[...by].map(([k, v]) => `${k}=${v}`).join(" ")}; ${problems.length} problems`);
     if (problems.length) {
       const errors = procs.flatMap((p) => p.output.join("").split("\n").filter((l) => l.includes('"level":"error"') || l.includes('"level":50')).map((l) => `[${p.kind} ${p.index} pid ${p.child.pid}] ${l.slice(0, 600)}`));

@@ -18,7 +18,7 @@ import { createRedis } from "@baton/checkpoints";
 import { loadConfig } from "@baton/config";
 import type { ToolSpec } from "@baton/sdk";
 import { createLogger } from "@baton/telemetry";
-import { createBuiltinWorker } from "@baton/worker";
+import { createBuiltinWorker, workerLimits } from "@baton/worker";
 import { testTools } from "../../test/workflows.ts";
 
 const config = loadConfig(process.env, { BATON_TARGET: "worker" });
@@ -51,6 +51,8 @@ const worker = createBuiltinWorker({
   workerId,
   concurrency: config.workerConcurrency,
   ackWaitMs: Number(process.env.CHAOS_TOOL_ACK_WAIT_MS ?? 2000),
+  // BATON_LARGE_RESULT_BYTES (the driver's --large lowers it) and BATON_TOOL_MAX_RESULT_BYTES, as Baton's own worker.
+  ...workerLimits(config),
   extraTools: tools,
 });
 await worker.start();
