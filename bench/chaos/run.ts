@@ -55,7 +55,10 @@
  *   such a completed run (and its child runs) must still be readable (`GET /api/blobs/:hash`);
  * - `--updates=F`: that fraction of the runs has its workflow updated 0–2 s after its start, to a
  *   version with other nodes and another output. The run, and any fork of it, must still end as
- *   the version it started on says (item 7: every execution is pinned to its version).
+ *   the version it started on says (item 7: every execution is pinned to its version). And half
+ *   way through the starts the child workflows that sub and subReview start by slug get a
+ *   version 2 that answers differently: runs started before keep version 1 for their children,
+ *   runs started after get version 2.
  *
  *   ./baton node bench/chaos/run.ts [--seed=N] [--rounds=R] [--executions=N] [--executors=2]
  *                                   [--chaos-ms=2500] [--loss=0.4] [--cancel=0.1] [--verbose]
@@ -565,8 +568,8 @@ async function round(seed: number): Promise<string[]> {
       }, 30_000);
     }
 
-    await createDefinition(a, "chaos-child", { nodes: [sleepNode("z", 200, "$.input.v")], output: { v: "$.z.v" } }, { slug: "chaos-child" });
-    await createDefinition(a, "chaos-review-child", {
+    const childId = await createDefinition(a, "chaos-child", { nodes: [sleepNode("z", 200, "$.input.v")], output: { v: "$.z.v" } }, { slug: "chaos-child" });
+    const reviewChildId = await createDefinition(a, "chaos-review-child", {
       nodes: [sleepNode("a", 30, "A"), { id: "review", type: "humanReview", config: { reason: "child check" } }, { id: "b", type: "transform", config: { expression: "'ok'" } }],
       edges: [{ from: "a", to: "review" }, { from: "review", to: "b" }],
       output: { b: "$.b" },
@@ -588,6 +591,8 @@ async function round(seed: number): Promise<string[]> {
     const forkRate = Number(args.forks);
     const maxConcurrency = Number(args["max-concurrency"]);
     const updateRate = Number(args.updates);
+    /** --updates: whether the child workflows named by slug were updated (half way through the starts). */
+    let childrenUpdated = false;
     let forks = 0;
     let kills = 0;
     let losses = 0;
@@ -739,8 +744,29 @@ async function round(seed: number): Promise<string[]> {
 
     // The stream of executions, a few in flight at once.
     for (let k = 0; k < total; k++) {
+      if (updateRate > 0 && !childrenUpdated && k === Math.floor(total / 2)) {
+        // The workflows sub and subReview start by slug, without a version, get a version 2 that
+        // answers differently. A child runs the version that was current when its top-level run
+        // began (workflows.md, "Sub-workflows"): runs started before this keep version 1, their
+        // rebuilds and forks too; runs started after get version 2.
+        const child = await a.call("PUT", `/api/agent-workflows/${childId}`, { definition: {
+          nodes: [sleepNode("z", 200, "$.input.v"), { id: "w", type: "transform", config: { expression: "z.v & '2'" } }], edges: [{ from: "z", to: "w" }], output: { v: "$.w" },
+        } });
+        const reviewChild = await a.call("PUT", `/api/agent-workflows/${reviewChildId}`, { definition: {
+          nodes: [sleepNode("a", 30, "A"), { id: "review", type: "humanReview", config: { reason: "child check" } }, { id: "b", type: "transform", config: { expression: "'ok2'" } }],
+          edges: [{ from: "a", to: "review" }, { from: "review", to: "b" }],
+          output: { b: "$.b" },
+        } });
+        if (child.status !== 200 || reviewChild.status !== 200) problems.push(`updates of the child workflows answered ${child.status} and ${reviewChild.status}`);
+        childrenUpdated = true;
+        if (verbose) log("child workflows updated to version 2");
+      }
       const shape = names[int(r, 0, names.length - 1)]!;
       const plan = shapes[shape]!(r, `${seed}-${k}`);
+      if (childrenUpdated && plan.expect.status === "completed") {
+        if (shape === "sub") plan.expect.output = { r: "deep2." };
+        if (shape === "subReview") plan.expect.output = { r: "ok2" };
+      }
       const pad = largeRate > 0 && rl() < largeRate ? int(rl, 1100, 6000) : undefined;
       if (pad !== undefined) plan.definition = padded(plan.definition, pad);
       let wf = workflowIds.get(`${shape}-${k}`);
