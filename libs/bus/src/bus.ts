@@ -2,7 +2,7 @@ import { SpanKind } from "@opentelemetry/api";
 import type { Attributes } from "@opentelemetry/api";
 import { connect } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, DeliverPolicy, JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
-import type { ConsumerMessages, JetStreamClient, JetStreamManager, StoredMsg } from "@nats-io/jetstream";
+import type { ConsumerMessages, JetStreamClient, JetStreamManager, MsgRequest, StoredMsg } from "@nats-io/jetstream";
 import { headers as natsHeaders, RequestError, TimeoutError } from "@nats-io/nats-core";
 import type { Msg, NatsConnection } from "@nats-io/nats-core";
 import { Kvm } from "@nats-io/kv";
@@ -104,6 +104,14 @@ export interface Bus {
    * there: a subject with no message since then never had one.
    */
   eventsKeptSince(): Promise<Date | null>;
+  /**
+   * The message ids (`Nats-Msg-Id`) of the messages `stream` holds, or undefined when it holds
+   * more than `limit` messages. In a work queue (commands, tools) those are the messages not
+   * acked yet: waiting for a consumer or being handled. One request per message (`next_by_subj`,
+   * nats-server 2.9 or later): for rare reads, such as the recovery sweep asking whether an
+   * unanswered call is still queued, not for following a stream.
+   */
+  heldMessageIds(stream: StreamKey, limit: number): Promise<Set<string> | undefined>;
   /**
    * Core NATS request/reply. Throws BATON_BUS_NO_RESPONDERS (503) when nobody serves the
    * subject, BATON_BUS_TIMEOUT (504) without an answer in time, and the handler's own error
@@ -444,6 +452,28 @@ class NatsBus implements Bus {
     // Nothing dropped yet: everything since its creation (a run created in its first second too).
     const since = state.first_seq <= 1 ? new Date(created) : state.messages === 0 ? null : new Date(state.first_ts);
     return since === null || Number.isNaN(since.getTime()) ? null : since;
+  }
+
+  async heldMessageIds(stream: StreamKey, limit: number): Promise<Set<string> | undefined> {
+    this.#assertOpen("heldMessageIds");
+    const name = this.streams[stream];
+    const { state } = await this.#jsm.streams.info(name);
+    if (state.messages > limit) return undefined;
+    const ids = new Set<string>();
+    let read = 0;
+    for (const filter of this.#subjects[stream]) {
+      // The next message of the stream's subjects from `seq` on: a work queue's acked messages leave gaps.
+      for (let seq = state.first_seq; ; ) {
+        const m = await this.#jsm.streams.getMessage(name, { seq, next_by_subj: filter } as unknown as MsgRequest);
+        if (m === null) break;
+        // Messages published meanwhile are read too: past the limit, the answer is no better.
+        if (++read > limit) return undefined;
+        const id = m.header?.get(HEADERS.msgId);
+        if (id) ids.add(id);
+        seq = m.seq + 1;
+      }
+    }
+    return ids;
   }
 
   async request(subject: string, data: Uint8Array, opts: RequestOptions = {}): Promise<BusMessage> {

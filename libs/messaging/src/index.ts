@@ -86,6 +86,13 @@ export interface Messaging {
    */
   recordToolResult(callId: string, result: RecordedToolResult): Promise<boolean>;
   /**
+   * The ids of the tool calls the tools queue still holds (waiting for a worker, or taken and not
+   * acked yet), or undefined when it holds more than `limit`. A worker acks a call only once
+   * its answer is recorded and sent, so a call neither held nor recorded was taken by a worker
+   * that went away without answering (or dropped by the stream). One request per call held.
+   */
+  queuedToolCalls(limit: number): Promise<Set<string> | undefined>;
+  /**
    * Consumes the commands stream. A command of a kind this process does not know (a newer
    * Baton's, during an upgrade) is handed back every {@link UNKNOWN_COMMAND_RETRY_MS} for a
    * process that knows it, until the consumer's `maxDeliver`; it never reaches `handler`.
@@ -147,6 +154,9 @@ export function createMessaging(bus: Bus): Messaging {
     },
     recordToolResult(callId, result) {
       return bus.kvCreate(RESULTS_BUCKET, resultKey(callId), new TextEncoder().encode(JSON.stringify(result)));
+    },
+    queuedToolCalls(limit) {
+      return bus.heldMessageIds("tools", limit);
     },
     consumeCommands(durable, handler, opts = {}) {
       return bus.consume({ ...opts, stream: "commands", durable, filterSubjects: [s.allCommands()] }, async (msg) => {

@@ -23,3 +23,14 @@ export const CommandFailed = defineError(
   (command: string, deliveries: number, why: string) => `the ${command} command could not be applied on any of its ${deliveries} deliveries: ${why}`,
   { status: 500 },
 );
+/**
+ * A tool call that no worker answered and the tools queue no longer holds: a worker took it and
+ * acked it before answering, then went away (a worker written without the SDK that broke the
+ * order record, answer, ack), or the stream lost it. The recovery sweep fails the attempt with
+ * this, retryable, so the node's `retry` runs it again instead of the run waiting for ever.
+ */
+export const CallLost = defineError(
+  "BATON_EXECUTOR_CALL_LOST",
+  (callId: string) => `tool call ${callId} was taken from the tools queue and never answered (its worker acked it before answering and went away, or the stream lost it)`,
+  { status: 502, retryable: true },
+);

@@ -22,7 +22,7 @@ import type { Checkpoint, CheckpointStore } from "@baton/checkpoints";
 import { encode, ToolCancelSchema, valueFromJson, valueToJson } from "@baton/contracts";
 import type { CommandName } from "@baton/contracts";
 import type { Command, Effect, EngineEvent, ExecutionState, ForkStart, JsonObject, JsonValue, LearnedSubRunPause, ReplayInput, WorkflowDefinition } from "@baton/engine";
-import { BlobsNeeded, DEADLINE_TIMER_ID, forkStartOf, isJsonObject, forkStartRecord, isFinished, keptForkStart, outstandingCalls, outstandingCount, referencedTools, replayJournal, settledFanCall, step, subRunPauses, subRunReason, validateInput, validateWorkflow } from "@baton/engine";
+import { BlobsNeeded, DEADLINE_TIMER_ID, forkStartOf, isJsonObject, forkStartRecord, isFinished, keptForkStart, outstandingCalls, outstandingCount, referencedTools, replayJournal, settledFanCall, step, subRunPauses, subRunReason, toolCallId, validateInput, validateWorkflow } from "@baton/engine";
 import { defineError, errorMessage, hasCode } from "@baton/errors";
 import type { AnyCommand, CommandInit, Messaging, RecordedToolResult } from "@baton/messaging";
 import { decodeEventMessage } from "@baton/messaging";
@@ -31,7 +31,7 @@ import { StoreFenced } from "@baton/store";
 import type { Admission, ExecutionRecord, Store } from "@baton/store";
 import type { BusMessage, Subscription } from "@baton/bus";
 import type { Logger } from "@baton/telemetry";
-import { CommandFailed, DefinitionInvalid, DefinitionMissing, ExecutionMissing, NotStarted, RebuildAwaited } from "./errors.ts";
+import { CallLost, CommandFailed, DefinitionInvalid, DefinitionMissing, ExecutionMissing, NotStarted, RebuildAwaited } from "./errors.ts";
 import { publishEngineEvent } from "./events.ts";
 import { createExecutorMetrics } from "./metrics.ts";
 import { createBlobPruner } from "./blob-pruner.ts";
@@ -256,6 +256,13 @@ const INLINE_STEPS_PER_TURN = 256;
 const LOST_COMMAND_GRACE_MS = 60_000;
 
 /**
+ * The most tool calls the recovery sweep reads from the tools queue to tell a lost call (taken by
+ * a worker that acked it and went away unanswered) from one still queued or being handled; with
+ * more queued, it cannot tell, and leaves such calls waiting (see lostCommands).
+ */
+const LOST_CALL_SCAN_LIMIT = 5_000;
+
+/**
  * How long a checkpoint holding effects or ready nodes must have gone without a step before the
  * recovery sweep sends its run `execution.continue`. A run mid-step holds them for a moment (its
  * outbox until its records are written, ready nodes until its next inline step), with a command
@@ -320,6 +327,9 @@ function keepsAllOf(since: Date | null, row: ExecutionRecord): boolean {
 
 /** A command the recovery sweep sends for a run; `what` names it within the run (its message id). */
 type SweepCommand = { [N in CommandName]: { name: N; init: CommandInit<N>; what: string } }[CommandName];
+
+/** The ids of the calls the tools queue held at a read made at `notBefore` or later (undefined: too many to tell). */
+type QueuedCalls = (notBefore: number) => Promise<Set<string> | undefined>;
 
 /** Internal: a command was ignored against the cached checkpoint; apply it again from Redis. */
 class StaleCheckpoint extends Error {}
@@ -2437,9 +2447,13 @@ export function createExecutor(opts: ExecutorOptions): Executor {
    * recovery sweep sends them again; one that came meanwhile leaves the resent one ignored (the
    * timer is gone, the child no longer waited for). `what` names the command within the run.
    */
-  async function lostCommands(state: ExecutionState): Promise<SweepCommand[]> {
+  async function lostCommands(state: ExecutionState, idleSince: number | undefined, queuedCalls: QueuedCalls): Promise<SweepCommand[]> {
     if (isFinished(state)) return [];
     const now = clock().getTime();
+    // Every call of a run that took no step for the grace, and holds no effects still to carry
+    // out (`idleSince`: its last step, when so), went onto the tools queue at least that long ago.
+    const settledAt = idleSince === undefined ? undefined : idleSince + LOST_COMMAND_GRACE_MS;
+    const timed = new Set(Object.values(state.timers ?? {}).flatMap((t) => (t.kind === "timeout" && t.callId ? [t.callId] : [])));
     const { executionId, tenantId } = state;
     const lost: SweepCommand[] = [];
     for (const [timerId, timer] of Object.entries(state.timers ?? {})) {
@@ -2454,8 +2468,17 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       const callIds = [...(run.callId ? [run.callId] : []), ...(run.fan?.items ?? []).flatMap((it) => (it.status === "running" && it.key ? [it.key] : []))];
       for (const callId of callIds) {
         const recorded = await messaging.recordedToolResult(callId);
-        if (!recorded || recorded.recordedAt.getTime() + LOST_COMMAND_GRACE_MS > now) continue;
-        lost.push({ name: "tool.result", init: recordedResultInit(state, nodeId, run.attempt, callId, recorded.result), what: `result:${callId}` });
+        if (recorded && recorded.recordedAt.getTime() + LOST_COMMAND_GRACE_MS <= now) {
+          lost.push({ name: "tool.result", init: recordedResultInit(state, nodeId, run.attempt, callId, recorded.result), what: `result:${callId}` });
+        }
+        // A call with no answer, sent long enough ago, that the queue no longer holds: a worker
+        // acked it before answering and went away, or the stream dropped it. Its timeout, if it
+        // has one, fails the attempt anyway.
+        // (A forEach's items over child runs are keyed by child key, not call id: not calls.)
+        const isCall = callId === run.callId || callId.startsWith(`${toolCallId(executionId, nodeId, run.attempt)}.`);
+        if (recorded || !isCall || settledAt === undefined || settledAt > now || timed.has(callId)) continue;
+        const failure = await lostCall(state, callId, () => queuedCalls(settledAt));
+        if (failure) lost.push({ name: "tool.result", init: recordedResultInit(state, nodeId, run.attempt, callId, failure), what: `result:${callId}` });
       }
     }
     const waitsFor = (nodeId: string, childKey: string): boolean => {
@@ -2470,6 +2493,25 @@ export function createExecutor(opts: ExecutorOptions): Executor {
       lost.push({ name: "execution.child_result", init: await childResultOfRow(state, c.parentNodeId, c.childKey, c), what: `child:${c.id}` });
     }
     return lost;
+  }
+
+  /**
+   * The failure a lost call is answered with, recorded as its result first (so a worker that gets
+   * the call after all answers with it, and the record, not a later answer, is what the run
+   * gets); undefined when the call is still queued, or the queue holds too many calls to tell,
+   * or an answer was recorded meanwhile (it reaches the run as any other). The queue is read
+   * before the record: a worker records its answer before it acks the call, so a call gone
+   * from the queue with no record after that was never answered.
+   */
+  async function lostCall(state: ExecutionState, callId: string, queuedCalls: () => Promise<Set<string> | undefined>): Promise<RecordedToolResult | undefined> {
+    const queued = await queuedCalls();
+    if (queued === undefined || queued.has(callId)) return undefined;
+    if (await messaging.recordedToolResult(callId)) return undefined;
+    const error = CallLost(callId);
+    const failure: RecordedToolResult = { ok: false, error: { code: error.code, message: error.message, retryable: true }, durationMs: 0, workerId: "executor" };
+    if (!(await messaging.recordToolResult(callId, failure))) return undefined;
+    logger.warn("a tool call was taken from the queue and never answered; it fails", { executionId: state.executionId, callId, code: error.code });
+    return failure;
   }
 
   /**
@@ -2490,6 +2532,19 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     let count = 0;
     let failed = 0;
     const sweep = `sweep:${Math.floor(clock().getTime() / 10_000)}`;
+    // The calls the tools queue holds, read once per sweep when a run has a call that may be
+    // lost, and again for a run that went idle after the read (its calls may be newer).
+    let scan: { at: number; ids: Promise<Set<string> | undefined> } | undefined;
+    const queuedCalls: QueuedCalls = (notBefore) => {
+      if (!scan || scan.at < notBefore) {
+        const ids = messaging.queuedToolCalls(LOST_CALL_SCAN_LIMIT).catch((err: unknown) => {
+          logger.warn("could not read the tools queue; calls that may be lost are looked at again by the next sweep", { error: errorMessage(err) });
+          return undefined;
+        });
+        scan = { at: clock().getTime(), ids };
+      }
+      return scan.ids;
+    };
     for (;;) {
       const rows = await store.executions.listActive({ statuses: ["running", "paused"], limit: 200, afterId });
       if (rows.length === 0) return { count: count + (await wakeAllQueued(sweep)), failed };
@@ -2505,7 +2560,7 @@ export function createExecutor(opts: ExecutorOptions): Executor {
             if (!cp || (idle && (cp.state.outbox?.length || readyWithNothingElse(cp.state)))) {
               sends.push({ name: "execution.continue", init: { executionId: row.id, tenantId: row.tenantId, reason: "recovery sweep" }, what: "continue" });
             }
-            if (cp) sends.push(...(await lostCommands(cp.state)));
+            if (cp) sends.push(...(await lostCommands(cp.state, cp.state.outbox?.length ? undefined : Date.parse(cp.updatedAt), queuedCalls)));
             return sends;
           });
           if (sends.length === 0) continue;

@@ -10,7 +10,11 @@
  * - a call whose answer the worker recorded (its `tool.result` lost) a minute ago is answered
  *   from the record;
  * - a timer not yet overdue, a child still running, an answer recorded within the minute and a
- *   call with no recorded answer are left alone (the sweep sends nothing for them);
+ *   call with no recorded answer that the tools queue still holds (waiting for a worker, or taken
+ *   and not acked: being handled) are left alone (the sweep sends nothing for them);
+ * - a call with no recorded answer that the queue no longer holds (a worker acked it before
+ *   answering and went away), a minute after its run's last step, is failed by the sweep with
+ *   BATON_EXECUTOR_CALL_LOST (retryable), recorded as the call's result first;
  * - a run whose ready nodes wait for a slot under `limits.maxConcurrency` is sent nothing;
  * - a checkpoint that cannot be decoded is removed and rebuilt from the journal (the sweep sends
  *   the run `execution.continue`), and the run goes on;
@@ -220,6 +224,64 @@ describe("the recovery sweep and a lost command", () => {
     for (const c of sent) await ex.handle(c);
     expect(await ended(answered)).toMatchObject({ status: "completed", output: { x: { a: 1 } } });
     expect((await checkpoints.get(waiting))!.state).toMatchObject({ status: "running", nodes: { x: { status: "running", callId: `${waiting}.x.1` } } });
+  });
+});
+
+describe("a call taken from the tools queue and never answered", () => {
+  /** A worker outside the SDK that takes `tool`'s calls and calls `onCall` for each; the call is acked when it resolves. */
+  function worker(tool: string, onCall: () => Promise<void>): Promise<{ stop(): Promise<void> }> {
+    return bus.consume({ stream: "tools", durable: `rogue-${tool.replace(/\W/g, "_")}`, filterSubjects: [messaging.subjects.toolCall(tool)], ack: "plain" }, onCall);
+  }
+  const held = async (callId: string) => (await messaging.queuedToolCalls(1_000))!.has(callId);
+  const wfOf = (tool: string) => workflow(tool, { start: "x", nodes: [{ id: "x", type: "tool", config: { tool } }], output: { x: "$.x" } });
+
+  it("fails the attempt with BATON_EXECUTOR_CALL_LOST a minute after the run's last step, its failure recorded as the call's result", async () => {
+    const tool = `lost${randomBytes(3).toString("hex")}`;
+    const id = await started(await wfOf(tool));
+    await bus.kv(RESULTS_BUCKET);
+    expect(await held(`${id}.x.1`)).toBe(true);
+    // A worker that acks a call before it answers, and dies before it answers.
+    let taken!: () => void;
+    const took = new Promise<void>((r) => (taken = r));
+    const rogue = await worker(tool, async () => taken());
+    await took;
+    await rogue.stop();
+    const until = Date.now() + 5_000;
+    while (await held(`${id}.x.1`)) {
+      if (Date.now() > until) throw new Error("the call's ack never reached the queue");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    // Within the grace after the run's last step: a call just taken may still be answered.
+    skewMs = 30_000;
+    expect(await sweep(id)).toEqual([]);
+    skewMs = 120_000;
+    expect(await sweep(id)).toEqual(["tool.result"]);
+    expect(await ended(id)).toMatchObject({ status: "failed", error: expect.stringMatching(/^BATON_EXECUTOR_CALL_LOST: node "x" failed after 1 attempt\(s\): tool call \S+ was taken from the tools queue and never answered/) as unknown });
+    // Recorded first: a worker that gets the call after all answers with this failure.
+    expect((await messaging.recordedToolResult(`${id}.x.1`))?.result).toMatchObject({ ok: false, error: { code: "BATON_EXECUTOR_CALL_LOST", retryable: true } });
+  });
+
+  it("leaves a call taken and not acked yet (a worker still at it) waiting, past the grace", async () => {
+    const tool = `busy${randomBytes(3).toString("hex")}`;
+    const id = await started(await wfOf(tool));
+    let taken!: () => void;
+    const took = new Promise<void>((r) => (taken = r));
+    let finish!: () => void;
+    const finished = new Promise<void>((r) => (finish = r));
+    const busy = await worker(tool, async () => {
+      taken();
+      await finished;
+    });
+    try {
+      await took;
+      skewMs = 120_000;
+      expect(await sweep(id)).toEqual([]);
+      expect((await checkpoints.get(id))!.state).toMatchObject({ status: "running", nodes: { x: { status: "running", callId: `${id}.x.1` } } });
+      expect(await messaging.recordedToolResult(`${id}.x.1`)).toBeNull();
+    } finally {
+      finish();
+      await busy.stop();
+    }
   });
 });
 
