@@ -58,13 +58,17 @@
  *   the version it started on says (item 7: every execution is pinned to its version). And half
  *   way through the starts the child workflows that sub and subReview start by slug get a
  *   version 2 that answers differently: runs started before keep version 1 for their children,
- *   runs started after get version 2.
+ *   runs started after get version 2;
+ * - `--rogue=F`: at that fraction of the chaos's moments, a worker outside the SDK takes one
+ *   `rec.sleep` call from the queue, acks it and never answers. The recovery sweep must fail it
+ *   (BATON_EXECUTOR_CALL_LOST) a minute after its run's last step: its run, and a parent of it,
+ *   must end (failed with that code in its error, unless it ended otherwise first), not wait.
  *
  *   ./baton node bench/chaos/run.ts [--seed=N] [--rounds=R] [--executions=N] [--executors=2]
  *                                   [--chaos-ms=2500] [--loss=0.4] [--cancel=0.1] [--verbose]
  *                                   [--stall=0] [--workers=0] [--worker-faults=0] [--pg-fail=0] [--loss-all=0]
  *                                   [--deadlines=0] [--forks=0] [--tenant-cap=0] [--max-concurrency=0]
- *                                   [--large=0] [--updates=0]
+ *                                   [--large=0] [--updates=0] [--rogue=0]
  *
  * Each round prints its seed; `--seed=N --rounds=1` replays one (the chaos is random in time
  * too, so a replay is likely but not certain to fail the same way). Exit code 1 when a check
@@ -81,8 +85,10 @@ import { createRedis } from "@baton/checkpoints";
 import { loadConfig } from "@baton/config";
 import { createLogger } from "@baton/telemetry";
 import { streamNames } from "@baton/bus";
+import { decode, ToolCallSchema } from "@baton/contracts";
+import { toolDurable } from "@baton/sdk";
 import { connect } from "@nats-io/transport-node";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 // mulberry32: a small seeded generator, so a round's choices replay from its seed.
 import { mulberry32 as rng } from "../../libs/engine/src/test-support.ts";
 import { startBaton } from "../../bin/start.ts";
@@ -113,6 +119,7 @@ const { values: args } = parseArgs({
     "max-concurrency": { type: "string", default: "0" },
     large: { type: "string", default: "0" },
     updates: { type: "string", default: "0" },
+    rogue: { type: "string", default: "0" },
     shapes: { type: "string" },
     verbose: { type: "boolean", default: false },
   },
@@ -488,11 +495,15 @@ async function round(seed: number): Promise<string[]> {
   // Large results and updates too.
   const rl = rng(seed ^ 0x85ebca6b);
   const ru = rng(seed ^ 0x2c1b3c6d);
+  const rr = rng(seed ^ 0x7feb352d);
+  /** --rogue: the calls a worker outside the SDK took, acked and never answered. */
+  const stolen = new Set<string>();
   const procs: Proc[] = [];
   const slots: (Proc | undefined)[] = [];
   const wslots: (Proc | undefined)[] = [];
   const faults: Fault[] = [];
   let local: BatonHandle | undefined;
+  let rogueNc: Awaited<ReturnType<typeof connect>> | undefined;
   const problems: string[] = [];
   let stopChaos = false;
   const nWorkers = Number(args.workers);
@@ -591,6 +602,18 @@ async function round(seed: number): Promise<string[]> {
     const forkRate = Number(args.forks);
     const maxConcurrency = Number(args["max-concurrency"]);
     const updateRate = Number(args.updates);
+    const rogueRate = Number(args.rogue);
+    rogueNc = rogueRate > 0 ? await connect({ servers: config.natsUrl }) : undefined;
+    /** A worker outside the SDK that acks a call before answering, and dies: it takes one rec.sleep call, acks it, and is gone. */
+    const steal = async (): Promise<void> => {
+      const consumer = await jetstream(rogueNc!).consumers.get(streamNames(config.prefix).tools, toolDurable("rec.sleep"));
+      const m = await consumer.next({ expires: 1000 });
+      if (!m) return;
+      const { callId } = decode(ToolCallSchema, m.data);
+      await m.ackAck();
+      stolen.add(callId);
+      if (verbose) log(`a rogue worker took call ${callId} and will never answer it`);
+    };
     /** --updates: whether the child workflows named by slug were updated (half way through the starts). */
     let childrenUpdated = false;
     let forks = 0;
@@ -605,6 +628,10 @@ async function round(seed: number): Promise<string[]> {
       while (!stopChaos) {
         await new Promise((res) => setTimeout(res, int(rc, chaosMs / 2, chaosMs * 1.5)));
         if (stopChaos) break;
+        if (rogueRate > 0 && rr() < rogueRate) {
+          await steal().catch((err: unknown) => problems.push(`the rogue worker failed: ${(err as Error).message}`));
+          continue;
+        }
         if (rc() < lossRate) {
           const recent = await Promise.all(runs.slice(-15).map(async (x) => ({ run: x, row: await getExecution(a, x.id) })));
           const live = recent.filter((x) => x.row.status === "running" || x.row.status === "paused").map((x) => x.run);
@@ -905,6 +932,7 @@ async function round(seed: number): Promise<string[]> {
     };
     const tenant = runs.length ? await tenantId(runs[0]!.id) : "";
     let largeRefs = 0;
+    let robbedFailed = 0;
     // For the report of a run with problems (below): the journal's steps, and the events' ids.
     const db = new pg.Client({ connectionString: DATABASE_URL });
     db.on("error", () => undefined);
@@ -927,6 +955,11 @@ async function round(seed: number): Promise<string[]> {
           say(`still ${row.status} (${row.currentState ?? ""}); checkpoint ${cp ? cp.slice(0, 1500) : "none"}`);
         }
         const cancelled = run.cancel?.answered === 202 && row.status === "cancelled";
+        const kids = await childrenOf(run.id);
+        const grand = (await Promise.all(kids.map((k) => childrenOf(k.id)))).flat();
+        const family = [run.id, ...kids.map((k) => k.id), ...grand.map((k) => k.id)];
+        // --rogue: a call of it (or of its children) taken and never answered.
+        const robbed = [...stolen].filter((c) => family.some((id) => c.startsWith(`${id}.`)));
         if (!cancelled && !stuck) {
           // A flaky call run again after its worker died counts again: its answer may say so.
           const flakyOut = run.expect.flaky && rerunsOf([run.id]) > 0 ? (row.output as { calls?: number } | undefined)?.calls : undefined;
@@ -937,7 +970,10 @@ async function round(seed: number): Promise<string[]> {
           // A run given a deadline may fail for it, whatever its shape.
           const deadlineHit = run.deadlineMs !== undefined && row.status === "failed" && (row.error ?? "").startsWith("BATON_DEADLINE_EXCEEDED");
           if (exhausted) log(`excused: ${run.shape} ${run.id} ended failed (${row.error}), its calls' handlers interrupted by worker faults ${rerunsOf([run.id])} times`);
-          else if (deadlineHit) {
+          else if (robbed.length && row.status === "failed") {
+            if (!(row.error ?? "").includes("BATON_EXECUTOR_CALL_LOST")) say(`failed (${row.error ?? ""}) with calls of it taken and never answered (${robbed.join(", ")}), not for them`);
+            else robbedFailed++;
+          } else if (deadlineHit) {
             const early = row.deadlineAt && row.completedAt ? Date.parse(row.deadlineAt) - Date.parse(row.completedAt) : 0;
             if (early > 100) say(`failed with BATON_DEADLINE_EXCEEDED ${early} ms before its deadline (${row.deadlineAt})`);
           } else if (row.status !== run.expect.status) say(`ended ${row.status} (${row.error ?? ""}), expected ${run.expect.status}`);
@@ -945,9 +981,6 @@ async function round(seed: number): Promise<string[]> {
         }
         if (row.status === "cancelled" && run.cancel?.answered !== 202) say("cancelled without a cancel");
         if (cancelled && row.error !== "BATON_CANCELLED: chaos") say(`cancelled, its error ${JSON.stringify(row.error)}, not the cancel's reason`);
-        const kids = await childrenOf(run.id);
-        const grand = (await Promise.all(kids.map((k) => childrenOf(k.id)))).flat();
-        const family = [run.id, ...kids.map((k) => k.id), ...grand.map((k) => k.id)];
         for (const id of family) {
           const nodes = await journalOf(id);
           const open = nodes.filter((n) => n.status === "running");
@@ -1012,7 +1045,7 @@ async function round(seed: number): Promise<string[]> {
           }
           // Distinct calls (a call run twice is reported above).
           const mine = [...new Set(calls.filter((c) => family.some((id) => c.startsWith(`${id}.`))))];
-          if (run.expect.calls !== undefined && mine.length !== run.expect.calls) say(`made ${mine.length} calls (${mine.join(", ")}), expected ${run.expect.calls}`);
+          if (run.expect.calls !== undefined && !robbed.length && mine.length !== run.expect.calls) say(`made ${mine.length} calls (${mine.join(", ")}), expected ${run.expect.calls}`);
           if (run.expect.children !== undefined && kids.length !== run.expect.children) say(`started ${kids.length} children (${kids.map((k) => `${k.id}:${k.status}`).join(", ")}), expected ${run.expect.children}`);
           if (run.pad !== undefined) {
             // Large results: each blob the run's rows refer to is still there. A run that calls
@@ -1070,6 +1103,7 @@ async function round(seed: number): Promise<string[]> {
     const by = new Map<string, number>();
     for (const run of runs) by.set(`${run.shape}:${rows.get(run.id)?.status ?? "?"}`, (by.get(`${run.shape}:${rows.get(run.id)?.status ?? "?"}`) ?? 0) + 1);
     if (largeRate > 0) log(`large results: ${largeRefs} blob references read back`);
+    if (rogueRate > 0) log(`rogue worker: ${stolen.size} calls taken and never answered; ${robbedFailed} runs failed for them (BATON_EXECUTOR_CALL_LOST)`);
     log(`checked: ${[...by].map(([k, v]) => `${k}=${v}`).join(" ")}; ${problems.length} problems`);
     if (problems.length) {
       const errors = procs.flatMap((p) => p.output.join("").split("\n").filter((l) => l.includes('"level":"error"') || l.includes('"level":50')).map((l) => `[${p.kind} ${p.index} pid ${p.child.pid}] ${l.slice(0, 600)}`));
@@ -1078,6 +1112,7 @@ async function round(seed: number): Promise<string[]> {
     return problems;
   } finally {
     stopChaos = true;
+    await rogueNc?.close();
     for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
     await Promise.all(procs.map((p) => exited(p.child)));
     await local?.stop().catch(() => undefined);
