@@ -2441,8 +2441,10 @@ export function createExecutor(opts: ExecutorOptions): Executor {
 
   /**
    * What a live run waits for that is overdue: its timers past their due time (by
-   * {@link LOST_COMMAND_GRACE_MS}), the answers its workers recorded (that long ago), and the
-   * results of its children that ended (that long ago). Their commands were lost (given up by the
+   * {@link LOST_COMMAND_GRACE_MS}), the answers its workers recorded (that long ago), the
+   * results of its children that ended (that long ago), the starts of its children still queued
+   * (that long after), and a failure for each call no worker answered that the tools queue no
+   * longer holds (lostCall). Their commands were lost (given up by the
    * consumer, or terminated); nothing else would send them again, and the run would wait for ever. The
    * recovery sweep sends them again; one that came meanwhile leaves the resent one ignored (the
    * timer is gone, the child no longer waited for). `what` names the command within the run.
@@ -2487,7 +2489,26 @@ export function createExecutor(opts: ExecutorOptions): Executor {
     };
     if (!Object.values(state.nodes).some((run) => run.status === "running" && (run.childKey !== undefined || run.fan !== undefined))) return lost;
     for (const c of await store.executions.listChildren(tenantId, executionId)) {
-      if (!TERMINAL.has(c.status) || !c.parentNodeId || c.childKey === null || !waitsFor(c.parentNodeId, c.childKey)) continue;
+      if (!c.parentNodeId || c.childKey === null || !waitsFor(c.parentNodeId, c.childKey)) continue;
+      if (c.status === "queued") {
+        // Its start went out with the parent's effects (all carried out: no outbox) and nothing
+        // took it for a minute: given up by the consumer (an outage longer than its deliveries).
+        // Children wait for no slot, so nothing else would start it. A start that was only late
+        // finds the child started and is ignored.
+        if (idleSince === undefined || c.updatedAt.getTime() + LOST_COMMAND_GRACE_MS > now) continue;
+        logger.warn("a child's start was lost; the recovery sweep sends it again", { executionId, childExecutionId: c.id });
+        lost.push({
+          name: "execution.start",
+          init: {
+            executionId: c.id, tenantId, workflowId: c.agentWorkflowId, workflowVersion: c.workflowVersion, parentExecutionId: executionId, parentNodeId: c.parentNodeId,
+            childKey: c.childKey, triggerEvent: c.triggerEvent ?? "subworkflow", definitionRef: c.definitionRef ?? "", deadline: c.deadlineAt?.toISOString() ?? "",
+            rootExecutionId: state.rootExecutionId ?? executionId,
+          },
+          what: `start:${c.id}`,
+        });
+        continue;
+      }
+      if (!TERMINAL.has(c.status)) continue;
       if ((c.completedAt?.getTime() ?? c.updatedAt.getTime()) + LOST_COMMAND_GRACE_MS > now) continue;
       logger.warn("a child's result was lost; the recovery sweep sends it again from the child's row", { executionId, childExecutionId: c.id, status: c.status });
       lost.push({ name: "execution.child_result", init: await childResultOfRow(state, c.parentNodeId, c.childKey, c), what: `child:${c.id}` });

@@ -7,6 +7,8 @@
  * - a timer (here a delay's) overdue by more than a minute is sent again by the sweep, and fires;
  * - a finished child whose `execution.child_result` was lost, a minute after it ended, has its
  *   result sent again from its row by the sweep, and the parent goes on;
+ * - a child whose `execution.start` was lost, still queued a minute after, is sent its start
+ *   again by the sweep, and the parent goes on;
  * - a call whose answer the worker recorded (its `tool.result` lost) a minute ago is answered
  *   from the record;
  * - a timer not yet overdue, a child still running, an answer recorded within the minute and a
@@ -180,8 +182,9 @@ describe("the recovery sweep and a lost command", () => {
     }));
     const [child] = await t.store.executions.listChildren(tenantId, id);
     expect(child).toBeDefined();
-    // The child's start was sent; nothing took it yet: the sweep leaves the parent of a running child alone.
-    skewMs = 120_000;
+    // The child's start was sent; nothing took it yet: the sweep sends the parent nothing (the
+    // child's start it sends again only once the child has been queued for a minute: the next test).
+    skewMs = 30_000;
     expect(await sweep(id)).toEqual([]);
     expect((await checkpoints.get(id))!.state.status).toBe("running");
     skewMs = 0;
@@ -190,6 +193,28 @@ describe("the recovery sweep and a lost command", () => {
     // Its child_result is lost.
     await loseCommands();
     await sweptOnlyPastGrace(id, "execution.child_result", { status: "completed", output: { got: { c: 7 } } });
+  });
+
+  it("sends a child's lost start again when the child is still queued a minute after, and the parent goes on", async () => {
+    const childWf = await workflow("queued-child", { start: "c", nodes: [{ id: "c", type: "transform", config: { expression: "8" } }], output: { c: "$.c" } });
+    const id = await started(await workflow("parent-of-queued", {
+      start: "sub",
+      nodes: [{ id: "sub", type: "subworkflow", config: { workflow: { id: childWf } } }],
+      output: { got: "$.sub" },
+    }));
+    const [child] = await t.store.executions.listChildren(tenantId, id);
+    expect(child?.status).toBe("queued");
+    // Its start is lost (given up by the consumer after an outage).
+    await loseCommands();
+    const startsOf = async () => (await commandsSentBy(bus, NATS, () => ex.recover())).filter((c) => c.name === "execution.start" && c.message.executionId === child!.id);
+    skewMs = 30_000;
+    expect(await startsOf()).toEqual([]);
+    skewMs = 120_000;
+    const [start, ...more] = await startsOf();
+    expect([start?.message, more]).toEqual([expect.objectContaining({ parentExecutionId: id, parentNodeId: "sub", childKey: child!.childKey, workflowId: childWf }), []]);
+    // The child runs, and its result reaches the parent.
+    for (const c of await commandsSentBy(bus, NATS, () => ex.handle(start!))) await ex.handle(c);
+    expect(await ended(id)).toMatchObject({ status: "completed", output: { got: { c: 8 } } });
   });
 
   it("a cancelled child's result sent again from its row tells the cancel's reason", async () => {
