@@ -970,12 +970,13 @@ async function round(seed: number): Promise<string[]> {
           // A run given a deadline may fail for it, whatever its shape.
           const deadlineHit = run.deadlineMs !== undefined && row.status === "failed" && (row.error ?? "").startsWith("BATON_DEADLINE_EXCEEDED");
           if (exhausted) log(`excused: ${run.shape} ${run.id} ended failed (${row.error}), its calls' handlers interrupted by worker faults ${rerunsOf([run.id])} times`);
-          else if (robbed.length && row.status === "failed") {
-            if (!(row.error ?? "").includes("BATON_EXECUTOR_CALL_LOST")) say(`failed (${row.error ?? ""}) with calls of it taken and never answered (${robbed.join(", ")}), not for them`);
-            else robbedFailed++;
-          } else if (deadlineHit) {
+          else if (deadlineHit) {
             const early = row.deadlineAt && row.completedAt ? Date.parse(row.deadlineAt) - Date.parse(row.completedAt) : 0;
             if (early > 100) say(`failed with BATON_DEADLINE_EXCEEDED ${early} ms before its deadline (${row.deadlineAt})`);
+          } else if (robbed.length && row.status === "failed") {
+            // Its deadline may have ended it first (above).
+            if (!(row.error ?? "").includes("BATON_EXECUTOR_CALL_LOST")) say(`failed (${row.error ?? ""}) with calls of it taken and never answered (${robbed.join(", ")}), not for them`);
+            else robbedFailed++;
           } else if (row.status !== run.expect.status) say(`ended ${row.status} (${row.error ?? ""}), expected ${run.expect.status}`);
           else if (run.expect.status === "completed" && !flakyOk && !isDeepStrictEqual(row.output, run.expect.output)) say(`output ${JSON.stringify(row.output)}, expected ${JSON.stringify(run.expect.output)}`);
         }
