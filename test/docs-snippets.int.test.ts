@@ -3,7 +3,8 @@
  * repository root) against the real services in this process. Rules checked:
  * - README.md's quickstart block, then docs/time-travel.md's "Try it" block after it (it goes
  *   on from the quickstart's run): the quickstart run completes with its receipt, and the fork
- *   pauses at the review again, is approved and completes with the edited amount;
+ *   pauses at the review again, is approved and completes with the edited amount; then the
+ *   quickstart's error example prints the problem its comment shows (the workflow's id aside);
  * - examples/workflows/README.md's block: the example it runs prints `completed` and its output.
  * The only changes made to a block: its `BATON_API_KEY` line (which reads the key that
  * `./baton start` saves) and its `B=` line (the gateway's address) are set to this test's
@@ -108,10 +109,10 @@ function jsonObjects(out: string): Record<string, unknown>[] {
 describe("the docs' shell walkthroughs", () => {
   it("README's quickstart, then time-travel.md's fork of its run, work as written", async () => {
     const quickstart = bashBlocks("README.md", "## Quickstart");
-    expect(quickstart).toHaveLength(2); // ./baton start, then the requests
+    expect(quickstart).toHaveLength(3); // ./baton start, the requests, an error
     const fork = bashBlocks("docs/time-travel.md", "## Try it: fork the quickstart run with another amount");
     expect(fork).toHaveLength(1);
-    const out = await bash(`${forThisGateway(quickstart[1]!)}\n${fork[0]!}`);
+    const out = await bash(`${forThisGateway(quickstart[1]!)}\n${fork[0]!}\n${quickstart[2]!}`);
     const printed = jsonObjects(out);
     // The quickstart's run, last read after its approval; then the fork, last read after its own.
     const runs = printed.filter((o) => typeof o.id === "number" && "forkedFromExecutionId" in o);
@@ -127,6 +128,10 @@ describe("the docs' shell walkthroughs", () => {
     expect(pending).toMatchObject({ items: [{ executionId: forked!.id, status: "pending", payload: { subject: { amount: 300, employee: "Ada" } } }] });
     // And the quickstart's event stream, printed as it ran, ended with the run's end.
     expect(out).toContain("event: execution.completed");
+    // The error example printed the problem its comment shows, but for the workflow's id (1 in a fresh install).
+    const shown = JSON.parse(quickstart[2]!.split("\n").find((l) => l.startsWith("# {"))!.slice(2)) as Record<string, unknown>;
+    const problem = printed.find((o) => o.status === 405);
+    expect({ ...problem, detail: String(problem?.detail).replace(/agent-workflows\/\d+\//, "agent-workflows/1/") }).toEqual(shown);
   });
 
   it("examples/workflows/README.md's block works as written", async () => {
