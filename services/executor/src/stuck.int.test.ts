@@ -173,45 +173,44 @@ describe("the recovery sweep and a lost command", () => {
     await sweptOnlyPastGrace(id, "execution.timer", { status: "completed", output: { v: 42 } });
   });
 
-  it("sends a finished child's lost result again from its row when the parent still waits for it", async () => {
-    const childWf = await workflow("child", { start: "c", nodes: [{ id: "c", type: "transform", config: { expression: "7" } }], output: { c: "$.c" } });
-    const id = await started(await workflow("parent", {
-      start: "sub",
-      nodes: [{ id: "sub", type: "subworkflow", config: { workflow: { id: childWf } } }],
-      output: { got: "$.sub" },
-    }));
-    const [child] = await t.store.executions.listChildren(tenantId, id);
-    expect(child).toBeDefined();
-    // The child's start was sent; nothing took it yet: the sweep sends the parent nothing (the
-    // child's start it sends again only once the child has been queued for a minute: the next test).
-    skewMs = 30_000;
-    expect(await sweep(id)).toEqual([]);
-    expect((await checkpoints.get(id))!.state.status).toBe("running");
-    skewMs = 0;
-    await ex.handle({ name: "execution.start", message: { executionId: child!.id, tenantId, workflowId: childWf, workflowVersion: 1, parentExecutionId: id, parentNodeId: "sub", childKey: child!.childKey ?? "", triggerEvent: "subworkflow" } } as never);
-    expect((await checkpoints.get(child!.id))!.state.status).toBe("completed");
-    // Its child_result is lost.
-    await loseCommands();
-    await sweptOnlyPastGrace(id, "execution.child_result", { status: "completed", output: { got: { c: 7 } } });
-  });
-
-  it("sends a child's lost start again when the child is still queued a minute after, and the parent goes on", async () => {
-    const childWf = await workflow("queued-child", { start: "c", nodes: [{ id: "c", type: "transform", config: { expression: "8" } }], output: { c: "$.c" } });
-    const id = await started(await workflow("parent-of-queued", {
+  /** A run whose subworkflow node `sub` waits for a child answering `{ c: value }`: its row made and its start sent. */
+  async function parentOfChild(name: string, value: number): Promise<{ id: number; childWf: number; child: Awaited<ReturnType<typeof t.store.executions.listChildren>>[number] }> {
+    const childWf = await workflow(`${name}-child`, { start: "c", nodes: [{ id: "c", type: "transform", config: { expression: String(value) } }], output: { c: "$.c" } });
+    const id = await started(await workflow(name, {
       start: "sub",
       nodes: [{ id: "sub", type: "subworkflow", config: { workflow: { id: childWf } } }],
       output: { got: "$.sub" },
     }));
     const [child] = await t.store.executions.listChildren(tenantId, id);
     expect(child?.status).toBe("queued");
+    return { id, childWf, child: child! };
+  }
+
+  it("sends a finished child's lost result again from its row when the parent still waits for it", async () => {
+    const { id, childWf, child } = await parentOfChild("parent", 7);
+    // The child's start was sent; nothing took it yet: the sweep sends the parent nothing (the
+    // child's start it sends again only once the child has been queued for a minute: the next test).
+    skewMs = 30_000;
+    expect(await sweep(id)).toEqual([]);
+    expect((await checkpoints.get(id))!.state.status).toBe("running");
+    skewMs = 0;
+    await ex.handle({ name: "execution.start", message: { executionId: child.id, tenantId, workflowId: childWf, workflowVersion: 1, parentExecutionId: id, parentNodeId: "sub", childKey: child.childKey ?? "", triggerEvent: "subworkflow" } } as never);
+    expect((await checkpoints.get(child.id))!.state.status).toBe("completed");
+    // Its child_result is lost.
+    await loseCommands();
+    await sweptOnlyPastGrace(id, "execution.child_result", { status: "completed", output: { got: { c: 7 } } });
+  });
+
+  it("sends a child's lost start again when the child is still queued a minute after, and the parent goes on", async () => {
+    const { id, childWf, child } = await parentOfChild("parent-of-queued", 8);
     // Its start is lost (given up by the consumer after an outage).
     await loseCommands();
-    const startsOf = async () => (await commandsSentBy(bus, NATS, () => ex.recover())).filter((c) => c.name === "execution.start" && c.message.executionId === child!.id);
+    const startsOf = async () => (await commandsSentBy(bus, NATS, () => ex.recover())).filter((c) => c.name === "execution.start" && c.message.executionId === child.id);
     skewMs = 30_000;
     expect(await startsOf()).toEqual([]);
     skewMs = 120_000;
     const [start, ...more] = await startsOf();
-    expect([start?.message, more]).toEqual([expect.objectContaining({ parentExecutionId: id, parentNodeId: "sub", childKey: child!.childKey, workflowId: childWf }), []]);
+    expect([start?.message, more]).toEqual([expect.objectContaining({ parentExecutionId: id, parentNodeId: "sub", childKey: child.childKey, workflowId: childWf }), []]);
     // The child runs, and its result reaches the parent.
     for (const c of await commandsSentBy(bus, NATS, () => ex.handle(start!))) await ex.handle(c);
     expect(await ended(id)).toMatchObject({ status: "completed", output: { got: { c: 8 } } });
